@@ -1,0 +1,291 @@
+package main
+
+// End-to-end tests of the real binary on the live machine: they build
+// numascope once and run it as a user would.
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/csv"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+var binary string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "numascope-e2e")
+	if err != nil {
+		panic(err)
+	}
+	binary = filepath.Join(dir, "numascope")
+	build := exec.Command("go", "build", "-o", binary, ".")
+	build.Stderr = os.Stderr
+	if err := build.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "building numascope:", err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// run runs numascope with a private control FIFO path and returns stdout,
+// stderr and the exit status.
+func run(t *testing.T, args ...string) (string, string, int) {
+	t.Helper()
+	cmd := exec.Command(binary, args...)
+	cmd.Env = append(os.Environ(), "XDG_RUNTIME_DIR="+t.TempDir())
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatalf("running numascope %v: %v", args, err)
+	}
+	return out.String(), errb.String(), code
+}
+
+func TestTopologyJSON(t *testing.T) {
+	out, errs, code := run(t, "topology", "--format", "json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	var topo struct {
+		Nodes []struct {
+			ID        int            `json:"id"`
+			CPUs      []int          `json:"cpus"`
+			MemTotal  uint64         `json:"memory_total_bytes"`
+			Distances map[string]int `json:"distances"`
+		} `json:"nodes"`
+		CPUs []struct {
+			ID     int  `json:"id"`
+			Online bool `json:"online"`
+		} `json:"cpus"`
+	}
+	if err := json.Unmarshal([]byte(out), &topo); err != nil {
+		t.Fatalf("bad JSON: %v\n%s", err, out)
+	}
+	if len(topo.Nodes) == 0 || topo.Nodes[0].MemTotal == 0 || len(topo.CPUs) == 0 {
+		t.Fatalf("implausible topology: %+v", topo)
+	}
+	if d := topo.Nodes[0].Distances[strconv.Itoa(topo.Nodes[0].ID)]; d != 10 {
+		t.Errorf("local distance of node %d = %d, want 10", topo.Nodes[0].ID, d)
+	}
+}
+
+func TestStatPipedIsRawAndCounts(t *testing.T) {
+	out, errs, code := run(t, "stat", "-i", "100ms", "-n", "3", "-e", "vmstat.pgfault,node.MemFree,cpu.idle")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if len(lines) != 4 {
+		t.Fatalf("want heading + 3 lines, got:\n%s", out)
+	}
+	if f := strings.Fields(lines[0]); strings.Join(f, " ") != "time pgfault MemFree idle" {
+		t.Errorf("heading = %q", lines[0])
+	}
+	for _, l := range lines[1:] {
+		f := strings.Fields(l)
+		free, err := strconv.ParseFloat(f[2], 64)
+		if err != nil || free < 1<<20 {
+			t.Errorf("MemFree not a raw byte count: %q", l)
+		}
+		idle, err := strconv.ParseFloat(f[3], 64)
+		if err != nil || idle < 0 || idle > 100.5 {
+			t.Errorf("idle %% out of range: %q", l)
+		}
+	}
+}
+
+func TestStatCSVDiscrete(t *testing.T) {
+	out, errs, code := run(t, "stat", "--csv", "--discrete", "-i", "100ms", "-n", "2", "-e", "numa_hit")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	rows, err := csv.NewReader(strings.NewReader(out)).ReadAll()
+	if err != nil || len(rows) != 3 || rows[0][0] != "time_s" {
+		t.Fatalf("csv: %v\n%s", err, out)
+	}
+}
+
+func TestBadInputGivesOneLineErrors(t *testing.T) {
+	dir := t.TempDir()
+	existing := filepath.Join(dir, "exists.jsonl")
+	if err := os.WriteFile(existing, []byte("precious\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"stat", "-e", "numa_hitt"}, "did you mean"},
+		{[]string{"stat", "-i", "0"}, "positive"},
+		{[]string{"stat", "-i", "-5s"}, "positive"},
+		{[]string{"stat", "-i", "fast"}, "bad interval"},
+		{[]string{"record", "-o", existing, "-n", "1"}, "--force"},
+		{[]string{"record", "-o", filepath.Join(existing, "sub.jsonl"), "-n", "1"}, existing},
+		{[]string{"convert", filepath.Join(dir, "missing.jsonl")}, "missing.jsonl"},
+		{[]string{"topology", "--root", filepath.Join(dir, "nope")}, "nope"},
+		{[]string{"ctl", "--ctl", filepath.Join(dir, "fifo"), "label", "x"}, "fifo"},
+		{[]string{"ctl", "frobnicate"}, "frobnicate"},
+	}
+	for _, c := range cases {
+		_, errs, code := run(t, c.args...)
+		lines := strings.Split(strings.TrimSpace(errs), "\n")
+		if code == 0 || !strings.Contains(errs, c.want) || len(lines) != 1 {
+			t.Errorf("numascope %v: exit %d, stderr %q; want one line mentioning %q", c.args, code, errs, c.want)
+		}
+	}
+	if b, _ := os.ReadFile(existing); string(b) != "precious\n" {
+		t.Errorf("existing file was modified: %q", b)
+	}
+}
+
+func TestRecordCommandExitStatusAndConvert(t *testing.T) {
+	dir := t.TempDir()
+	rec := filepath.Join(dir, "run.jsonl.zst")
+	_, errs, code := run(t, "record", "-o", rec, "-i", "50ms", "-e", "vmstat.pgfault,node.*.MemFree",
+		"--", "sh", "-c", "sleep 0.6; exit 7")
+	if code != 7 {
+		t.Fatalf("exit %d, want the command's 7: %s", code, errs)
+	}
+	out, errs, code := run(t, "convert", rec)
+	if code != 0 {
+		t.Fatalf("convert exit %d: %s", code, errs)
+	}
+	rows, err := csv.NewReader(strings.NewReader(out)).ReadAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(rows[0][:2], ","); got != "time_s,vmstat.pgfault" || !strings.HasPrefix(rows[0][2], "node.") {
+		t.Errorf("csv heading = %v", rows[0])
+	}
+	// 0.6 s at 50 ms is about 12 samples; allow for a slow machine.
+	if n := len(rows) - 1; n < 5 || n > 14 {
+		t.Errorf("%d samples for a 0.6 s command at 50 ms", n)
+	}
+	prev := -1.0
+	for _, r := range rows[1:] {
+		ts, err := strconv.ParseFloat(r[0], 64)
+		if err != nil || ts <= prev {
+			t.Errorf("time_s not increasing: %v after %v", r[0], prev)
+		}
+		prev = ts
+	}
+
+	_, errs, code = run(t, "record", "-o", filepath.Join(dir, "x.jsonl"), "--", "/nonexistent/prog")
+	if code == 0 || !strings.Contains(errs, "/nonexistent/prog") {
+		t.Errorf("missing command: exit %d, %q", code, errs)
+	}
+}
+
+// TestRecordSurvivesKill9 checks that a recording cut off by kill -9 loads
+// with everything written before the cut.
+func TestRecordSurvivesKill9(t *testing.T) {
+	dir := t.TempDir()
+	rec := filepath.Join(dir, "killed.jsonl")
+	cmd := exec.Command(binary, "record", "-o", rec, "-i", "20ms", "-e", "vmstat.pgfault")
+	cmd.Env = append(os.Environ(), "XDG_RUNTIME_DIR="+dir)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(600 * time.Millisecond)
+	_ = cmd.Process.Signal(syscall.SIGKILL)
+	_ = cmd.Wait()
+	out, errs, code := run(t, "convert", rec)
+	if code != 0 {
+		t.Fatalf("convert after kill -9: exit %d: %s", code, errs)
+	}
+	if n := strings.Count(out, "\n") - 1; n < 5 {
+		t.Errorf("only %d samples survived 0.6 s at 20 ms", n)
+	}
+}
+
+// TestControlFIFO drives a running record through numascope ctl: label,
+// pause/resume, interval and a switch to a second file.
+func TestControlFIFO(t *testing.T) {
+	dir := t.TempDir()
+	fifo := filepath.Join(dir, "ctl")
+	first, second := filepath.Join(dir, "a.jsonl"), filepath.Join(dir, "b.jsonl")
+	cmd := exec.Command(binary, "record", "-o", first, "-i", "20ms", "-e", "vmstat.pgfault", "--ctl", fifo)
+	var errb bytes.Buffer
+	cmd.Stderr = &errb
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	waitFor(t, func() bool { st, err := os.Stat(fifo); return err == nil && st.Mode()&os.ModeNamedPipe != 0 })
+	if st, _ := os.Stat(fifo); st.Mode().Perm() != 0o600 {
+		t.Errorf("FIFO mode %v, want 0600", st.Mode().Perm())
+	}
+	ctl := func(args ...string) {
+		t.Helper()
+		if _, errs, code := run(t, append([]string{"ctl", "--ctl", fifo}, args...)...); code != 0 {
+			t.Fatalf("ctl %v: %s", args, errs)
+		}
+		time.Sleep(150 * time.Millisecond)
+	}
+	ctl("label", "phase", "two")
+	ctl("pause")
+	ctl("resume")
+	ctl("interval", "40ms")
+	ctl("record", second)
+	time.Sleep(300 * time.Millisecond)
+	_ = cmd.Process.Signal(syscall.SIGTERM)
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("record exited with %v: %s", err, errb.String())
+	}
+	if _, err := os.Stat(fifo); !os.IsNotExist(err) {
+		t.Errorf("FIFO left behind: %v", err)
+	}
+	a := readLines(t, first)
+	for _, want := range []string{`"type":"label"`, `"phase two"`, `"type":"pause"`, `"type":"resume"`, `"type":"interval"`, `"type":"end"`} {
+		if !strings.Contains(a, want) {
+			t.Errorf("first file lacks %s:\n%s", want, a)
+		}
+	}
+	b := readLines(t, second)
+	if !strings.HasPrefix(b, `{"type":"header"`) || !strings.Contains(b, `"type":"end"`) || strings.Count(b, "\n[") < 3 {
+		t.Errorf("second file incomplete:\n%s", b)
+	}
+}
+
+func waitFor(t *testing.T, ok func() bool) {
+	t.Helper()
+	for i := 0; i < 100; i++ {
+		if ok() {
+			return
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Fatal("timed out")
+}
+
+func readLines(t *testing.T, path string) string {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var b strings.Builder
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 1<<24)
+	for sc.Scan() {
+		b.WriteString(sc.Text())
+		b.WriteByte('\n')
+	}
+	return b.String()
+}

@@ -1,0 +1,50 @@
+package cli
+
+import (
+	"path/filepath"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/numascope/numascope/internal/ctl"
+)
+
+func newCtlCmd() *cobra.Command {
+	var path string
+	cmd := &cobra.Command{
+		Use:   "ctl [--ctl PATH] COMMAND [ARGS...]",
+		Short: "Send a command to a running numascope through its control FIFO",
+		Long: `Send one command to the control FIFO of a running numascope stat or record:
+
+  record FILE     close the current recording and continue in FILE
+  label TEXT      put a label at this instant (recording and terminal)
+  pause           stop writing samples (sampling goes on)
+  resume          write samples again
+  interval 100ms  change the sampling interval`,
+		Example: `  numascope ctl label phase 2
+  numascope ctl interval 10ms
+  numascope ctl record second-half.jsonl.zst`,
+		Args: cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if path == "" {
+				var err error
+				if path, err = ctl.DefaultPath(); err != nil {
+					return err
+				}
+			}
+			// A relative file means relative to where the user is, not to
+			// where the running numascope happens to be.
+			if strings.EqualFold(args[0], "record") && len(args) > 1 {
+				abs, err := filepath.Abs(strings.Join(args[1:], " "))
+				if err != nil {
+					return err
+				}
+				args = []string{args[0], abs}
+			}
+			return ctl.Send(path, strings.Join(args, " "))
+		},
+	}
+	cmd.Flags().StringVar(&path, "ctl", "", "control FIFO path (default: where numascope stat/record put it)")
+	cmd.Flags().SetInterspersed(false)
+	return cmd
+}

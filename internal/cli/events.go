@@ -1,0 +1,139 @@
+package cli
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+
+	"github.com/numascope/numascope/internal/sampler"
+)
+
+func newEventsCmd(g *globals) *cobra.Command {
+	var format string
+	cmd := &cobra.Command{
+		Use:   "events [PATTERN...]",
+		Short: "List sensors, whether they are present, and their events",
+		Long: `List every sensor, present or absent with the reason, and its events with kind, unit and
+description. PATTERNs select events as -e does (EVENT, SENSOR.EVENT or SENSOR.SOURCE.EVENT,
+globs allowed); without them every event is listed.`,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			env, err := g.env()
+			if err != nil {
+				return err
+			}
+			cat := sampler.Open(env)
+			defer cat.Close()
+			var only map[string]bool
+			if len(args) > 0 {
+				cols, err := cat.Select(splitPatterns(args), false)
+				if err != nil {
+					return err
+				}
+				only = map[string]bool{}
+				for _, c := range cols {
+					only[c.Sensor+"."+c.Event.Name] = true
+				}
+			}
+			switch format {
+			case "text":
+				return writeEventsText(os.Stdout, cat, only)
+			case "json":
+				return writeEventsJSON(os.Stdout, cat, only)
+			}
+			return fmt.Errorf("unknown --format %q: use text or json", format)
+		},
+	}
+	cmd.Flags().StringVar(&format, "format", "text", "output format: text or json")
+	return cmd
+}
+
+func writeEventsText(w io.Writer, cat *sampler.Catalog, only map[string]bool) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	for _, e := range cat.Entries {
+		if !e.Present() {
+			if only == nil {
+				fmt.Fprintf(tw, "%s\tabsent: %v\n\n", e.Name, e.Err)
+			}
+			continue
+		}
+		fmt.Fprintf(tw, "%s\tpresent, %s\n", e.Name, describeSources(e.Sources))
+		for _, ev := range e.Events {
+			if only != nil && !only[e.Name+"."+ev.Name] {
+				continue
+			}
+			fmt.Fprintf(tw, "  %s.%s\t%s\t%s\t%s\n", e.Name, ev.Name, ev.Kind, ev.Unit, ev.Desc)
+		}
+		fmt.Fprintln(tw)
+	}
+	return tw.Flush()
+}
+
+func describeSources(src []string) string {
+	switch {
+	case len(src) == 1 && src[0] == "":
+		return "1 source"
+	case len(src) <= 16:
+		return fmt.Sprintf("%d sources (%s)", len(src), strings.Join(src, " "))
+	}
+	return fmt.Sprintf("%d sources (%s ... %s)", len(src), src[0], src[len(src)-1])
+}
+
+type eventJSON struct {
+	Name string    `json:"name"`
+	Desc string    `json:"desc"`
+	Unit string    `json:"unit"`
+	Kind string    `json:"kind"`
+	Max  []float64 `json:"max,omitempty"`
+}
+
+type sensorJSON struct {
+	Name    string      `json:"name"`
+	Present bool        `json:"present"`
+	Reason  string      `json:"reason,omitempty"`
+	Sources []string    `json:"sources"`
+	Events  []eventJSON `json:"events"`
+}
+
+func writeEventsJSON(w io.Writer, cat *sampler.Catalog, only map[string]bool) error {
+	out := []sensorJSON{}
+	for _, e := range cat.Entries {
+		s := sensorJSON{Name: e.Name, Present: e.Present(), Sources: e.Sources, Events: []eventJSON{}}
+		if s.Sources == nil {
+			s.Sources = []string{}
+		}
+		if e.Err != nil {
+			s.Reason = e.Err.Error()
+		}
+		for _, ev := range e.Events {
+			if only != nil && !only[e.Name+"."+ev.Name] {
+				continue
+			}
+			s.Events = append(s.Events, eventJSON{ev.Name, ev.Desc, ev.Unit, ev.Kind.String(), ev.Max})
+		}
+		if only != nil && len(s.Events) == 0 {
+			continue
+		}
+		out = append(out, s)
+	}
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(out)
+}
+
+// splitPatterns splits comma-separated -e values.
+func splitPatterns(vals []string) []string {
+	var out []string
+	for _, v := range vals {
+		for _, p := range strings.Split(v, ",") {
+			if p = strings.TrimSpace(p); p != "" {
+				out = append(out, p)
+			}
+		}
+	}
+	return out
+}

@@ -1,0 +1,93 @@
+// Package cli implements numascope's command line: one cobra command per
+// file, each a thin layer over the internal packages.
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"os"
+
+	"github.com/spf13/cobra"
+
+	"github.com/numascope/numascope/internal/sensor"
+	"github.com/numascope/numascope/internal/sysfs"
+	"github.com/numascope/numascope/internal/topology"
+)
+
+// exitError carries a specific exit status (e.g. a recorded command's) up to Main.
+type exitError struct{ code int }
+
+func (e exitError) Error() string { return fmt.Sprintf("exit status %d", e.code) }
+
+// globals are the flags every command shares.
+type globals struct {
+	root string
+}
+
+// Main runs the command line and returns the process exit status.
+func Main(args []string) int {
+	root := newRoot()
+	root.SetArgs(args)
+	err := root.Execute()
+	var ee exitError
+	switch {
+	case err == nil:
+		return 0
+	case errors.As(err, &ee):
+		return ee.code
+	default:
+		fmt.Fprintf(os.Stderr, "numascope: %v\n", err)
+		return 1
+	}
+}
+
+func newRoot() *cobra.Command {
+	g := &globals{}
+	root := &cobra.Command{
+		Use:   "numascope",
+		Short: "NUMA observability: where memory lives, who touches it, and what that costs",
+		Long: `numascope shows a Linux machine as a NUMA engineer sees it and samples the kernel's
+NUMA events at high rate with low overhead.
+
+  numascope topology            nodes, CPUs, memory, distances, caches
+  numascope events              sensors and their events
+  numascope stat                vmstat-style lines of the selected events
+  numascope record -o FILE      record samples to a file (optionally while running a command)
+  numascope convert FILE        turn a recording into CSV
+  numascope ctl COMMAND         steer a running numascope through its control FIFO`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.PersistentFlags().StringVar(&g.root, "root", os.Getenv("NUMASCOPE_ROOT"),
+		"read DIR/sys and DIR/proc instead of /sys and /proc (env NUMASCOPE_ROOT)")
+	root.AddCommand(newTopologyCmd(g), newEventsCmd(g), newStatCmd(g), newRecordCmd(g), newConvertCmd(), newCtlCmd())
+	return root
+}
+
+// fs returns the filesystem root to read.
+func (g *globals) fs() (sysfs.FS, error) {
+	if g.root != "" {
+		st, err := os.Stat(g.root)
+		if err != nil {
+			return sysfs.FS{}, fmt.Errorf("--root %s: %w", g.root, err)
+		}
+		if !st.IsDir() {
+			return sysfs.FS{}, fmt.Errorf("--root %s: not a directory", g.root)
+		}
+	}
+	return sysfs.New(g.root), nil
+}
+
+// env discovers the topology and returns what sensors need. Topology
+// warnings go to stderr; they never stop the tool.
+func (g *globals) env() (sensor.Env, error) {
+	fs, err := g.fs()
+	if err != nil {
+		return sensor.Env{}, err
+	}
+	topo, err := topology.Discover(fs)
+	if err != nil {
+		return sensor.Env{}, fmt.Errorf("discovering the topology: %w", err)
+	}
+	return sensor.Env{FS: fs, Topology: topo}, nil
+}

@@ -1,0 +1,267 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/spf13/pflag"
+	"golang.org/x/sys/unix"
+
+	"github.com/numascope/numascope/internal/ctl"
+	"github.com/numascope/numascope/internal/recorder"
+	"github.com/numascope/numascope/internal/recording"
+	"github.com/numascope/numascope/internal/sampler"
+	"github.com/numascope/numascope/internal/sensor"
+	"github.com/numascope/numascope/internal/topology"
+)
+
+// sampleFlags are the flags of every command that samples.
+type sampleFlags struct {
+	events      []string
+	interval    string
+	count       uint64
+	discrete    bool
+	ctl         string
+	samplerNode string
+}
+
+func (f *sampleFlags) register(fl *pflag.FlagSet) {
+	fl.StringSliceVarP(&f.events, "events", "e", nil,
+		"events to sample: comma-separated names or globs, e.g. 'numa_*,node.*.numa_miss' (default: a NUMA overview)")
+	fl.StringVarP(&f.interval, "interval", "i", "1s", "sampling interval: 100us to 24h, e.g. 100ms, 1s")
+	fl.Uint64VarP(&f.count, "count", "n", 0, "stop after this many samples (0: until interrupted)")
+	fl.BoolVar(&f.discrete, "discrete", false, "one column per source (node) instead of sums")
+	fl.StringVar(&f.ctl, "ctl", "", "control FIFO path (default /run/numascope-ctl as root, else $XDG_RUNTIME_DIR/numascope-ctl)")
+	fl.StringVar(&f.samplerNode, "sampler-node", "auto",
+		"pin the sampling thread to this node's CPUs: a node ID, auto (the first node) or none")
+}
+
+// session is one sampling run: sensors, the sampler, the control FIFO and
+// the recorder, wired together.
+type session struct {
+	env     sensor.Env
+	cat     *sampler.Catalog
+	smp     *sampler.Sampler
+	rec     *recorder.Recorder
+	recDone chan error
+	ctlSrv  *ctl.Server
+	stderr  *lockedWriter
+	wg      sync.WaitGroup
+}
+
+// lockedWriter serialises the lines that several goroutines write to stderr.
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) printf(format string, args ...any) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	fmt.Fprintf(l.w, "numascope: "+format+"\n", args...)
+}
+
+// newSession opens the sensors, resolves the events and prepares sampling.
+// With recPath it creates the recording at once, so that an existing or
+// unwritable file is reported before anything runs.
+func newSession(g *globals, f *sampleFlags, recPath string, force bool, command []string) (*session, error) {
+	interval, err := sampler.ParseInterval(f.interval)
+	if err != nil {
+		return nil, fmt.Errorf("-i: %w", err)
+	}
+	env, err := g.env()
+	if err != nil {
+		return nil, err
+	}
+	s := &session{env: env, stderr: &lockedWriter{w: os.Stderr}}
+	s.cat = sampler.Open(env)
+	patterns := splitPatterns(f.events)
+	explicit := len(patterns) > 0
+	if !explicit {
+		patterns = s.cat.Available(sampler.DefaultEvents)
+	}
+	cols, err := s.cat.Select(patterns, f.discrete)
+	if err != nil {
+		s.cat.Close()
+		return nil, err
+	}
+	pin, err := pinCPUs(env, f.samplerNode, g.root != "")
+	if err != nil {
+		s.cat.Close()
+		return nil, err
+	}
+	s.smp, err = sampler.New(cols, sampler.Config{
+		Interval: interval,
+		Count:    f.count,
+		PinCPUs:  pin,
+		Errors:   func(err error) { s.stderr.printf("%v", err) },
+	})
+	if err != nil {
+		s.cat.Close()
+		return nil, err
+	}
+
+	// The recorder is always attached, so that `ctl record FILE` can start a
+	// recording in any sampling mode. It may fall two seconds behind.
+	depth := int(2*time.Second/interval) + 16
+	depth = min(max(depth, 64), 1<<16)
+	sink := s.smp.AddSink("recording", depth)
+	s.rec = recorder.New(s.smp, sink, s.header(command), force, func(err error) { s.stderr.printf("%v", err) })
+	if recPath != "" {
+		if err := s.rec.Create(recPath); err != nil {
+			s.cat.Close()
+			return nil, err
+		}
+	}
+
+	if err := s.listen(f.ctl); err != nil {
+		s.cat.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// pinCPUs resolves --sampler-node to a CPU set. On a captured tree (--root)
+// "auto" does not pin: the tree's CPUs are not this machine's.
+func pinCPUs(env sensor.Env, spec string, captured bool) ([]int, error) {
+	if spec == "none" || (spec == "auto" && captured) {
+		return nil, nil
+	}
+	t := env.Topology
+	usable := func(n *topology.Node) []int {
+		allowed := map[int]bool{}
+		for _, c := range t.CPUs {
+			if c.Online && c.Allowed {
+				allowed[c.ID] = true
+			}
+		}
+		var out []int
+		for _, c := range n.CPUs {
+			if allowed[c] {
+				out = append(out, c)
+			}
+		}
+		return out
+	}
+	if spec == "auto" {
+		for i := range t.Nodes {
+			if cpus := usable(&t.Nodes[i]); len(cpus) > 0 {
+				return cpus, nil
+			}
+		}
+		return nil, nil
+	}
+	id, err := strconv.Atoi(spec)
+	if err != nil {
+		return nil, fmt.Errorf("--sampler-node %q: give a node ID, auto or none", spec)
+	}
+	n := t.Node(id)
+	if n == nil {
+		var ids []string
+		for _, n := range t.Nodes {
+			ids = append(ids, strconv.Itoa(n.ID))
+		}
+		return nil, fmt.Errorf("--sampler-node %d: no such node (nodes: %v)", id, ids)
+	}
+	cpus := usable(n)
+	if len(cpus) == 0 {
+		return nil, fmt.Errorf("--sampler-node %d: the node has no CPU this process may use; pick another or none", id)
+	}
+	return cpus, nil
+}
+
+// header is the template of every recording's header.
+func (s *session) header(command []string) recording.Header {
+	h := recording.Header{Topology: s.env.Topology, Command: command}
+	h.Host, _ = os.Hostname()
+	var u unix.Utsname
+	if unix.Uname(&u) == nil {
+		h.Kernel = unix.ByteSliceToString(u.Release[:])
+	}
+	for _, e := range s.cat.Entries {
+		info := recording.SensorInfo{Name: e.Name, Present: e.Present(), Sources: e.Sources}
+		if e.Err != nil {
+			info.Reason = e.Err.Error()
+		}
+		h.Sensors = append(h.Sensors, info)
+	}
+	for _, c := range s.smp.Columns() {
+		h.Columns = append(h.Columns, recording.Column{
+			Name: c.Name, Sensor: c.Sensor, Event: c.Event.Name, Sources: c.Sources,
+			Unit: c.Event.Unit, Kind: c.Event.Kind.String(), Desc: c.Event.Desc, Max: c.Max,
+		})
+	}
+	return h
+}
+
+// listen opens the control FIFO. A path given with --ctl must work; the
+// default path is best effort, since sampling is useful without it.
+func (s *session) listen(path string) error {
+	explicit := path != ""
+	if !explicit {
+		var err error
+		if path, err = ctl.DefaultPath(); err != nil {
+			s.stderr.printf("control FIFO disabled: %v", err)
+			return nil
+		}
+	}
+	srv, err := ctl.Listen(path, func(err error) { s.stderr.printf("control FIFO: %v", err) })
+	if err != nil {
+		if explicit {
+			return fmt.Errorf("--ctl: %w", err)
+		}
+		s.stderr.printf("control FIFO disabled: %v", err)
+		return nil
+	}
+	s.ctlSrv = srv
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		for c := range srv.Commands() {
+			s.apply(c)
+		}
+	}()
+	return nil
+}
+
+// apply carries out one control command.
+func (s *session) apply(c ctl.Command) {
+	switch c.Op {
+	case ctl.OpRecord:
+		s.smp.Rotate(c.Arg)
+	case ctl.OpLabel:
+		s.smp.Label(c.Arg)
+	case ctl.OpPause:
+		s.smp.Pause()
+	case ctl.OpResume:
+		s.smp.Resume()
+	case ctl.OpInterval:
+		if err := s.smp.SetInterval(c.Interval); err != nil {
+			s.stderr.printf("control FIFO: %v", err)
+		}
+	}
+}
+
+// run samples until ctx is done, Stop is called or the count is reached, then
+// waits for every sink to finish and closes everything.
+func (s *session) run(ctx context.Context) error {
+	recDone := make(chan error, 1)
+	go func() { recDone <- s.rec.Run() }()
+	err := s.smp.Run(ctx)
+	recErr := <-recDone
+	if s.ctlSrv != nil {
+		_ = s.ctlSrv.Close()
+	}
+	s.wg.Wait()
+	s.cat.Close()
+	if err != nil {
+		return err
+	}
+	return recErr
+}

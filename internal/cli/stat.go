@@ -1,0 +1,97 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/spf13/cobra"
+
+	"github.com/numascope/numascope/internal/sampler"
+	"github.com/numascope/numascope/internal/term"
+)
+
+func newStatCmd(g *globals) *cobra.Command {
+	var f sampleFlags
+	var csv bool
+	cmd := &cobra.Command{
+		Use:   "stat",
+		Short: "Print one line per sample, like vmstat",
+		Long: `Print one line per sample with a column per selected event. Counters are shown as rates
+per second, gauges as levels, CPU time as %. On a terminal numbers use K/M/G units and the
+headings repeat every 25 lines; piped, numbers are raw. The control FIFO accepts label,
+pause, resume, interval and record commands (see numascope ctl).`,
+		Example: `  numascope stat
+  numascope stat -i 100ms -n 50 --discrete -e 'numa_*'
+  numascope stat --csv -e node.*.MemFree > free.csv`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			s, err := newSession(g, &f, "", false, nil)
+			if err != nil {
+				return err
+			}
+			var cols []term.Column
+			for _, c := range s.smp.Columns() {
+				cols = append(cols, term.Column{Heading: c.Heading(), Unit: c.Event.Unit})
+			}
+			tty := term.IsTerminal(os.Stdout)
+			opt := term.Options{Human: tty && !csv, CSV: csv}
+			if tty && !csv {
+				opt.Repeat = 25
+			}
+			p := term.NewPrinter(os.Stdout, cols, opt)
+			sink := s.smp.AddSink("terminal", 256)
+			printed := make(chan error, 1)
+			go func() { printed <- printSink(p, sink, s) }()
+
+			// A closed pipe (stat | head) ends sampling cleanly, so the FIFO is removed.
+			signal.Ignore(syscall.SIGPIPE)
+			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			err = s.run(ctx)
+			if perr := <-printed; err == nil && !errors.Is(perr, syscall.EPIPE) {
+				err = perr
+			}
+			return err
+		},
+	}
+	f.register(cmd.Flags())
+	cmd.Flags().BoolVar(&csv, "csv", false, "comma-separated output with a time_s column")
+	return cmd
+}
+
+// printSink prints what the terminal sink receives until sampling ends.
+func printSink(p *term.Printer, sink *sampler.Sink, s *session) error {
+	var werr error
+	for r := range sink.Records() {
+		if werr == nil {
+			switch r.Kind {
+			case sampler.KindSample:
+				werr = p.Sample(r.T, r.Values)
+			case sampler.KindLabel:
+				werr = p.Note(r.T, "label: %s", r.Text)
+			case sampler.KindInterval:
+				werr = p.Note(r.T, "interval: %v", r.Interval)
+			case sampler.KindPause:
+				werr = p.Note(r.T, "paused (sampling goes on; resume with: numascope ctl resume)")
+			case sampler.KindResume:
+				werr = p.Note(r.T, "resumed")
+			case sampler.KindEnd:
+				if r.Dropped > 0 || r.Stats.MissedDeadlines > 0 || r.Stats.ReadErrors > 0 {
+					s.stderr.printf("%d samples, %d missed deadlines, %d dropped by the terminal, %d read errors",
+						r.Stats.Samples, r.Stats.MissedDeadlines, r.Dropped, r.Stats.ReadErrors)
+				}
+			}
+			if werr != nil {
+				// Typically a closed pipe: stop sampling, report nothing more.
+				s.smp.Stop()
+				werr = fmt.Errorf("writing to stdout: %w", werr)
+			}
+		}
+		sink.Release(r)
+	}
+	return werr
+}

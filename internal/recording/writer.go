@@ -1,0 +1,402 @@
+package recording
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/klauspost/compress/zstd"
+)
+
+// Writer writes a recording. Its methods may be called from several
+// goroutines (the sampler writes samples, the control channel writes labels);
+// each line is written whole.
+//
+// Output is buffered: call Flush to make everything written so far visible
+// to a reader of the file (it also ends a zstd block), and Close at the end.
+// After the first error every method returns that error.
+type Writer struct {
+	mu     sync.Mutex
+	path   string
+	file   *os.File      // non-nil when the Writer owns a file
+	buf    *bufio.Writer // buffers plain output (nil for zstd)
+	enc    *zstd.Encoder // non-nil for compressed output
+	out    io.Writer     // where lines go: buf or enc
+	line   []byte        // reused line buffer
+	ncols  int           // values per sample in the current column set
+	header bool
+	closed bool
+	last   time.Duration // latest t written, for the end line
+	err    error
+}
+
+// zstdOptions trade a little ratio for predictable latency: no goroutines
+// (concurrency 1 encodes in the caller, which also keeps WriteSample free of
+// allocations) and a 1 MiB window, plenty for repetitive sample lines.
+func zstdOptions() []zstd.EOption {
+	return []zstd.EOption{
+		zstd.WithEncoderConcurrency(1),
+		zstd.WithEncoderLevel(zstd.SpeedDefault),
+		zstd.WithWindowSize(1 << 20),
+	}
+}
+
+// Create creates a recording file. A ".zst" suffix selects zstd compression.
+// An existing file is refused unless force is set; the file is created with
+// mode 0644 (before umask).
+func Create(path string, force bool) (*Writer, error) {
+	flags := os.O_WRONLY | os.O_CREATE
+	if force {
+		flags |= os.O_TRUNC
+	} else {
+		flags |= os.O_EXCL
+	}
+	f, err := os.OpenFile(path, flags, 0o644)
+	if err != nil {
+		return nil, createError(path, err)
+	}
+	w := newWriter(f, strings.HasSuffix(path, ".zst"))
+	w.file = f
+	w.path = path
+	return w, nil
+}
+
+// createError turns an OpenFile error into a one-line message that names the
+// file and says what to do.
+func createError(path string, err error) error {
+	var pe *fs.PathError
+	cause := err
+	if errors.As(err, &pe) {
+		cause = pe.Err
+	}
+	switch {
+	case errors.Is(err, fs.ErrExist):
+		return fmt.Errorf("recording %s already exists; use --force to overwrite it: %w", path, fs.ErrExist)
+	case errors.Is(err, syscall.EISDIR):
+		return fmt.Errorf("cannot create recording %s: it is a directory; give a file name", path)
+	case errors.Is(err, fs.ErrPermission) || errors.Is(err, syscall.EROFS):
+		return fmt.Errorf("cannot create recording %s: %v; choose a writable directory: %w", path, cause, err)
+	case errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR):
+		return fmt.Errorf("cannot create recording %s: %v; check that its directory exists: %w", path, cause, err)
+	}
+	return fmt.Errorf("cannot create recording %s: %v: %w", path, cause, err)
+}
+
+// NewWriter returns a Writer that writes a recording to w, zstd-compressed
+// if compress is set. Close flushes but does not close w.
+func NewWriter(w io.Writer, compress bool) *Writer {
+	return newWriter(w, compress)
+}
+
+func newWriter(w io.Writer, compress bool) *Writer {
+	wr := &Writer{line: make([]byte, 0, 4096)}
+	if compress {
+		enc, err := zstd.NewWriter(w, zstdOptions()...)
+		if err != nil {
+			// Only invalid options fail, and ours are constant.
+			panic("recording: zstd options: " + err.Error())
+		}
+		wr.enc = enc
+		wr.out = enc
+	} else {
+		wr.buf = bufio.NewWriterSize(w, 64<<10)
+		wr.out = wr.buf
+	}
+	return wr
+}
+
+// Path returns the file name given to Create, or "" for NewWriter.
+func (w *Writer) Path() string { return w.path }
+
+// check reports whether a line may be written now.
+func (w *Writer) check(what string, needHeader bool) error {
+	if w.err != nil {
+		return w.err
+	}
+	if w.closed {
+		return fmt.Errorf("recording: %s after Close", what)
+	}
+	if needHeader && !w.header {
+		return fmt.Errorf("recording: %s before WriteHeader", what)
+	}
+	return nil
+}
+
+// emit writes w.line plus a newline to the output.
+func (w *Writer) emit() error {
+	w.line = append(w.line, '\n')
+	if _, err := w.out.Write(w.line); err != nil {
+		w.err = w.wrapErr(err)
+		return w.err
+	}
+	return nil
+}
+
+func (w *Writer) wrapErr(err error) error {
+	if w.path != "" {
+		return fmt.Errorf("writing recording %s: %w", w.path, err)
+	}
+	return fmt.Errorf("writing recording: %w", err)
+}
+
+// prepareColumns returns a copy of cols with empty names derived from
+// sensor, sources and event, and an error for duplicate or empty names.
+func prepareColumns(cols []Column) ([]Column, error) {
+	out := make([]Column, len(cols))
+	seen := make(map[string]bool, len(cols))
+	for i, c := range cols {
+		c.Name = c.qualified()
+		if c.Name == "." || c.Name == "" {
+			return nil, fmt.Errorf("recording: column %d has no name (set Name, or Sensor and Event)", i)
+		}
+		if seen[c.Name] {
+			return nil, fmt.Errorf("recording: column %q appears twice", c.Name)
+		}
+		seen[c.Name] = true
+		if c.Sources == nil {
+			c.Sources = []string{}
+		}
+		out[i] = c
+	}
+	return out, nil
+}
+
+// WriteHeader writes the header line. It must be called once, first.
+// Format and Version are filled in; columns without a Name get their
+// qualified name.
+func (w *Writer) WriteHeader(h *Header) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if err := w.check("WriteHeader", false); err != nil {
+		return err
+	}
+	if w.header {
+		return errors.New("recording: WriteHeader called twice")
+	}
+	cols, err := prepareColumns(h.Columns)
+	if err != nil {
+		return err
+	}
+	hc := *h
+	hc.Format = FormatName
+	hc.Version = Version
+	hc.Columns = cols
+	if hc.Sensors == nil {
+		hc.Sensors = []SensorInfo{}
+	}
+	b, err := json.Marshal(struct {
+		Type string `json:"type"`
+		*Header
+	}{"header", &hc})
+	if err != nil {
+		return fmt.Errorf("recording: encoding header: %w", err)
+	}
+	w.line = append(w.line[:0], b...)
+	if err := w.emit(); err != nil {
+		return err
+	}
+	w.header = true
+	w.ncols = len(cols)
+	return nil
+}
+
+// WriteSample writes one sample: t is the time since Start, v holds one value
+// per column of the current column set (NaN for a value that could not be
+// read). It does not allocate.
+func (w *Writer) WriteSample(t time.Duration, v []float64) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if err := w.check("WriteSample", true); err != nil {
+		return err
+	}
+	if len(v) != w.ncols {
+		return fmt.Errorf("recording: sample has %d values for %d columns", len(v), w.ncols)
+	}
+	b := append(w.line[:0], '[')
+	b = appendSeconds(b, t)
+	for _, x := range v {
+		b = append(b, ',')
+		b = appendValue(b, x)
+	}
+	w.line = append(b, ']')
+	w.advance(t)
+	return w.emit()
+}
+
+func (w *Writer) advance(t time.Duration) {
+	if t > w.last {
+		w.last = t
+	}
+}
+
+// startMark begins a mark line {"type":typ,"t":t.
+func (w *Writer) startMark(typ string, t time.Duration) {
+	b := append(w.line[:0], `{"type":"`...)
+	b = append(b, typ...)
+	b = append(b, `","t":`...)
+	w.line = appendSeconds(b, t)
+	w.advance(t)
+}
+
+// WriteLabel writes a label mark: text annotates the recording at t.
+func (w *Writer) WriteLabel(t time.Duration, text string) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if err := w.check("WriteLabel", true); err != nil {
+		return err
+	}
+	q, err := json.Marshal(text)
+	if err != nil {
+		return fmt.Errorf("recording: encoding label: %w", err)
+	}
+	w.startMark(MarkLabel, t)
+	w.line = append(w.line, `,"text":`...)
+	w.line = append(w.line, q...)
+	w.line = append(w.line, '}')
+	return w.emit()
+}
+
+// WriteInterval records that the sampling interval changed at t.
+func (w *Writer) WriteInterval(t, interval time.Duration) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if err := w.check("WriteInterval", true); err != nil {
+		return err
+	}
+	w.startMark(MarkInterval, t)
+	w.line = append(w.line, `,"interval_s":`...)
+	w.line = appendValue(w.line, interval.Seconds())
+	w.line = append(w.line, '}')
+	return w.emit()
+}
+
+// WritePause records that sampling paused at t.
+func (w *Writer) WritePause(t time.Duration) error { return w.simpleMark(MarkPause, t) }
+
+// WriteResume records that sampling resumed at t.
+func (w *Writer) WriteResume(t time.Duration) error { return w.simpleMark(MarkResume, t) }
+
+func (w *Writer) simpleMark(typ string, t time.Duration) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if err := w.check("Write"+strings.ToUpper(typ[:1])+typ[1:], true); err != nil {
+		return err
+	}
+	w.startMark(typ, t)
+	w.line = append(w.line, '}')
+	return w.emit()
+}
+
+// WriteColumns records that the column set changed at t: later samples hold
+// one value per entry of cols. Columns keep their identity by name.
+func (w *Writer) WriteColumns(t time.Duration, cols []Column) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if err := w.check("WriteColumns", true); err != nil {
+		return err
+	}
+	pc, err := prepareColumns(cols)
+	if err != nil {
+		return err
+	}
+	b, err := json.Marshal(pc)
+	if err != nil {
+		return fmt.Errorf("recording: encoding columns: %w", err)
+	}
+	w.startMark(MarkColumns, t)
+	w.line = append(w.line, `,"columns":`...)
+	w.line = append(w.line, b...)
+	w.line = append(w.line, '}')
+	if err := w.emit(); err != nil {
+		return err
+	}
+	w.ncols = len(pc)
+	return nil
+}
+
+// Flush writes out everything buffered. Afterwards a concurrent reader of
+// the file sees every line written so far; for zstd output it ends the
+// current block (the frame stays open until Close).
+func (w *Writer) Flush() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.err != nil {
+		return w.err
+	}
+	if w.closed {
+		return nil
+	}
+	return w.flush()
+}
+
+func (w *Writer) flush() error {
+	var err error
+	if w.enc != nil {
+		err = w.enc.Flush()
+	} else {
+		err = w.buf.Flush()
+	}
+	if err != nil {
+		w.err = w.wrapErr(err)
+	}
+	return w.err
+}
+
+// Close writes the end line (at the latest time written) with the summary
+// end, flushes, ends the zstd frame and closes the file if Create opened it.
+// Without a header nothing is written. Closing twice is a no-op.
+func (w *Writer) Close(end End) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.closed {
+		return nil
+	}
+	w.closed = true
+	err := w.err
+	if err == nil && w.header {
+		w.startMark("end", w.last)
+		b := appendUintField(w.line, "samples", end.Samples)
+		b = appendUintField(b, "missed_deadlines", end.MissedDeadlines)
+		b = appendUintField(b, "dropped", end.Dropped)
+		w.line = append(b, '}')
+		err = w.emit()
+	}
+	if err == nil {
+		err = w.flush()
+	}
+	if w.enc != nil {
+		if cerr := w.enc.Close(); cerr != nil && err == nil {
+			err = w.wrapErr(cerr)
+		}
+	}
+	if w.file != nil {
+		if err == nil {
+			if serr := w.file.Sync(); serr != nil && !errors.Is(serr, syscall.EINVAL) {
+				err = w.wrapErr(serr)
+			}
+		}
+		if cerr := w.file.Close(); cerr != nil && err == nil {
+			err = w.wrapErr(cerr)
+		}
+	}
+	if err != nil && w.err == nil {
+		w.err = err
+	}
+	return err
+}
+
+func appendUintField(b []byte, name string, v uint64) []byte {
+	b = append(b, ',', '"')
+	b = append(b, name...)
+	b = append(b, '"', ':')
+	return strconv.AppendUint(b, v, 10)
+}

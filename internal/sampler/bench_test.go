@@ -1,0 +1,117 @@
+package sampler
+
+import (
+	"os"
+	"runtime"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/numascope/numascope/internal/sensor"
+	"github.com/numascope/numascope/internal/sysfs"
+	"github.com/numascope/numascope/internal/topology"
+)
+
+// liveDefault opens the default events on the live machine.
+func liveDefault(tb testing.TB) *Sampler {
+	tb.Helper()
+	fs := sysfs.New("")
+	topo, err := topology.Discover(fs)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	cat := Open(sensor.Env{FS: fs, Topology: topo})
+	tb.Cleanup(func() { cat.Close() })
+	cols, err := cat.Select(cat.Available(DefaultEvents), false)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	s, err := New(cols, Config{Interval: time.Second})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return s
+}
+
+// TestDefaultSampleDoesNotAllocate proves the steady-state claim on the real
+// sensors and the real kernel files, not only on the test sensor.
+func TestDefaultSampleDoesNotAllocate(t *testing.T) {
+	s := liveDefault(t)
+	k := s.AddSink("t", 2)
+	s.Sample(time.Second)
+	allocs := testing.AllocsPerRun(200, func() {
+		s.Sample(time.Second)
+		s.publish(time.Second)
+		k.Release(<-k.queue)
+	})
+	if allocs != 0 {
+		t.Errorf("a default sample allocates %v times", allocs)
+	}
+}
+
+// threadCPU is this thread's CPU time; with the goroutine locked to its
+// thread it measures exactly the work done in between, not wall time.
+func threadCPU() int64 {
+	var ts unix.Timespec
+	_ = unix.ClockGettime(unix.CLOCK_THREAD_CPUTIME_ID, &ts)
+	return ts.Nano()
+}
+
+// BenchmarkDefaultSampleVsKernel measures numascope's main overhead figure:
+// the CPU time of one sample of the default events, divided by the bare
+// kernel cost of pread()ing the same files, both measured in the same run
+// in interleaved chunks so that machine noise hits both alike. The ratio
+// metric is what docs/performance.md reports; the goal is at most 1.2.
+func BenchmarkDefaultSampleVsKernel(b *testing.B) {
+	s := liveDefault(b)
+	var files []*os.File
+	for _, g := range s.groups {
+		fr, ok := g.entry.Sensor.(sensor.FileReader)
+		if !ok {
+			b.Skipf("sensor %s does not list its files", g.entry.Name)
+		}
+		for _, name := range fr.Files() {
+			f, err := os.Open(name)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer f.Close()
+			files = append(files, f)
+		}
+	}
+	buf := make([]byte, 256<<10)
+	kernel := func() {
+		for _, f := range files {
+			if _, err := unix.Pread(int(f.Fd()), buf, 0); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	s.Sample(time.Second)
+	kernel()
+	b.ReportAllocs()
+	b.ResetTimer()
+	var tSample, tKernel int64
+	const chunk = 100
+	for done := 0; done < b.N; done += chunk {
+		n := min(chunk, b.N-done)
+		t0 := threadCPU()
+		for i := 0; i < n; i++ {
+			s.Sample(time.Second)
+		}
+		t1 := threadCPU()
+		for i := 0; i < n; i++ {
+			kernel()
+		}
+		t2 := threadCPU()
+		tSample += t1 - t0
+		tKernel += t2 - t1
+	}
+	b.ReportMetric(float64(tSample)/float64(b.N), "cpu-ns/sample")
+	b.ReportMetric(float64(tKernel)/float64(b.N), "cpu-ns/kernel-read")
+	b.ReportMetric(float64(tSample)/float64(tKernel), "ratio")
+	b.ReportMetric(float64(len(files)), "files")
+}

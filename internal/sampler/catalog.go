@@ -1,0 +1,287 @@
+package sampler
+
+import (
+	"errors"
+	"fmt"
+	"path"
+	"sort"
+	"strings"
+
+	"github.com/numascope/numascope/internal/sensor"
+)
+
+// DefaultEvents are sampled when -e is not given: where pages are allocated
+// (summed from every node, or per node with --discrete), what NUMA balancing
+// does, free memory, and how busy the CPUs are.
+var DefaultEvents = []string{
+	"node.numa_hit", "node.numa_miss", "node.numa_foreign",
+	"vmstat.numa_hint_faults", "vmstat.numa_hint_faults_local", "vmstat.numa_pages_migrated", "vmstat.pgfault",
+	"node.MemFree", "cpu.user", "cpu.system", "cpu.idle", "cpu.iowait",
+}
+
+// Entry is one sensor as the catalog found it: opened and present, or absent
+// with the reason.
+type Entry struct {
+	Name    string
+	Sensor  sensor.Sensor // nil when absent
+	Err     error         // why the sensor is absent
+	Sources []string
+	Events  []sensor.Event
+}
+
+// Present reports whether the sensor opened.
+func (e *Entry) Present() bool { return e.Err == nil }
+
+// Catalog holds every registered sensor, opened against one environment.
+type Catalog struct {
+	Entries []*Entry
+}
+
+// Open opens the named sensors (all registered ones when names is empty). A
+// sensor that fails to open stays in the catalog as absent; it never stops the
+// others.
+func Open(env sensor.Env, names ...string) *Catalog {
+	if len(names) == 0 {
+		names = sensor.Names()
+	}
+	c := &Catalog{}
+	for _, name := range names {
+		e := &Entry{Name: name}
+		s, ok := sensor.New(name)
+		if !ok {
+			e.Err = fmt.Errorf("no sensor named %q (known: %s)", name, strings.Join(sensor.Names(), ", "))
+		} else if err := s.Open(env); err != nil {
+			e.Err = err
+			_ = s.Close()
+		} else {
+			e.Sensor, e.Sources, e.Events = s, s.Sources(), s.Events()
+		}
+		c.Entries = append(c.Entries, e)
+	}
+	return c
+}
+
+// Entry returns the sensor with the given name, or nil.
+func (c *Catalog) Entry(name string) *Entry {
+	for _, e := range c.Entries {
+		if e.Name == name {
+			return e
+		}
+	}
+	return nil
+}
+
+// Available returns the patterns whose sensor is present, so that default
+// event lists degrade gracefully on a machine that lacks a sensor. Patterns
+// without a sensor part are kept.
+func (c *Catalog) Available(patterns []string) []string {
+	var out []string
+	for _, p := range patterns {
+		name, _, qualified := strings.Cut(p, ".")
+		if e := c.Entry(name); !qualified || (e != nil && e.Present()) {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// Close closes every present sensor.
+func (c *Catalog) Close() error {
+	var errs []error
+	for _, e := range c.Entries {
+		if e.Sensor != nil {
+			errs = append(errs, e.Sensor.Close())
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Column is one output value per sample: an event summed over some sources,
+// or of a single source.
+type Column struct {
+	// Name is "sensor.event" for a column that sums all sources and
+	// "sensor.SOURCE.event" for a column of one source.
+	Name    string
+	Sensor  string
+	Event   sensor.Event
+	Sources []string
+	// Max is the sum of Event.Max over Sources, 0 when unknown.
+	Max float64
+
+	entry  *Entry
+	event  int   // index into entry.Events
+	source []int // indexes into entry.Sources
+}
+
+// Heading is the short form used as a column heading: the mnemonic, with
+// "/SOURCE" appended for a single-source column of a multi-source sensor.
+func (c *Column) Heading() string {
+	if len(c.entry.Sources) > 1 && len(c.Sources) == 1 {
+		return c.Event.Name + "/" + c.Sources[0]
+	}
+	return c.Event.Name
+}
+
+// Select resolves comma-separated event patterns to columns. Each pattern is
+// one of
+//
+//	EVENT               an event of any sensor, e.g. numa_hit or numa_*
+//	SENSOR.EVENT        e.g. vmstat.numa_hint_faults
+//	SENSOR.SOURCE.EVENT one source of a sensor, e.g. node.1.numa_miss or node.*.numa_miss
+//
+// where every part may be a glob. Without a source part, an event is summed
+// over its sensor's sources, unless discrete is set, which gives one column
+// per source. An unknown name is an error that suggests the closest names.
+func (c *Catalog) Select(patterns []string, discrete bool) ([]*Column, error) {
+	var cols []*Column
+	seen := map[string]bool{}
+	add := func(e *Entry, ev int, srcs []int) {
+		col := &Column{Sensor: e.Name, Event: e.Events[ev], entry: e, event: ev, source: srcs}
+		summed := len(srcs) == len(e.Sources) && (len(srcs) != 1 || len(e.Sources) == 1)
+		for _, s := range srcs {
+			col.Sources = append(col.Sources, e.Sources[s])
+			if s < len(col.Event.Max) {
+				col.Max += col.Event.Max[s]
+			}
+		}
+		if summed {
+			col.Name = e.Name + "." + col.Event.Name
+		} else {
+			col.Name = e.Name + "." + e.Sources[srcs[0]] + "." + col.Event.Name
+		}
+		if !seen[col.Name] {
+			seen[col.Name] = true
+			cols = append(cols, col)
+		}
+	}
+	for _, pat := range patterns {
+		pat = strings.TrimSpace(pat)
+		if pat == "" {
+			continue
+		}
+		parts := strings.Split(pat, ".")
+		var sensPat, srcPat, evPat string
+		switch len(parts) {
+		case 1:
+			sensPat, srcPat, evPat = "*", "", parts[0]
+		case 2:
+			sensPat, srcPat, evPat = parts[0], "", parts[1]
+		case 3:
+			sensPat, srcPat, evPat = parts[0], parts[1], parts[2]
+		default:
+			return nil, fmt.Errorf("bad event %q: use EVENT, SENSOR.EVENT or SENSOR.SOURCE.EVENT", pat)
+		}
+		for _, p := range []string{sensPat, srcPat, evPat} {
+			if _, err := path.Match(p, ""); err != nil {
+				return nil, fmt.Errorf("bad event pattern %q: %v", pat, err)
+			}
+		}
+		matched := false
+		var absent []*Entry
+		for _, e := range c.Entries {
+			if ok, _ := path.Match(sensPat, e.Name); !ok {
+				continue
+			}
+			if !e.Present() {
+				absent = append(absent, e)
+				continue
+			}
+			for ev := range e.Events {
+				if ok, _ := path.Match(evPat, e.Events[ev].Name); !ok {
+					continue
+				}
+				switch {
+				case srcPat != "":
+					for s, name := range e.Sources {
+						if ok, _ := path.Match(srcPat, name); ok {
+							add(e, ev, []int{s})
+							matched = true
+						}
+					}
+				case discrete && len(e.Sources) > 1:
+					for s := range e.Sources {
+						add(e, ev, []int{s})
+					}
+					matched = true
+				default:
+					all := make([]int, len(e.Sources))
+					for s := range all {
+						all[s] = s
+					}
+					add(e, ev, all)
+					matched = true
+				}
+			}
+		}
+		if !matched {
+			if len(absent) > 0 && sensPat != "*" {
+				return nil, fmt.Errorf("event %q: sensor %s is absent: %v", pat, absent[0].Name, absent[0].Err)
+			}
+			return nil, c.unknown(pat, srcPat != "")
+		}
+	}
+	if len(cols) == 0 {
+		return nil, fmt.Errorf("no events selected: name some with -e (see `numascope events`)")
+	}
+	return cols, nil
+}
+
+// unknown builds the error for a pattern that matched nothing, suggesting the
+// closest known names.
+func (c *Catalog) unknown(pat string, withSource bool) error {
+	type cand struct {
+		name string
+		d    int
+	}
+	var cands []cand
+	bare := !strings.Contains(pat, ".")
+	for _, e := range c.Entries {
+		if !e.Present() {
+			continue
+		}
+		for _, ev := range e.Events {
+			full := e.Name + "." + ev.Name
+			d := editDistance(pat, full)
+			if bare {
+				d = min(d, editDistance(pat, ev.Name))
+			}
+			if withSource && len(e.Sources) > 0 {
+				d = min(d, editDistance(pat, e.Name+"."+e.Sources[0]+"."+ev.Name))
+			}
+			cands = append(cands, cand{full, d})
+		}
+	}
+	sort.SliceStable(cands, func(i, j int) bool { return cands[i].d < cands[j].d })
+	var sugg []string
+	for _, cd := range cands {
+		if len(sugg) == 4 || cd.d > max(3, len(pat)/2) {
+			break
+		}
+		sugg = append(sugg, cd.name)
+	}
+	if len(sugg) == 0 {
+		return fmt.Errorf("unknown event %q: run `numascope events` to list the events", pat)
+	}
+	return fmt.Errorf("unknown event %q: did you mean %s? (run `numascope events` to list all)", pat, strings.Join(sugg, ", "))
+}
+
+// editDistance is the Levenshtein distance, used only for suggestions.
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
+}

@@ -1,0 +1,399 @@
+// Package sampler runs numascope's one hot loop: it reads the enabled events
+// of every sensor at absolute deadlines, turns counters into rates, and hands
+// each sample to sinks (terminal, recording, web clients) through bounded
+// queues so that a slow sink never stalls sampling.
+//
+// Steady-state sampling allocates nothing: sensors read into preallocated
+// buffers, values are computed in place, and sinks receive samples in records
+// taken from their own free lists.
+package sampler
+
+import (
+	"context"
+	"fmt"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/numascope/numascope/internal/sensor"
+)
+
+// group is one sensor in use: the events enabled on it and the raw values of
+// the current and previous reads.
+type group struct {
+	entry  *Entry
+	events []int // indexes into entry.Events, in Enable order
+	cur    []int64
+	prev   []int64
+	errs   uint64
+	failed bool // the last read failed; reported once per failure streak
+}
+
+// plan is how one column is computed from its group's raw values.
+type plan struct {
+	g       *group
+	offs    []int // offsets into g.cur
+	counter bool
+	mask    uint64 // wrap-around mask for counters narrower than 64 bits, else 0
+	scale   float64
+}
+
+// Config tunes a Sampler.
+type Config struct {
+	Interval time.Duration
+	// Count stops sampling after this many samples; 0 means run until stopped.
+	Count uint64
+	// PinCPUs, when not empty, pins the sampling thread to these CPUs, so it
+	// stays out of the workload's way.
+	PinCPUs []int
+	// Errors receives read failures and other conditions worth a line on
+	// stderr; it is called from the sampling goroutine and must not block.
+	Errors func(error)
+}
+
+// Stats are cumulative counts, safe to read while sampling runs.
+type Stats struct {
+	Samples         uint64
+	MissedDeadlines uint64
+	ReadErrors      uint64
+}
+
+// Sampler owns the hot loop. Create it with New, add sinks, then Run.
+type Sampler struct {
+	cfg     Config
+	cols    []*Column
+	groups  []*group
+	plans   []plan
+	values  []float64
+	sinks   atomic.Pointer[[]*Sink]
+	sinkMu  sync.Mutex
+	ctl     chan control
+	stopped chan struct{} // closed when Run returns
+	start   time.Time
+
+	interval atomic.Int64 // current interval in ns, for readers outside the loop
+	samples  atomic.Uint64
+	missed   atomic.Uint64
+	readErrs atomic.Uint64
+}
+
+// New prepares sampling of cols. It enables on each sensor exactly the events
+// the columns need, so disabled events cost nothing.
+func New(cols []*Column, cfg Config) (*Sampler, error) {
+	if _, err := ParseInterval(cfg.Interval.String()); err != nil {
+		return nil, err
+	}
+	if len(cols) == 0 {
+		return nil, fmt.Errorf("no columns to sample")
+	}
+	s := &Sampler{cfg: cfg, cols: cols, ctl: make(chan control, 64), stopped: make(chan struct{})}
+	if s.cfg.Errors == nil {
+		s.cfg.Errors = func(error) {}
+	}
+	s.interval.Store(int64(cfg.Interval))
+	s.sinks.Store(&[]*Sink{})
+
+	byEntry := map[*Entry]*group{}
+	evIndex := map[*group]map[int]int{} // event index -> position in group.events
+	for _, c := range cols {
+		g := byEntry[c.entry]
+		if g == nil {
+			g = &group{entry: c.entry}
+			byEntry[c.entry] = g
+			evIndex[g] = map[int]int{}
+			s.groups = append(s.groups, g)
+		}
+		if _, ok := evIndex[g][c.event]; !ok {
+			evIndex[g][c.event] = len(g.events)
+			g.events = append(g.events, c.event)
+		}
+	}
+	for _, g := range s.groups {
+		if err := g.entry.Sensor.Enable(g.events); err != nil {
+			return nil, fmt.Errorf("%s: enabling events: %w", g.entry.Name, err)
+		}
+		n := len(g.events) * len(g.entry.Sources)
+		g.cur, g.prev = make([]int64, n), make([]int64, n)
+	}
+	for _, c := range cols {
+		g := byEntry[c.entry]
+		k := evIndex[g][c.event]
+		p := plan{g: g, counter: c.Event.Kind == sensor.Counter, scale: 1}
+		if b := c.Event.Bits; b > 0 && b < 64 {
+			p.mask = 1<<b - 1
+		}
+		if c.Event.Unit == "%" && c.Max > 0 {
+			p.scale = 100 / c.Max
+		}
+		for _, src := range c.source {
+			p.offs = append(p.offs, k*len(g.entry.Sources)+src)
+		}
+		s.plans = append(s.plans, p)
+	}
+	s.values = make([]float64, len(cols))
+	return s, nil
+}
+
+// Columns returns the sampled columns, in value order.
+func (s *Sampler) Columns() []*Column { return s.cols }
+
+// Interval returns the current sampling interval.
+func (s *Sampler) Interval() time.Duration { return time.Duration(s.interval.Load()) }
+
+// Start returns the wall-clock time of t=0, valid once Run has begun.
+func (s *Sampler) Start() time.Time { return s.start }
+
+// Stats returns the cumulative counts.
+func (s *Sampler) Stats() Stats {
+	return Stats{Samples: s.samples.Load(), MissedDeadlines: s.missed.Load(), ReadErrors: s.readErrs.Load()}
+}
+
+// read reads every group; a group whose read fails keeps its previous values.
+func (s *Sampler) read() {
+	for _, g := range s.groups {
+		g.prev, g.cur = g.cur, g.prev
+		if err := g.entry.Sensor.Read(g.cur); err != nil {
+			copy(g.cur, g.prev)
+			g.errs++
+			s.readErrs.Add(1)
+			if !g.failed {
+				g.failed = true
+				s.cfg.Errors(fmt.Errorf("%s: %w (keeping the previous values; sampling goes on)", g.entry.Name, err))
+			}
+		} else if g.failed {
+			g.failed = false
+			s.cfg.Errors(fmt.Errorf("%s: reading works again after %d failed samples", g.entry.Name, g.errs))
+		}
+	}
+}
+
+// compute fills s.values from the last two reads, dt seconds apart.
+func (s *Sampler) compute(dt float64) {
+	inv := 1 / dt
+	for i := range s.plans {
+		p := &s.plans[i]
+		var sum int64
+		if p.counter {
+			for _, o := range p.offs {
+				d := uint64(p.g.cur[o]) - uint64(p.g.prev[o])
+				if p.mask != 0 {
+					d &= p.mask
+				}
+				sum += int64(d)
+			}
+			s.values[i] = float64(sum) * inv * p.scale
+		} else {
+			for _, o := range p.offs {
+				sum += p.g.cur[o]
+			}
+			s.values[i] = float64(sum) * p.scale
+		}
+	}
+}
+
+// Sample reads all sensors once and computes values as if dt had passed
+// since the previous call. It exists for benchmarks and tests of the
+// per-sample work; Run is the real loop.
+func (s *Sampler) Sample(dt time.Duration) []float64 {
+	s.read()
+	s.compute(dt.Seconds())
+	return s.values
+}
+
+type ctlOp int
+
+const (
+	opInterval ctlOp = iota
+	opPause
+	opResume
+	opMark
+	opStop
+)
+
+type control struct {
+	op       ctlOp
+	interval time.Duration
+	mark     Record
+}
+
+// send queues a command for the loop. Commands sent before Run are handled
+// when it starts; after Run has returned they are dropped.
+func (s *Sampler) send(c control) {
+	select {
+	case s.ctl <- c:
+	case <-s.stopped:
+	}
+}
+
+// SetInterval changes the sampling interval from the next deadline on.
+func (s *Sampler) SetInterval(d time.Duration) error {
+	if _, err := ParseInterval(d.String()); err != nil {
+		return err
+	}
+	s.send(control{op: opInterval, interval: d})
+	return nil
+}
+
+// Pause stops handing samples to sinks; sampling goes on, so rates stay
+// correct when Resume is called.
+func (s *Sampler) Pause() { s.send(control{op: opPause}) }
+
+// Resume hands samples to sinks again.
+func (s *Sampler) Resume() { s.send(control{op: opResume}) }
+
+// Label puts a label at this instant, in order with the samples, on every sink.
+func (s *Sampler) Label(text string) {
+	s.send(control{op: opMark, mark: Record{Kind: KindLabel, Text: text}})
+}
+
+// Rotate asks the sinks that record to files to close the current file and
+// continue in path, at this instant.
+func (s *Sampler) Rotate(path string) {
+	s.send(control{op: opMark, mark: Record{Kind: KindRotate, Text: path}})
+}
+
+// Stop ends Run after the current sample.
+func (s *Sampler) Stop() { s.send(control{op: opStop}) }
+
+// maxSleep bounds one sleep so that commands are handled promptly even when
+// the interval is hours long.
+const maxSleep = 20 * time.Millisecond
+
+// Run samples until ctx is done, Stop is called or Count samples were taken.
+// It locks itself to one OS thread (pinned when Config.PinCPUs is set) and
+// sleeps to absolute CLOCK_MONOTONIC deadlines, so it does not drift; a
+// deadline that has already passed when the previous sample is done is
+// counted as missed and skipped rather than caught up with a burst.
+func (s *Sampler) Run(ctx context.Context) error {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	if len(s.cfg.PinCPUs) > 0 {
+		var set unix.CPUSet
+		for _, c := range s.cfg.PinCPUs {
+			set.Set(c)
+		}
+		if err := unix.SchedSetaffinity(0, &set); err != nil {
+			s.cfg.Errors(fmt.Errorf("cannot pin the sampler to CPUs %v: %v (sampling unpinned)", s.cfg.PinCPUs, err))
+		}
+	}
+	done := ctx.Done()
+
+	var ts unix.Timespec
+	mono := func() int64 {
+		_ = unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts)
+		return ts.Nano()
+	}
+	s.start = time.Now()
+	base := mono()
+	defer close(s.stopped)
+	defer s.finish()
+
+	// Prime: counters need a previous read before the first rate.
+	s.read()
+	last := base
+	interval := int64(s.cfg.Interval)
+	deadline := base + interval
+	paused := false
+	for {
+		// Sleep to the deadline in bounded steps, handling commands between.
+		for {
+			select {
+			case <-done:
+				return nil
+			case c := <-s.ctl:
+				now := mono()
+				switch c.op {
+				case opStop:
+					return nil
+				case opInterval:
+					interval = int64(c.interval)
+					s.interval.Store(interval)
+					deadline = now + interval
+					s.publishMark(Record{Kind: KindInterval, T: time.Duration(now - base), Interval: c.interval})
+				case opPause:
+					if !paused {
+						s.publishMark(Record{Kind: KindPause, T: time.Duration(now - base)})
+						paused = true
+					}
+				case opResume:
+					if paused {
+						paused = false
+						s.publishMark(Record{Kind: KindResume, T: time.Duration(now - base)})
+					}
+				case opMark:
+					c.mark.T = time.Duration(now - base)
+					s.publishMark(c.mark)
+				}
+				continue
+			default:
+			}
+			now := mono()
+			wait := deadline - now
+			if wait <= 0 {
+				break
+			}
+			if wait > int64(maxSleep) {
+				ts = unix.NsecToTimespec(now + int64(maxSleep))
+			} else {
+				ts = unix.NsecToTimespec(deadline)
+			}
+			// EINTR just loops; the deadline is absolute.
+			_ = unix.ClockNanosleep(unix.CLOCK_MONOTONIC, unix.TIMER_ABSTIME, &ts, nil)
+		}
+
+		s.read()
+		now := mono()
+		s.compute(float64(now-last) / 1e9)
+		last = now
+		n := s.samples.Add(1)
+		if !paused {
+			s.publish(time.Duration(now - base))
+		}
+		if s.cfg.Count > 0 && n >= s.cfg.Count {
+			return nil
+		}
+
+		deadline += interval
+		if late := now - deadline; late >= 0 {
+			skipped := late/interval + 1
+			s.missed.Add(uint64(skipped))
+			deadline += skipped * interval
+		}
+	}
+}
+
+// finish tells every sink that sampling ended and closes their queues.
+func (s *Sampler) finish() {
+	s.sinkMu.Lock()
+	defer s.sinkMu.Unlock()
+	st := s.Stats()
+	for _, k := range *s.sinks.Load() {
+		k.push(Record{Kind: KindEnd, T: time.Since(s.start), Stats: st, Dropped: k.Dropped()})
+		close(k.queue)
+	}
+	s.sinks.Store(&[]*Sink{})
+}
+
+func (s *Sampler) publish(t time.Duration) {
+	for _, k := range *s.sinks.Load() {
+		select {
+		case r := <-k.free:
+			r.Kind, r.T, r.Text = KindSample, t, ""
+			copy(r.Values, s.values)
+			k.queue <- r // never blocks: the queue holds the whole pool plus room for marks
+		default:
+			k.dropped.Add(1)
+		}
+	}
+}
+
+func (s *Sampler) publishMark(m Record) {
+	for _, k := range *s.sinks.Load() {
+		if !k.push(m) {
+			s.cfg.Errors(fmt.Errorf("sink %s is not keeping up: a %s was lost", k.name, m.Kind))
+		}
+	}
+}

@@ -1,0 +1,364 @@
+package sampler
+
+import (
+	"context"
+	"errors"
+	"math"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/numascope/numascope/internal/sensor"
+)
+
+// stepSensor is a deterministic sensor for testing the sampler's arithmetic:
+// each Read advances counter event i at source s by step[i][s], modulo the
+// event's width, and gauges hold level[i][s]. It is a test double for the
+// kernel, not for the sampler: the code under test is the real loop.
+type stepSensor struct {
+	sources []string
+	events  []sensor.Event
+	step    [][]int64
+	level   [][]int64
+	raw     [][]int64
+	enabled []int
+	failAt  int // Read number that fails (1-based), 0 = never
+	reads   int
+	mu      sync.Mutex
+}
+
+func (s *stepSensor) Name() string           { return "step" }
+func (s *stepSensor) Open(sensor.Env) error  { return nil }
+func (s *stepSensor) Sources() []string      { return s.sources }
+func (s *stepSensor) Events() []sensor.Event { return s.events }
+func (s *stepSensor) Close() error           { return nil }
+func (s *stepSensor) Enable(ev []int) error {
+	s.enabled = ev
+	s.raw = make([][]int64, len(s.events))
+	for i := range s.raw {
+		s.raw[i] = make([]int64, len(s.sources))
+	}
+	return nil
+}
+func (s *stepSensor) Read(dst []int64) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.reads++
+	if s.reads == s.failAt {
+		return errors.New("injected failure")
+	}
+	n := len(s.sources)
+	for k, ev := range s.enabled {
+		for src := 0; src < n; src++ {
+			if s.events[ev].Kind == sensor.Gauge {
+				dst[k*n+src] = s.level[ev][src]
+				continue
+			}
+			v := s.raw[ev][src] + s.step[ev][src]
+			if b := s.events[ev].Bits; b > 0 && b < 64 {
+				v &= 1<<b - 1
+			}
+			s.raw[ev][src] = v
+			dst[k*n+src] = v
+		}
+	}
+	return nil
+}
+
+func newStepCatalog() (*Catalog, *stepSensor) {
+	s := &stepSensor{
+		sources: []string{"0", "1"},
+		events: []sensor.Event{
+			{Name: "hits", Unit: "pages", Kind: sensor.Counter},
+			{Name: "wrap", Unit: "events", Kind: sensor.Counter, Bits: 8},
+			{Name: "free", Unit: "bytes", Kind: sensor.Gauge},
+			{Name: "busy", Unit: "%", Kind: sensor.Counter, Max: []float64{200, 200}},
+		},
+		step:  [][]int64{{10, 30}, {100, 100}, {0, 0}, {100, 300}},
+		level: [][]int64{nil, nil, {5, 7}, nil},
+	}
+	e := &Entry{Name: "step", Sensor: s, Sources: s.sources, Events: s.events}
+	return &Catalog{Entries: []*Entry{e}}, s
+}
+
+func TestSelect(t *testing.T) {
+	c, _ := newStepCatalog()
+	cols, err := c.Select([]string{"hits", "step.*.free", "step.busy"}, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, col := range cols {
+		names = append(names, col.Name)
+	}
+	if got := strings.Join(names, ","); got != "step.hits,step.0.free,step.1.free,step.busy" {
+		t.Errorf("columns = %s", got)
+	}
+	if cols[3].Max != 400 {
+		t.Errorf("summed Max = %v, want 400", cols[3].Max)
+	}
+	if cols[1].Heading() != "free/0" || cols[0].Heading() != "hits" {
+		t.Errorf("headings %q %q", cols[1].Heading(), cols[0].Heading())
+	}
+	cols, err = c.Select([]string{"h*"}, true)
+	if err != nil || len(cols) != 2 || cols[1].Name != "step.1.hits" {
+		t.Errorf("discrete select: %v %v", cols, err)
+	}
+
+	_, err = c.Select([]string{"hitz"}, false)
+	if err == nil || !strings.Contains(err.Error(), "did you mean step.hits") {
+		t.Errorf("unknown event error = %v", err)
+	}
+	if _, err = c.Select([]string{"a.b.c.d"}, false); err == nil {
+		t.Error("want error for four-part name")
+	}
+	if _, err = c.Select([]string{"[x"}, false); err == nil {
+		t.Error("want error for bad glob")
+	}
+	c.Entries = append(c.Entries, &Entry{Name: "gone", Err: errors.New("no such hardware")})
+	if _, err = c.Select([]string{"gone.x"}, false); err == nil || !strings.Contains(err.Error(), "no such hardware") {
+		t.Errorf("absent sensor error = %v", err)
+	}
+}
+
+func TestComputeRatesSumsWrapAndPercent(t *testing.T) {
+	c, _ := newStepCatalog()
+	cols, err := c.Select([]string{"step.hits", "step.*.hits", "step.wrap", "step.free", "step.busy", "step.1.busy"}, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := New(cols, Config{Interval: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Sample(time.Second) // prime
+	// 8-bit counters wrap every 2.56 steps of 100; the rate must stay 100+100 per read.
+	for i := 0; i < 5; i++ {
+		v := s.Sample(500 * time.Millisecond)
+		want := []float64{80, 20, 60, 400, 12, 100 * 800 / 400.0, 100 * 600 / 200.0}
+		for j := range want {
+			if math.Abs(v[j]-want[j]) > 1e-9 {
+				t.Fatalf("read %d column %s = %v, want %v", i, cols[j].Name, v[j], want[j])
+			}
+		}
+	}
+}
+
+func TestReadErrorKeepsPreviousValues(t *testing.T) {
+	c, st := newStepCatalog()
+	cols, _ := c.Select([]string{"step.hits", "step.free"}, false)
+	var got []error
+	s, err := New(cols, Config{Interval: time.Second, Errors: func(e error) { got = append(got, e) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st.failAt = 2
+	s.Sample(time.Second)
+	v := s.Sample(time.Second) // fails: counters show 0 rate, gauges keep their level
+	if v[0] != 0 || v[1] != 12 {
+		t.Errorf("after failed read: %v", v)
+	}
+	v = s.Sample(time.Second)
+	if v[0] != 40 {
+		t.Errorf("after recovery: %v", v)
+	}
+	if len(got) != 2 || !strings.Contains(got[0].Error(), "injected failure") || !strings.Contains(got[1].Error(), "works again") {
+		t.Errorf("errors reported: %v", got)
+	}
+	if s.Stats().ReadErrors != 1 {
+		t.Errorf("ReadErrors = %d", s.Stats().ReadErrors)
+	}
+}
+
+func TestSampleDoesNotAllocate(t *testing.T) {
+	c, _ := newStepCatalog()
+	cols, _ := c.Select([]string{"hits", "wrap", "free", "busy"}, true)
+	s, err := New(cols, Config{Interval: time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := s.AddSink("test", 4)
+	allocs := testing.AllocsPerRun(1000, func() {
+		s.Sample(time.Millisecond)
+		s.publish(time.Millisecond)
+		r := <-k.queue
+		k.Release(r)
+	})
+	if allocs != 0 {
+		t.Errorf("sampling and publishing allocate %v times per sample", allocs)
+	}
+}
+
+func TestRunDeliversInOrderAndCountsDrops(t *testing.T) {
+	c, _ := newStepCatalog()
+	cols, _ := c.Select([]string{"step.hits"}, false)
+	s, err := New(cols, Config{Interval: time.Millisecond, Count: 200})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fast := s.AddSink("fast", 1000)
+	slow := s.AddSink("slow", 2) // never read until the end: must not stall sampling
+	s.Label("start")
+	done := make(chan error)
+	go func() { done <- s.Run(context.Background()) }()
+
+	var samples int
+	var labels []string
+	var end *Record
+	for r := range fast.Records() {
+		switch r.Kind {
+		case KindSample:
+			samples++
+			if r.Values[0] <= 0 {
+				t.Errorf("sample %d: non-positive rate %v", samples, r.Values[0])
+			}
+		case KindLabel:
+			labels = append(labels, r.Text)
+		case KindEnd:
+			end = r
+		}
+		fast.Release(r)
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if samples != 200 || len(labels) != 1 || labels[0] != "start" || end == nil {
+		t.Fatalf("fast sink: %d samples, labels %v, end %v", samples, labels, end)
+	}
+	if end.Stats.Samples != 200 || end.Dropped != 0 {
+		t.Errorf("end record: %+v", end)
+	}
+	var slowSamples int
+	var slowEnd *Record
+	for r := range slow.Records() {
+		if r.Kind == KindSample {
+			slowSamples++
+		}
+		if r.Kind == KindEnd {
+			slowEnd = r
+		}
+		slow.Release(r)
+	}
+	if slowSamples != 2 || slowEnd == nil || slowEnd.Dropped != 198 {
+		t.Errorf("slow sink got %d samples, end %+v; want 2 and 198 dropped", slowSamples, slowEnd)
+	}
+}
+
+func TestRunControls(t *testing.T) {
+	c, _ := newStepCatalog()
+	cols, _ := c.Select([]string{"step.hits"}, false)
+	s, err := New(cols, Config{Interval: 5 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := s.AddSink("t", 1000)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() { _ = s.Run(ctx) }()
+
+	var kinds []Kind
+	wait := func(kind Kind) *Record {
+		t.Helper()
+		timeout := time.After(10 * time.Second)
+		for {
+			select {
+			case r, ok := <-k.Records():
+				if !ok {
+					t.Fatalf("queue closed while waiting for %v", kind)
+				}
+				kinds = append(kinds, r.Kind)
+				if r.Kind == kind {
+					return r
+				}
+				k.Release(r)
+			case <-timeout:
+				t.Fatalf("no %v record", kind)
+			}
+		}
+	}
+	wait(KindSample)
+	s.Pause()
+	wait(KindPause)
+	s.Resume()
+	wait(KindResume)
+	if err := s.SetInterval(0); err == nil {
+		t.Error("SetInterval(0) accepted")
+	}
+	if err := s.SetInterval(2 * time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	if r := wait(KindInterval); r.Interval != 2*time.Millisecond || s.Interval() != 2*time.Millisecond {
+		t.Errorf("interval record %v, Interval() %v", r.Interval, s.Interval())
+	}
+	s.Rotate("/tmp/x")
+	if r := wait(KindRotate); r.Text != "/tmp/x" {
+		t.Errorf("rotate text %q", r.Text)
+	}
+	wait(KindSample)
+	s.Stop()
+	wait(KindEnd)
+	// Between pause and resume no sample may arrive.
+	for i, kd := range kinds {
+		if kd == KindPause {
+			if kinds[i+1] != KindResume {
+				t.Errorf("record after pause: %v (all: %v)", kinds[i+1], kinds)
+			}
+		}
+	}
+	s.Label("after stop") // must not block
+}
+
+func TestMissedDeadlinesAreCounted(t *testing.T) {
+	c, st := newStepCatalog()
+	cols, _ := c.Select([]string{"step.hits"}, false)
+	s, err := New(cols, Config{Interval: time.Millisecond, Count: 5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A read that takes 10 ms makes the 1 ms sampler miss about 9 deadlines per sample.
+	slow := &slowSensor{stepSensor: st, delay: 10 * time.Millisecond}
+	s.groups[0].entry = &Entry{Name: "step", Sensor: slow, Sources: st.sources, Events: st.events}
+	if err := s.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if m := s.Stats().MissedDeadlines; m < 20 {
+		t.Errorf("missed deadlines = %d, want at least 20 for 5 samples of 10 ms at 1 ms", m)
+	}
+}
+
+type slowSensor struct {
+	*stepSensor
+	delay time.Duration
+}
+
+func (s *slowSensor) Read(dst []int64) error {
+	time.Sleep(s.delay)
+	return s.stepSensor.Read(dst)
+}
+
+func TestRunHonoursInterval(t *testing.T) {
+	c, _ := newStepCatalog()
+	cols, _ := c.Select([]string{"step.hits"}, false)
+	s, err := New(cols, Config{Interval: 20 * time.Millisecond, Count: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := s.AddSink("t", 100)
+	go func() { _ = s.Run(context.Background()) }()
+	var ts []time.Duration
+	for r := range k.Records() {
+		if r.Kind == KindSample {
+			ts = append(ts, r.T)
+		}
+		k.Release(r)
+	}
+	// Absolute deadlines: sample i lands at or after (i+1)*20ms and, on a
+	// quiet machine, well before the next; we only assert the ordering and
+	// the lower bound, which no scheduling noise can break.
+	for i, tt := range ts {
+		if tt < time.Duration(i+1)*20*time.Millisecond {
+			t.Errorf("sample %d at %v, before its deadline", i, tt)
+		}
+	}
+}

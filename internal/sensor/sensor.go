@@ -1,0 +1,130 @@
+// Package sensor defines the extension point of numascope: a Sensor is one
+// source of events (a kernel file family, a PMU, an interconnect). Supporting
+// new hardware means adding one file to this package that implements Sensor
+// and registers itself in init.
+//
+// A sensor reads raw values; it never computes rates. The sampler turns
+// counters into rates per second from monotonic time deltas (wrap-around safe,
+// using Event.Bits) and sums sources when an event is not enabled discretely.
+// Keeping sensors this dumb keeps them small and keeps all timing in one place.
+package sensor
+
+import (
+	"fmt"
+	"sort"
+
+	"github.com/numascope/numascope/internal/sysfs"
+	"github.com/numascope/numascope/internal/topology"
+)
+
+// Kind says how the sampler treats an event's raw values.
+type Kind uint8
+
+const (
+	// Counter values only grow (modulo wrap-around); they are shown as rates per second.
+	Counter Kind = iota
+	// Gauge values are levels (free memory, a temperature); they are shown as read.
+	Gauge
+)
+
+func (k Kind) String() string {
+	if k == Gauge {
+		return "gauge"
+	}
+	return "counter"
+}
+
+// Event describes one event of a sensor.
+type Event struct {
+	// Name is the mnemonic, unique within the sensor and free of dots,
+	// e.g. "numa_hint_faults" or "MemFree". It is what headings show.
+	Name string
+	// Desc is a one-line description for `numascope events` and the web client.
+	Desc string
+	// Unit is the unit of the value: for a counter the unit of what it counts
+	// (its rate is Unit per second), for a gauge the unit of the level. The
+	// special unit "%" means the value is shown as a percentage of Max.
+	Unit string
+	Kind Kind
+	// Bits is the width of a counter that wraps around; 0 means 64.
+	Bits uint8
+	// Max, when not nil, holds per source the highest rate (counters) or value
+	// (gauges) the event can reach, e.g. CPU-time ticks per second of a node.
+	// Summed columns use the sum over their sources. Events with Unit "%" are
+	// shown as 100*value/Max; others may be plotted as % of Max on request.
+	Max []float64
+}
+
+// Env is what a sensor may consult when it opens.
+type Env struct {
+	FS       sysfs.FS
+	Topology *topology.Topology
+}
+
+// Sensor is one source of events. The sampler calls Open once; if it fails the
+// sensor is reported absent with the error as the reason, and the tool goes on
+// without it. Sources, Events and Enable are called between Open and the first
+// Read; Read is then called once per sample from a single goroutine.
+type Sensor interface {
+	// Name is the short name that prefixes the sensor's events ("vmstat").
+	Name() string
+	// Open discovers the sensor's sources and events. An error says why the
+	// sensor is absent (missing files, permissions, no hardware) and what to do.
+	Open(env Env) error
+	// Sources names the sensor's sources in order, e.g. node IDs "0", "1".
+	// A sensor that has no natural sources has exactly one, named "".
+	Sources() []string
+	// Events lists every event the sensor offers.
+	Events() []Event
+	// Enable restricts reading to the given indexes into Events(), in that
+	// order. A sensor should skip all work that only disabled events need.
+	Enable(events []int) error
+	// Read stores the current raw values of the enabled events in dst:
+	// dst[k*len(Sources())+s] is the k-th enabled event at source s. It must
+	// not allocate in steady state. On error the sampler keeps the previous
+	// values and reports the error.
+	Read(dst []int64) error
+	// Close releases file descriptors and other resources.
+	Close() error
+}
+
+// FileReader is implemented by sensors whose Read preads kernel files. Files
+// lists exactly the files Read reads for the current Enable set (none when
+// nothing is enabled), so that a benchmark can measure the bare kernel cost of
+// reading the same files and compare a sensor's overhead against it.
+type FileReader interface {
+	Files() []string
+}
+
+// Factory makes a new, unopened sensor.
+type Factory func() Sensor
+
+var registry = map[string]Factory{}
+
+// Register makes a sensor available under name. It is called from the init
+// function of the file that implements the sensor.
+func Register(name string, f Factory) {
+	if _, dup := registry[name]; dup {
+		panic(fmt.Sprintf("sensor %q registered twice", name))
+	}
+	registry[name] = f
+}
+
+// Names lists the registered sensors in a stable order.
+func Names() []string {
+	names := make([]string, 0, len(registry))
+	for n := range registry {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// New makes a new sensor by name.
+func New(name string) (Sensor, bool) {
+	f, ok := registry[name]
+	if !ok {
+		return nil, false
+	}
+	return f(), true
+}

@@ -1,0 +1,638 @@
+package topology
+
+import (
+	"encoding/xml"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/numascope/numascope/internal/sysfs"
+)
+
+// The tests in this file run Discover on every captured tree of hwloc's
+// Linux test suite and compare the NUMA view with what hwloc itself expects
+// from the same tree (its .console or .xml output). hwloc is the reference
+// implementation of topology discovery, and the trees are real machines with
+// real quirks, so agreement here is the best evidence that numascope reads
+// sysfs right. Nothing per fixture is hard-coded: the expected values are
+// parsed from hwloc's files; the only per-fixture knowledge is the short list
+// of places where hwloc deliberately shows something else than the kernel
+// (hwlocQuirks), each with its reason.
+
+// hwlocNode is one NUMANode of hwloc's expected output.
+type hwlocNode struct {
+	os         int
+	pus        []int  // PUs of the node's locality (console) or its cpuset (XML)
+	mem        uint64 // XML: local_memory in bytes
+	memText    string // console: "local=" value as printed ("8192MiB"); "" when absent
+	hasMem     bool
+	disallowed bool // console --disallowed marks
+}
+
+// hwlocExpect is what hwloc shows for one test.
+type hwlocExpect struct {
+	fromXML       bool
+	nodes         []hwlocNode
+	pus           []int // every PU shown
+	disallowedPUs []int // PUs marked (disallowed) (console --disallowed)
+	dist          map[[2]int]int
+	allowedCPUs   []int // XML root allowed_cpuset; nil when absent or infinite
+	allowedNodes  []int
+}
+
+// hwlocQuirk documents where hwloc's output is not the kernel's raw view.
+type hwlocQuirk struct {
+	// skipNodes: node comparisons do not apply at all; the reason is logged.
+	skipNodes string
+	// hidden reports nodes hwloc hides on purpose, with the reason.
+	hidden func(n Node) bool
+	reason string
+	check  func(t *testing.T, top *Topology)
+}
+
+var hwlocQuirks = map[string]hwlocQuirk{
+	"8em64t-2s2ca2c-buggynuma": {
+		skipNodes: "the kernel lists 8 nodes that all hold CPUs 0-7 at distance 10 from each other; hwloc detects this bogus " +
+			"firmware description and replaces the 8 nodes by a single one, while numascope reports what the kernel says and warns",
+		check: func(t *testing.T, top *Topology) {
+			if len(top.Nodes) != 8 || !hasWarning(top, "more than one of nodes 0-7") {
+				t.Errorf("want the 8 kernel nodes and a warning about CPUs in several nodes; got %d nodes, warnings %q", len(top.Nodes), top.Warnings)
+			}
+		},
+	},
+	"nvidiagpunumanodes": {
+		hidden: func(n Node) bool { return n.CPULess && n.ID >= 250 },
+		reason: "hwloc hides NVIDIA GPU memory nodes (250-255 on this POWER9) unless HWLOC_KEEP_NVIDIA_GPU_NUMA_NODES=1; " +
+			"numascope lists them as CPU-less nodes (compared against nvidiagpunumanodes-kept)",
+	},
+}
+
+func hasWarning(top *Topology, sub string) bool {
+	for _, w := range top.Warnings {
+		if strings.Contains(w, sub) {
+			return true
+		}
+	}
+	return false
+}
+
+// TestHwlocFixtures compares Discover with hwloc on every test whose tree exists.
+func TestHwlocFixtures(t *testing.T) {
+	dir := hwlocFixtureDir(t)
+	tests, _ := filepath.Glob(filepath.Join(dir, "*.test"))
+	if len(tests) == 0 {
+		t.Skipf("no .test files in %s", dir)
+	}
+	trees, errs := fixtureTrees(t, dir)
+	balls, _ := filepath.Glob(filepath.Join(dir, "*.tar.bz2"))
+	if len(trees)+len(errs) != len(balls) {
+		t.Fatalf("extracted %d trees with %d errors from %d tarballs", len(trees), len(errs), len(balls))
+	}
+	for name, err := range errs {
+		t.Errorf("extracting %s: %v", name, err)
+	}
+	covered := map[string]bool{}
+	for _, tf := range tests {
+		ht, err := parseHwlocTest(tf)
+		if err != nil {
+			t.Error(err)
+			continue
+		}
+		t.Run(ht.name, func(t *testing.T) {
+			root, ok := trees[ht.source]
+			if !ok {
+				t.Skipf("%s.tar.bz2 is not in the fixture set; hwloc's expected output %s has no tree to compare with", ht.source, ht.target)
+			}
+			covered[ht.source] = true
+			top, err := Discover(sysfs.New(root))
+			if err != nil {
+				t.Fatalf("Discover: %v", err)
+			}
+			checkInvariants(t, top)
+			exp, err := loadHwlocExpect(filepath.Join(dir, ht.target))
+			if err != nil {
+				t.Fatalf("parsing %s: %v", ht.target, err)
+			}
+			compareWithHwloc(t, ht, root, top, exp)
+		})
+	}
+	for _, b := range balls {
+		name := strings.TrimSuffix(filepath.Base(b), ".tar.bz2")
+		if !covered[name] {
+			t.Errorf("tree %s is used by no .test file and was not compared", name)
+		}
+	}
+}
+
+// hwlocVisible returns the CPUs hwloc turns into PUs: online CPUs for which
+// the kernel exposes a topology directory (hwloc ignores the others).
+func hwlocVisible(root string, top *Topology) map[int]bool {
+	out := map[int]bool{}
+	for _, c := range top.CPUs {
+		if !c.Online {
+			continue
+		}
+		if _, err := os.Stat(filepath.Join(sysfs.New(root).Sys("devices/system/cpu"), "cpu"+strconv.Itoa(c.ID), "topology")); err == nil {
+			out[c.ID] = true
+		}
+	}
+	return out
+}
+
+func compareWithHwloc(t *testing.T, ht hwlocTest, root string, top *Topology, exp *hwlocExpect) {
+	keepDisallowed := ht.hasOption("--disallowed")
+	q := hwlocQuirks[ht.name]
+	if q.check != nil {
+		q.check(t, top)
+	}
+
+	// PUs: hwloc shows the online CPUs with topology that the cpuset allows
+	// (all of them with --disallowed). This checks the online and allowed
+	// detection as a whole.
+	visible := hwlocVisible(root, top)
+	var wantPUs, wantDisallowed []int
+	for _, c := range top.CPUs {
+		if !visible[c.ID] {
+			continue
+		}
+		if c.Allowed || keepDisallowed {
+			wantPUs = append(wantPUs, c.ID)
+		}
+		if !c.Allowed {
+			wantDisallowed = append(wantDisallowed, c.ID)
+		}
+	}
+	if got, want := sysfs.FormatCPUList(exp.pus), sysfs.FormatCPUList(wantPUs); got != want {
+		t.Errorf("PUs: hwloc shows %q, numascope's online+allowed CPUs are %q", got, want)
+	}
+	if keepDisallowed {
+		if got, want := sysfs.FormatCPUList(exp.disallowedPUs), sysfs.FormatCPUList(wantDisallowed); got != want {
+			t.Errorf("disallowed PUs: hwloc marks %q, numascope %q", got, want)
+		}
+	}
+	if exp.allowedCPUs != nil {
+		var mine []int
+		for _, c := range top.CPUs {
+			if visible[c.ID] && c.Allowed {
+				mine = append(mine, c.ID)
+			}
+		}
+		if got, want := sysfs.FormatCPUList(exp.allowedCPUs), sysfs.FormatCPUList(mine); got != want {
+			t.Errorf("allowed cpuset: hwloc %q, numascope %q", got, want)
+		}
+	}
+
+	if q.skipNodes != "" {
+		t.Logf("node comparison skipped: %s", q.skipNodes)
+		return
+	}
+
+	// Nodes: hwloc shows the allowed nodes (all with --disallowed), minus
+	// those it hides on purpose (quirks).
+	hw := map[int]hwlocNode{}
+	for _, n := range exp.nodes {
+		hw[n.os] = n
+	}
+	var shown []Node
+	for _, n := range top.Nodes {
+		if !n.Allowed && !keepDisallowed {
+			if _, ok := hw[n.ID]; ok {
+				t.Errorf("node %d: hwloc shows it but numascope says it is not allowed", n.ID)
+			}
+			continue
+		}
+		if q.hidden != nil && q.hidden(n) {
+			if _, ok := hw[n.ID]; !ok {
+				t.Logf("node %d not compared: %s", n.ID, q.reason)
+				continue
+			}
+		}
+		shown = append(shown, n)
+	}
+	if len(shown) != len(exp.nodes) {
+		var ids []int
+		for _, n := range shown {
+			ids = append(ids, n.ID)
+		}
+		var hids []int
+		for _, n := range exp.nodes {
+			hids = append(hids, n.os)
+		}
+		t.Errorf("node count: hwloc shows %d nodes (%v), numascope %d (%v)", len(exp.nodes), hids, len(shown), ids)
+	}
+	for _, n := range shown {
+		h, ok := hw[n.ID]
+		if !ok {
+			t.Errorf("node %d: not in hwloc's output", n.ID)
+			continue
+		}
+		// Memory.
+		switch {
+		case exp.fromXML:
+			if h.mem != n.MemoryTotal {
+				t.Errorf("node %d memory: hwloc %d bytes, numascope %d", n.ID, h.mem, n.MemoryTotal)
+			}
+		case !h.hasMem:
+			if n.MemoryTotal != 0 {
+				t.Errorf("node %d memory: hwloc shows none, numascope %d bytes", n.ID, n.MemoryTotal)
+			}
+		default:
+			if got := hwlocSize(n.MemoryTotal); got != h.memText {
+				t.Errorf("node %d memory: hwloc local=%s, numascope %d bytes = %s", n.ID, h.memText, n.MemoryTotal, got)
+			}
+		}
+		if keepDisallowed && h.disallowed == n.Allowed {
+			t.Errorf("node %d: hwloc disallowed=%v, numascope allowed=%v", n.ID, h.disallowed, n.Allowed)
+		}
+		// CPUs. A CPU-less node has no CPUs of its own; hwloc attaches it
+		// to the CPUs of its best initiator, which is hwloc's placement, not
+		// the kernel's cpulist, so there is nothing to compare.
+		if n.CPULess {
+			continue
+		}
+		var want []int
+		for _, c := range n.CPUs {
+			if visible[c] && (keepDisallowed || top.CPUs[cpuPos(top, c)].Allowed) {
+				want = append(want, c)
+			}
+		}
+		if got, w := sysfs.FormatCPUList(h.pus), sysfs.FormatCPUList(want); got != w {
+			t.Errorf("node %d CPUs: hwloc %q, numascope %q (kernel cpulist %q)", n.ID, got, w, sysfs.FormatCPUList(n.CPUs))
+		}
+	}
+
+	// Distances among the nodes hwloc shows.
+	if exp.dist == nil {
+		if len(exp.nodes) > 1 {
+			t.Logf("hwloc's output has no distance matrix; distances not compared")
+		}
+		return
+	}
+	compared := 0
+	for k, v := range exp.dist {
+		if _, ok := hw[k[0]]; !ok {
+			continue
+		}
+		got := top.Distance(k[0], k[1])
+		if got != v {
+			t.Errorf("distance %d->%d: hwloc %d, numascope %d", k[0], k[1], v, got)
+		}
+		compared++
+	}
+	if compared == 0 {
+		t.Errorf("distance matrix present but no pair compared")
+	}
+}
+
+func cpuPos(top *Topology, id int) int {
+	i := sort.Search(len(top.CPUs), func(i int) bool { return top.CPUs[i].ID >= id })
+	if i < len(top.CPUs) && top.CPUs[i].ID == id {
+		return i
+	}
+	panic(fmt.Sprintf("CPU %d not in topology", id))
+}
+
+// hwlocSize formats bytes the way lstopo prints memory sizes: KiB below 10
+// MiB, MiB below 10 GiB, and so on, rounded to nearest.
+func hwlocSize(b uint64) string {
+	switch {
+	case b < 10<<20:
+		return fmt.Sprintf("%dKiB", ((b>>9)+1)>>1)
+	case b < 10<<30:
+		return fmt.Sprintf("%dMiB", ((b>>19)+1)>>1)
+	case b < 10<<40:
+		return fmt.Sprintf("%dGiB", ((b>>29)+1)>>1)
+	}
+	return fmt.Sprintf("%dTiB", ((b>>39)+1)>>1)
+}
+
+func loadHwlocExpect(path string) (*hwlocExpect, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	if strings.HasSuffix(path, ".xml") {
+		return parseHwlocXML(b)
+	}
+	return parseHwlocConsole(string(b))
+}
+
+// consoleObj is one line of lstopo's console tree.
+type consoleObj struct {
+	typ        string
+	indent     int
+	os         int
+	hasOS      bool
+	local      string
+	logical    int
+	disallowed bool
+	parent     *consoleObj
+	children   []*consoleObj
+}
+
+var (
+	reOS      = regexp.MustCompile(`\(P#(\d+)`)
+	reLocal   = regexp.MustCompile(`local=(\d+[KMGT]i?B)`)
+	reLogical = regexp.MustCompile(` L#(\d+)`)
+)
+
+// parseHwlocConsole reads `lstopo -v -` output: the indented object tree,
+// then the summary, then the optional latency matrix.
+func parseHwlocConsole(s string) (*hwlocExpect, error) {
+	exp := &hwlocExpect{}
+	lines := strings.Split(s, "\n")
+	var stack []*consoleObj
+	var nodes []*consoleObj
+	i := 0
+	for ; i < len(lines); i++ {
+		l := lines[i]
+		trimmed := strings.TrimLeft(l, " ")
+		if trimmed == "" {
+			continue
+		}
+		if strings.HasPrefix(trimmed, "depth ") || strings.HasPrefix(trimmed, "Special depth") {
+			break
+		}
+		o := &consoleObj{indent: len(l) - len(trimmed)}
+		o.typ = trimmed
+		if j := strings.IndexAny(trimmed, " ("); j >= 0 {
+			o.typ = trimmed[:j]
+		}
+		head := trimmed
+		if m := reOS.FindStringSubmatch(head); m != nil {
+			o.os, _ = strconv.Atoi(m[1])
+			o.hasOS = true
+		}
+		if m := reLocal.FindStringSubmatch(head); m != nil {
+			o.local = m[1]
+		}
+		if m := reLogical.FindStringSubmatch(head); m != nil {
+			o.logical, _ = strconv.Atoi(m[1])
+		}
+		o.disallowed = strings.HasSuffix(trimmed, "(disallowed)")
+		for len(stack) > 0 && stack[len(stack)-1].indent >= o.indent {
+			stack = stack[:len(stack)-1]
+		}
+		if len(stack) > 0 {
+			o.parent = stack[len(stack)-1]
+			o.parent.children = append(o.parent.children, o)
+		}
+		stack = append(stack, o)
+		switch o.typ {
+		case "NUMANode":
+			nodes = append(nodes, o)
+		case "PU":
+			if !o.hasOS {
+				return nil, fmt.Errorf("line %d: PU without P#", i+1)
+			}
+			exp.pus = append(exp.pus, o.os)
+			if o.disallowed {
+				exp.disallowedPUs = append(exp.disallowedPUs, o.os)
+			}
+		}
+	}
+	sort.Ints(exp.pus)
+	sort.Ints(exp.disallowedPUs)
+	byLogical := map[int]int{}
+	for _, n := range nodes {
+		if !n.hasOS {
+			return nil, fmt.Errorf("NUMANode L#%d without P#", n.logical)
+		}
+		// A NUMANode is a memory child: its locality is its parent's, past
+		// memory-side caches (MemCache) that sit between them.
+		p := n.parent
+		for p != nil && (p.typ == "MemCache" || p.typ == "NUMANode") {
+			p = p.parent
+		}
+		var pus []int
+		if p != nil {
+			collectPUs(p, &pus)
+		}
+		sort.Ints(pus)
+		exp.nodes = append(exp.nodes, hwlocNode{os: n.os, pus: pus, memText: n.local, hasMem: n.local != "", disallowed: n.disallowed})
+		byLogical[n.logical] = n.os
+	}
+	// Latency matrix, by logical indexes.
+	for ; i < len(lines); i++ {
+		if !strings.HasPrefix(lines[i], "Relative latency matrix") {
+			continue
+		}
+		if i+1 >= len(lines) {
+			return nil, fmt.Errorf("truncated latency matrix")
+		}
+		hdr := strings.Fields(lines[i+1])
+		if len(hdr) < 2 || hdr[0] != "index" {
+			return nil, fmt.Errorf("line %d: no matrix header", i+2)
+		}
+		cols := make([]int, len(hdr)-1)
+		for k, h := range hdr[1:] {
+			l, err := strconv.Atoi(h)
+			if err != nil {
+				return nil, fmt.Errorf("matrix header %q", lines[i+1])
+			}
+			os, ok := byLogical[l]
+			if !ok {
+				return nil, fmt.Errorf("matrix names NUMANode L#%d which the tree lacks", l)
+			}
+			cols[k] = os
+		}
+		exp.dist = map[[2]int]int{}
+		for r := 0; r < len(cols); r++ {
+			f := strings.Fields(lines[i+2+r])
+			if len(f) != len(cols)+1 {
+				return nil, fmt.Errorf("matrix row %q", lines[i+2+r])
+			}
+			from, err := strconv.Atoi(f[0])
+			if err != nil {
+				return nil, fmt.Errorf("matrix row %q", lines[i+2+r])
+			}
+			for k, v := range f[1:] {
+				d, err := strconv.Atoi(v)
+				if err != nil {
+					return nil, fmt.Errorf("matrix row %q", lines[i+2+r])
+				}
+				exp.dist[[2]int{byLogical[from], cols[k]}] = d
+			}
+		}
+		break
+	}
+	return exp, nil
+}
+
+func collectPUs(o *consoleObj, out *[]int) {
+	if o.typ == "PU" {
+		*out = append(*out, o.os)
+	}
+	for _, c := range o.children {
+		collectPUs(c, out)
+	}
+}
+
+// xmlObject is an <object> of hwloc's XML export (format v2).
+type xmlObject struct {
+	Type           string      `xml:"type,attr"`
+	OSIndex        *int        `xml:"os_index,attr"`
+	CPUSet         string      `xml:"cpuset,attr"`
+	AllowedCPUSet  string      `xml:"allowed_cpuset,attr"`
+	AllowedNodeSet string      `xml:"allowed_nodeset,attr"`
+	LocalMemory    *uint64     `xml:"local_memory,attr"`
+	Children       []xmlObject `xml:"object"`
+}
+
+type xmlDistances struct {
+	Type     string   `xml:"type,attr"`
+	NbObjs   int      `xml:"nbobjs,attr"`
+	Name     string   `xml:"name,attr"`
+	Indexing string   `xml:"indexing,attr"`
+	Indexes  []string `xml:"indexes"`
+	Values   []string `xml:"u64values"`
+}
+
+type xmlTopology struct {
+	Objects   []xmlObject    `xml:"object"`
+	Distances []xmlDistances `xml:"distances2"`
+}
+
+// parseHwlocSet parses hwloc's bitmap syntax ("0x0000003f", "0x000000ff,0xffffffff").
+// ok is false for infinite sets ("0xf...f").
+func parseHwlocSet(s string) ([]int, bool, error) {
+	if strings.Contains(s, "...") {
+		return nil, false, nil
+	}
+	v, err := sysfs.ParseCPUMask(s)
+	return v, true, err
+}
+
+func parseHwlocXML(b []byte) (*hwlocExpect, error) {
+	var x xmlTopology
+	if err := xml.Unmarshal(b, &x); err != nil {
+		return nil, err
+	}
+	if len(x.Objects) != 1 || x.Objects[0].Type != "Machine" {
+		return nil, fmt.Errorf("root object is not one Machine")
+	}
+	exp := &hwlocExpect{fromXML: true}
+	root := x.Objects[0]
+	if root.AllowedCPUSet != "" {
+		set, ok, err := parseHwlocSet(root.AllowedCPUSet)
+		if err != nil {
+			return nil, fmt.Errorf("allowed_cpuset: %v", err)
+		}
+		if ok {
+			exp.allowedCPUs = nonNil(set)
+		}
+	}
+	var walk func(o xmlObject) error
+	walk = func(o xmlObject) error {
+		switch o.Type {
+		case "PU":
+			if o.OSIndex == nil {
+				return fmt.Errorf("PU without os_index")
+			}
+			exp.pus = append(exp.pus, *o.OSIndex)
+		case "NUMANode":
+			if o.OSIndex == nil {
+				return fmt.Errorf("NUMANode without os_index")
+			}
+			pus, _, err := parseHwlocSet(o.CPUSet)
+			if err != nil {
+				return fmt.Errorf("NUMANode %d cpuset: %v", *o.OSIndex, err)
+			}
+			n := hwlocNode{os: *o.OSIndex, pus: pus}
+			if o.LocalMemory != nil {
+				n.mem, n.hasMem = *o.LocalMemory, true
+			}
+			exp.nodes = append(exp.nodes, n)
+		}
+		for _, c := range o.Children {
+			if err := walk(c); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	if err := walk(root); err != nil {
+		return nil, err
+	}
+	sort.Ints(exp.pus)
+	for _, d := range x.Distances {
+		if d.Type != "NUMANode" || d.Name != "NUMALatency" {
+			continue
+		}
+		if d.Indexing != "os" {
+			return nil, fmt.Errorf("distances indexed by %q", d.Indexing)
+		}
+		idx, err := parseInts(strings.Join(d.Indexes, " "))
+		if err != nil {
+			return nil, err
+		}
+		vals, err := parseInts(strings.Join(d.Values, " "))
+		if err != nil {
+			return nil, err
+		}
+		if len(idx) != d.NbObjs || len(vals) != d.NbObjs*d.NbObjs {
+			return nil, fmt.Errorf("distances: %d indexes, %d values for %d objects", len(idx), len(vals), d.NbObjs)
+		}
+		exp.dist = map[[2]int]int{}
+		for r := range idx {
+			for c := range idx {
+				exp.dist[[2]int{idx[r], idx[c]}] = vals[r*len(idx)+c]
+			}
+		}
+	}
+	return exp, nil
+}
+
+// checkInvariants asserts what must hold for any discovered topology.
+func checkInvariants(t *testing.T, top *Topology) {
+	t.Helper()
+	cpuIDs := map[int]bool{}
+	for i, c := range top.CPUs {
+		if i > 0 && c.ID <= top.CPUs[i-1].ID {
+			t.Errorf("CPUs not sorted: %d after %d", c.ID, top.CPUs[i-1].ID)
+		}
+		cpuIDs[c.ID] = true
+		if c.Siblings == nil {
+			t.Errorf("CPU %d: nil siblings", c.ID)
+		}
+	}
+	nodeIDs := map[int]bool{}
+	for i, n := range top.Nodes {
+		if i > 0 && n.ID <= top.Nodes[i-1].ID {
+			t.Errorf("nodes not sorted")
+		}
+		nodeIDs[n.ID] = true
+		if n.CPUs == nil {
+			t.Errorf("node %d: nil CPUs", n.ID)
+		}
+		if n.CPULess != (len(n.CPUs) == 0) && len(n.CPUs) == 0 {
+			t.Errorf("node %d: no CPUs but not CPU-less", n.ID)
+		}
+		for _, c := range n.CPUs {
+			if !cpuIDs[c] {
+				t.Errorf("node %d lists CPU %d which is not in CPUs", n.ID, c)
+			}
+		}
+		if n.Distances == nil {
+			t.Errorf("node %d: nil distances", n.ID)
+		}
+	}
+	for _, c := range top.CPUs {
+		if c.Node != Unknown && !nodeIDs[c.Node] {
+			t.Errorf("CPU %d in node %d which is not listed", c.ID, c.Node)
+		}
+	}
+	for _, c := range top.Caches {
+		if len(c.CPUs) == 0 || c.Level <= 0 {
+			t.Errorf("bad cache %+v", c)
+		}
+	}
+	if len(top.Nodes) == 0 {
+		t.Errorf("no nodes")
+	}
+}

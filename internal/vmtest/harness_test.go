@@ -1,0 +1,433 @@
+package vmtest
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/csv"
+	"encoding/json"
+	"fmt"
+	"math"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// vmTimeout bounds one VM run, boot included. A scenario takes 10-40 s on an
+// idle 2-core machine; the margin is for a loaded CI machine.
+const vmTimeout = 240 * time.Second
+
+// numavmPath is scripts/numavm of this repository.
+func numavmPath(t *testing.T) string {
+	t.Helper()
+	p, err := filepath.Abs(filepath.Join("..", "..", "scripts", "numavm"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+var (
+	checkOnce sync.Once
+	checkErr  error
+)
+
+// requireVM skips the test when the VM cannot run here (no QEMU, no kernel,
+// -short), unless NUMASCOPE_VM_REQUIRED is set: then it fails.
+func requireVM(t *testing.T) {
+	t.Helper()
+	required := os.Getenv("NUMASCOPE_VM_REQUIRED") != ""
+	if testing.Short() && !required {
+		t.Skip("VM integration test skipped in -short mode")
+	}
+	checkOnce.Do(func() {
+		trackInputs(t)
+		out, err := exec.Command(numavmPath(t), "--check").CombinedOutput()
+		if err != nil {
+			checkErr = fmt.Errorf("scripts/numavm --check: %v: %s", err, strings.TrimSpace(string(out)))
+		}
+	})
+	if checkErr == nil {
+		return
+	}
+	if required {
+		t.Fatalf("NUMASCOPE_VM_REQUIRED is set but the NUMA VM cannot run: %v (install with scripts/install-test-deps)", checkErr)
+	}
+	t.Skipf("NUMA VM unavailable, skipping (set NUMASCOPE_VM_REQUIRED=1 to fail instead; install with scripts/install-test-deps): %v", checkErr)
+}
+
+// trackInputs opens every file that the VM runs depend on but that this test
+// binary does not import: numascope's sources (numavm builds the binary from
+// them), the scripts and the workloads; and reads numavm's environment
+// variables. go test records the files a test opens and the variables it
+// reads in its cache key, so a cached pass is reused only while none of them
+// changed, instead of hiding a numascope that no longer works.
+func trackInputs(t *testing.T) {
+	root, err := filepath.Abs(filepath.Join("..", ".."))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range []string{"NUMASCOPE_BIN", "NUMAVM_KERNEL", "NUMAVM_CACHE", "NUMAVM_ACCEL", "NUMAVM_THP",
+		"NUMAVM_APPEND", "NUMAVM_QEMU_ARGS", "XDG_CACHE_HOME", "HOME", "PATH"} {
+		os.Getenv(v)
+	}
+	if bin := os.Getenv("NUMASCOPE_BIN"); bin != "" && bin != "none" {
+		touch(bin)
+	}
+	for _, f := range []string{"go.mod", "go.sum"} {
+		touch(filepath.Join(root, f))
+	}
+	for _, dir := range []string{"cmd", "internal", "scripts", filepath.Join("testdata", "workloads")} {
+		_ = filepath.WalkDir(filepath.Join(root, dir), func(p string, d os.DirEntry, err error) error {
+			if err != nil || d.IsDir() {
+				return nil
+			}
+			// Go sources of the binary; every file of the scripts and workloads.
+			if strings.HasSuffix(p, ".go") || (dir != "cmd" && dir != "internal") {
+				touch(p)
+			}
+			return nil
+		})
+	}
+}
+
+func touch(path string) {
+	if f, err := os.Open(path); err == nil {
+		f.Close()
+	}
+}
+
+// vmResult is what one VM run printed, split into sections.
+type vmResult struct {
+	Stdout, Stderr string
+	// Sections maps a section name (see sectionPrelude) to its output.
+	Sections map[string]section
+	Elapsed  time.Duration
+}
+
+type section struct {
+	Body string
+	RC   int
+}
+
+// sectionPrelude defines sec NAME CMD...: run CMD and frame its stdout with
+// markers, so one boot can produce several outputs that parseSections splits.
+const sectionPrelude = `sec() { n=$1; shift; echo "@@begin $n"; "$@"; r=$?; echo; echo "@@end $n $r"; }
+`
+
+// runVM boots a VM with the given numavm options and runs the shell script
+// in it (after sectionPrelude). It fails the test when numavm fails.
+func runVM(t *testing.T, opts []string, script string) *vmResult {
+	t.Helper()
+	timeout := vmTimeout
+	if dl, ok := t.Deadline(); ok {
+		if left := time.Until(dl) - 10*time.Second; left < timeout {
+			timeout = left
+		}
+	}
+	if timeout < 30*time.Second {
+		t.Fatalf("not enough time left for a VM run (%v); raise go test -timeout", timeout)
+	}
+	args := append([]string{"--timeout", strconv.Itoa(int(timeout.Seconds()))}, opts...)
+	args = append(args, "--", "sh", "-c", sectionPrelude+script)
+	// numavm enforces its own --timeout; the context is the backstop.
+	ctx, cancel := context.WithTimeout(context.Background(), timeout+30*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, numavmPath(t), args...)
+	// Own process group, so that a kill reaches QEMU too.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	cmd.WaitDelay = 5 * time.Second
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	start := time.Now()
+	err := cmd.Run()
+	res := &vmResult{Stdout: stdout.String(), Stderr: stderr.String(), Elapsed: time.Since(start)}
+	t.Logf("numavm %s: %.1fs", strings.Join(opts, " "), res.Elapsed.Seconds())
+	if err != nil {
+		t.Fatalf("numavm %s failed: %v\n--- stderr:\n%s\n--- stdout:\n%s", strings.Join(opts, " "), err,
+			res.Stderr, tail(res.Stdout, 4000))
+	}
+	res.Sections = parseSections(res.Stdout)
+	return res
+}
+
+func tail(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return "[...]" + s[len(s)-n:]
+}
+
+// parseSections splits output framed by sectionPrelude's markers.
+func parseSections(out string) map[string]section {
+	secs := map[string]section{}
+	var name string
+	var body strings.Builder
+	in := false
+	for _, line := range strings.SplitAfter(out, "\n") {
+		trimmed := strings.TrimRight(line, "\r\n")
+		switch {
+		case !in && strings.HasPrefix(trimmed, "@@begin "):
+			name, in = strings.TrimPrefix(trimmed, "@@begin "), true
+			body.Reset()
+		case in && strings.HasPrefix(trimmed, "@@end "+name+" "):
+			rc, err := strconv.Atoi(strings.TrimPrefix(trimmed, "@@end "+name+" "))
+			if err != nil {
+				rc = -1
+			}
+			// The prelude adds a newline after the body: drop it.
+			b := strings.TrimSuffix(body.String(), "\n")
+			secs[name] = section{Body: b, RC: rc}
+			in = false
+		case in:
+			body.WriteString(line)
+		}
+	}
+	return secs
+}
+
+// section returns the named section, failing the test if it is missing or
+// its command failed.
+func (r *vmResult) section(t *testing.T, name string) string {
+	t.Helper()
+	s, ok := r.Sections[name]
+	if !ok {
+		t.Fatalf("the VM run printed no section %q\n--- stderr:\n%s\n--- stdout:\n%s", name, r.Stderr, tail(r.Stdout, 4000))
+	}
+	if s.RC != 0 {
+		t.Fatalf("section %q: command exited with status %d\n--- its output:\n%s\n--- stderr:\n%s", name, s.RC,
+			tail(s.Body, 4000), r.Stderr)
+	}
+	return s.Body
+}
+
+// ---- numascope's CSV ---------------------------------------------------------
+
+// series is a `numascope convert` CSV: time_s, then one column per event.
+// Counter columns hold rates per second, gauge columns levels; empty cells
+// are NaN.
+type series struct {
+	T    []float64
+	Cols map[string][]float64
+}
+
+func parseCSV(text string) (*series, error) {
+	r := csv.NewReader(strings.NewReader(text))
+	r.FieldsPerRecord = -1
+	rows, err := r.ReadAll()
+	if err != nil {
+		return nil, fmt.Errorf("CSV: %w", err)
+	}
+	if len(rows) < 2 {
+		return nil, fmt.Errorf("CSV has %d rows, want a header and samples", len(rows))
+	}
+	head := rows[0]
+	if len(head) == 0 || head[0] != "time_s" {
+		return nil, fmt.Errorf("CSV header starts with %q, want time_s", head)
+	}
+	s := &series{Cols: map[string][]float64{}}
+	for _, row := range rows[1:] {
+		if len(row) != len(head) {
+			return nil, fmt.Errorf("CSV row %d has %d cells, header %d", len(s.T)+2, len(row), len(head))
+		}
+		tv, err := strconv.ParseFloat(row[0], 64)
+		if err != nil {
+			return nil, fmt.Errorf("CSV row %d: time_s %q: %v", len(s.T)+2, row[0], err)
+		}
+		s.T = append(s.T, tv)
+		for i := 1; i < len(head); i++ {
+			v := math.NaN()
+			if c := strings.TrimSpace(row[i]); c != "" {
+				if v, err = strconv.ParseFloat(c, 64); err != nil {
+					return nil, fmt.Errorf("CSV row %d column %s: %q: %v", len(s.T)+1, head[i], c, err)
+				}
+			}
+			s.Cols[head[i]] = append(s.Cols[head[i]], v)
+		}
+	}
+	return s, nil
+}
+
+// col returns a column, failing the test with the list of columns if absent.
+func (s *series) col(t *testing.T, name string) []float64 {
+	t.Helper()
+	c, ok := s.Cols[name]
+	if !ok {
+		names := make([]string, 0, len(s.Cols))
+		for n := range s.Cols {
+			names = append(names, n)
+		}
+		sort.Strings(names)
+		t.Fatalf("numascope's CSV has no column %q; it has %v", name, names)
+	}
+	return c
+}
+
+// total integrates a rate column over the recording: the sum of rate x
+// interval. The sampler primes its counters at time 0, so the first sample's
+// rate covers [0, T[0]]; together the intervals give the exact counter delta
+// from the start of the recording to its last sample.
+func (s *series) total(t *testing.T, name string) float64 {
+	t.Helper()
+	return s.totalUntil(t, name, len(s.T)-1)
+}
+
+// totalUntil is total up to and including row last.
+func (s *series) totalUntil(t *testing.T, name string, last int) float64 {
+	t.Helper()
+	c := s.col(t, name)
+	sum, prev := 0.0, 0.0
+	for i := 0; i <= last && i < len(c); i++ {
+		if !math.IsNaN(c[i]) {
+			sum += c[i] * (s.T[i] - prev)
+		}
+		prev = s.T[i]
+	}
+	return sum
+}
+
+// firstValue returns the first non-NaN value of a gauge column.
+func (s *series) firstValue(t *testing.T, name string) float64 {
+	t.Helper()
+	for _, v := range s.col(t, name) {
+		if !math.IsNaN(v) {
+			return v
+		}
+	}
+	t.Fatalf("column %s has no values", name)
+	return 0
+}
+
+// lastValue returns the last non-NaN value of a gauge column.
+func (s *series) lastValue(t *testing.T, name string) float64 {
+	t.Helper()
+	c := s.col(t, name)
+	for i := len(c) - 1; i >= 0; i-- {
+		if !math.IsNaN(c[i]) {
+			return c[i]
+		}
+	}
+	t.Fatalf("column %s has no values", name)
+	return 0
+}
+
+// argmax returns the row where f is largest.
+func (s *series) argmax(f func(i int) float64) int {
+	best, bi := math.Inf(-1), 0
+	for i := range s.T {
+		if v := f(i); v > best {
+			best, bi = v, i
+		}
+	}
+	return bi
+}
+
+// ---- workload ground truth ---------------------------------------------------
+
+// wlLine is one result line of a workload (see testdata/workloads/workload.h).
+type wlLine struct {
+	Type  string  `json:"type"`
+	Label string  `json:"label"`
+	Name  string  `json:"name"`
+	T     float64 `json:"t"`
+
+	// placement
+	Buffer    int     `json:"buffer"`
+	OwnerNode int     `json:"owner_node"`
+	Pages     int64   `json:"pages"`
+	PerNode   []int64 `json:"per_node"`
+	Unknown   int64   `json:"unknown"`
+
+	// counters (deltas)
+	NumaHit        []int64 `json:"numa_hit"`
+	InterleaveHit  []int64 `json:"interleave_hit"`
+	NumaMiss       []int64 `json:"numa_miss"`
+	LocalNode      []int64 `json:"local_node"`
+	HintFaults     int64   `json:"numa_hint_faults"`
+	HintFaultsLoc  int64   `json:"numa_hint_faults_local"`
+	PagesMigrated  int64   `json:"numa_pages_migrated"`
+	PTEUpdates     int64   `json:"numa_pte_updates"`
+	PagesPerWorker int64   `json:"pages_per_worker"`
+	Workers        int     `json:"workers"`
+	Passes         []int64 `json:"passes"`
+}
+
+type wlResults []wlLine
+
+func parseWorkload(t *testing.T, text string) wlResults {
+	t.Helper()
+	var res wlResults
+	sc := bufio.NewScanner(strings.NewReader(text))
+	for sc.Scan() {
+		line := strings.TrimSpace(sc.Text())
+		if line == "" {
+			continue
+		}
+		var l wlLine
+		if err := json.Unmarshal([]byte(line), &l); err != nil {
+			t.Fatalf("workload result line %q: %v", line, err)
+		}
+		res = append(res, l)
+	}
+	if len(res) == 0 {
+		t.Fatalf("the workload wrote no results")
+	}
+	return res
+}
+
+// placements returns the placement lines with the given label, by buffer.
+func (w wlResults) placements(t *testing.T, label string) []wlLine {
+	t.Helper()
+	var out []wlLine
+	for _, l := range w {
+		if l.Type == "placement" && l.Label == label {
+			out = append(out, l)
+		}
+	}
+	if len(out) == 0 {
+		t.Fatalf("the workload reported no placement %q", label)
+	}
+	return out
+}
+
+// counters returns the counter deltas with the given label.
+func (w wlResults) counters(t *testing.T, label string) wlLine {
+	t.Helper()
+	for _, l := range w {
+		if l.Type == "counters" && l.Label == label {
+			return l
+		}
+	}
+	t.Fatalf("the workload reported no counters %q", label)
+	return wlLine{}
+}
+
+// ---- assertions --------------------------------------------------------------
+
+// within fails the test unless lo <= got <= hi.
+func within(t *testing.T, what string, got, lo, hi float64) {
+	t.Helper()
+	if got < lo || got > hi || math.IsNaN(got) {
+		t.Errorf("%s = %.0f, want between %.0f and %.0f", what, got, lo, hi)
+	} else {
+		t.Logf("%s = %.0f (want %.0f..%.0f)", what, got, lo, hi)
+	}
+}
+
+// agrees checks numascope's count of something against the workload's own
+// delta of the same kernel counter. numascope's recording spans the workload
+// and a little more (its lead and linger, numascope itself), so it may see a
+// bit more, never noticeably less.
+func agrees(t *testing.T, what string, numascope, truth float64) {
+	t.Helper()
+	within(t, what+" (numascope vs the workload's own delta "+strconv.FormatFloat(truth, 'f', 0, 64)+")",
+		numascope, 0.97*truth-64, 1.10*truth+3000)
+}

@@ -1,0 +1,142 @@
+/*
+ * firsttouch: the classic NUMA initialisation bug and its fix, with known answers.
+ *
+ *   firsttouch --serial|--parallel [--mb N] [--seconds S] [--settle S]
+ *              [--out FILE] [--lead S] [--linger S]
+ *
+ * One worker thread per online node, pinned to that node's CPUs, owns a buffer
+ * of N MiB (default 32) of small pages.
+ *   --serial    the main thread, pinned to the first node, first-touches every
+ *               buffer: all pages land on that node, and the workers on the
+ *               other nodes then compute on remote memory. With automatic NUMA
+ *               balancing on, hinting faults follow and pages migrate to the
+ *               workers' nodes.
+ *   --parallel  each worker first-touches its own buffer: pages spread evenly,
+ *               one buffer per node, and stay local.
+ * Then the workers wait --settle seconds (default 1) and compute on their own
+ * buffers for --seconds (default 8): they read every cache line and write one
+ * word per page, over and over.
+ *
+ * Ground truth printed (see workload.h): placement of every buffer after the
+ * first touch ("after_init") and after computing ("after_compute"), counter
+ * deltas for the phases "init", "compute" and "total", and a "summary".
+ */
+#include "workload.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+
+struct worker {
+	pthread_t th;
+	int index, node;
+	char *buf;
+	long passes;
+};
+
+static struct worker workers[MAX_NODES];
+static int nworkers, parallel = -1;
+static long len;
+static double compute_seconds = 8, settle_seconds = 1;
+static pthread_barrier_t touched, go;
+static atomic_int stop;
+
+static void *work(void *arg)
+{
+	struct worker *w = arg;
+	wl_pin(w->node);
+	if (parallel)
+		wl_touch(w->buf, len);
+	pthread_barrier_wait(&touched);
+	pthread_barrier_wait(&go);
+	uint64_t sum = 0;
+	while (!atomic_load_explicit(&stop, memory_order_relaxed)) {
+		volatile uint64_t *p = (volatile uint64_t *)w->buf;
+		for (long i = 0; i < len / 8; i += 8) {
+			sum += p[i];
+			if ((i & (PAGE / 8 - 1)) == 0)
+				p[i] = sum;
+		}
+		w->passes++;
+	}
+	return NULL;
+}
+
+int main(int argc, char **argv)
+{
+	long mb = 32;
+	for (int i = 1; i < argc; i++) {
+		if (wl_common(argc, argv, &i))
+			continue;
+		if (!strcmp(argv[i], "--serial"))
+			parallel = 0;
+		else if (!strcmp(argv[i], "--parallel"))
+			parallel = 1;
+		else if (!strcmp(argv[i], "--mb") && i + 1 < argc)
+			mb = atol(argv[++i]);
+		else if (!strcmp(argv[i], "--seconds") && i + 1 < argc)
+			compute_seconds = atof(argv[++i]);
+		else if (!strcmp(argv[i], "--settle") && i + 1 < argc)
+			settle_seconds = atof(argv[++i]);
+		else
+			wl_die("usage: firsttouch --serial|--parallel [--mb N] [--seconds S] [--settle S] "
+			       "[--out FILE] [--lead S] [--linger S]");
+	}
+	if (parallel < 0)
+		wl_die("say --serial or --parallel");
+	if (mb <= 0 || compute_seconds < 0 || settle_seconds < 0)
+		wl_die("--mb must be positive, --seconds and --settle not negative");
+	wl_start();
+
+	int ids[MAX_NODES];
+	nworkers = wl_nodes(ids);
+	len = mb << 20;
+	struct wl_counters c0, c1, c2;
+	wl_snapshot(&c0);
+
+	pthread_barrier_init(&touched, NULL, nworkers + 1);
+	pthread_barrier_init(&go, NULL, nworkers + 1);
+	for (int i = 0; i < nworkers; i++) {
+		workers[i] = (struct worker){.index = i, .node = ids[i], .buf = wl_alloc(len)};
+	}
+	if (!parallel) {
+		/* The bug: one thread initialises everything. */
+		wl_pin(ids[0]);
+		for (int i = 0; i < nworkers; i++)
+			wl_touch(workers[i].buf, len);
+	}
+	for (int i = 0; i < nworkers; i++)
+		if (pthread_create(&workers[i].th, NULL, work, &workers[i]))
+			wl_die("pthread_create failed");
+	pthread_barrier_wait(&touched);
+
+	wl_snapshot(&c1);
+	wl_emit("{\"type\":\"phase\",\"name\":\"init_done\",\"t\":%.3f}", c1.t);
+	for (int i = 0; i < nworkers; i++)
+		wl_emit_placement("after_init", i, workers[i].node, workers[i].buf, len, c1.nnodes);
+	wl_emit_deltas("init", &c0, &c1);
+	printf("firsttouch: %s first touch of %d x %ld MiB done at %.2fs; computing for %.1fs\n",
+	       parallel ? "parallel" : "serial", nworkers, mb, c1.t, compute_seconds);
+	fflush(stdout);
+
+	wl_sleep(settle_seconds);
+	wl_emit("{\"type\":\"phase\",\"name\":\"compute_start\",\"t\":%.3f}", wl_elapsed());
+	pthread_barrier_wait(&go);
+	wl_sleep(compute_seconds);
+	atomic_store(&stop, 1);
+	for (int i = 0; i < nworkers; i++)
+		pthread_join(workers[i].th, NULL);
+
+	wl_snapshot(&c2);
+	wl_emit("{\"type\":\"phase\",\"name\":\"compute_done\",\"t\":%.3f}", c2.t);
+	for (int i = 0; i < nworkers; i++)
+		wl_emit_placement("after_compute", i, workers[i].node, workers[i].buf, len, c2.nnodes);
+	wl_emit_deltas("compute", &c1, &c2);
+	wl_emit_deltas("total", &c0, &c2);
+	char passes[1024] = "";
+	for (int i = 0; i < nworkers; i++)
+		snprintf(passes + strlen(passes), sizeof passes - strlen(passes), "%s%ld", i ? "," : "", workers[i].passes);
+	wl_emit("{\"type\":\"summary\",\"workload\":\"firsttouch\",\"mode\":\"%s\",\"workers\":%d,"
+		"\"pages_per_worker\":%ld,\"passes\":[%s],\"seconds\":%.3f}",
+		parallel ? "parallel" : "serial", nworkers, len / PAGE, passes, wl_elapsed());
+	return wl_finish();
+}
