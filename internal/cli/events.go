@@ -77,6 +77,8 @@ func describeSources(src []string) string {
 	switch {
 	case len(src) == 1 && src[0] == "":
 		return "1 source"
+	case len(src) == 1:
+		return "1 source (" + src[0] + ")"
 	case len(src) <= 16:
 		return fmt.Sprintf("%d sources (%s)", len(src), strings.Join(src, " "))
 	}

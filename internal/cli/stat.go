@@ -33,9 +33,19 @@ pause, resume, interval and record commands (see numascope ctl).`,
 			if err != nil {
 				return err
 			}
+			// Headings are mnemonics; where two columns would share one
+			// (node.numa_hit and vmstat.numa_hit), both use their full names.
+			seen := map[string]int{}
+			for _, c := range s.smp.Columns() {
+				seen[c.Heading()]++
+			}
 			var cols []term.Column
 			for _, c := range s.smp.Columns() {
-				cols = append(cols, term.Column{Heading: c.Heading(), Unit: c.Event.Unit})
+				h := c.Heading()
+				if seen[h] > 1 {
+					h = c.Name
+				}
+				cols = append(cols, term.Column{Heading: h, Unit: c.Event.Unit})
 			}
 			tty := term.IsTerminal(os.Stdout)
 			opt := term.Options{Human: tty && !csv, CSV: csv}

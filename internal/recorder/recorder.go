@@ -70,8 +70,10 @@ func (r *Recorder) Run() error {
 			continue
 		}
 		if rec.Kind == sampler.KindEnd {
-			if r.w != nil || r.pending != nil {
-				r.begin(rec.T)
+			if r.pending != nil {
+				r.begin(rec.T) // sampling ended before any sample: still a valid file
+			}
+			if r.w != nil {
 				fail(r.w.Close(recording.End{Samples: r.samples, MissedDeadlines: rec.Stats.MissedDeadlines, Dropped: rec.Dropped}))
 				r.w = nil
 			}

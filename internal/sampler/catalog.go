@@ -125,7 +125,8 @@ func (c *Column) Heading() string {
 // Select resolves comma-separated event patterns to columns. Each pattern is
 // one of
 //
-//	EVENT               an event of any sensor, e.g. numa_hit or numa_*
+//	EVENT               an event of any sensor, e.g. numa_hit or numa_*; when
+//	                    several sensors have it, the first in catalog order
 //	SENSOR.EVENT        e.g. vmstat.numa_hint_faults
 //	SENSOR.SOURCE.EVENT one source of a sensor, e.g. node.1.numa_miss or node.*.numa_miss
 //
@@ -178,6 +179,10 @@ func (c *Catalog) Select(patterns []string, discrete bool) ([]*Column, error) {
 		}
 		matched := false
 		var absent []*Entry
+		// A bare event name that several sensors share (node.numa_hit and
+		// vmstat.numa_hit count the same pages) selects it once, from the
+		// first sensor in catalog order that has it.
+		taken := map[string]bool{}
 		for _, e := range c.Entries {
 			if ok, _ := path.Match(sensPat, e.Name); !ok {
 				continue
@@ -189,6 +194,12 @@ func (c *Catalog) Select(patterns []string, discrete bool) ([]*Column, error) {
 			for ev := range e.Events {
 				if ok, _ := path.Match(evPat, e.Events[ev].Name); !ok {
 					continue
+				}
+				if len(parts) == 1 {
+					if taken[e.Events[ev].Name] {
+						continue
+					}
+					taken[e.Events[ev].Name] = true
 				}
 				switch {
 				case srcPat != "":

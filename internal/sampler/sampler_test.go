@@ -116,6 +116,16 @@ func TestSelect(t *testing.T) {
 	if _, err = c.Select([]string{"[x"}, false); err == nil {
 		t.Error("want error for bad glob")
 	}
+	// A bare name shared by two sensors selects the first one's only;
+	// qualified names still reach the second.
+	other := &stepSensor{sources: []string{""}, events: []sensor.Event{{Name: "hits", Kind: sensor.Counter}}}
+	c.Entries = append(c.Entries, &Entry{Name: "zother", Sensor: other, Sources: other.sources, Events: other.events})
+	if cols, err = c.Select([]string{"hits"}, false); err != nil || len(cols) != 1 || cols[0].Name != "step.hits" {
+		t.Errorf("bare shared name: %v %v", cols, err)
+	}
+	if cols, err = c.Select([]string{"*.hits"}, false); err != nil || len(cols) != 2 || cols[1].Name != "zother.hits" {
+		t.Errorf("qualified glob: %v %v", cols, err)
+	}
 	c.Entries = append(c.Entries, &Entry{Name: "gone", Err: errors.New("no such hardware")})
 	if _, err = c.Select([]string{"gone.x"}, false); err == nil || !strings.Contains(err.Error(), "no such hardware") {
 		t.Errorf("absent sensor error = %v", err)

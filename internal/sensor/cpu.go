@@ -79,6 +79,8 @@ type cpuSensor struct {
 func (c *cpuSensor) Name() string { return "cpu" }
 
 func (c *cpuSensor) Open(env Env) error {
+	c.Close()
+	*c = cpuSensor{} // Open may be called again
 	t := env.Topology
 	if t == nil {
 		return errors.New("cpu: no topology: discover the topology before opening sensors")
@@ -254,76 +256,33 @@ func (c *cpuSensor) Enable(events []int) error {
 	return nil
 }
 
-// load reads a prefix of /proc/stat that holds every cpu line.
-func (c *cpuSensor) load() ([]byte, error) {
-	p := c.file
-	for {
-		n, err := p.pread(p.buf, 0)
-		if err != nil {
-			return nil, err
-		}
-		if n < len(p.buf) || statComplete(p.buf[:n]) {
-			return p.buf[:n], nil
-		}
-		if err := p.grow(0); err != nil {
-			return nil, err
-		}
-	}
-}
-
-// statComplete reports whether data holds the start of a line after the
-// cpu lines, so that they are all complete.
-func statComplete(data []byte) bool {
-	for pos := 0; pos < len(data); {
-		rest := data[pos:]
-		if len(rest) < 3 {
-			return !bytes.HasPrefix([]byte("cpu"), rest)
-		}
-		if !bytes.HasPrefix(rest, []byte("cpu")) {
-			return true
-		}
-		nl := bytes.IndexByte(rest, '\n')
-		if nl < 0 {
-			return false
-		}
-		pos += nl + 1
-	}
-	return false
-}
-
+// Read reads a prefix of /proc/stat that holds every cpu line, parses the
+// lines into raw, and only then commits, so that a bad line leaves the
+// state as it was.
 func (c *cpuSensor) Read(dst []int64) error {
 	if c.file == nil {
 		return nil
 	}
-	data, err := c.load()
-	if err != nil {
-		return err
-	}
 	c.gen++
-	nf := c.maxField + 1
-	line := 0
-	for pos := 0; pos < len(data); line++ {
-		nl := bytes.IndexByte(data[pos:], '\n')
-		if nl < 0 {
-			nl = len(data) - pos
+	p := c.file
+	for {
+		n, err := p.pread(p.buf, 0)
+		if err != nil {
+			return err
 		}
-		l := data[pos : pos+nl]
-		pos += nl + 1
-		if !bytes.HasPrefix(l, []byte("cpu")) {
+		done, err := c.parse(p.buf[:n], n == len(p.buf))
+		if err != nil {
+			return err
+		}
+		if done {
 			break
 		}
-		id, ok := statCPUID(l)
-		if !ok || id >= len(c.nodeOf) || c.nodeOf[id] < 0 {
-			continue
+		if err := p.grow(); err != nil {
+			return err
 		}
-		_, _, bad := parseStatCPULine(l, c.raw[id*nCPUFields:id*nCPUFields+nf])
-		if bad >= 0 {
-			return fmt.Errorf("%s line %d: %s time of cpu%d is not a number: %s",
-				c.path, line+1, cpuFields[bad].name, id, strconv.Quote(truncate(string(l), 80)))
-		}
-		c.present[id] = c.gen
 	}
 	// All lines parsed: commit.
+	nf := c.maxField + 1
 	for id, g := range c.present {
 		if g != c.gen {
 			continue
@@ -358,6 +317,41 @@ func (c *cpuSensor) Read(dst []int64) error {
 		}
 	}
 	return nil
+}
+
+// parse parses the cpu lines at the start of data into raw and marks the
+// CPUs seen as present. full says data filled the buffer, so that its end may
+// cut a line: done is false when the cpu lines may go on past data.
+func (c *cpuSensor) parse(data []byte, full bool) (done bool, err error) {
+	nf := c.maxField + 1
+	line := 0
+	for pos := 0; pos < len(data); line++ {
+		nl := bytes.IndexByte(data[pos:], '\n')
+		if nl < 0 {
+			if full {
+				// The line is cut. Past the cpu lines, that does not matter.
+				rest := data[pos:]
+				return len(rest) >= 3 && !bytes.HasPrefix(rest, []byte("cpu")), nil
+			}
+			nl = len(data) - pos
+		}
+		l := data[pos : pos+nl]
+		pos += nl + 1
+		if !bytes.HasPrefix(l, []byte("cpu")) {
+			return true, nil // past the cpu lines
+		}
+		id, ok := statCPUID(l)
+		if !ok || id >= len(c.nodeOf) || c.nodeOf[id] < 0 {
+			continue
+		}
+		_, _, bad := parseStatCPULine(l, c.raw[id*nCPUFields:id*nCPUFields+nf])
+		if bad >= 0 {
+			return false, fmt.Errorf("%s line %d: %s time of cpu%d is not a number: %s",
+				c.path, line+1, cpuFields[bad].name, id, strconv.Quote(truncate(string(l), 80)))
+		}
+		c.present[id] = c.gen
+	}
+	return !full, nil
 }
 
 // Files lists the files Read reads for the current Enable set.

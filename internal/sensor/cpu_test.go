@@ -259,6 +259,31 @@ func TestCPUGrowth(t *testing.T) {
 			t.Errorf("%s = %d, want %d", cpuFields[f].name, dst[f], want[f]+64)
 		}
 	}
+
+	// A long intr line, as on machines with thousands of IRQs: only a
+	// prefix holding the cpu lines is read.
+	rewrite(t, path, func(s string) string {
+		return strings.Replace(s, "intr 1 2 3", "intr "+strings.Repeat("0 ", 100000), 1)
+	})
+	clear(dst)
+	if err := s.Read(dst); err != nil {
+		t.Fatal(err)
+	}
+	if dst[3] != want[3]+64 {
+		t.Errorf("with a long intr line: idle = %d, want %d", dst[3], want[3]+64)
+	}
+	size := fileSize(t, path)
+	if n := len(s.(*cpuSensor).file.buf); n >= int(size) {
+		t.Errorf("read buffer of %d bytes for a %d-byte file: the prefix should do", n, size)
+	}
+}
+
+func fileSize(t *testing.T, path string) int64 {
+	fi, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fi.Size()
 }
 
 func TestCPUHwloc(t *testing.T) {

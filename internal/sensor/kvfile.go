@@ -33,6 +33,9 @@ type preadFile struct {
 	buf  []byte
 	// recMax bounds the length of one line of the file (see read).
 	recMax int
+	// lastName is the name on the file's last line at Open, if known.
+	lastName string
+	format   lineFormat
 }
 
 // openPread opens path for repeated reading. size is the file's size as
@@ -72,14 +75,12 @@ func (p *preadFile) pread(b []byte, off int64) (int, error) {
 	}
 }
 
-// grow doubles the buffer, keeping its first keep bytes.
-func (p *preadFile) grow(keep int) error {
+// grow doubles the buffer (dropping its content).
+func (p *preadFile) grow() error {
 	if 2*len(p.buf) > maxFileSize {
 		return fmt.Errorf("%s: larger than %d MiB, not a kernel statistics file", p.path, maxFileSize>>20)
 	}
-	nb := make([]byte, 2*len(p.buf))
-	copy(nb, p.buf[:keep])
-	p.buf = nb
+	p.buf = make([]byte, 2*len(p.buf))
 	return nil
 }
 
@@ -100,7 +101,7 @@ func (p *preadFile) read() ([]byte, error) {
 		if n == len(p.buf) {
 			// Values grew or the file is larger than at Open. Start over into
 			// a larger buffer: only this one snapshot is consistent.
-			if err := p.grow(0); err != nil {
+			if err := p.grow(); err != nil {
 				return nil, err
 			}
 			n = 0
@@ -113,10 +114,22 @@ func (p *preadFile) read() ([]byte, error) {
 			return p.buf[:n], nil
 		}
 		n += m
-		if n < len(p.buf) && m+p.recMax <= pageSize {
+		if n < len(p.buf) && (m+p.recMax <= pageSize || p.endsWithLast(p.buf[:n])) {
 			return p.buf[:n], nil
 		}
 	}
+}
+
+// endsWithLast reports whether data ends with the line that was last at
+// Open: then a chunk that came close to filling a page was nonetheless the
+// whole file, and the read that would return 0 can be saved.
+func (p *preadFile) endsWithLast(data []byte) bool {
+	if p.lastName == "" || len(data) == 0 || data[len(data)-1] != '\n' {
+		return false
+	}
+	start := bytes.LastIndexByte(data[:len(data)-1], '\n') + 1
+	name, _, _ := p.format.split(data[start : len(data)-1])
+	return string(name) == p.lastName
 }
 
 // parseUint parses an unsigned decimal without allocating. A leading '-' is
@@ -275,21 +288,21 @@ type kvSlot struct {
 // goes on with the new layout.
 type kvFile struct {
 	*preadFile
-	format lineFormat
 	slots  []kvSlot
 	order  []int            // slot indexes sorted by line
 	byName map[string][]int // name -> slot indexes, for resync
 }
 
-// newKVFile opens path, whose size and longest line at Open were size and
-// maxLen; slots are then added with add.
-func newKVFile(path string, format lineFormat, size, maxLen int) (*kvFile, error) {
+// newKVFile opens path, whose size, longest line and last name at Open were
+// size, maxLen and lastName; slots are then added with add.
+func newKVFile(path string, format lineFormat, size, maxLen int, lastName string) (*kvFile, error) {
 	// A line can grow by the digits of a value up to 20, plus padding.
 	p, err := openPread(path, size, maxLen+32)
 	if err != nil {
 		return nil, err
 	}
-	return &kvFile{preadFile: p, format: format, byName: map[string][]int{}}, nil
+	p.lastName, p.format = lastName, format
+	return &kvFile{preadFile: p, byName: map[string][]int{}}, nil
 }
 
 func (k *kvFile) close() error {
@@ -407,10 +420,11 @@ func (k *kvFile) fast(data []byte, pos int, name string) (v int64, next int, ok 
 	i := pos
 	if k.format == formatMeminfo && len(data)-i > 5 && string(data[i:i+5]) == "Node " {
 		i += 5
+		digits := i
 		for i < len(data) && data[i]-'0' <= 9 {
 			i++
 		}
-		if i >= len(data) || data[i] != ' ' {
+		if i == digits || i >= len(data) || data[i] != ' ' {
 			return 0, 0, false
 		}
 		i++

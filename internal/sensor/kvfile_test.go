@@ -201,7 +201,7 @@ func FuzzKVParse(f *testing.F) {
 			format = formatMeminfo
 		}
 		lines, index, _ := scanNames([]byte(old), format)
-		k := &kvFile{preadFile: &preadFile{path: "test"}, format: format, byName: map[string][]int{}}
+		k := &kvFile{preadFile: &preadFile{path: "test", format: format}, byName: map[string][]int{}}
 		for i, l := range lines {
 			k.add(l.Name, index[l.Name], i)
 		}
@@ -259,7 +259,7 @@ func TestPreadFileGrows(t *testing.T) {
 		t.Fatal(err)
 	}
 	lines, index, maxLen := scanNames([]byte(small), formatKV)
-	k, err := newKVFile(path, formatKV, len(small), maxLen)
+	k, err := newKVFile(path, formatKV, len(small), maxLen, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -285,7 +285,7 @@ func TestPreadFileGrows(t *testing.T) {
 
 	// A file over a page, opened as such: the last line is read.
 	lines, index, maxLen = scanNames([]byte(b.String()), formatKV)
-	big, err := newKVFile(path, formatKV, b.Len(), maxLen)
+	big, err := newKVFile(path, formatKV, b.Len(), maxLen, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -294,4 +294,34 @@ func TestPreadFileGrows(t *testing.T) {
 	if err := big.read(dst[:1]); err != nil || dst[0] != 2999*1000003 {
 		t.Fatalf("big file: %v, %v", dst[0], err)
 	}
+}
+
+// TestPreadFileSeqChunks reads a live multi-record seq_file larger than a
+// page, which the kernel returns in chunks of at most a page: the chunks
+// must be joined. /proc/crypto is stable and ~10 KiB with records well under
+// 1 KiB.
+func TestPreadFileSeqChunks(t *testing.T) {
+	want, err := os.ReadFile("/proc/crypto")
+	if err != nil || len(want) <= pageSize {
+		t.Skipf("/proc/crypto unreadable or not over a page (%d bytes, %v)", len(want), err)
+	}
+	p, err := openPread("/proc/crypto", len(want), 1024)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.close()
+	first, err := p.pread(p.buf, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		got, err := p.read()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(got) != string(want) {
+			t.Fatalf("read %d bytes (first pread %d), want the %d of os.ReadFile", len(got), first, len(want))
+		}
+	}
+	t.Logf("first pread returned %d of %d bytes", first, len(want))
 }

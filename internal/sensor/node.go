@@ -17,7 +17,8 @@ func init() { Register("node", func() Sensor { return &nodeSensor{} }) }
 // Events are the union over nodes; a node that lacks a file or a line reads 0
 // for it. Newer kernels repeat numastat's counters in the node's vmstat
 // (numa_hit, ..., numa_interleave, numa_local, numa_other); those duplicates
-// are left out, numastat's names are the ones offered. Meminfo values in kB
+// are left out (unless no node has a numastat), numastat's names are the
+// ones offered. Meminfo values in kB
 // are reported in bytes.
 //
 // On a machine without NUMA (Topology.NUMA false: no node directory in sysfs)
@@ -75,6 +76,8 @@ var numastatDup = map[string]bool{
 func (n *nodeSensor) Name() string { return "node" }
 
 func (n *nodeSensor) Open(env Env) error {
+	n.Close()
+	*n = nodeSensor{} // Open may be called again
 	t := env.Topology
 	if t == nil {
 		return errors.New("node: no topology: discover the topology before opening sensors")
@@ -153,12 +156,16 @@ func readNodeFile(path string, format lineFormat) (nodeFile, error) {
 // vmstat, then meminfo, each in the order of the first node that has them.
 func (n *nodeSensor) collectEvents() {
 	seen := map[string]bool{}
+	haveNumastat := false // else keep vmstat's numa_* copies: they are all there is
+	for s := range n.files {
+		haveNumastat = haveNumastat || n.files[s][numastatKind].present
+	}
 	for kind := range nodeKinds {
 		kb := map[string]bool{}
 		var names []string
 		for s := range n.files {
 			for _, l := range n.files[s][kind].lines {
-				if kind == nodeVmstatKind && numastatDup[l.Name] {
+				if kind == nodeVmstatKind && haveNumastat && numastatDup[l.Name] {
 					continue
 				}
 				if l.KB {
@@ -204,7 +211,7 @@ func (n *nodeSensor) Enable(events []int) error {
 				}
 				if kv == nil {
 					var err error
-					if kv, err = newKVFile(nf.path, kind.format(), nf.size, nf.maxLen); err != nil {
+					if kv, err = newKVFile(nf.path, kind.format(), nf.size, nf.maxLen, nf.lines[len(nf.lines)-1].Name); err != nil {
 						n.closeFiles()
 						return fmt.Errorf("opening %s: %w", nf.path, err)
 					}

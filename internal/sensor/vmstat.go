@@ -26,6 +26,8 @@ type vmstatSensor struct {
 func (v *vmstatSensor) Name() string { return "vmstat" }
 
 func (v *vmstatSensor) Open(env Env) error {
+	v.Close()
+	*v = vmstatSensor{} // Open may be called again
 	v.path = env.FS.Proc("vmstat")
 	data, err := os.ReadFile(v.path)
 	if err != nil {
@@ -58,7 +60,7 @@ func (v *vmstatSensor) Enable(events []int) error {
 	if len(events) == 0 {
 		return nil
 	}
-	f, err := newKVFile(v.path, formatKV, v.size, v.maxLen)
+	f, err := newKVFile(v.path, formatKV, v.size, v.maxLen, v.lines[len(v.lines)-1].Name)
 	if err != nil {
 		return fmt.Errorf("opening %s: %w", v.path, err)
 	}

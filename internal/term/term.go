@@ -131,8 +131,7 @@ func (p *Printer) Sample(t time.Duration, values []float64) error {
 // Note prints an out-of-band line (a label, a pause) so that it stands out
 // from the samples; in CSV it becomes a comment line.
 func (p *Printer) Note(t time.Duration, format string, args ...any) error {
-	prefix := "#"
-	_, err := fmt.Fprintf(p.w, "%s %.3f %s\n", prefix, t.Seconds(), fmt.Sprintf(format, args...))
+	_, err := fmt.Fprintf(p.w, "# %.3f %s\n", t.Seconds(), fmt.Sprintf(format, args...))
 	return err
 }
 
@@ -161,16 +160,20 @@ func padLeft(b []byte, start, width int) []byte {
 	return b
 }
 
-// appendRaw writes v exactly: integers without a fraction, others with
-// enough digits for rates.
+// appendRaw writes v without unit suffixes, for scripts: integers exactly,
+// percentages with two decimals, rates with six significant digits (more
+// than any rate is accurate to) and never in exponent form above 1e-4.
 func appendRaw(b []byte, v float64, unit string) []byte {
-	if v == math.Trunc(v) && math.Abs(v) < 1e15 {
+	a := math.Abs(v)
+	switch {
+	case v == math.Trunc(v) && a < 1e15:
 		return strconv.AppendInt(b, int64(v), 10)
-	}
-	if unit == "%" {
+	case unit == "%":
 		return strconv.AppendFloat(b, v, 'f', 2, 64)
+	case a >= 1e5:
+		return strconv.AppendFloat(b, v, 'f', 0, 64)
 	}
-	return strconv.AppendFloat(b, v, 'g', 9, 64)
+	return strconv.AppendFloat(b, v, 'g', 6, 64)
 }
 
 // appendHuman writes v in at most 6 characters with a K/M/G/T/P suffix;

@@ -42,6 +42,12 @@ func TestRaw(t *testing.T) {
 	if got := string(appendRaw(nil, 33.3333333, "%")); got != "33.33" {
 		t.Errorf("raw pct = %q", got)
 	}
+	if got := string(appendRaw(nil, 23.9892796, "pages")); got != "23.9893" {
+		t.Errorf("raw rate = %q", got)
+	}
+	if got := string(appendRaw(nil, 1234567.8, "pages")); got != "1234568" {
+		t.Errorf("large raw rate = %q", got)
+	}
 }
 
 func TestPrinterRepeatsHeadingsAndAligns(t *testing.T) {

@@ -33,7 +33,7 @@ func (d *discoverer) allowed() (cpus, mems []int, source string) {
 			return c, m, status
 		}
 	}
-	return nil, nil, ""
+	return d.cgroupAllowed()
 }
 
 // statusSet parses one set from /proc/self/status, preferring the list form

@@ -35,9 +35,30 @@ func Discover(fs sysfs.FS) (*Topology, error) {
 }
 
 type discoverer struct {
-	fs       sysfs.FS
-	warnings []string
-	seen     map[string]bool
+	fs            sysfs.FS
+	warnings      []string
+	seen          map[string]bool
+	disagree      map[string]*disagreement
+	disagreeOrder []string
+}
+
+// disagreement counts list/mask pairs of one kind that do not agree.
+type disagreement struct {
+	list, mask string
+	count      int
+	example    string
+}
+
+// flushDisagreements turns the counted list/mask disagreements into warnings.
+func (d *discoverer) flushDisagreements() {
+	for _, k := range d.disagreeOrder {
+		dg := d.disagree[k]
+		if dg.count == 1 {
+			d.warnf("%s; using the mask", dg.example)
+			continue
+		}
+		d.warnf("%d %s files disagree with their %s (first: %s); using the masks", dg.count, dg.list, dg.mask, dg.example)
+	}
 }
 
 // warnf records a warning once. The same quirk in 256 CPU directories is one
@@ -119,6 +140,41 @@ func (d *discoverer) readSet(dir string, names ...string) ([]int, bool) {
 			continue
 		}
 		return v, true
+	}
+	return nil, false
+}
+
+// readPair reads a set the kernel exposes twice, as a list file and as a
+// mask file (cpulist/cpumap, shared_cpu_list/shared_cpu_map). On a real
+// kernel both always agree; in captured or hand-edited trees they sometimes
+// do not, and then the mask wins: it is the older file, present on every
+// kernel, and the one hwloc and most tools read, so results stay comparable.
+// The disagreement itself is reported.
+func (d *discoverer) readPair(dir, list, mask string) ([]int, bool) {
+	l, lok := d.readSet(dir, list)
+	m, mok := d.readSet(dir, mask)
+	switch {
+	case lok && mok:
+		if !equalInts(l, m) {
+			// One edited tree disagrees in hundreds of files: count them
+			// and report once per kind of file (see flushDisagreements).
+			if d.disagree == nil {
+				d.disagree = map[string]*disagreement{}
+			}
+			k := list + "/" + mask
+			if dg := d.disagree[k]; dg != nil {
+				dg.count++
+			} else {
+				d.disagree[k] = &disagreement{list: list, mask: mask, count: 1,
+					example: fmt.Sprintf("%s says %q, %s %q", filepath.Join(dir, list), sysfs.FormatCPUList(l), mask, sysfs.FormatCPUList(m))}
+				d.disagreeOrder = append(d.disagreeOrder, k)
+			}
+		}
+		return m, true
+	case mok:
+		return m, true
+	case lok:
+		return l, true
 	}
 	return nil, false
 }
@@ -316,6 +372,7 @@ func (d *discoverer) run() (*Topology, error) {
 	numberPackages(t.CPUs, states)
 	t.Packages = packages(t.CPUs, states)
 
+	d.flushDisagreements()
 	t.Warnings = d.warnings
 	return t, nil
 }
@@ -357,7 +414,11 @@ func (d *discoverer) cpu(cpuRoot string, id int, haveOnlineList bool, onlineSet 
 		if v, ok := d.readInt(filepath.Join(topo, "core_id")); ok {
 			c.Core = v
 		}
-		if sib, ok := d.readSet(topo, "thread_siblings_list", "core_cpus_list", "thread_siblings", "core_cpus"); ok {
+		sib, ok := d.readPair(topo, "thread_siblings_list", "thread_siblings")
+		if !ok {
+			sib, ok = d.readPair(topo, "core_cpus_list", "core_cpus")
+		}
+		if ok {
 			c.Siblings = sib
 		}
 		if len(c.Siblings) == 0 {
@@ -398,7 +459,7 @@ func (d *discoverer) nodes() (out []rawNode, numa bool) {
 		dir := filepath.Join(root, "node"+strconv.Itoa(id))
 		n := rawNode{id: id}
 
-		cpus, ok := d.readSet(dir, "cpulist", "cpumap")
+		cpus, ok := d.readPair(dir, "cpulist", "cpumap")
 		if !ok {
 			// Neither file: the cpuM links are the last witness.
 			cpus, _ = d.listNumbered(dir, "cpu")
@@ -525,9 +586,15 @@ func (d *discoverer) caches(cpuRoot string, cpus []CPU) []Cache {
 			if typ == "" {
 				typ = "Unified"
 			}
-			shared, ok := d.readSet(ix, "shared_cpu_list", "shared_cpu_map")
+			shared, ok := d.readPair(ix, "shared_cpu_list", "shared_cpu_map")
 			if !ok || len(shared) == 0 {
-				shared = []int{c.ID}
+				// ia64 kernels report empty maps for the per-core L2i and
+				// L3; without a map the cache is at least the CPU's own,
+				// and every cache is shared by the SMT threads of a core.
+				shared = c.Siblings
+				if len(shared) == 0 {
+					shared = []int{c.ID}
+				}
 			}
 			key := strconv.Itoa(level) + "/" + typ + "/" + sysfs.FormatCPUList(shared)
 			if seen[key] {

@@ -41,14 +41,17 @@ type hwlocExpect struct {
 	pus           []int // every PU shown
 	disallowedPUs []int // PUs marked (disallowed) (console --disallowed)
 	dist          map[[2]int]int
-	allowedCPUs   []int // XML root allowed_cpuset; nil when absent or infinite
+	allowedCPUs   []int    // XML root allowed_cpuset; nil when absent or infinite
+	complete      []int    // every CPU hwloc knows: shown plus "not represented"
+	caches        []string // cacheKey of every CPU cache object
 	allowedNodes  []int
 }
 
 // hwlocQuirk documents where hwloc's output is not the kernel's raw view.
 type hwlocQuirk struct {
-	// skipNodes: node comparisons do not apply at all; the reason is logged.
-	skipNodes string
+	// skipNodes, skipCaches: the comparison does not apply; the reason is logged.
+	skipNodes  string
+	skipCaches string
 	// hidden reports nodes hwloc hides on purpose, with the reason.
 	hidden func(n Node) bool
 	reason string
@@ -62,6 +65,16 @@ var hwlocQuirks = map[string]hwlocQuirk{
 		check: func(t *testing.T, top *Topology) {
 			if len(top.Nodes) != 8 || !hasWarning(top, "more than one of nodes 0-7") {
 				t.Errorf("want the 8 kernel nodes and a warning about CPUs in several nodes; got %d nodes, warnings %q", len(top.Nodes), top.Warnings)
+			}
+		},
+	},
+	"40intel64-4n10c+pci-conflicts": {
+		skipCaches: "the tree was edited to hold conflicting cpusets (see its .test file): cpu2's L3 shared_cpu_map says 0-3 " +
+			"while its shared_cpu_list and the other CPUs of package 2 say 2,6,...,38; hwloc drops objects that conflict with " +
+			"others, numascope reports each cache instance the files describe and warns about the list/map disagreement",
+		check: func(t *testing.T, top *Topology) {
+			if !hasWarning(top, "cpu2/cache/index3/shared_cpu_list says \"2,6,10,14,18,22,26,30,34,38\", shared_cpu_map \"0-3\"") {
+				t.Errorf("want a warning about cpu2's L3 list and map; got %q", top.Warnings)
 			}
 		},
 	},
@@ -144,6 +157,11 @@ func hwlocVisible(root string, top *Topology) map[int]bool {
 	return out
 }
 
+func dirExists(p string) bool {
+	fi, err := os.Stat(p)
+	return err == nil && fi.IsDir()
+}
+
 func compareWithHwloc(t *testing.T, ht hwlocTest, root string, top *Topology, exp *hwlocExpect) {
 	keepDisallowed := ht.hasOption("--disallowed")
 	q := hwlocQuirks[ht.name]
@@ -151,10 +169,35 @@ func compareWithHwloc(t *testing.T, ht hwlocTest, root string, top *Topology, ex
 		q.check(t, top)
 	}
 
+	// The kernel removes cpuN/topology when a CPU goes offline and creates
+	// it when it comes online, and cpuN/online says 0 for an offline CPU.
+	// Discover reads the system-wide online list first; these per-CPU
+	// witnesses must agree with it. hwloc ignores CPUs without topology, so
+	// this is also what makes the PU comparison below test online detection.
+	visible := hwlocVisible(root, top)
+	for _, c := range top.CPUs {
+		dir := filepath.Join(sysfs.New(root).Sys("devices/system/cpu"), "cpu"+strconv.Itoa(c.ID))
+		flag, _ := os.ReadFile(filepath.Join(dir, "online"))
+		want := dirExists(filepath.Join(dir, "topology")) && string(sysfs.Clean(flag)) != "0"
+		if c.Online != want {
+			t.Errorf("CPU %d: online=%v, but its topology directory and online file say %v", c.ID, c.Online, want)
+		}
+	}
+	// The CPUs hwloc knows are the PUs it shows plus those it says are
+	// "not represented" (offline, disallowed, without topology).
+	if exp.complete != nil {
+		var ids []int
+		for _, c := range top.CPUs {
+			ids = append(ids, c.ID)
+		}
+		if got, want := sysfs.FormatCPUList(exp.complete), sysfs.FormatCPUList(ids); got != want {
+			t.Errorf("CPUs: hwloc knows %q, numascope lists %q", got, want)
+		}
+	}
+
 	// PUs: hwloc shows the online CPUs with topology that the cpuset allows
 	// (all of them with --disallowed). This checks the online and allowed
 	// detection as a whole.
-	visible := hwlocVisible(root, top)
 	var wantPUs, wantDisallowed []int
 	for _, c := range top.CPUs {
 		if !visible[c.ID] {
@@ -185,6 +228,12 @@ func compareWithHwloc(t *testing.T, ht hwlocTest, root string, top *Topology, ex
 		if got, want := sysfs.FormatCPUList(exp.allowedCPUs), sysfs.FormatCPUList(mine); got != want {
 			t.Errorf("allowed cpuset: hwloc %q, numascope %q", got, want)
 		}
+	}
+
+	if q.skipCaches != "" {
+		t.Logf("caches not compared: %s", q.skipCaches)
+	} else {
+		compareCaches(t, ht, top, wantPUs, exp)
 	}
 
 	if q.skipNodes != "" {
@@ -289,6 +338,66 @@ func compareWithHwloc(t *testing.T, ht hwlocTest, root string, top *Topology, ex
 	}
 }
 
+// compareCaches compares the cache instances. hwloc drops the caches of
+// CPUs it does not show and restricts the others to the PUs it shows;
+// --no-icaches and --no-caches drop kinds of caches; --merge and --filter
+// remove levels that are identical to their parent, which changes the set
+// rather than the caches, so the comparison does not apply then.
+func compareCaches(t *testing.T, ht hwlocTest, top *Topology, shownPUs []int, exp *hwlocExpect) {
+	for _, o := range ht.options {
+		if o == "--merge" || o == "--filter" {
+			t.Logf("caches not compared: %s makes hwloc remove cache levels identical to their parent", o)
+			return
+		}
+	}
+	shown := toSet(shownPUs)
+	var mine []string
+	for _, c := range top.Caches {
+		kind := map[string]string{"Data": "d", "Instruction": "i"}[c.Type]
+		if ht.hasOption("--no-caches") || (kind == "i" && ht.hasOption("--no-icaches")) {
+			continue
+		}
+		var cpus []int
+		for _, x := range c.CPUs {
+			if shown[x] {
+				cpus = append(cpus, x)
+			}
+		}
+		if len(cpus) == 0 {
+			continue
+		}
+		mine = append(mine, cacheKey(c.Level, kind, hwlocSize(c.SizeBytes), cpus))
+	}
+	sort.Strings(mine)
+	if got, want := strings.Join(exp.caches, "\n"), strings.Join(mine, "\n"); got != want {
+		t.Errorf("caches differ:\n%s", diffLines(exp.caches, mine))
+	}
+}
+
+// diffLines shows the lines only hwloc has (-) and only numascope has (+).
+func diffLines(hw, mine []string) string {
+	count := map[string]int{}
+	for _, l := range hw {
+		count[l]++
+	}
+	for _, l := range mine {
+		count[l]--
+	}
+	var out []string
+	for _, k := range sortedKeys(count) {
+		for i := 0; i < count[k]; i++ {
+			out = append(out, "  - hwloc:     "+k)
+		}
+		for i := 0; i > count[k]; i-- {
+			out = append(out, "  + numascope: "+k)
+		}
+	}
+	if len(out) > 20 {
+		out = append(out[:20], fmt.Sprintf("  ... %d more", len(out)-20))
+	}
+	return strings.Join(out, "\n")
+}
+
 func cpuPos(top *Topology, id int) int {
 	i := sort.Search(len(top.CPUs), func(i int) bool { return top.CPUs[i].ID >= id })
 	if i < len(top.CPUs) && top.CPUs[i].ID == id {
@@ -329,6 +438,7 @@ type consoleObj struct {
 	os         int
 	hasOS      bool
 	local      string
+	size       string
 	logical    int
 	disallowed bool
 	parent     *consoleObj
@@ -339,7 +449,16 @@ var (
 	reOS      = regexp.MustCompile(`\(P#(\d+)`)
 	reLocal   = regexp.MustCompile(`local=(\d+[KMGT]i?B)`)
 	reLogical = regexp.MustCompile(` L#(\d+)`)
+	reSize    = regexp.MustCompile(`[( ]size=(\d+[KMGT]i?B)`)
+	// CPU caches: L1dCache, L1iCache, L2Cache...; not memory-side MemCache.
+	reCacheType = regexp.MustCompile(`^L(\d)([di]?)Cache$`)
 )
+
+// cacheKey names a cache instance the same way for hwloc and numascope:
+// level, kind (d, i or empty for unified), size as lstopo prints it, CPUs.
+func cacheKey(level int, kind, size string, cpus []int) string {
+	return fmt.Sprintf("L%d%s size=%s cpus=%s", level, kind, size, sysfs.FormatCPUList(cpus))
+}
 
 // parseHwlocConsole reads `lstopo -v -` output: the indented object tree,
 // then the summary, then the optional latency matrix.
@@ -347,7 +466,7 @@ func parseHwlocConsole(s string) (*hwlocExpect, error) {
 	exp := &hwlocExpect{}
 	lines := strings.Split(s, "\n")
 	var stack []*consoleObj
-	var nodes []*consoleObj
+	var nodes, cacheObjs []*consoleObj
 	i := 0
 	for ; i < len(lines); i++ {
 		l := lines[i]
@@ -383,6 +502,12 @@ func parseHwlocConsole(s string) (*hwlocExpect, error) {
 			o.parent.children = append(o.parent.children, o)
 		}
 		stack = append(stack, o)
+		if m := reSize.FindStringSubmatch(head); m != nil {
+			o.size = m[1]
+		}
+		if reCacheType.MatchString(o.typ) {
+			cacheObjs = append(cacheObjs, o)
+		}
 		switch o.typ {
 		case "NUMANode":
 			nodes = append(nodes, o)
@@ -398,6 +523,26 @@ func parseHwlocConsole(s string) (*hwlocExpect, error) {
 	}
 	sort.Ints(exp.pus)
 	sort.Ints(exp.disallowedPUs)
+	for _, c := range cacheObjs {
+		m := reCacheType.FindStringSubmatch(c.typ)
+		level, _ := strconv.Atoi(m[1])
+		var pus []int
+		collectPUs(c, &pus)
+		sort.Ints(pus)
+		exp.caches = append(exp.caches, cacheKey(level, m[2], c.size, pus))
+	}
+	sort.Strings(exp.caches)
+	exp.complete = exp.pus
+	for _, l := range lines[i:] {
+		// "6 processors not represented in topology: 0x00000f90"
+		if _, mask, ok := strings.Cut(l, "processors not represented in topology: "); ok {
+			missing, _, err := parseHwlocSet(strings.TrimSpace(mask))
+			if err != nil {
+				return nil, fmt.Errorf("%q: %v", l, err)
+			}
+			exp.complete = union(exp.pus, missing)
+		}
+	}
 	byLogical := map[int]int{}
 	for _, n := range nodes {
 		if !n.hasOS {
@@ -479,8 +624,12 @@ type xmlObject struct {
 	OSIndex        *int        `xml:"os_index,attr"`
 	CPUSet         string      `xml:"cpuset,attr"`
 	AllowedCPUSet  string      `xml:"allowed_cpuset,attr"`
+	CompleteCPUSet string      `xml:"complete_cpuset,attr"`
 	AllowedNodeSet string      `xml:"allowed_nodeset,attr"`
 	LocalMemory    *uint64     `xml:"local_memory,attr"`
+	CacheSize      uint64      `xml:"cache_size,attr"`
+	CacheType      int         `xml:"cache_type,attr"`
+	Depth          int         `xml:"depth,attr"`
 	Children       []xmlObject `xml:"object"`
 }
 
@@ -518,6 +667,9 @@ func parseHwlocXML(b []byte) (*hwlocExpect, error) {
 	}
 	exp := &hwlocExpect{fromXML: true}
 	root := x.Objects[0]
+	if set, ok, err := parseHwlocSet(root.CompleteCPUSet); err == nil && ok && root.CompleteCPUSet != "" {
+		exp.complete = nonNil(set)
+	}
 	if root.AllowedCPUSet != "" {
 		set, ok, err := parseHwlocSet(root.AllowedCPUSet)
 		if err != nil {
@@ -535,6 +687,17 @@ func parseHwlocXML(b []byte) (*hwlocExpect, error) {
 				return fmt.Errorf("PU without os_index")
 			}
 			exp.pus = append(exp.pus, *o.OSIndex)
+		case "L1Cache", "L2Cache", "L3Cache", "L4Cache", "L1iCache", "L2iCache", "L3iCache":
+			pus, _, err := parseHwlocSet(o.CPUSet)
+			if err != nil {
+				return fmt.Errorf("%s cpuset: %v", o.Type, err)
+			}
+			// XML keeps caches whose CPUs are all disallowed, with an
+			// empty cpuset; the console drops them. Drop them here too.
+			if len(pus) > 0 {
+				kind := map[int]string{0: "", 1: "d", 2: "i"}[o.CacheType]
+				exp.caches = append(exp.caches, cacheKey(o.Depth, kind, hwlocSize(o.CacheSize), pus))
+			}
 		case "NUMANode":
 			if o.OSIndex == nil {
 				return fmt.Errorf("NUMANode without os_index")
@@ -560,6 +723,7 @@ func parseHwlocXML(b []byte) (*hwlocExpect, error) {
 		return nil, err
 	}
 	sort.Ints(exp.pus)
+	sort.Strings(exp.caches)
 	for _, d := range x.Distances {
 		if d.Type != "NUMANode" || d.Name != "NUMALatency" {
 			continue

@@ -272,9 +272,11 @@ func (s *series) col(t *testing.T, name string) []float64 {
 }
 
 // total integrates a rate column over the recording: the sum of rate x
-// interval. The sampler primes its counters at time 0, so the first sample's
-// rate covers [0, T[0]]; together the intervals give the exact counter delta
-// from the start of the recording to its last sample.
+// interval, which is the counter's delta from the sampler's priming read to
+// the last sample. Each row's rate covers the interval that ends at it. The
+// recording's clock starts at the first sample (T[0] = 0), so the first
+// interval's length is not in the CSV: the sampler's intervals are regular,
+// and the next one stands in for it.
 func (s *series) total(t *testing.T, name string) float64 {
 	t.Helper()
 	return s.totalUntil(t, name, len(s.T)-1)
@@ -284,12 +286,20 @@ func (s *series) total(t *testing.T, name string) float64 {
 func (s *series) totalUntil(t *testing.T, name string, last int) float64 {
 	t.Helper()
 	c := s.col(t, name)
-	sum, prev := 0.0, 0.0
+	sum := 0.0
 	for i := 0; i <= last && i < len(c); i++ {
-		if !math.IsNaN(c[i]) {
-			sum += c[i] * (s.T[i] - prev)
+		var dt float64
+		switch {
+		case i > 0:
+			dt = s.T[i] - s.T[i-1]
+		case s.T[0] > 0:
+			dt = s.T[0]
+		case len(s.T) > 1:
+			dt = s.T[1] - s.T[0]
 		}
-		prev = s.T[i]
+		if !math.IsNaN(c[i]) {
+			sum += c[i] * dt
+		}
 	}
 	return sum
 }

@@ -30,10 +30,12 @@ func TestParseSections(t *testing.T) {
 }
 
 func TestSeriesTotal(t *testing.T) {
-	// A counter that grew by 100 in [0, 0.2], 0 in [0.2, 0.5] and 300 in
+	// A counter that grew by 100 in [-0.2, 0] (before the first sample,
+	// which is time 0), 50 in [0, 0.2], 0 in [0.2, 0.5] and 300 in
 	// [0.5, 1.0], recorded as rates; a missing cell counts as nothing.
 	csv := "time_s,vmstat.x,node.0.g\n" +
-		"0.2,500,10\n" +
+		"0,500,10\n" +
+		"0.2,250,10\n" +
 		"0.5,0,\n" +
 		"1.0,600,30\n" +
 		"1.2,,20\n"
@@ -41,11 +43,19 @@ func TestSeriesTotal(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := s.total(t, "vmstat.x"); math.Abs(got-400) > 1e-9 {
-		t.Errorf("total = %v, want 400", got)
+	if got := s.total(t, "vmstat.x"); math.Abs(got-450) > 1e-9 {
+		t.Errorf("total = %v, want 450", got)
 	}
-	if got := s.totalUntil(t, "vmstat.x", 1); math.Abs(got-100) > 1e-9 {
-		t.Errorf("totalUntil(1) = %v, want 100", got)
+	if got := s.totalUntil(t, "vmstat.x", 1); math.Abs(got-150) > 1e-9 {
+		t.Errorf("totalUntil(1) = %v, want 150", got)
+	}
+	// A clock that does not start at 0 gives the first interval itself.
+	s2, err := parseCSV("time_s,a\n0.5,10\n1.0,10\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := s2.total(t, "a"); math.Abs(got-10) > 1e-9 {
+		t.Errorf("total from 0.5 = %v, want 10", got)
 	}
 	if got := s.firstValue(t, "node.0.g"); got != 10 {
 		t.Errorf("firstValue = %v", got)
@@ -53,8 +63,8 @@ func TestSeriesTotal(t *testing.T) {
 	if got := s.lastValue(t, "node.0.g"); got != 20 {
 		t.Errorf("lastValue = %v", got)
 	}
-	if got := s.argmax(func(i int) float64 { return s.Cols["node.0.g"][i] }); got != 2 {
-		t.Errorf("argmax = %d, want 2", got)
+	if got := s.argmax(func(i int) float64 { return s.Cols["node.0.g"][i] }); got != 3 {
+		t.Errorf("argmax = %d, want 3", got)
 	}
 }
 

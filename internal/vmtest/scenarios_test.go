@@ -12,6 +12,11 @@ import (
 
 const pageSize = 4096
 
+// slackBytes is what a node's AnonPages may drift by apart from the workload:
+// numascope's own memory (a few MiB of Go heap) lives on some node, and NUMA
+// balancing may move it while the workload runs.
+const slackBytes = 3 << 20
+
 // events recorded in every scenario: per-node numastat counters and meminfo
 // gauges, and the system-wide NUMA balancing counters.
 const events = "node.*.numa_hit,node.*.local_node,node.*.interleave_hit,node.*.AnonPages,node.*.MemUsed," +
@@ -207,7 +212,7 @@ func TestSerialInit(t *testing.T) {
 			within(t, "numascope: node 0 AnonPages growth at its peak (bytes)", grew, 0.9*allBytes, 1.1*allBytes)
 		} else {
 			within(t, fmt.Sprintf("numascope: node %d AnonPages growth at node 0's peak (bytes)", k), grew,
-				-0.05*allBytes, 0.05*allBytes)
+				-slackBytes, 0.03*allBytes+slackBytes)
 		}
 	}
 	// ... and in numastat: the allocations up to that peak were node 0's.
@@ -232,7 +237,8 @@ func TestSerialInit(t *testing.T) {
 
 	// The migrations moved remote workers' pages home: the workload finds
 	// them on their owners' nodes, and numascope sees those nodes' AnonPages
-	// grow by at least as much.
+	// grow by as much. (Their peak, not the last sample: the last one may
+	// fall while the exiting workload unmaps its buffers.)
 	var home int64
 	for _, p := range wl.placements(t, "after_compute") {
 		if p.OwnerNode != 0 {
@@ -241,13 +247,16 @@ func TestSerialInit(t *testing.T) {
 	}
 	within(t, "workload: remote workers' pages migrated to their own nodes", float64(home),
 		0.05*float64((nodes-1)*pages), float64((nodes-1)*pages))
-	var grew float64
-	for k := 1; k < nodes; k++ {
-		col := fmt.Sprintf("node.%d.AnonPages", k)
-		grew += s.lastValue(t, col) - s.firstValue(t, col)
+	others := func(i int) float64 {
+		sum := 0.0
+		for k := 1; k < nodes; k++ {
+			col := fmt.Sprintf("node.%d.AnonPages", k)
+			sum += s.col(t, col)[i] - s.firstValue(t, col)
+		}
+		return sum
 	}
-	within(t, "numascope: AnonPages growth on nodes 1-3 at the end (bytes)", grew,
-		0.9*float64(home)*pageSize-(4<<20), float64((nodes-1)*pages)*pageSize+(8<<20))
+	within(t, "numascope: AnonPages growth on nodes 1-3 at their peak (bytes)", others(s.argmax(others)),
+		0.95*float64(home)*pageSize-(4<<20), float64(home)*pageSize+(8<<20))
 }
 
 // TestParallelFirstTouch: each worker first-touches its own buffer, so the
@@ -280,7 +289,7 @@ func TestParallelFirstTouch(t *testing.T) {
 		g := anon(k, peak) - s.firstValue(t, fmt.Sprintf("node.%d.AnonPages", k))
 		growth = append(growth, g)
 		within(t, fmt.Sprintf("numascope: node %d AnonPages growth at the peak (bytes)", k), g,
-			0.85*pages*pageSize, 1.2*pages*pageSize)
+			0.85*pages*pageSize-slackBytes, 1.15*pages*pageSize+slackBytes)
 	}
 	sort.Float64s(growth)
 	if growth[0] <= 0 || growth[nodes-1]/growth[0] > 1.3 {
@@ -325,7 +334,7 @@ func checkInterleave(t *testing.T, r *vmResult, name string, nodes, mb int) {
 	for k := 0; k < nodes; k++ {
 		g := anon(k, peak) - s.firstValue(t, fmt.Sprintf("node.%d.AnonPages", k))
 		within(t, fmt.Sprintf("%s numascope: node %d AnonPages growth at the peak (bytes)", name, k), g,
-			0.8*share*pageSize, 1.25*share*pageSize+(2<<20))
+			0.85*share*pageSize-slackBytes, 1.15*share*pageSize+slackBytes)
 	}
 }
 
@@ -367,7 +376,7 @@ func twoBoards() [][]int {
 // exactly, and an interleaved allocation over all eight nodes.
 func TestEightNodes(t *testing.T) {
 	requireVM(t)
-	const nodes, mb = 8, 32
+	const nodes, mb = 8, 64
 	d := twoBoards()
 	r := runVM(t, []string{"--nodes", "8", "--mem-per-node", "256M", "--distances", distanceFlag(d)},
 		topologyScript+

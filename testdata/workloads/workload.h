@@ -4,7 +4,8 @@
  * The workloads run inside the numavm test VM (scripts/numavm) and print their
  * own ground truth, so that tests can check numascope's numbers against
  * numbers measured another way:
- *   - where every page of a buffer lives (move_pages with nodes == NULL),
+ *   - where every page of a buffer lives (/proc/self/numa_maps, and
+ *     move_pages with nodes == NULL),
  *   - how much the kernel's counters moved while they ran (/proc/vmstat and
  *     /sys/devices/system/node/nodeN/numastat, read before and after).
  * Each result is one line "@wl {JSON}" on stdout, and also in the file given
@@ -276,11 +277,42 @@ static inline void wl_emit_deltas(const char *label, const struct wl_counters *a
 /* ---- placement ----------------------------------------------------------- */
 
 /*
- * wl_placement counts the pages of [buf, buf+len) per node with move_pages
- * (nodes == NULL only queries) into per_node[MAX_NODES]; returns the pages
- * that are not present or could not be queried.
+ * wl_numa_maps counts the pages of the mapping that starts at buf per node,
+ * from /proc/self/numa_maps, into per_node[MAX_NODES]; returns -1 if no
+ * mapping starts there. numa_maps walks the page tables, so it also counts
+ * pages that NUMA balancing has made inaccessible (PROT_NONE) to catch the
+ * next access, which move_pages does not report on some kernels.
  */
-static inline long wl_placement(void *buf, long len, long *per_node)
+static inline int wl_numa_maps(void *buf, long *per_node)
+{
+	char line[4096];
+	int found = -1;
+	FILE *f = fopen("/proc/self/numa_maps", "r");
+	memset(per_node, 0, MAX_NODES * sizeof *per_node);
+	if (!f)
+		wl_die("cannot read /proc/self/numa_maps: %s", strerror(errno));
+	while (fgets(line, sizeof line, f)) {
+		if (strtoul(line, NULL, 16) != (unsigned long)buf)
+			continue;
+		found = 0;
+		for (char *p = strstr(line, " N"); p; p = strstr(p + 1, " N")) {
+			int node;
+			long pages;
+			if (sscanf(p, " N%d=%ld", &node, &pages) == 2 && node >= 0 && node < MAX_NODES)
+				per_node[node] += pages;
+		}
+		break;
+	}
+	fclose(f);
+	return found;
+}
+
+/*
+ * wl_move_pages counts the pages of [buf, buf+len) per node with move_pages
+ * (nodes == NULL only queries) into per_node[MAX_NODES]; returns the pages it
+ * could not report (not present, or made PROT_NONE by NUMA balancing).
+ */
+static inline long wl_move_pages(void *buf, long len, long *per_node)
 {
 	long npages = len / PAGE, bad = 0;
 	enum { CHUNK = 4096 };
@@ -303,25 +335,44 @@ static inline long wl_placement(void *buf, long len, long *per_node)
 	return bad;
 }
 
-/* wl_emit_placement reports where a buffer's pages are. */
-static inline void wl_emit_placement(const char *label, int buffer, int owner_node, void *buf, long len, int nnodes)
+static inline void wl_format_list(char *dst, size_t n, const long *v, int count)
 {
-	long per_node[MAX_NODES];
-	char list[2048] = "";
-	long bad = wl_placement(buf, len, per_node);
-	for (int i = 0; i < nnodes; i++)
-		snprintf(list + strlen(list), sizeof list - strlen(list), "%s%ld", i ? "," : "", per_node[i]);
-	wl_emit("{\"type\":\"placement\",\"label\":\"%s\",\"t\":%.3f,\"buffer\":%d,\"owner_node\":%d,"
-		"\"pages\":%ld,\"per_node\":[%s],\"unknown\":%ld}",
-		label, wl_elapsed(), buffer, owner_node, len / PAGE, list, bad);
+	dst[0] = 0;
+	for (int i = 0; i < count; i++)
+		snprintf(dst + strlen(dst), n - strlen(dst), "%s%ld", i ? "," : "", v[i]);
 }
 
-/* wl_alloc maps an anonymous buffer of small pages, not yet touched. */
+/*
+ * wl_emit_placement reports where a buffer's pages are: "per_node" from
+ * numa_maps (every mapped page), "move_pages" and "unknown" from move_pages.
+ */
+static inline void wl_emit_placement(const char *label, int buffer, int owner_node, void *buf, long len, int nnodes)
+{
+	long maps[MAX_NODES], mp[MAX_NODES];
+	char lmaps[2048], lmp[2048];
+	if (wl_numa_maps(buf, maps) < 0)
+		wl_die("no mapping starts at %p in /proc/self/numa_maps", buf);
+	long bad = wl_move_pages(buf, len, mp);
+	wl_format_list(lmaps, sizeof lmaps, maps, nnodes);
+	wl_format_list(lmp, sizeof lmp, mp, nnodes);
+	wl_emit("{\"type\":\"placement\",\"label\":\"%s\",\"t\":%.3f,\"buffer\":%d,\"owner_node\":%d,"
+		"\"pages\":%ld,\"per_node\":[%s],\"move_pages\":[%s],\"unknown\":%ld}",
+		label, wl_elapsed(), buffer, owner_node, len / PAGE, lmaps, lmp, bad);
+}
+
+/*
+ * wl_alloc maps an anonymous buffer of small pages, not yet touched. PROT_NONE
+ * guard pages on both sides keep the kernel from merging it with neighbouring
+ * mappings (such as thread stacks), so that numa_maps has a line for it alone.
+ */
 static inline void *wl_alloc(long len)
 {
-	void *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	char *p = mmap(NULL, len + 2 * PAGE, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (p == MAP_FAILED)
 		wl_die("mmap %ld bytes: %s", len, strerror(errno));
+	p += PAGE;
+	if (mprotect(p, len, PROT_READ | PROT_WRITE) < 0)
+		wl_die("mprotect: %s", strerror(errno));
 	/* Small pages keep the page counts exact whatever the THP mode. */
 	madvise(p, len, MADV_NOHUGEPAGE);
 	return p;
