@@ -288,10 +288,6 @@ func (d *discoverer) run() (*Topology, error) {
 
 	// 4. Nodes: keep only CPUs the CPU directory knows about, so that every
 	// CPU of a node is also in Topology.CPUs; assign CPUs to nodes.
-	cpuIndex := make(map[int]int, len(t.CPUs))
-	for i, c := range t.CPUs {
-		cpuIndex[c.ID] = i
-	}
 	if numa {
 		owner := map[int]int{}
 		var multi []int

@@ -46,11 +46,10 @@ func (t *Topology) writeDrawing(w *bufio.Writer, width int) {
 			anyDenied = true
 		}
 	}
-	fmt.Fprintf(w, "\nPackages (cores list their hardware threads")
+	fmt.Fprintf(w, "\nPackages (cores list their hardware threads):\n")
 	if anyDenied {
-		fmt.Fprintf(w, "; * marks CPUs this process may not use")
+		fmt.Fprintf(w, "  * marks CPUs this process may not use\n")
 	}
-	fmt.Fprintf(w, "):\n")
 	type twin struct {
 		first      int
 		ids, cpus  []int
@@ -101,11 +100,10 @@ func (t *Topology) writeDrawing(w *bufio.Writer, width int) {
 			for _, id := range tw.ids {
 				fmt.Fprintf(w, "Package %d: same layout as package %d\n", id, tw.first)
 			}
-			fmt.Fprintf(w, "  (CPUs %s%s)\n", sysfs.FormatCPUList(sortUnique(tw.cpus)), nodes)
-			continue
+		} else {
+			fmt.Fprintf(w, "%d more packages have the same layout as package %d\n", len(tw.ids), tw.first)
 		}
-		fmt.Fprintf(w, "%d more packages have the same layout as package %d (CPUs %s%s)\n",
-			len(tw.ids), tw.first, sysfs.FormatCPUList(sortUnique(tw.cpus)), nodes)
+		fmt.Fprintf(w, "  (CPUs %s%s)\n", sysfs.FormatCPUList(sortUnique(tw.cpus)), nodes)
 	}
 }
 
@@ -308,9 +306,12 @@ func layoutSignature(cores []drawCore, rows []drawRow) string {
 				b.WriteString("=")
 				continue
 			}
-			if r.isNode {
+			switch {
+			case x < 0:
+				b.WriteString("-")
+			case r.isNode:
 				b.WriteString("n")
-			} else {
+			default:
 				b.WriteString(r.labels[x][0])
 			}
 			b.WriteString(",")

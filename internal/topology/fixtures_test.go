@@ -2,6 +2,7 @@ package topology
 
 import (
 	"archive/tar"
+	"bytes"
 	"compress/bzip2"
 	"errors"
 	"fmt"
@@ -14,6 +15,7 @@ import (
 	"sync"
 	"syscall"
 	"testing"
+	"time"
 )
 
 // This file gives the tests access to the shared hwloc fixture trees: it finds
@@ -68,6 +70,7 @@ func fixtureTrees(t testing.TB, dir string) (map[string]string, map[string]error
 	t.Helper()
 	extractOnce.Do(func() {
 		extractTrees, extractErrs = map[string]string{}, map[string]error{}
+		removeStale(scratchDir())
 		root, err := os.MkdirTemp(scratchDir(), "numascope-hwloc-")
 		if err != nil {
 			extractErrs["*"] = err
@@ -123,6 +126,21 @@ func scratchDir() string {
 	return ""
 }
 
+// removeStale deletes extraction directories that a crashed test binary
+// (a panic skips TestMain's cleanup) left behind more than a day ago: on
+// tmpfs they hold memory.
+func removeStale(dir string) {
+	if dir == "" {
+		dir = os.TempDir()
+	}
+	old, _ := filepath.Glob(filepath.Join(dir, "numascope-hwloc-*"))
+	for _, p := range old {
+		if fi, err := os.Stat(p); err == nil && fi.IsDir() && time.Since(fi.ModTime()) > 24*time.Hour {
+			os.RemoveAll(p)
+		}
+	}
+}
+
 // extractTarBz2 extracts a hwloc-gather-topology tarball into dest and
 // returns the directory that holds sys/ (hwloc's HWLOC_FSROOT): the tarballs
 // hold the tree under one top-level directory whose name is not always the
@@ -130,10 +148,10 @@ func scratchDir() string {
 //
 // Symbolic links are what sysfs is made of (nodeN/cpuM, cpuN/nodeM, device
 // links), so they are kept. Relative targets are kept as they are when they
-// stay inside dest; absolute targets are rewritten relative to the link so
-// that "/sys/devices/..." means dest/.../sys/devices rather than the host's
-// /sys. Links that would leave dest are dropped: a fixture must never make a
-// test read the host.
+// stay inside the tree; absolute targets are rewritten relative to the link
+// so that "/sys/devices/..." means <tree>/sys/devices rather than the host's
+// /sys. Links that would leave the tree are dropped: a fixture must never
+// make a test read the host.
 func extractTarBz2(tarball, dest string) (string, error) {
 	r, wait, err := openBzip2(tarball)
 	if err != nil {
@@ -258,7 +276,7 @@ func extractTar(tr *tar.Reader, tarball, dest string) (string, error) {
 			target = rel
 		}
 		resolved := filepath.Join(filepath.Dir(l.path), target)
-		if resolved != dest && !strings.HasPrefix(resolved, dest+string(filepath.Separator)) {
+		if resolved != top && !strings.HasPrefix(resolved, top+string(filepath.Separator)) {
 			continue
 		}
 		if err := os.Symlink(target, l.path); err != nil && !errors.Is(err, os.ErrExist) {
@@ -380,4 +398,63 @@ func sortedKeys[V any](m map[string]V) []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// TestExtractTarLinks checks the link handling of the fixture extraction on
+// a tarball built here: relative links kept, absolute links rebased under the
+// tree, links leaving the tree dropped, hard links made.
+func TestExtractTarLinks(t *testing.T) {
+	var buf bytes.Buffer
+	tw := tar.NewWriter(&buf)
+	add := func(h *tar.Header, body string) {
+		h.Size = int64(len(body))
+		if h.Typeflag == tar.TypeSymlink || h.Typeflag == tar.TypeLink || h.Typeflag == tar.TypeDir {
+			h.Size = 0
+		}
+		if h.Mode == 0 {
+			h.Mode = 0o644
+		}
+		if err := tw.WriteHeader(h); err != nil {
+			t.Fatal(err)
+		}
+		if h.Size > 0 {
+			tw.Write([]byte(body))
+		}
+	}
+	add(&tar.Header{Name: "m/", Typeflag: tar.TypeDir, Mode: 0o555}, "")
+	add(&tar.Header{Name: "m/sys/devices/system/cpu/cpu0/online", Typeflag: tar.TypeReg}, "1\n")
+	add(&tar.Header{Name: "m/sys/devices/system/node/node0/cpu0", Typeflag: tar.TypeSymlink, Linkname: "../../cpu/cpu0"}, "")
+	add(&tar.Header{Name: "m/sys/devices/system/node/node0/abs", Typeflag: tar.TypeSymlink, Linkname: "/sys/devices/system/cpu/cpu0"}, "")
+	add(&tar.Header{Name: "m/sys/devices/system/node/node0/escape", Typeflag: tar.TypeSymlink, Linkname: "../../../../../../etc"}, "")
+	add(&tar.Header{Name: "m/proc/hard", Typeflag: tar.TypeLink, Linkname: "m/sys/devices/system/cpu/cpu0/online"}, "")
+	add(&tar.Header{Name: "../outside", Typeflag: tar.TypeReg}, "x")
+	add(&tar.Header{Name: "m/sys/bus/pci/devices/x", Typeflag: tar.TypeReg}, "skipped")
+	tw.Close()
+
+	dest := t.TempDir()
+	top, err := extractTar(tar.NewReader(&buf), "test.tar", dest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if top != filepath.Join(dest, "m") {
+		t.Errorf("top = %q", top)
+	}
+	node := filepath.Join(top, "sys/devices/system/node/node0")
+	for _, l := range []string{"cpu0", "abs"} {
+		b, err := os.ReadFile(filepath.Join(node, l, "online"))
+		if err != nil || string(b) != "1\n" {
+			t.Errorf("link %s: %q, %v", l, b, err)
+		}
+	}
+	if target, _ := os.Readlink(filepath.Join(node, "abs")); filepath.IsAbs(target) {
+		t.Errorf("absolute link kept as %q", target)
+	}
+	for _, p := range []string{filepath.Join(node, "escape"), filepath.Join(dest, "..", "outside"), filepath.Join(top, "sys/bus")} {
+		if _, err := os.Lstat(p); err == nil {
+			t.Errorf("%s was created", p)
+		}
+	}
+	if b, err := os.ReadFile(filepath.Join(top, "proc/hard")); err != nil || string(b) != "1\n" {
+		t.Errorf("hard link: %q, %v", b, err)
+	}
 }

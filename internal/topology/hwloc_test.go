@@ -44,7 +44,8 @@ type hwlocExpect struct {
 	allowedCPUs   []int    // XML root allowed_cpuset; nil when absent or infinite
 	complete      []int    // every CPU hwloc knows: shown plus "not represented"
 	caches        []string // cacheKey of every CPU cache object
-	allowedNodes  []int
+	allowedNodes  []int    // XML root allowed_nodeset
+	cgroup        string   // "LinuxCgroup" info: the cpuset path hwloc resolved
 }
 
 // hwlocQuirk documents where hwloc's output is not the kernel's raw view.
@@ -227,6 +228,26 @@ func compareWithHwloc(t *testing.T, ht hwlocTest, root string, top *Topology, ex
 		}
 		if got, want := sysfs.FormatCPUList(exp.allowedCPUs), sysfs.FormatCPUList(mine); got != want {
 			t.Errorf("allowed cpuset: hwloc %q, numascope %q", got, want)
+		}
+	}
+
+	if exp.allowedNodes != nil {
+		var mine []int
+		for _, n := range top.Nodes {
+			if n.Allowed {
+				mine = append(mine, n.ID)
+			}
+		}
+		if got, want := sysfs.FormatCPUList(exp.allowedNodes), sysfs.FormatCPUList(mine); got != want {
+			t.Errorf("allowed nodeset: hwloc %q, numascope %q", got, want)
+		}
+	}
+	// Where both found the cpuset, they found the same cgroup. (hwloc
+	// names the cgroup even when the tree lacks its files; numascope then
+	// reports no source.)
+	if exp.cgroup != "" && exp.cgroup != "/" && top.AllowedSource != "" {
+		if !strings.HasSuffix(filepath.Clean(top.AllowedSource), filepath.Clean(exp.cgroup)) {
+			t.Errorf("cpuset source %q is not hwloc's cgroup %q", top.AllowedSource, exp.cgroup)
 		}
 	}
 
@@ -534,6 +555,9 @@ func parseHwlocConsole(s string) (*hwlocExpect, error) {
 	sort.Strings(exp.caches)
 	exp.complete = exp.pus
 	for _, l := range lines[i:] {
+		if _, rest, ok := strings.Cut(l, "LinuxCgroup="); ok && strings.HasPrefix(l, "Topology infos:") {
+			exp.cgroup = strings.Fields(rest)[0]
+		}
 		// "6 processors not represented in topology: 0x00000f90"
 		if _, mask, ok := strings.Cut(l, "processors not represented in topology: "); ok {
 			missing, _, err := parseHwlocSet(strings.TrimSpace(mask))
@@ -633,6 +657,11 @@ type xmlObject struct {
 	Children       []xmlObject `xml:"object"`
 }
 
+type xmlInfo struct {
+	Name  string `xml:"name,attr"`
+	Value string `xml:"value,attr"`
+}
+
 type xmlDistances struct {
 	Type     string   `xml:"type,attr"`
 	NbObjs   int      `xml:"nbobjs,attr"`
@@ -644,6 +673,7 @@ type xmlDistances struct {
 
 type xmlTopology struct {
 	Objects   []xmlObject    `xml:"object"`
+	Infos     []xmlInfo      `xml:"info"`
 	Distances []xmlDistances `xml:"distances2"`
 }
 
@@ -669,6 +699,20 @@ func parseHwlocXML(b []byte) (*hwlocExpect, error) {
 	root := x.Objects[0]
 	if set, ok, err := parseHwlocSet(root.CompleteCPUSet); err == nil && ok && root.CompleteCPUSet != "" {
 		exp.complete = nonNil(set)
+	}
+	if root.AllowedNodeSet != "" {
+		set, ok, err := parseHwlocSet(root.AllowedNodeSet)
+		if err != nil {
+			return nil, fmt.Errorf("allowed_nodeset: %v", err)
+		}
+		if ok {
+			exp.allowedNodes = nonNil(set)
+		}
+	}
+	for _, in := range x.Infos {
+		if in.Name == "LinuxCgroup" {
+			exp.cgroup = in.Value
+		}
 	}
 	if root.AllowedCPUSet != "" {
 		set, ok, err := parseHwlocSet(root.AllowedCPUSet)

@@ -102,7 +102,7 @@ func parseStatus(data []byte) map[string]string {
 		if k == "" {
 			continue
 		}
-		out[k] = strings.TrimSpace(v)
+		out[k] = strings.Trim(v, " \t\r\n\v\f\x00")
 	}
 	return out
 }

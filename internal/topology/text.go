@@ -108,7 +108,7 @@ func (t *Topology) writeHeader(w *bufio.Writer) {
 		fmt.Fprintf(w, "  SMT:           up to %d threads per core\n", maxThreads(t.CPUs))
 	}
 	if !t.NUMA {
-		fmt.Fprintf(w, "  NUMA:          the kernel exposes no node directory; node 0 stands for the whole machine\n")
+		fmt.Fprintf(w, "  NUMA:          no node directory in sysfs; node 0 is the whole machine\n")
 	}
 	if len(offline) > 0 {
 		fmt.Fprintf(w, "  offline CPUs:  %s\n", sysfs.FormatCPUList(offline))
@@ -239,7 +239,7 @@ func (t *Topology) writeDistances(w *bufio.Writer, width int) {
 		return
 	}
 	if len(t.Nodes) > 16 {
-		t.writeDistanceGroups(w)
+		t.writeDistanceGroups(w, width)
 		return
 	}
 	label := 6
@@ -277,7 +277,7 @@ func (t *Topology) writeDistances(w *bufio.Writer, width int) {
 // node grouping the other nodes by distance ("10: 0  22: 1-3  26: 4-11"),
 // which shows the machine's hierarchy of distances in a screenful where the
 // full matrix would take several.
-func (t *Topology) writeDistanceGroups(w *bufio.Writer) {
+func (t *Topology) writeDistanceGroups(w *bufio.Writer, width int) {
 	fmt.Fprintf(w, "  (%d nodes: nodes grouped by distance; the full matrix is in the JSON output)\n", len(t.Nodes))
 	for _, n := range t.Nodes {
 		byDist := map[int][]int{}
@@ -298,7 +298,20 @@ func (t *Topology) writeDistanceGroups(w *bufio.Writer) {
 		if len(parts) == 0 {
 			parts = []string{"unknown"}
 		}
-		fmt.Fprintf(w, "  node %3d  %s\n", n.ID, strings.Join(parts, "  "))
+		// Wrap long lines under the first group.
+		line := fmt.Sprintf("  node %3d ", n.ID)
+		indent := strings.Repeat(" ", len(line))
+		for i, p := range parts {
+			if i > 0 && len(line)+2+len(p) > width {
+				fmt.Fprintln(w, strings.TrimRight(line, " "))
+				line = indent
+			}
+			line += " " + p
+			if i < len(parts)-1 {
+				line += " "
+			}
+		}
+		fmt.Fprintln(w, strings.TrimRight(line, " "))
 	}
 }
 

@@ -47,7 +47,11 @@ type Node struct {
 	Allowed bool `json:"allowed"`
 }
 
-// CPU is one logical CPU (hardware thread).
+// CPU is one logical CPU (hardware thread). Package, Die, Core and Node are
+// Unknown (-1) when the kernel does not say: an offline CPU has no topology
+// directory, old kernels have no die_id. Package IDs are the kernel's; where
+// it reports none (ppc64, some ARM), packages are numbered by their sibling
+// sets. Core IDs repeat across packages (and dies): Siblings identifies a core.
 type CPU struct {
 	ID      int  `json:"id"`
 	Node    int  `json:"node"`
@@ -56,7 +60,8 @@ type CPU struct {
 	Core    int  `json:"core"`
 	Online  bool `json:"online"`
 	Allowed bool `json:"allowed"`
-	// Siblings are the SMT threads sharing this CPU's core, itself included.
+	// Siblings are the SMT threads sharing this CPU's core, itself included;
+	// empty when unknown (offline CPU).
 	Siblings []int `json:"siblings"`
 }
 

@@ -1,0 +1,117 @@
+package topology
+
+import (
+	"bytes"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/numascope/numascope/internal/sysfs"
+)
+
+// TestLiveMachine runs discovery on the machine running the tests and checks
+// it against what the kernel says through other channels: the status file,
+// the scheduler's affinity mask and the global online list and meminfo.
+func TestLiveMachine(t *testing.T) {
+	if _, err := os.Stat("/sys/devices/system/cpu"); err != nil {
+		t.Skipf("no sysfs on this system: %v", err)
+	}
+	top, err := Discover(sysfs.New(""))
+	if err != nil {
+		t.Fatalf("Discover on the live system: %v", err)
+	}
+	checkInvariants(t, top)
+	if len(top.CPUs) == 0 {
+		t.Fatal("no CPUs")
+	}
+
+	// Allowed sets: as /proc/self/status lists them.
+	status, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		t.Skipf("no /proc/self/status: %v", err)
+	}
+	kv := map[string]string{}
+	for _, l := range strings.Split(string(status), "\n") {
+		if k, v, ok := strings.Cut(l, ":"); ok {
+			kv[k] = strings.TrimSpace(v)
+		}
+	}
+	if got, want := sysfs.FormatCPUList(top.AllowedCPUs), kv["Cpus_allowed_list"]; got != want {
+		t.Errorf("allowed CPUs %q, status says %q", got, want)
+	}
+	if got, want := sysfs.FormatCPUList(top.AllowedNodes), kv["Mems_allowed_list"]; got != want {
+		t.Errorf("allowed nodes %q, status says %q", got, want)
+	}
+	if top.AllowedSource != "/proc/self/status" {
+		t.Errorf("allowed source %q", top.AllowedSource)
+	}
+
+	// The affinity mask is an independent witness of the allowed CPUs
+	// (the kernel initialises it from the cpuset).
+	var set unix.CPUSet
+	if err := unix.SchedGetaffinity(0, &set); err == nil {
+		for _, c := range top.CPUs {
+			if set.IsSet(c.ID) && !c.Allowed {
+				t.Errorf("CPU %d is in the affinity mask but not allowed", c.ID)
+			}
+		}
+		if n := set.Count(); n != len(top.AllowedCPUs) {
+			t.Logf("affinity mask has %d CPUs, allowed list %d (threads may differ)", n, len(top.AllowedCPUs))
+		}
+	}
+
+	// Online CPUs: as the global list says.
+	if b, err := os.ReadFile("/sys/devices/system/cpu/online"); err == nil {
+		want, err := sysfs.ParseCPUList(string(b))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []int
+		for _, c := range top.CPUs {
+			if c.Online {
+				got = append(got, c.ID)
+			}
+		}
+		if sysfs.FormatCPUList(got) != sysfs.FormatCPUList(want) {
+			t.Errorf("online CPUs %v, kernel says %v", got, want)
+		}
+	}
+
+	// Memory: a node's MemTotal is the sum of its zones' managed pages,
+	// which /proc/zoneinfo lists. (/proc/meminfo is no witness: container
+	// runtimes such as LXCFS virtualise it but not sysfs, and on this very
+	// test machine it reports three times what the nodes hold.)
+	if b, err := os.ReadFile("/proc/zoneinfo"); err == nil {
+		managed := map[int]uint64{}
+		node := -1
+		for _, l := range strings.Split(string(b), "\n") {
+			f := strings.Fields(l)
+			switch {
+			case len(f) >= 2 && f[0] == "Node":
+				node, _ = strconv.Atoi(strings.TrimSuffix(f[1], ","))
+			case len(f) == 2 && f[0] == "managed":
+				v, _ := strconv.ParseUint(f[1], 10, 64)
+				managed[node] += v * uint64(os.Getpagesize())
+			}
+		}
+		for _, n := range top.Nodes {
+			if want, ok := managed[n.ID]; ok && top.NUMA && n.MemoryTotal != want {
+				t.Errorf("node %d MemTotal %d bytes, its zones manage %d", n.ID, n.MemoryTotal, want)
+			}
+		}
+	}
+
+	var buf bytes.Buffer
+	if err := top.WriteText(&buf); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(buf.String(), "Machine: ") {
+		t.Errorf("text output starts with %q", strings.SplitN(buf.String(), "\n", 2)[0])
+	}
+	if testing.Verbose() {
+		t.Logf("live machine:\n%s", buf.String())
+	}
+}
