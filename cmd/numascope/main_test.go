@@ -289,3 +289,47 @@ func readLines(t *testing.T, path string) string {
 	}
 	return b.String()
 }
+
+// TestRecordCrashingCommand: a target that dies of a signal gives the shell's
+// 128+N status, a clear message, and a complete recording.
+func TestRecordCrashingCommand(t *testing.T) {
+	rec := filepath.Join(t.TempDir(), "crash.jsonl")
+	_, errs, code := run(t, "record", "-o", rec, "-i", "20ms", "-e", "vmstat.pgfault",
+		"--", "sh", "-c", "sleep 0.3; kill -SEGV $$")
+	if code != 128+int(syscall.SIGSEGV) || !strings.Contains(errs, "killed by signal") {
+		t.Fatalf("exit %d, stderr %q", code, errs)
+	}
+	lines := readLines(t, rec)
+	if !strings.Contains(lines, `"type":"end"`) || strings.Count(lines, "\n[") < 5 {
+		t.Errorf("recording of a crashed command incomplete:\n%s", lines)
+	}
+}
+
+// TestConvertLegacyAndTruncated: convert reads the original NUMAscope format,
+// and a recording cut mid-line converts with what came before, saying so.
+func TestConvertLegacyAndTruncated(t *testing.T) {
+	legacy, _ := filepath.Glob("../../internal/recording/testdata/*legacy*")
+	if len(legacy) == 0 {
+		t.Fatal("no legacy fixture in internal/recording/testdata")
+	}
+	out, errs, code := run(t, "convert", legacy[0])
+	if code != 0 || !strings.HasPrefix(out, "time_s,") || strings.Count(out, "\n") < 3 {
+		t.Errorf("legacy convert: exit %d, %q, stderr %q", code, out, errs)
+	}
+
+	dir := t.TempDir()
+	rec := filepath.Join(dir, "full.jsonl")
+	if _, errs, code := run(t, "record", "-o", rec, "-i", "10ms", "-n", "20", "-e", "vmstat.pgfault"); code != 0 {
+		t.Fatal(errs)
+	}
+	b, _ := os.ReadFile(rec)
+	cut := filepath.Join(dir, "cut.jsonl")
+	end := bytes.LastIndex(b, []byte("\n["))
+	if err := os.WriteFile(cut, b[:end+8], 0o644); err != nil { // mid-way into the last sample
+		t.Fatal(err)
+	}
+	out, errs, code = run(t, "convert", cut)
+	if code != 0 || strings.Count(out, "\n") != 20 || !strings.Contains(errs, "cut off") {
+		t.Errorf("truncated convert: exit %d, %d lines, stderr %q", code, strings.Count(out, "\n"), errs)
+	}
+}

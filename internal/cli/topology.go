@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/numascope/numascope/internal/term"
 	"github.com/numascope/numascope/internal/topology"
 )
 
@@ -34,7 +35,7 @@ caches and who shares them, offline CPUs, and CPUs this process may not use.`,
 				enc.SetIndent("", "  ")
 				return enc.Encode(t)
 			case "text":
-				return t.WriteText(os.Stdout)
+				return t.WriteTextWidth(os.Stdout, term.Width(os.Stdout, topology.DefaultTextWidth))
 			default:
 				return fmt.Errorf("unknown --format %q: use text or json", format)
 			}

@@ -4,10 +4,15 @@ import (
 	"context"
 	"errors"
 	"math"
+	"os"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/numascope/numascope/internal/sensor"
 )
@@ -370,5 +375,52 @@ func TestRunHonoursInterval(t *testing.T) {
 		if tt < time.Duration(i+1)*20*time.Millisecond {
 			t.Errorf("sample %d at %v, before its deadline", i, tt)
 		}
+	}
+}
+
+// TestRunPinsItsThread checks that the sampling thread, and only it, runs
+// with the requested affinity, by reading every thread's Cpus_allowed_list
+// from /proc while sampling runs.
+func TestRunPinsItsThread(t *testing.T) {
+	var all unix.CPUSet
+	if err := unix.SchedGetaffinity(0, &all); err != nil || all.Count() < 2 {
+		t.Skip("needs at least two usable CPUs to tell a pinned thread apart")
+	}
+	target := -1
+	for c := 1; c < 1024; c++ {
+		if all.IsSet(c) {
+			target = c
+			break
+		}
+	}
+	c, _ := newStepCatalog()
+	cols, _ := c.Select([]string{"step.hits"}, false)
+	s, err := New(cols, Config{Interval: time.Millisecond, PinCPUs: []int{target}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := s.AddSink("t", 16)
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() { _ = s.Run(ctx) }()
+	r := <-k.Records() // sampling has started, so the thread is pinned
+	k.Release(r)
+	pinned := 0
+	tasks, _ := filepath.Glob("/proc/self/task/*/status")
+	for _, st := range tasks {
+		b, err := os.ReadFile(st)
+		if err != nil {
+			continue
+		}
+		for _, line := range strings.Split(string(b), "\n") {
+			if v, ok := strings.CutPrefix(line, "Cpus_allowed_list:"); ok && strings.TrimSpace(v) == strconv.Itoa(target) {
+				pinned++
+			}
+		}
+	}
+	cancel()
+	for range k.Records() {
+	}
+	if pinned != 1 {
+		t.Errorf("%d threads pinned to CPU %d, want exactly the sampler's", pinned, target)
 	}
 }

@@ -22,6 +22,15 @@ func IsTerminal(f *os.File) bool {
 	return err == nil
 }
 
+// Width is the terminal width of f, or def when f is not a terminal.
+func Width(f *os.File, def int) int {
+	ws, err := unix.IoctlGetWinsize(int(f.Fd()), unix.TIOCGWINSZ)
+	if err != nil || ws.Col == 0 {
+		return def
+	}
+	return int(ws.Col)
+}
+
 // Options say how to print.
 type Options struct {
 	// Human uses K/M/G units and a fixed width; otherwise values are raw.
