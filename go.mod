@@ -9,4 +9,9 @@ require (
 	golang.org/x/sys v0.49.0
 )
 
-require github.com/inconshreveable/mousetrap v1.1.0 // indirect
+require (
+	github.com/BurntSushi/toml v1.6.0 // indirect
+	github.com/coder/websocket v1.8.15 // indirect
+	github.com/inconshreveable/mousetrap v1.1.0 // indirect
+	gonum.org/v1/gonum v0.17.0 // indirect
+)

@@ -19,6 +19,12 @@ type exitError struct{ code int }
 
 func (e exitError) Error() string { return fmt.Sprintf("exit status %d", e.code) }
 
+// extraCommands lets a subcommand's file register itself in init, so that
+// adding a command means adding one file:
+//
+//	func init() { extraCommands = append(extraCommands, newLiveCmd) }
+var extraCommands []func(*globals) *cobra.Command
+
 // globals are the flags every command shares.
 type globals struct {
 	root string
@@ -61,6 +67,9 @@ NUMA events at high rate with low overhead.
 	root.PersistentFlags().StringVar(&g.root, "root", os.Getenv("NUMASCOPE_ROOT"),
 		"read DIR/sys and DIR/proc instead of /sys and /proc (env NUMASCOPE_ROOT)")
 	root.AddCommand(newTopologyCmd(g), newEventsCmd(g), newStatCmd(g), newRecordCmd(g), newConvertCmd(), newCtlCmd())
+	for _, add := range extraCommands {
+		root.AddCommand(add(g))
+	}
 	return root
 }
 
