@@ -71,7 +71,7 @@ func (r *Recorder) Run() error {
 		}
 		if rec.Kind == sampler.KindEnd {
 			if r.pending != nil {
-				r.begin(rec.T) // sampling ended before any sample: still a valid file
+				r.begin(0) // sampling ended before any sample: still a valid file
 			}
 			if r.w != nil {
 				fail(r.w.Close(recording.End{Samples: r.samples, MissedDeadlines: rec.Stats.MissedDeadlines, Dropped: rec.Dropped}))
@@ -81,7 +81,9 @@ func (r *Recorder) Run() error {
 			continue
 		}
 		if r.pending != nil {
-			r.begin(rec.T)
+			// The first file begins when sampling began (the priming read),
+			// so its first sample sits one interval after t=0.
+			r.begin(0)
 		}
 		if r.w != nil && werr == nil {
 			fail(r.write(rec))
@@ -102,7 +104,8 @@ func (r *Recorder) compressed() bool {
 	return len(p) > 4 && p[len(p)-4:] == ".zst"
 }
 
-// begin writes the pending file's header, making t its time zero.
+// begin writes the pending file's header, making sampler time t its time
+// zero: 0 for the first file, the switch instant for a file begun by ctl record.
 func (r *Recorder) begin(t time.Duration) {
 	h := r.header
 	h.Start = r.smp.Start().Add(t)

@@ -102,7 +102,11 @@ func TestRotationKeepsEverySample(t *testing.T) {
 	if ra.End.Samples != uint64(len(ra.Samples)) || rb.End.Samples != uint64(len(rb.Samples)) {
 		t.Errorf("end lines count %d/%d, files hold %d/%d", ra.End.Samples, rb.End.Samples, len(ra.Samples), len(rb.Samples))
 	}
-	// The second file starts its own clock.
+	// The first file's clock starts with sampling, so its first sample is
+	// one interval (10 ms) in; the second file starts its own clock.
+	if first := ra.Samples[0].T; first < 0.009 || first > 0.1 {
+		t.Errorf("first file's first sample at t=%v, want about 0.01", first)
+	}
 	if first := rb.Samples[0].T; first > 0.1 {
 		t.Errorf("second file's first sample at t=%v, want near 0", first)
 	}

@@ -1,0 +1,521 @@
+package live
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"math"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/coder/websocket"
+
+	"github.com/numascope/numascope/internal/recording"
+	"github.com/numascope/numascope/internal/sampler"
+	"github.com/numascope/numascope/internal/sensor"
+	"github.com/numascope/numascope/internal/sysfs"
+	"github.com/numascope/numascope/internal/topology"
+)
+
+// twonode is a real capture of a two-node machine's /sys and /proc.
+const twonode = "../sensor/testdata/twonode"
+
+type logBuf struct {
+	mu    sync.Mutex
+	lines []string
+}
+
+func (l *logBuf) add(s string) { l.mu.Lock(); l.lines = append(l.lines, s); l.mu.Unlock() }
+func (l *logBuf) has(sub string) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, s := range l.lines {
+		if strings.Contains(s, sub) {
+			return true
+		}
+	}
+	return false
+}
+
+func startLive(t *testing.T, opt Options, cfg LiveConfig) (*Live, *logBuf) {
+	t.Helper()
+	fs := sysfs.New(twonode)
+	topo, err := topology.Discover(fs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cat := sampler.Open(sensor.Env{FS: fs, Topology: topo})
+	t.Cleanup(func() { cat.Close() })
+	cfg.Catalog = cat
+	if cfg.Events == nil {
+		cfg.Events = []string{"node.numa_hit", "node.numa_miss", "vmstat.pgfault"}
+	}
+	if cfg.Interval == 0 {
+		cfg.Interval = 10 * time.Millisecond
+	}
+	cfg.Header = recording.Header{Host: "fixture", Topology: topo}
+	logs := &logBuf{}
+	cfg.Errors = func(err error) { logs.add(err.Error()) }
+	if opt.Listen == "" {
+		opt.Listen = "127.0.0.1:0"
+	}
+	if opt.Batch == 0 {
+		opt.Batch = 50 * time.Millisecond
+	}
+	opt.Log = logs.add
+	l, err := NewLive(opt, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Listen(); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- l.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Run: %v", err)
+		}
+	})
+	return l, logs
+}
+
+type wsClient struct {
+	t    *testing.T
+	conn *websocket.Conn
+}
+
+func wsURL(s *Server, token string) string {
+	u := "ws://" + s.Addr().String() + "/ws"
+	if token != "" {
+		u += "?token=" + token
+	}
+	return u
+}
+
+func dial(t *testing.T, s *Server, token string) *wsClient {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	conn, _, err := websocket.Dial(ctx, wsURL(s, token), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn.SetReadLimit(64 << 20)
+	t.Cleanup(func() { conn.CloseNow() })
+	return &wsClient{t: t, conn: conn}
+}
+
+func (c *wsClient) send(msg string) {
+	c.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := c.conn.Write(ctx, websocket.MessageText, []byte(msg)); err != nil {
+		c.t.Fatal(err)
+	}
+}
+
+// next reads messages until one satisfies want, failing after 10 s.
+func (c *wsClient) next(what string, want func(m map[string]any) bool) map[string]any {
+	c.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for {
+		_, b, err := c.conn.Read(ctx)
+		if err != nil {
+			c.t.Fatalf("waiting for %s: %v", what, err)
+		}
+		var m map[string]any
+		if err := json.Unmarshal(b, &m); err != nil {
+			c.t.Fatalf("server sent invalid JSON %q: %v", b, err)
+		}
+		if want(m) {
+			return m
+		}
+	}
+}
+
+func typeIs(typ string) func(map[string]any) bool {
+	return func(m map[string]any) bool { return m["type"] == typ }
+}
+
+func columnNames(v any) []string {
+	var out []string
+	for _, c := range v.([]any) {
+		out = append(out, c.(map[string]any)["name"].(string))
+	}
+	return out
+}
+
+func TestHelloAndBatches(t *testing.T) {
+	l, _ := startLive(t, Options{}, LiveConfig{})
+	c := dial(t, l.Server, "")
+	h := c.next("hello", typeIs("hello"))
+	if h["protocol"].(float64) != ProtocolVersion || h["mode"] != "live" {
+		t.Fatalf("hello = %v", h)
+	}
+	if got := columnNames(h["columns"]); strings.Join(got, ",") != "node.numa_hit,node.numa_miss,vmstat.pgfault" {
+		t.Fatalf("columns = %v", got)
+	}
+	if topo := h["topology"].(map[string]any); len(topo["nodes"].([]any)) != 2 {
+		t.Fatalf("topology has %d nodes, want 2", len(topo["nodes"].([]any)))
+	}
+	b := c.next("batch", typeIs("batch"))
+	rows := b["samples"].([]any)
+	if len(rows) == 0 {
+		t.Fatal("empty batch")
+	}
+	row := rows[0].([]any)
+	if len(row) != 4 {
+		t.Fatalf("sample row %v: want t and 3 values", row)
+	}
+	if _, ok := row[0].(float64); !ok {
+		t.Fatalf("time %v is not a number", row[0])
+	}
+}
+
+func TestSeveralClientsShareInterval(t *testing.T) {
+	l, _ := startLive(t, Options{}, LiveConfig{Interval: 20 * time.Millisecond})
+	var cs []*wsClient
+	for i := 0; i < 3; i++ {
+		c := dial(t, l.Server, "")
+		h := c.next("hello", typeIs("hello"))
+		if iv := h["state"].(map[string]any)["interval_s"].(float64); iv != 0.02 {
+			t.Fatalf("client %d: interval %v, want 0.02", i, iv)
+		}
+		cs = append(cs, c)
+	}
+	cs[1].send(`{"type":"interval","interval":"5ms","id":7}`)
+	ok := cs[1].next("ok", func(m map[string]any) bool { return m["type"] == "ok" || m["type"] == "error" })
+	if ok["type"] != "ok" || ok["id"].(float64) != 7 {
+		t.Fatalf("reply = %v", ok)
+	}
+	for i, c := range cs {
+		m := c.next("interval mark", func(m map[string]any) bool { return m["type"] == "mark" && m["mark"] == "interval" })
+		if m["interval_s"].(float64) != 0.005 {
+			t.Fatalf("client %d: mark %v", i, m)
+		}
+		st := c.next("state", typeIs("state"))
+		if st["state"].(map[string]any)["interval_s"].(float64) != 0.005 {
+			t.Fatalf("client %d: state %v", i, st)
+		}
+		// Samples after the change are 5 ms apart.
+		b := c.next("batch", func(m map[string]any) bool { return m["type"] == "batch" && len(m["samples"].([]any)) >= 3 })
+		rows := b["samples"].([]any)
+		dt := rows[2].([]any)[0].(float64) - rows[1].([]any)[0].(float64)
+		if dt > 0.015 {
+			t.Fatalf("client %d: samples %v s apart after switching to 5ms", i, dt)
+		}
+	}
+	if got := l.smp.Interval(); got != 5*time.Millisecond {
+		t.Fatalf("sampler interval %v", got)
+	}
+}
+
+func TestMalformedMessagesKeepConnection(t *testing.T) {
+	l, _ := startLive(t, Options{}, LiveConfig{})
+	c := dial(t, l.Server, "")
+	c.next("hello", typeIs("hello"))
+	cases := []struct{ msg, want string }{
+		{`not json`, "malformed message"},
+		{`{"type":"interval","interval":"1y"}`, "interval"},
+		{`{"type":"bogus"}`, `unknown message type "bogus"`},
+		{`{"interval":"1s"}`, `without "type"`},
+		{`{"type":"label","txet":"x"}`, "unknown field"},
+		{`{"type":"label"} {"type":"pause"}`, "more than one"},
+		{`{"type":"enable","event":"nosuch_event_x"}`, "unknown event"},
+		{`{"type":"disable","event":"node.numa_foreign"}`, "not enabled"},
+		{`{"type":"record","path":"../escape.jsonl"}`, "no absolute paths"},
+		{`{"type":"record","path":"/tmp/abs.jsonl"}`, "no absolute paths"},
+		{`{"type":"label","text":"` + strings.Repeat("x", MaxMessage) + `"}`, "message too large"},
+	}
+	for _, tc := range cases {
+		c.send(tc.msg)
+		m := c.next("error", func(m map[string]any) bool { return m["type"] == "error" || m["type"] == "ok" })
+		if m["type"] != "error" || !strings.Contains(m["error"].(string), tc.want) {
+			t.Errorf("%.60q: reply %v, want an error containing %q", tc.msg, m, tc.want)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := c.conn.Write(ctx, websocket.MessageBinary, []byte{1, 2, 3}); err != nil {
+		t.Fatal(err)
+	}
+	if m := c.next("error", typeIs("error")); !strings.Contains(m["error"].(string), "binary") {
+		t.Errorf("binary message: %v", m)
+	}
+	// The connection still works.
+	c.send(`{"type":"label","text":"still here","id":"x"}`)
+	m := c.next("label", func(m map[string]any) bool { return m["type"] == "mark" && m["mark"] == "label" })
+	if m["text"] != "still here" {
+		t.Fatalf("label mark %v", m)
+	}
+	// Columns unchanged by the rejected enable.
+	if got := strings.Join(columnNames(mustCols(l)), ","); got != "node.numa_hit,node.numa_miss,vmstat.pgfault" {
+		t.Fatalf("columns after errors: %s", got)
+	}
+}
+
+func mustCols(l *Live) any {
+	var v any
+	_ = json.Unmarshal(mustJSON(l.cols), &v)
+	return v
+}
+
+// slowConn opens a websocket by hand with a tiny receive buffer and never
+// reads from it: a browser tab that hangs.
+func slowConn(t *testing.T, addr string) net.Conn {
+	t.Helper()
+	d := net.Dialer{Control: func(network, address string, rc syscall.RawConn) error {
+		var serr error
+		err := rc.Control(func(fd uintptr) {
+			serr = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, 4096)
+		})
+		if err != nil {
+			return err
+		}
+		return serr
+	}}
+	conn, err := d.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	fmt.Fprintf(conn, "GET /ws HTTP/1.1\r\nHost: %s\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"+
+		"Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n", addr)
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.StatusCode != http.StatusSwitchingProtocols {
+		t.Fatalf("handshake: %s", resp.Status)
+	}
+	return conn
+}
+
+func TestSlowClientIsDropped(t *testing.T) {
+	l, logs := startLive(t, Options{Queue: 4, SendBuffer: 8192, Batch: 20 * time.Millisecond, WriteTimeout: time.Second},
+		LiveConfig{Interval: time.Millisecond, Events: []string{"node.*", "vmstat.*"}, Discrete: true})
+	fast := dial(t, l.Server, "")
+	fast.next("hello", typeIs("hello"))
+	slowConn(t, l.Addr().String())
+	before := l.smp.Stats().Samples
+	deadline := time.Now().Add(20 * time.Second)
+	for !logs.has("fell behind") && !logs.has("disconnected") {
+		if time.Now().After(deadline) {
+			t.Fatalf("the stalled client was not dropped; log: %v", logs.lines)
+		}
+		// The healthy client keeps getting batches meanwhile.
+		fast.next("batch", typeIs("batch"))
+	}
+	// Sampling went on at full rate: the fast client still gets fresh batches.
+	b := fast.next("batch", typeIs("batch"))
+	if len(b["samples"].([]any)) == 0 {
+		t.Fatal("empty batch after the drop")
+	}
+	if after := l.smp.Stats().Samples; after <= before {
+		t.Fatalf("sampling stalled: %d samples before, %d after", before, after)
+	}
+	if d := l.sink.Dropped(); d != 0 {
+		t.Errorf("the hub lost %d samples while a client stalled", d)
+	}
+}
+
+func TestTokenRequiredOffLoopback(t *testing.T) {
+	l, _ := startLive(t, Options{Listen: "0.0.0.0:0"}, LiveConfig{})
+	if !l.GeneratedToken || len(l.Token()) < 32 {
+		t.Fatalf("binding 0.0.0.0 generated no token (%q)", l.Token())
+	}
+	if !strings.Contains(l.URL(), "?token="+l.Token()) {
+		t.Fatalf("URL %s lacks the token", l.URL())
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	for _, tok := range []string{"", "wrong"} {
+		_, resp, err := websocket.Dial(ctx, wsURL(l.Server, tok), nil)
+		if err == nil || resp == nil || resp.StatusCode != http.StatusUnauthorized {
+			t.Fatalf("token %q: err %v, resp %v; want 401", tok, err, resp)
+		}
+	}
+	c := dial(t, l.Server, l.Token())
+	c.next("hello", typeIs("hello"))
+}
+
+func TestExplicitTokenOnLoopback(t *testing.T) {
+	l, _ := startLive(t, Options{Token: "s3cret"}, LiveConfig{})
+	if l.GeneratedToken {
+		t.Fatal("generated a token although one was given")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if _, resp, err := websocket.Dial(ctx, wsURL(l.Server, ""), nil); err == nil || resp.StatusCode != 401 {
+		t.Fatalf("no token: err %v", err)
+	}
+	dial(t, l.Server, "s3cret").next("hello", typeIs("hello"))
+}
+
+func TestOriginAndHostChecked(t *testing.T) {
+	l, _ := startLive(t, Options{}, LiveConfig{})
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	h := http.Header{"Origin": {"http://evil.example"}}
+	_, resp, err := websocket.Dial(ctx, wsURL(l.Server, ""), &websocket.DialOptions{HTTPHeader: h})
+	if err == nil || resp == nil || resp.StatusCode != http.StatusForbidden {
+		t.Fatalf("cross-origin websocket: err %v resp %v; want 403", err, resp)
+	}
+	same := http.Header{"Origin": {"http://" + l.Addr().String()}}
+	conn, _, err := websocket.Dial(ctx, wsURL(l.Server, ""), &websocket.DialOptions{HTTPHeader: same})
+	if err != nil {
+		t.Fatalf("same-origin websocket refused: %v", err)
+	}
+	conn.CloseNow()
+	// DNS rebinding: a foreign Host name is refused without a token.
+	req, _ := http.NewRequest("GET", "http://"+l.Addr().String()+"/", nil)
+	req.Host = "evil.example"
+	r, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Body.Close()
+	if r.StatusCode != http.StatusForbidden {
+		t.Fatalf("Host evil.example: %s, want 403", r.Status)
+	}
+	r, err = http.Get("http://" + l.Addr().String() + "/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Body.Close()
+	if r.StatusCode != 200 || r.Header.Get("Content-Security-Policy") == "" {
+		t.Fatalf("GET /: %s, CSP %q", r.Status, r.Header.Get("Content-Security-Policy"))
+	}
+}
+
+func TestLoopbackByDefault(t *testing.T) {
+	var o Options
+	o.defaults()
+	if !IsLoopback(o.Listen) {
+		t.Fatalf("default listen %s is not loopback", o.Listen)
+	}
+	for addr, want := range map[string]bool{
+		"127.0.0.1:80": true, "localhost:1": true, "[::1]:8080": true, "127.9.9.9:1": true,
+		"0.0.0.0:80": false, ":8080": false, "[::]:80": false, "10.0.0.1:80": false, "example.com:80": false, "nonsense": false,
+	} {
+		if got := IsLoopback(addr); got != want {
+			t.Errorf("IsLoopback(%q) = %v, want %v", addr, got, want)
+		}
+	}
+}
+
+func TestEventsDiscreteAndRecording(t *testing.T) {
+	dir := t.TempDir()
+	l, _ := startLive(t, Options{}, LiveConfig{RecordDir: dir})
+	c := dial(t, l.Server, "")
+	c.next("hello", typeIs("hello"))
+	c.send(`{"type":"record","path":"r.jsonl"}`)
+	c.next("recording state", func(m map[string]any) bool {
+		return m["type"] == "state" && m["state"].(map[string]any)["recording"] == filepath.Join(dir, "r.jsonl")
+	})
+	c.next("batch", typeIs("batch"))
+	c.send(`{"type":"disable","event":"node.numa_miss"}`)
+	m := c.next("columns", typeIs("columns"))
+	if got := strings.Join(columnNames(m["columns"]), ","); got != "node.numa_hit,vmstat.pgfault" {
+		t.Fatalf("after disable: %s", got)
+	}
+	c.send(`{"type":"discrete","discrete":true}`)
+	m = c.next("columns", typeIs("columns"))
+	if got := strings.Join(columnNames(m["columns"]), ","); got != "node.0.numa_hit,node.1.numa_hit,vmstat.pgfault" {
+		t.Fatalf("discrete: %s", got)
+	}
+	if !m["state"].(map[string]any)["discrete"].(bool) {
+		t.Fatal("state.discrete not set")
+	}
+	b := c.next("batch", typeIs("batch"))
+	if n := len(b["samples"].([]any)[0].([]any)); n != 4 {
+		t.Fatalf("discrete sample has %d fields, want 4", n)
+	}
+	c.send(`{"type":"label","text":"phase 2"}`)
+	c.next("label", func(m map[string]any) bool { return m["type"] == "mark" && m["mark"] == "label" })
+	c.send(`{"type":"pause"}`)
+	c.next("pause", func(m map[string]any) bool { return m["type"] == "mark" && m["mark"] == "pause" })
+	c.send(`{"type":"resume"}`)
+	c.next("resume", func(m map[string]any) bool { return m["type"] == "mark" && m["mark"] == "resume" })
+	c.next("batch", typeIs("batch"))
+	c.send(`{"type":"record_stop"}`)
+	c.next("stopped", func(m map[string]any) bool {
+		return m["type"] == "state" && m["state"].(map[string]any)["recording"] == ""
+	})
+	rec, err := recording.Load(filepath.Join(dir, "r.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rec.End == nil {
+		t.Fatal("recording not closed cleanly")
+	}
+	var names []string
+	for _, col := range rec.Columns {
+		names = append(names, col.Name)
+	}
+	if got := strings.Join(names, ","); got != "node.numa_hit,node.numa_miss,vmstat.pgfault,node.0.numa_hit,node.1.numa_hit" {
+		t.Fatalf("recorded columns %s", got)
+	}
+	if ls := rec.Labels(); len(ls) != 1 || ls[0].Text != "phase 2" {
+		t.Fatalf("labels %v", ls)
+	}
+	var types []string
+	for _, m := range rec.Marks {
+		types = append(types, m.Type)
+	}
+	if got := strings.Join(types, ","); got != "columns,columns,label,pause,resume" {
+		t.Fatalf("marks %s", got)
+	}
+	last := rec.Samples[len(rec.Samples)-1]
+	if !math.IsNaN(last.V[1]) || math.IsNaN(last.V[3]) {
+		t.Fatalf("last sample %v: want numa_miss absent and node.0.numa_hit present", last.V)
+	}
+	for i := 1; i < len(rec.Samples); i++ {
+		if rec.Samples[i].T < rec.Samples[i-1].T {
+			t.Fatalf("time goes back at sample %d: %v after %v", i, rec.Samples[i].T, rec.Samples[i-1].T)
+		}
+	}
+}
+
+func TestFIFOCommandsReachEveryClient(t *testing.T) {
+	dir := t.TempDir()
+	l, _ := startLive(t, Options{}, LiveConfig{})
+	a, b := dial(t, l.Server, ""), dial(t, l.Server, "")
+	a.next("hello", typeIs("hello"))
+	b.next("hello", typeIs("hello"))
+	l.Label("from the fifo")
+	path := filepath.Join(dir, "fifo.jsonl.zst")
+	l.Record(path)
+	for _, c := range []*wsClient{a, b} {
+		// The label comes back from the sampler, the state at once: any order.
+		var label, rec bool
+		for !label || !rec {
+			c.next("label and recording state", func(m map[string]any) bool {
+				switch {
+				case m["type"] == "mark" && m["mark"] == "label" && m["text"] == "from the fifo":
+					label = true
+				case m["type"] == "state" && m["state"].(map[string]any)["recording"] == path:
+					rec = true
+				default:
+					return false
+				}
+				return true
+			})
+		}
+	}
+	if _, err := os.Stat(path); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -1,0 +1,180 @@
+package live
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/numascope/numascope/internal/recording"
+	"github.com/numascope/numascope/internal/topology"
+)
+
+// ProtocolVersion is the version of the websocket protocol described in
+// docs/live-protocol.md. It goes up when a change would break a client.
+const ProtocolVersion = 1
+
+// MaxMessage is the largest client message the protocol accepts; a larger
+// one gets an error reply and the connection stays open.
+const MaxMessage = 16 << 10
+
+// hardReadLimit is where the websocket layer gives up on a message and
+// closes the connection, so that a client cannot make the server read an
+// unbounded message.
+const hardReadLimit = 1 << 20
+
+// EventInfo describes one event of the catalog, for the client's event picker.
+type EventInfo struct {
+	Name string  `json:"name"`
+	Unit string  `json:"unit"`
+	Kind string  `json:"kind"`
+	Desc string  `json:"desc"`
+	Max  float64 `json:"max,omitempty"`
+}
+
+// SensorCatalog is one sensor with its events.
+type SensorCatalog struct {
+	Name    string      `json:"name"`
+	Present bool        `json:"present"`
+	Reason  string      `json:"reason,omitempty"`
+	Sources []string    `json:"sources"`
+	Events  []EventInfo `json:"events"`
+}
+
+// State is what every client shares and sees change.
+type State struct {
+	Interval  float64  `json:"interval_s"`
+	Paused    bool     `json:"paused"`
+	Discrete  bool     `json:"discrete"`
+	Events    []string `json:"events"`
+	Recording string   `json:"recording"`
+}
+
+// hello is the first message on every connection.
+type hello struct {
+	Type     string             `json:"type"`
+	Protocol int                `json:"protocol"`
+	Mode     string             `json:"mode"` // "live" or "view"
+	Host     string             `json:"host"`
+	Kernel   string             `json:"kernel"`
+	Start    time.Time          `json:"start,omitzero"`
+	Topology *topology.Topology `json:"topology,omitempty"`
+	Catalog  []SensorCatalog    `json:"catalog,omitempty"`
+	Columns  []recording.Column `json:"columns"`
+	State    State              `json:"state"`
+	BatchMS  float64            `json:"batch_ms,omitempty"`
+	File     string             `json:"file,omitempty"`
+	Duration float64            `json:"duration_s,omitempty"`
+	Samples  int                `json:"samples,omitempty"`
+	Marks    []markMsg          `json:"marks,omitempty"`
+	Skipped  []string           `json:"skipped,omitempty"`
+	Legacy   bool               `json:"legacy,omitempty"`
+}
+
+// markMsg is a label, interval change, pause or resume.
+type markMsg struct {
+	Type     string  `json:"type"` // "mark"
+	Mark     string  `json:"mark"` // recording.Mark* names
+	T        float64 `json:"t"`
+	Text     string  `json:"text,omitempty"`
+	Interval float64 `json:"interval_s,omitempty"`
+}
+
+// columnsMsg announces a new column set from time T on.
+type columnsMsg struct {
+	Type    string             `json:"type"` // "columns"
+	T       float64            `json:"t"`
+	Columns []recording.Column `json:"columns"`
+	State   State              `json:"state"`
+}
+
+type stateMsg struct {
+	Type  string `json:"type"` // "state"
+	State State  `json:"state"`
+}
+
+type errorMsg struct {
+	Type  string `json:"type"` // "error"
+	ID    any    `json:"id,omitempty"`
+	Error string `json:"error"`
+}
+
+type okMsg struct {
+	Type string `json:"type"` // "ok"
+	ID   any    `json:"id,omitempty"`
+	Op   string `json:"op"`
+}
+
+// request is any client message. Only the fields its type uses are set.
+type request struct {
+	Type     string   `json:"type"`
+	ID       any      `json:"id,omitempty"`
+	Interval string   `json:"interval,omitempty"`
+	Text     string   `json:"text,omitempty"`
+	Event    string   `json:"event,omitempty"`
+	Events   []string `json:"events,omitempty"`
+	Discrete *bool    `json:"discrete,omitempty"`
+	Path     string   `json:"path,omitempty"`
+	T0       *float64 `json:"t0,omitempty"`
+	T1       *float64 `json:"t1,omitempty"`
+	Points   int      `json:"points,omitempty"`
+}
+
+// requestTypes are the client message types, for error messages.
+const requestTypes = "interval, pause, resume, label, events, enable, disable, discrete, record, record_stop, range"
+
+// parseRequest decodes one client message. Unknown fields are an error, so
+// that a typo does not silently do nothing.
+func parseRequest(b []byte) (*request, error) {
+	d := json.NewDecoder(strings.NewReader(string(b)))
+	d.DisallowUnknownFields()
+	var r request
+	if err := d.Decode(&r); err != nil {
+		return nil, fmt.Errorf("malformed message: %v (send one JSON object with a \"type\")", clip(err.Error()))
+	}
+	if d.More() {
+		return nil, fmt.Errorf("malformed message: more than one JSON value")
+	}
+	if r.Type == "" {
+		return nil, fmt.Errorf("message without \"type\" (one of %s)", requestTypes)
+	}
+	switch r.ID.(type) {
+	case nil, string, float64:
+	default:
+		return nil, fmt.Errorf("\"id\" must be a string or a number")
+	}
+	return &r, nil
+}
+
+func clip(s string) string {
+	if len(s) > 120 {
+		return s[:117] + "..."
+	}
+	return s
+}
+
+// appendNumber appends v as JSON: NaN and infinities as null.
+func appendNumber(b []byte, v float64) []byte {
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		return append(b, "null"...)
+	}
+	if v == math.Trunc(v) && math.Abs(v) < 1e15 {
+		return strconv.AppendInt(b, int64(v), 10)
+	}
+	return strconv.AppendFloat(b, v, 'g', 9, 64)
+}
+
+// appendTime appends a time in seconds with microsecond resolution.
+func appendTime(b []byte, t time.Duration) []byte {
+	return strconv.AppendFloat(b, math.Round(t.Seconds()*1e6)/1e6, 'f', -1, 64)
+}
+
+func mustJSON(v any) []byte {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(fmt.Sprintf("live: encoding %T: %v", v, err))
+	}
+	return b
+}

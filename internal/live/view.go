@@ -1,0 +1,204 @@
+package live
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"sort"
+	"strconv"
+
+	"github.com/numascope/numascope/internal/recording"
+)
+
+// MaxPoints bounds the points of one range reply per column.
+const MaxPoints = 20000
+
+// View serves one recording (`numascope view FILE`). The recording is kept
+// in memory column by column; clients ask for time ranges at their screen
+// resolution and get min/max-decimated data.
+type View struct {
+	*Server
+	rec  *recording.Recording
+	file string
+	t    []float64
+	cols [][]float64
+}
+
+// NewView prepares serving rec, loaded from file.
+func NewView(opt Options, rec *recording.Recording, file string) *View {
+	v := &View{rec: rec, file: file}
+	v.Server = newServer(opt, v)
+	v.t = make([]float64, len(rec.Samples))
+	v.cols = make([][]float64, len(rec.Columns))
+	for i := range v.cols {
+		v.cols[i] = make([]float64, len(rec.Samples))
+	}
+	for k, s := range rec.Samples {
+		v.t[k] = s.T
+		for i := range v.cols {
+			if i < len(s.V) {
+				v.cols[i][k] = s.V[i]
+			} else {
+				v.cols[i][k] = math.NaN()
+			}
+		}
+	}
+	// The columns hold everything now; the row form is not needed.
+	rec.Samples = nil
+	return v
+}
+
+func (v *View) attach(c *client) {
+	h := v.rec.Header
+	marks := make([]markMsg, 0, len(v.rec.Marks))
+	for _, m := range v.rec.Marks {
+		marks = append(marks, markMsg{Type: "mark", Mark: m.Type, T: m.T, Text: m.Text, Interval: m.Interval})
+	}
+	dur := 0.0
+	if n := len(v.t); n > 0 {
+		dur = v.t[n-1]
+	}
+	var cat []SensorCatalog
+	for _, s := range h.Sensors {
+		cat = append(cat, SensorCatalog{Name: s.Name, Present: s.Present, Reason: s.Reason, Sources: s.Sources, Events: []EventInfo{}})
+	}
+	c.reply(hello{
+		Type: "hello", Protocol: ProtocolVersion, Mode: "view",
+		Host: h.Host, Kernel: h.Kernel, Start: h.Start, Topology: h.Topology,
+		Catalog: cat, Columns: v.rec.Columns,
+		State: State{Interval: h.Interval, Events: []string{}},
+		File:  v.file, Duration: dur, Samples: len(v.t), Marks: marks,
+		Skipped: v.rec.Skipped, Legacy: v.rec.Legacy,
+	})
+}
+
+func (v *View) detach(*client) {}
+
+func (v *View) request(c *client, r *request) {
+	switch r.Type {
+	case "range":
+		b, err := v.rangeMsg(r)
+		if err != nil {
+			c.fail(r.ID, err)
+			return
+		}
+		c.enqueue(b)
+	case "interval", "pause", "resume", "label", "events", "enable", "disable", "discrete", "record", "record_stop":
+		c.fail(r.ID, fmt.Errorf("%s: this is a recording (numascope view); only range requests apply", r.Type))
+	default:
+		c.fail(r.ID, fmt.Errorf("unknown message type %q (one of %s)", r.Type, requestTypes))
+	}
+}
+
+// rangeMsg answers a range request: the samples in [t0, t1] decimated to at
+// most about points rows. Each bucket of consecutive samples becomes its
+// first and last row, holding for every column the bucket's minimum and
+// maximum (in the order they occur), so that peaks survive decimation.
+func (v *View) rangeMsg(r *request) ([]byte, error) {
+	if len(v.t) == 0 {
+		return mustJSON(map[string]any{"type": "range", "id": r.ID, "t0": 0, "t1": 0, "decimated": false, "samples": []any{}}), nil
+	}
+	t0, t1 := v.t[0], v.t[len(v.t)-1]
+	if r.T0 != nil {
+		t0 = *r.T0
+	}
+	if r.T1 != nil {
+		t1 = *r.T1
+	}
+	if math.IsNaN(t0) || math.IsNaN(t1) || t1 < t0 {
+		return nil, errors.New("range: want t0 <= t1 (seconds)")
+	}
+	points := r.Points
+	if points <= 0 {
+		points = 2000
+	}
+	if points > MaxPoints {
+		return nil, fmt.Errorf("range: at most %d points", MaxPoints)
+	}
+	// One sample either side, so lines run to the edges of the window.
+	lo := max(sort.SearchFloat64s(v.t, t0)-1, 0)
+	hi := min(sort.Search(len(v.t), func(i int) bool { return v.t[i] > t1 })+1, len(v.t)) // exclusive
+	return v.encodeRange(r.ID, lo, hi, points), nil
+}
+
+func (v *View) encodeRange(id any, lo, hi, points int) []byte {
+	n := hi - lo
+	b := make([]byte, 0, 64+min(n, points)*(12+10*len(v.cols)))
+	b = append(b, `{"type":"range"`...)
+	if id != nil {
+		b = append(b, `,"id":`...)
+		b = append(b, mustJSON(id)...)
+	}
+	b = append(b, `,"t0":`...)
+	b = appendNumberF(b, v.t[lo])
+	b = append(b, `,"t1":`...)
+	b = appendNumberF(b, v.t[hi-1])
+	row := func(k int, vals []float64) {
+		if b[len(b)-1] != '[' {
+			b = append(b, ',')
+		}
+		b = append(b, '[')
+		b = appendNumberF(b, v.t[k])
+		for _, x := range vals {
+			b = append(b, ',')
+			b = appendNumber(b, x)
+		}
+		b = append(b, ']')
+	}
+	buckets := points / 2
+	if n <= points || buckets < 1 {
+		b = append(b, `,"decimated":false,"samples":[`...)
+		vals := make([]float64, len(v.cols))
+		for k := lo; k < hi; k++ {
+			for i, c := range v.cols {
+				vals[i] = c[k]
+			}
+			row(k, vals)
+		}
+		return append(b, "]}"...)
+	}
+	b = append(b, `,"decimated":true,"samples":[`...)
+	first := make([]float64, len(v.cols))
+	second := make([]float64, len(v.cols))
+	for j := 0; j < buckets; j++ {
+		a := lo + j*n/buckets
+		e := lo + (j+1)*n/buckets
+		if e <= a {
+			continue
+		}
+		for i, c := range v.cols {
+			mn, mx := math.Inf(1), math.Inf(-1)
+			imn, imx := -1, -1
+			for k := a; k < e; k++ {
+				x := c[k]
+				if x < mn {
+					mn, imn = x, k
+				}
+				if x > mx {
+					mx, imx = x, k
+				}
+			}
+			switch {
+			case imn < 0: // all NaN
+				first[i], second[i] = math.NaN(), math.NaN()
+			case imn <= imx:
+				first[i], second[i] = mn, mx
+			default:
+				first[i], second[i] = mx, mn
+			}
+		}
+		row(a, first)
+		if e-1 > a {
+			row(e-1, second)
+		}
+	}
+	return append(b, "]}"...)
+}
+
+// appendNumberF appends a time or other finite number.
+func appendNumberF(b []byte, v float64) []byte {
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		return append(b, "null"...)
+	}
+	return strconv.AppendFloat(b, v, 'g', -1, 64)
+}

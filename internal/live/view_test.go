@@ -1,0 +1,148 @@
+package live
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/numascope/numascope/internal/recording"
+)
+
+// writeRecording writes n samples 1 ms apart of two columns: a ramp and a
+// flat line with one spike up and one down.
+func writeRecording(t testing.TB, path string, n int) {
+	t.Helper()
+	w, err := recording.Create(path, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := recording.Header{Host: "h", Interval: 0.001, Columns: []recording.Column{
+		{Name: "a.ramp", Sensor: "a", Event: "ramp", Kind: "gauge"},
+		{Name: "a.spiky", Sensor: "a", Event: "spiky", Kind: "counter", Max: 1000},
+	}}
+	if err := w.WriteHeader(&h); err != nil {
+		t.Fatal(err)
+	}
+	v := make([]float64, 2)
+	for i := 0; i < n; i++ {
+		v[0], v[1] = float64(i), 10
+		switch i {
+		case 4321:
+			v[1] = 999
+		case 7777:
+			v[1] = -5
+		}
+		if err := w.WriteSample(time.Duration(i)*time.Millisecond, v); err != nil {
+			t.Fatal(err)
+		}
+		if i == 5000 {
+			_ = w.WriteLabel(time.Duration(i)*time.Millisecond, "half")
+		}
+	}
+	if err := w.Close(recording.End{Samples: uint64(n)}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func startView(t *testing.T, path string) *View {
+	rec, err := recording.Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := NewView(Options{Listen: "127.0.0.1:0"}, rec, path)
+	if err := v.Listen(); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- v.Serve(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+	return v
+}
+
+func TestViewDecimatesKeepingPeaks(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "r.jsonl.zst")
+	writeRecording(t, path, 10000)
+	v := startView(t, path)
+	c := dial(t, v.Server, "")
+	h := c.next("hello", typeIs("hello"))
+	if h["mode"] != "view" || h["samples"].(float64) != 10000 || h["duration_s"].(float64) != 9.999 {
+		t.Fatalf("hello %v", h)
+	}
+	if marks := h["marks"].([]any); len(marks) != 1 || marks[0].(map[string]any)["text"] != "half" {
+		t.Fatalf("marks %v", marks)
+	}
+	c.send(`{"type":"range","id":1,"points":200}`)
+	m := c.next("range", typeIs("range"))
+	rows := m["samples"].([]any)
+	if !m["decimated"].(bool) || len(rows) > 200 || len(rows) < 150 {
+		t.Fatalf("whole range at 200 points: decimated %v, %d rows", m["decimated"], len(rows))
+	}
+	mn, mx := 1e9, -1e9
+	prev := -1.0
+	for _, r := range rows {
+		row := r.([]any)
+		if tt := row[0].(float64); tt < prev {
+			t.Fatalf("times not ascending: %v after %v", tt, prev)
+		} else {
+			prev = tt
+		}
+		x := row[2].(float64)
+		mn, mx = min(mn, x), max(mx, x)
+	}
+	if mn != -5 || mx != 999 {
+		t.Fatalf("decimation lost the spikes: min %v max %v", mn, mx)
+	}
+	if first, last := rows[0].([]any), rows[len(rows)-1].([]any); first[1].(float64) != 0 || last[1].(float64) != 9999 {
+		t.Fatalf("ends %v .. %v", first, last)
+	}
+	// A narrow window comes back at full resolution, with one sample either side.
+	c.send(`{"type":"range","id":2,"t0":4.3,"t1":4.35,"points":1000}`)
+	m = c.next("range", typeIs("range"))
+	rows = m["samples"].([]any)
+	if m["decimated"].(bool) || len(rows) != 53 {
+		t.Fatalf("narrow window: decimated %v, %d rows (want 53)", m["decimated"], len(rows))
+	}
+	c.send(`{"type":"range","t0":5,"t1":4}`)
+	if e := c.next("error", typeIs("error")); e["error"] == nil {
+		t.Fatal("no error for t1 < t0")
+	}
+	c.send(`{"type":"label","text":"x"}`)
+	if e := c.next("error", typeIs("error")); e["error"] == nil {
+		t.Fatal("label accepted in view mode")
+	}
+}
+
+func TestViewLegacyRecording(t *testing.T) {
+	src := "../recording/testdata/legacy-numaconnect2.json"
+	if _, err := os.Stat(src); err != nil {
+		t.Skip(err)
+	}
+	v := startView(t, src)
+	c := dial(t, v.Server, "")
+	h := c.next("hello", typeIs("hello"))
+	if !h["legacy"].(bool) || len(h["columns"].([]any)) == 0 {
+		t.Fatalf("legacy hello %v", h)
+	}
+	c.send(`{"type":"range"}`)
+	if rows := c.next("range", typeIs("range"))["samples"].([]any); len(rows) == 0 {
+		t.Fatal("no samples")
+	}
+}
+
+func BenchmarkViewRange(b *testing.B) {
+	// 10 minutes at 1 kHz of 2 columns; the range cost scales with samples × columns.
+	path := filepath.Join(b.TempDir(), "r.jsonl")
+	writeRecording(b, path, 600000)
+	rec, err := recording.Load(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	v := NewView(Options{}, rec, path)
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		_ = v.encodeRange(nil, 0, len(v.t), 2000)
+	}
+}

@@ -1,0 +1,404 @@
+package stats
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func close(t *testing.T, what string, got, want, tol float64) {
+	t.Helper()
+	if math.Abs(got-want) > tol*math.Max(1, math.Abs(want)) {
+		t.Errorf("%s = %.10g, want %.10g", what, got, want)
+	}
+}
+
+func term(t *testing.T, r *Result, name string) Term {
+	t.Helper()
+	for _, x := range r.Terms {
+		if x.Name == name {
+			return x
+		}
+	}
+	t.Fatalf("no term %q in %v", name, r.Terms)
+	return Term{}
+}
+
+// Montgomery, Design and Analysis of Experiments (5th ed., Wiley 2001),
+// Example 5.1, the battery design experiment: life in hours of batteries
+// made of 3 materials at 3 temperatures (15, 70, 125 F), 4 replications.
+// Table 5.5 is its ANOVA table, which the test checks to the printed digits.
+func TestMontgomeryBatteryWithReplication(t *testing.T) {
+	life := [3][3][4]float64{
+		{{130, 155, 74, 180}, {34, 40, 80, 75}, {20, 70, 82, 58}},
+		{{150, 188, 159, 126}, {136, 122, 106, 115}, {25, 70, 58, 45}},
+		{{138, 110, 168, 160}, {174, 120, 150, 139}, {96, 104, 82, 60}},
+	}
+	temps := []string{"15", "70", "125"}
+	var obs []Observation
+	for m := range life {
+		for tp := range life[m] {
+			for _, v := range life[m][tp] {
+				obs = append(obs, Observation{Levels: []string{fmt.Sprint(m + 1), temps[tp]}, Value: v})
+			}
+		}
+	}
+	r, err := Analyze([]Factor{{Name: "material"}, {Name: "temperature"}}, obs, Options{Confidence: 0.95})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Replications != 4 || r.N != 36 || r.ErrorTerm != "" {
+		t.Fatalf("replications %d, N %d, error term %q", r.Replications, r.N, r.ErrorTerm)
+	}
+	want := []struct {
+		name  string
+		ss    float64
+		dof   int
+		ms, f float64
+	}{
+		{"material", 10683.72, 2, 5341.86, 7.91},
+		{"temperature", 39118.72, 2, 19559.36, 28.97},
+		{"material:temperature", 9613.78, 4, 2403.44, 3.56},
+	}
+	for _, w := range want {
+		x := term(t, r, w.name)
+		close(t, w.name+" SS", x.SS, w.ss, 1e-6)
+		close(t, w.name+" MS", x.MS, w.ms, 5e-6)
+		close(t, w.name+" F", float64(x.F), w.f, 2e-3)
+		if x.DoF != w.dof {
+			t.Errorf("%s dof = %d, want %d", w.name, x.DoF, w.dof)
+		}
+		// Montgomery: all three are significant at 5% (P < 0.05).
+		if !x.Significant || float64(x.P) >= 0.05 {
+			t.Errorf("%s: significant=%v p=%v, want significant at 95%%", w.name, x.Significant, x.P)
+		}
+	}
+	close(t, "error SS", r.Error.SS, 18230.75, 1e-9)
+	close(t, "error MS", r.Error.MS, 675.21, 1e-5)
+	close(t, "total SS", r.Total.SS, 77646.97, 1e-7)
+	if r.Error.DoF != 27 || r.Total.DoF != 35 {
+		t.Errorf("dof error %d total %d, want 27 and 35", r.Error.DoF, r.Total.DoF)
+	}
+	// F_{0.05,4,27} = 2.73 (Montgomery's table of the F distribution).
+	close(t, "F-crit interaction", float64(term(t, r, "material:temperature").FCrit), 2.73, 2e-3)
+	// Marginal means: material 1 averages 83.17 h, material 3 125.08 h.
+	close(t, "effect material 3 - material 1", r.Effects["material"]["3"]-r.Effects["material"]["1"], 125.08333-83.16667, 1e-6)
+}
+
+// Montgomery, Design and Analysis of Experiments (5th ed.), Example 5.2
+// (section 5.3.7, one observation per cell): impurity of a chemical product
+// at 3 temperatures and 5 pressures, no replication. The interaction is the
+// error term; Table 5.11 is its ANOVA.
+func TestMontgomeryImpurityWithoutReplication(t *testing.T) {
+	impurity := [3][5]float64{{5, 4, 6, 3, 5}, {3, 1, 4, 2, 3}, {1, 1, 3, 1, 2}}
+	temps, press := []string{"100", "125", "150"}, []string{"25", "30", "35", "40", "45"}
+	var obs []Observation
+	for i := range impurity {
+		for j, v := range impurity[i] {
+			obs = append(obs, Observation{Levels: []string{temps[i], press[j]}, Value: v})
+		}
+	}
+	r, err := Analyze([]Factor{{Name: "temperature"}, {Name: "pressure"}}, obs, Options{Confidence: 0.95})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.ErrorTerm != "temperature:pressure" || len(r.Terms) != 2 {
+		t.Fatalf("error term %q, %d terms: want the interaction as error and 2 terms", r.ErrorTerm, len(r.Terms))
+	}
+	tp, pr := term(t, r, "temperature"), term(t, r, "pressure")
+	close(t, "temperature SS", tp.SS, 23.33, 2e-4)
+	close(t, "pressure SS", pr.SS, 11.60, 1e-9)
+	close(t, "residual SS", r.Error.SS, 2.00, 1e-9)
+	close(t, "total SS", r.Total.SS, 36.93, 2e-4)
+	close(t, "temperature F", float64(tp.F), 46.67, 1e-4)
+	close(t, "pressure F", float64(pr.F), 11.60, 1e-9)
+	if tp.DoF != 2 || pr.DoF != 4 || r.Error.DoF != 8 {
+		t.Errorf("dof %d %d %d, want 2 4 8", tp.DoF, pr.DoF, r.Error.DoF)
+	}
+	if !tp.Significant || !pr.Significant {
+		t.Errorf("both factors are significant at 95%% in Montgomery's table")
+	}
+}
+
+// Jain, The Art of Computer Systems Performance Analysis (Wiley 1991),
+// Example 21.1 (Table 21.1): execution times in ms of 5 workloads on 3
+// cache configurations, no replication; Table 21.2 lists the effects.
+func TestJainCacheComparisonEffects(t *testing.T) {
+	times := [5][3]float64{{54, 55, 106}, {60, 60, 123}, {43, 43, 120}, {49, 52, 111}, {49, 50, 108}}
+	wl := []string{"ASM", "TECO", "SIEVE", "DHRYSTONE", "SORT"}
+	caches := []string{"two", "one", "none"}
+	var obs []Observation
+	for i := range times {
+		for j, v := range times[i] {
+			obs = append(obs, Observation{Levels: []string{wl[i], caches[j]}, Value: v})
+		}
+	}
+	r, err := Analyze([]Factor{{Name: "workload"}, {Name: "cache"}}, obs, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	close(t, "mean", r.Mean, 72.2, 1e-12)
+	for c, e := range map[string]float64{"two": -21.2, "one": -20.2, "none": 41.4} {
+		close(t, "cache effect "+c, r.Effects["cache"][c], e, 1e-12)
+	}
+	for w, e := range map[string]float64{"ASM": -0.53, "TECO": 8.8, "SIEVE": -3.53, "DHRYSTONE": -1.53, "SORT": -3.2} {
+		close(t, "workload effect "+w, r.Effects["workload"][w], e, 0.005)
+	}
+	// The caches dominate, the workloads do not matter.
+	if c := term(t, r, "cache"); !c.Significant || !c.Important || c.PercentVariation < 90 {
+		t.Errorf("cache: %s", c.Verdict)
+	}
+	if w := term(t, r, "workload"); w.Important || !strings.Contains(w.Verdict, "unimportant") {
+		t.Errorf("workload: %s", w.Verdict)
+	}
+}
+
+// Invariants that hold for any balanced design: the sums of squares add up
+// to the total, the effects of a factor sum to zero, and predicted plus
+// residual is the observation.
+func TestDecompositionInvariants(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	for _, d := range []struct {
+		levels []int
+		reps   int
+	}{{[]int{2, 3}, 1}, {[]int{2, 3}, 2}, {[]int{3, 2, 4}, 1}, {[]int{2, 2, 2}, 3}, {[]int{4}, 3}, {[]int{2, 2, 2, 2}, 2}} {
+		factors, obs := randomDesign(rng, d.levels, d.reps)
+		r, err := Analyze(factors, obs, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		sum := r.Error.SS
+		dof := r.Error.DoF
+		pct := r.Error.PercentVariation
+		for _, x := range r.Terms {
+			sum += x.SS
+			dof += x.DoF
+			pct += x.PercentVariation
+		}
+		close(t, fmt.Sprintf("%v r=%d: sum of SS", d.levels, d.reps), sum, r.Total.SS, 1e-10)
+		close(t, "sum of percentages", pct, 100, 1e-10)
+		if dof != r.Total.DoF {
+			t.Errorf("%v r=%d: dof add up to %d, total %d", d.levels, d.reps, dof, r.Total.DoF)
+		}
+		for f, lv := range r.Effects {
+			s := 0.0
+			for _, e := range lv {
+				s += e
+			}
+			close(t, "sum of effects of "+f, s, 0, 1e-10)
+		}
+		for i, res := range r.Residuals {
+			close(t, "predicted+residual", res.Predicted+res.Residual, obs[i].Value, 1e-10)
+		}
+		if len(r.QQ) != r.N {
+			t.Errorf("%d QQ points for %d observations", len(r.QQ), r.N)
+		}
+	}
+}
+
+func TestAnalyzeErrors(t *testing.T) {
+	two := []Factor{{Name: "A"}, {Name: "B"}}
+	for _, c := range []struct {
+		name    string
+		factors []Factor
+		obs     []Observation
+		opt     Options
+		want    string
+	}{
+		{"unbalanced", two, []Observation{{[]string{"a", "x"}, 1}, {[]string{"a", "x"}, 2}, {[]string{"a", "y"}, 1}, {[]string{"b", "x"}, 1}, {[]string{"b", "y"}, 1}}, Options{}, "unbalanced design"},
+		{"missing cell", two, []Observation{{[]string{"a", "x"}, 1}, {[]string{"a", "y"}, 1}, {[]string{"b", "x"}, 1}}, Options{}, "unbalanced design"},
+		{"one level", two, []Observation{{[]string{"a", "x"}, 1}, {[]string{"a", "y"}, 2}}, Options{}, "factor A has 1 level"},
+		{"log of zero", two, []Observation{{[]string{"a", "x"}, 0}, {[]string{"a", "y"}, 1}, {[]string{"b", "x"}, 1}, {[]string{"b", "y"}, 1}}, Options{Log: true}, "positive"},
+		{"no error dof", []Factor{{Name: "A"}}, []Observation{{[]string{"a"}, 1}, {[]string{"b"}, 2}}, Options{}, "replicate"},
+		{"confidence", two, nil, Options{Confidence: 1.5}, "confidence"},
+		{"nan", two, []Observation{{[]string{"a", "x"}, math.NaN()}, {[]string{"a", "y"}, 1}, {[]string{"b", "x"}, 1}, {[]string{"b", "y"}, 1}}, Options{}, "finite"},
+		{"unknown level", []Factor{{Name: "A", Levels: []string{"a", "b"}}, {Name: "B"}}, []Observation{{[]string{"c", "x"}, 1}}, Options{}, `level "c" is not one of a, b`},
+	} {
+		_, err := Analyze(c.factors, c.obs, c.opt)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: error %v, want one containing %q", c.name, err, c.want)
+		}
+	}
+}
+
+// randomDesign makes a balanced design with random, positive responses that
+// have real main effects, some interaction and noise.
+func randomDesign(rng *rand.Rand, levels []int, reps int) ([]Factor, []Observation) {
+	factors := make([]Factor, len(levels))
+	eff := make([][]float64, len(levels))
+	for i, n := range levels {
+		factors[i].Name = string(rune('A' + i))
+		for j := 0; j < n; j++ {
+			eff[i] = append(eff[i], rng.NormFloat64()*0.5)
+		}
+	}
+	var obs []Observation
+	var rec func(i int, lv []string, idx []int)
+	rec = func(i int, lv []string, idx []int) {
+		if i == len(levels) {
+			base := 0.0
+			for f, j := range idx {
+				base += eff[f][j]
+			}
+			inter := 0.2 * float64(idx[0]*idx[len(idx)-1])
+			for r := 0; r < reps; r++ {
+				v := 10 * math.Exp(base+inter+0.1*rng.NormFloat64())
+				obs = append(obs, Observation{Levels: append([]string(nil), lv...), Value: v})
+			}
+			return
+		}
+		for j := 0; j < levels[i]; j++ {
+			rec(i+1, append(lv, fmt.Sprintf("l%d", j)), append(idx, j))
+		}
+	}
+	rec(0, nil, nil)
+	rng.Shuffle(len(obs), func(a, b int) { obs[a], obs[b] = obs[b], obs[a] })
+	return factors, obs
+}
+
+type smTerm struct {
+	Name string  `json:"name"`
+	SS   float64 `json:"ss"`
+	DoF  int     `json:"dof"`
+	F    float64 `json:"f"`
+	P    float64 `json:"p"`
+}
+
+type smResult struct {
+	Terms    []smTerm                      `json:"terms"`
+	Residual smTerm                        `json:"residual"`
+	Mean     float64                       `json:"mean"`
+	Effects  map[string]map[string]float64 `json:"effects"`
+}
+
+// requireStatsmodels skips unless python3 can import statsmodels, or fails
+// when NUMASCOPE_STATS_REQUIRED is set (as in CI).
+func requireStatsmodels(t *testing.T) {
+	t.Helper()
+	out, err := exec.Command("python3", "-c", "import statsmodels, pandas").CombinedOutput()
+	if err == nil {
+		return
+	}
+	msg := fmt.Sprintf("statsmodels unavailable (%v: %s); install it with scripts/install-stats-deps", err, strings.TrimSpace(string(out)))
+	if os.Getenv("NUMASCOPE_STATS_REQUIRED") != "" {
+		t.Fatal("NUMASCOPE_STATS_REQUIRED is set but " + msg)
+	}
+	t.Skip(msg + " (set NUMASCOPE_STATS_REQUIRED=1 to fail instead)")
+}
+
+// relEq reports whether a and b agree to rel relative precision.
+func relEq(a, b, rel float64) bool {
+	if a == b {
+		return true
+	}
+	return math.Abs(a-b) <= rel*math.Max(math.Abs(a), math.Abs(b))
+}
+
+// TestAgainstStatsmodels compares the whole table with statsmodels'
+// anova_lm (an OLS fit by QR, a different algorithm from the marginal means
+// used here) on random balanced designs: 2 and 3 factors, with and without
+// replication, with and without the log transform. They must agree to 1e-9
+// relative.
+func TestAgainstStatsmodels(t *testing.T) {
+	requireStatsmodels(t)
+	script, err := filepath.Abs(filepath.Join("testdata", "anova_lm.py"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(6, 42))
+	const rel = 1e-9
+	n := 0
+	for _, levels := range [][]int{{2, 3}, {4, 3}, {3, 2, 2}, {2, 4, 3}} {
+		for _, reps := range []int{1, 3} {
+			for _, log := range []bool{false, true} {
+				n++
+				name := fmt.Sprintf("levels=%v/reps=%d/log=%v", levels, reps, log)
+				t.Run(name, func(t *testing.T) {
+					factors, obs := randomDesign(rng, levels, reps)
+					var names []string
+					for _, f := range factors {
+						names = append(names, f.Name)
+					}
+					var csv bytes.Buffer
+					csv.WriteString(strings.Join(names, ",") + ",y\n")
+					for _, o := range obs {
+						fmt.Fprintf(&csv, "%s,%.17g\n", strings.Join(o.Levels, ","), o.Value)
+					}
+					path := filepath.Join(t.TempDir(), "design.csv")
+					if err := os.WriteFile(path, csv.Bytes(), 0o600); err != nil {
+						t.Fatal(err)
+					}
+					// Round-trip through ReadCSV too: the CLI's path.
+					parsed, err := ReadCSV(bytes.NewReader(csv.Bytes()), "y", names)
+					if err != nil {
+						t.Fatal(err)
+					}
+					r, err := Analyze(factors, parsed, Options{Log: log})
+					if err != nil {
+						t.Fatal(err)
+					}
+					repl, lg := "0", "0"
+					if reps > 1 {
+						repl = "1"
+					}
+					if log {
+						lg = "1"
+					}
+					out, err := exec.Command("python3", script, path, "y", strings.Join(names, ","), repl, lg).Output()
+					if err != nil {
+						var stderr string
+						if ee, ok := err.(*exec.ExitError); ok {
+							stderr = string(ee.Stderr)
+						}
+						t.Fatalf("anova_lm.py: %v\n%s", err, stderr)
+					}
+					var sm smResult
+					if err := json.Unmarshal(out, &sm); err != nil {
+						t.Fatalf("anova_lm.py output: %v\n%s", err, out)
+					}
+					if len(sm.Terms) != len(r.Terms) {
+						t.Fatalf("statsmodels has %d terms, numascope %d", len(sm.Terms), len(r.Terms))
+					}
+					for i, want := range sm.Terms {
+						got := r.Terms[i]
+						if got.Name != want.Name || got.DoF != want.DoF {
+							t.Fatalf("term %d: %s dof %d, statsmodels %s dof %d", i, got.Name, got.DoF, want.Name, want.DoF)
+						}
+						for _, c := range []struct {
+							what      string
+							got, want float64
+						}{{"SS", got.SS, want.SS}, {"F", float64(got.F), want.F}, {"p", float64(got.P), want.P}} {
+							if !relEq(c.got, c.want, rel) {
+								t.Errorf("%s %s = %.15g, statsmodels %.15g (rel diff %.2g)", got.Name, c.what, c.got, c.want,
+									math.Abs(c.got-c.want)/math.Abs(c.want))
+							}
+						}
+					}
+					if !relEq(r.Error.SS, sm.Residual.SS, rel) || r.Error.DoF != sm.Residual.DoF {
+						t.Errorf("error SS %.15g dof %d, statsmodels %.15g dof %d", r.Error.SS, r.Error.DoF, sm.Residual.SS, sm.Residual.DoF)
+					}
+					if !relEq(r.Mean, sm.Mean, rel) {
+						t.Errorf("mean %.15g, pandas %.15g", r.Mean, sm.Mean)
+					}
+					for f, lv := range sm.Effects {
+						for l, e := range lv {
+							if got := r.Effects[f][l]; !relEq(got, e, rel) {
+								t.Errorf("effect %s=%s: %.15g, pandas %.15g", f, l, got, e)
+							}
+						}
+					}
+				})
+			}
+		}
+	}
+	if n != 16 {
+		t.Fatalf("ran %d designs", n)
+	}
+}
