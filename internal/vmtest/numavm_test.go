@@ -1,0 +1,73 @@
+package vmtest
+
+import (
+	"bytes"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// numavm runs scripts/numavm with args and extra environment and returns its
+// stdout, stderr and exit status.
+func numavm(t *testing.T, env []string, args ...string) (string, string, int) {
+	t.Helper()
+	cmd := exec.Command(numavmPath(t), args...)
+	cmd.Env = append(os.Environ(), env...)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatalf("numavm %v: %v", args, err)
+	}
+	return out.String(), errb.String(), code
+}
+
+// TestNumavmContract checks the interface scripts/numavm promises: CMD's
+// output streams back on the right descriptors, its exit status becomes
+// numavm's, --add files appear in /data, and a timeout, bad options or a
+// kernel that does not boot give a non-zero status and a clear message.
+func TestNumavmContract(t *testing.T) {
+	requireVM(t)
+	small := []string{"--nodes", "2", "--cpus-per-node", "1", "--mem-per-node", "256M"}
+	noBin := []string{"NUMASCOPE_BIN=none"}
+
+	extra := filepath.Join(t.TempDir(), "payload.txt")
+	if err := os.WriteFile(extra, []byte("payload 42\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	args := append(append([]string{}, small...), "--add", extra, "--timeout", "120", "--",
+		"sh", "-c", "cat /data/payload.txt; echo to-stderr >&2; exit 3")
+	out, errs, code := numavm(t, noBin, args...)
+	if code != 3 || !strings.Contains(out, "payload 42") || strings.Contains(out, "to-stderr") || !strings.Contains(errs, "to-stderr") {
+		t.Errorf("exit %d, stdout %q, stderr %q; want 3, the payload on stdout, to-stderr on stderr", code, out, tail(errs, 500))
+	}
+
+	// A command that outlives --timeout: 124 and a message saying so.
+	args = append(append([]string{}, small...), "--timeout", "25", "--", "sleep", "600")
+	_, errs, code = numavm(t, noBin, args...)
+	if code != 124 || !strings.Contains(strings.ToLower(errs), "time") {
+		t.Errorf("timeout: exit %d, stderr %q; want 124 and a message", code, tail(errs, 500))
+	}
+
+	// Bad options are refused before anything boots.
+	_, errs, code = numavm(t, noBin, "--nodes", "2", "--distances", "10,20;20", "--", "true")
+	if code != 125 || !strings.Contains(errs, "distances") {
+		t.Errorf("bad --distances: exit %d, stderr %q; want 125 naming the option", code, tail(errs, 500))
+	}
+
+	// A kernel that cannot boot.
+	bogus := filepath.Join(t.TempDir(), "not-a-kernel")
+	if err := os.WriteFile(bogus, bytes.Repeat([]byte("garbage!"), 4096), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	args = append(append([]string{}, small...), "--timeout", "60", "--", "true")
+	_, errs, code = numavm(t, append(noBin, "NUMAVM_KERNEL="+bogus), args...)
+	if code == 0 || len(strings.TrimSpace(errs)) == 0 {
+		t.Errorf("bogus kernel: exit %d, stderr %q; want a failure with a message", code, tail(errs, 500))
+	}
+}
