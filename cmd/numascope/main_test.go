@@ -333,3 +333,78 @@ func TestConvertLegacyAndTruncated(t *testing.T) {
 		t.Errorf("truncated convert: exit %d, %d lines, stderr %q", code, strings.Count(out, "\n"), errs)
 	}
 }
+
+// TestRootFromEnvironment: NUMASCOPE_ROOT makes every reader use a captured
+// tree, exactly like --root.
+func TestRootFromEnvironment(t *testing.T) {
+	tree, err := filepath.Abs("../../internal/topology/testdata/two-node-cxl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	viaFlag, errs, code := run(t, "topology", "--format", "json", "--root", tree)
+	if code != 0 {
+		t.Fatalf("--root: exit %d: %s", code, errs)
+	}
+	cmd := exec.Command(binary, "topology", "--format", "json")
+	cmd.Env = append(os.Environ(), "NUMASCOPE_ROOT="+tree)
+	viaEnv, err := cmd.Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(viaEnv) != viaFlag {
+		t.Errorf("NUMASCOPE_ROOT and --root disagree:\n%s\n%s", viaEnv, viaFlag)
+	}
+	var topo struct {
+		Nodes []struct {
+			CPULess bool `json:"cpuless"`
+		} `json:"nodes"`
+	}
+	if err := json.Unmarshal(viaEnv, &topo); err != nil || len(topo.Nodes) < 2 {
+		t.Fatalf("captured tree not read: %v %s", err, viaEnv)
+	}
+	cpuless := 0
+	for _, n := range topo.Nodes {
+		if n.CPULess {
+			cpuless++
+		}
+	}
+	if cpuless == 0 {
+		t.Errorf("the tree's CPU-less node is not reported: %s", viaEnv)
+	}
+}
+
+// TestStatOnATerminal runs stat under a real pseudo-terminal (script(1)):
+// human units, and the headings again after 25 lines.
+func TestStatOnATerminal(t *testing.T) {
+	scriptBin, err := exec.LookPath("script")
+	if err != nil {
+		t.Skip("script(1) not installed (Debian package bsdutils)")
+	}
+	cmdline := binary + " stat -i 20ms -n 30 -e vmstat.pgfault,node.MemFree,cpu.idle"
+	cmd := exec.Command(scriptBin, "-qfec", cmdline, "/dev/null")
+	cmd.Env = append(os.Environ(), "XDG_RUNTIME_DIR="+t.TempDir())
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	var lines []string // stdout's lines: the pty also carries stderr's "numascope: ..." notes
+	for _, l := range strings.Split(strings.TrimSpace(strings.ReplaceAll(string(out), "\r", "")), "\n") {
+		if !strings.HasPrefix(l, "numascope: ") {
+			lines = append(lines, l)
+		}
+	}
+	var headings []int
+	for i, l := range lines {
+		if f := strings.Fields(l); len(f) > 0 && f[0] == "time" {
+			headings = append(headings, i)
+		}
+	}
+	if len(lines) != 32 || len(headings) != 2 || headings[0] != 0 || headings[1] != 26 {
+		t.Fatalf("want headings at lines 0 and 26 of 32, got %v in:\n%s", headings, out)
+	}
+	// MemFree in bytes on a terminal: a K/M/G suffix, never a raw byte count.
+	f := strings.Fields(lines[1])
+	if last := f[2][len(f[2])-1]; last != 'K' && last != 'M' && last != 'G' && last != 'T' {
+		t.Errorf("MemFree not in human units on a terminal: %q", lines[1])
+	}
+}
