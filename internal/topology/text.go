@@ -377,7 +377,7 @@ func humanBytes(b uint64) string {
 		v /= 1024
 		i++
 	}
-	if i == 0 || v >= 100 || v == float64(int64(v)) {
+	if i == 0 || v >= 100 {
 		return fmt.Sprintf("%.0f %s", v, units[i])
 	}
 	return fmt.Sprintf("%.1f %s", v, units[i])

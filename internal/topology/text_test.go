@@ -172,8 +172,8 @@ func TestHumanBytes(t *testing.T) {
 		in   uint64
 		want string
 	}{
-		{0, "0 B"}, {1023, "1023 B"}, {1024, "1 KiB"}, {1536, "1.5 KiB"}, {8 << 30, "8 GiB"},
-		{32654400 * 1024, "31.1 GiB"}, {130 << 30, "130 GiB"}, {3 << 40, "3 TiB"},
+		{0, "0 B"}, {1023, "1023 B"}, {1024, "1.0 KiB"}, {1536, "1.5 KiB"}, {8 << 30, "8.0 GiB"}, {8<<30 - 1<<20, "8.0 GiB"},
+		{32654400 * 1024, "31.1 GiB"}, {130 << 30, "130 GiB"}, {3 << 40, "3.0 TiB"},
 	} {
 		if got := humanBytes(c.in); got != c.want {
 			t.Errorf("humanBytes(%d) = %q, want %q", c.in, got, c.want)
