@@ -185,7 +185,10 @@ type cgroupEntry struct {
 func parseCgroup(data []byte) ([]cgroupEntry, error) {
 	var out []cgroupEntry
 	var firstErr error
-	for i, l := range strings.Split(string(sysfs.Clean(data)), "\n") {
+	// Only NULs and line ends are trimmed: a cgroup path may end in a space,
+	// but never holds a NUL.
+	for i, l := range strings.Split(strings.TrimRight(string(data), "\x00\n"), "\n") {
+		l = strings.TrimRight(l, "\x00")
 		if strings.TrimSpace(l) == "" {
 			continue
 		}
