@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"strings"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -109,6 +110,6 @@ func (s *session) summary(out string) {
 	if len(files) == 0 {
 		files = []string{out}
 	}
-	s.stderr.printf("recorded %d samples to %v (%d missed deadlines, %d read errors)",
-		st.Samples, files, st.MissedDeadlines, st.ReadErrors)
+	s.stderr.printf("recorded %d samples to %s (%d missed deadlines, %d dropped because writing fell behind, %d read errors)",
+		st.Samples-s.rec.Dropped(), strings.Join(files, ", "), st.MissedDeadlines, s.rec.Dropped(), st.ReadErrors)
 }

@@ -46,6 +46,9 @@ func (r *Recorder) Create(path string) error {
 	return nil
 }
 
+// Dropped is the number of samples lost because writing fell behind.
+func (r *Recorder) Dropped() uint64 { return r.sink.Dropped() }
+
 // Files lists the files written, in order.
 func (r *Recorder) Files() []string { return r.files }
 
