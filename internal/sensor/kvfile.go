@@ -191,7 +191,7 @@ func splitKV(line []byte) (name, val []byte) {
 func splitMeminfo(line []byte) (name, val []byte, kb bool) {
 	line = trimSpace(line)
 	if bytes.HasPrefix(line, []byte("Node ")) {
-		rest := line[5:]
+		rest := trimSpace(line[5:]) // tolerate padding after "Node"
 		i := 0
 		for i < len(rest) && rest[i] >= '0' && rest[i] <= '9' {
 			i++
