@@ -30,7 +30,11 @@ globs allowed); without them every event is listed.`,
 			defer cat.Close()
 			var only map[string]bool
 			if len(args) > 0 {
-				cols, err := cat.Select(splitPatterns(args), false)
+				pats, err := cat.ExpandPresets(splitPatterns(args))
+				if err != nil {
+					return err
+				}
+				cols, err := cat.Select(pats, false)
 				if err != nil {
 					return err
 				}
@@ -66,7 +70,11 @@ func writeEventsText(w io.Writer, cat *sampler.Catalog, only map[string]bool) er
 			if only != nil && !only[e.Name+"."+ev.Name] {
 				continue
 			}
-			fmt.Fprintf(tw, "  %s.%s\t%s\t%s\t%s\n", e.Name, ev.Name, ev.Kind, ev.Unit, ev.Desc)
+			kind := ev.Kind.String()
+			if ev.Unavailable != "" {
+				kind = "unavailable"
+			}
+			fmt.Fprintf(tw, "  %s.%s\t%s\t%s\t%s\n", e.Name, ev.Name, kind, ev.Unit, ev.Desc)
 		}
 		fmt.Fprintln(tw)
 	}
@@ -86,11 +94,12 @@ func describeSources(src []string) string {
 }
 
 type eventJSON struct {
-	Name string    `json:"name"`
-	Desc string    `json:"desc"`
-	Unit string    `json:"unit"`
-	Kind string    `json:"kind"`
-	Max  []float64 `json:"max,omitempty"`
+	Name        string    `json:"name"`
+	Desc        string    `json:"desc"`
+	Unit        string    `json:"unit"`
+	Kind        string    `json:"kind"`
+	Max         []float64 `json:"max,omitempty"`
+	Unavailable string    `json:"unavailable,omitempty"`
 }
 
 type sensorJSON struct {
@@ -115,7 +124,7 @@ func writeEventsJSON(w io.Writer, cat *sampler.Catalog, only map[string]bool) er
 			if only != nil && !only[e.Name+"."+ev.Name] {
 				continue
 			}
-			s.Events = append(s.Events, eventJSON{ev.Name, ev.Desc, ev.Unit, ev.Kind.String(), ev.Max})
+			s.Events = append(s.Events, eventJSON{ev.Name, ev.Desc, ev.Unit, ev.Kind.String(), ev.Max, ev.Unavailable})
 		}
 		if only != nil && len(s.Events) == 0 {
 			continue

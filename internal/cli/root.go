@@ -28,6 +28,7 @@ var extraCommands []func(*globals) *cobra.Command
 // globals are the flags every command shares.
 type globals struct {
 	root string
+	perf sensor.PerfOptions // --perf-events, --presets, --perf-per-cpu
 }
 
 // Main runs the command line and returns the process exit status.
@@ -66,6 +67,10 @@ NUMA events at high rate with low overhead.
 	}
 	root.PersistentFlags().StringVar(&g.root, "root", os.Getenv("NUMASCOPE_ROOT"),
 		"read DIR/sys and DIR/proc instead of /sys and /proc (env NUMASCOPE_ROOT)")
+	root.PersistentFlags().StringArrayVar(&g.perf.Events, "perf-events", nil,
+		"perf events to offer besides the defaults, e.g. 'cpu/event=0xd3,umask=0x01,name=local_dram/' (docs/perf.md)")
+	root.PersistentFlags().StringArrayVar(&g.perf.PresetFiles, "presets", nil, "add a perf preset FILE (docs/perf.md)")
+	root.PersistentFlags().BoolVar(&g.perf.PerCPU, "perf-per-cpu", false, "perf sensor: one source per CPU instead of per node")
 	root.AddCommand(newTopologyCmd(g), newEventsCmd(g), newStatCmd(g), newRecordCmd(g), newConvertCmd(), newCtlCmd())
 	for _, add := range extraCommands {
 		root.AddCommand(add(g))
@@ -98,5 +103,11 @@ func (g *globals) env() (sensor.Env, error) {
 	if err != nil {
 		return sensor.Env{}, fmt.Errorf("discovering the topology: %w", err)
 	}
-	return sensor.Env{FS: fs, Topology: topo}, nil
+	var specs []string
+	for _, v := range g.perf.Events {
+		specs = append(specs, sensor.SplitPerfSpecs(v)...)
+	}
+	perf := g.perf
+	perf.Events = specs
+	return sensor.Env{FS: fs, Topology: topo, Perf: perf}, nil
 }

@@ -85,6 +85,10 @@ func newSession(g *globals, f *sampleFlags, recPath string, force bool, command 
 	if !explicit {
 		patterns = s.cat.Available(sampler.DefaultEvents)
 	}
+	if patterns, err = s.cat.ExpandPresets(patterns); err != nil {
+		s.cat.Close()
+		return nil, err
+	}
 	cols, err := s.cat.Select(patterns, f.discrete)
 	if err != nil {
 		s.cat.Close()

@@ -85,6 +85,18 @@ func (c *Catalog) Available(patterns []string) []string {
 	return out
 }
 
+// ExpandPresets replaces each "@NAME" pattern (e.g. @numa-traffic) with the
+// events that the present sensors define for that preset.
+func (c *Catalog) ExpandPresets(patterns []string) ([]string, error) {
+	present := map[string]sensor.Sensor{}
+	for _, e := range c.Entries {
+		if e.Present() {
+			present[e.Name] = e.Sensor
+		}
+	}
+	return sensor.ExpandPresets(patterns, present)
+}
+
 // Close closes every present sensor.
 func (c *Catalog) Close() error {
 	var errs []error
@@ -195,6 +207,12 @@ func (c *Catalog) Select(patterns []string, discrete bool) ([]*Column, error) {
 				if ok, _ := path.Match(evPat, e.Events[ev].Name); !ok {
 					continue
 				}
+				if why := e.Events[ev].Unavailable; why != "" {
+					if isGlob(evPat) {
+						continue // globs take what can be counted here
+					}
+					return nil, fmt.Errorf("event %s.%s is unavailable here: %s", e.Name, e.Events[ev].Name, why)
+				}
 				if len(parts) == 1 {
 					if taken[e.Events[ev].Name] {
 						continue
@@ -236,6 +254,9 @@ func (c *Catalog) Select(patterns []string, discrete bool) ([]*Column, error) {
 	}
 	return cols, nil
 }
+
+// isGlob reports whether a pattern part holds glob metacharacters.
+func isGlob(p string) bool { return strings.ContainsAny(p, "*?[\\") }
 
 // unknown builds the error for a pattern that matched nothing, suggesting the
 // closest known names.

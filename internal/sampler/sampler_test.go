@@ -131,6 +131,15 @@ func TestSelect(t *testing.T) {
 	if cols, err = c.Select([]string{"*.hits"}, false); err != nil || len(cols) != 2 || cols[1].Name != "zother.hits" {
 		t.Errorf("qualified glob: %v %v", cols, err)
 	}
+	// Unavailable events: skipped by globs, an error with the reason when named.
+	other.events = append(other.events, sensor.Event{Name: "hw", Kind: sensor.Counter, Unavailable: "no PMU; give the guest one"})
+	c.Entries[len(c.Entries)-1].Events = other.events
+	if cols, err = c.Select([]string{"zother.*"}, false); err != nil || len(cols) != 1 {
+		t.Errorf("glob over an unavailable event: %v %v", cols, err)
+	}
+	if _, err = c.Select([]string{"zother.hw"}, false); err == nil || !strings.Contains(err.Error(), "no PMU; give the guest one") {
+		t.Errorf("exact unavailable event: %v", err)
+	}
 	c.Entries = append(c.Entries, &Entry{Name: "gone", Err: errors.New("no such hardware")})
 	if _, err = c.Select([]string{"gone.x"}, false); err == nil || !strings.Contains(err.Error(), "no such hardware") {
 		t.Errorf("absent sensor error = %v", err)

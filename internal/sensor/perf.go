@@ -8,7 +8,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"sync"
 
 	"golang.org/x/sys/unix"
 
@@ -22,10 +21,10 @@ func init() {
 }
 
 // PerfOptions configures the perf and uncore sensors. A sensor's event list
-// is fixed when it opens, so events beyond the defaults are named before
-// the catalog opens the sensors: by the CLI (SetPerfOptions) or by the
-// environment (NUMASCOPE_PERF_EVENTS, NUMASCOPE_PRESETS,
-// NUMASCOPE_PERF_PER_CPU), which the options extend.
+// is fixed when it opens, so events beyond the defaults are named before the
+// catalog opens the sensors, in Env.Perf (the CLI's --perf-events, --presets
+// and --perf-per-cpu), extended by the environment (NUMASCOPE_PERF_EVENTS,
+// NUMASCOPE_PRESETS, NUMASCOPE_PERF_PER_CPU).
 type PerfOptions struct {
 	// Events are perf specifications to offer besides the defaults, e.g.
 	// "cpu/event=0xd3,umask=0x01,name=local_dram/" or "sched:sched_switch".
@@ -37,23 +36,8 @@ type PerfOptions struct {
 	PerCPU bool
 }
 
-var (
-	perfOptsMu sync.Mutex
-	perfOpts   PerfOptions
-)
-
-// SetPerfOptions sets the options the perf and uncore sensors open with.
-func SetPerfOptions(o PerfOptions) {
-	perfOptsMu.Lock()
-	defer perfOptsMu.Unlock()
-	perfOpts = o
-}
-
-// currentPerfOptions merges the options set by the CLI with the environment.
-func currentPerfOptions() PerfOptions {
-	perfOptsMu.Lock()
-	o := perfOpts
-	perfOptsMu.Unlock()
+// withEnvironment extends o with the NUMASCOPE_PERF_* environment variables.
+func (o PerfOptions) withEnvironment() PerfOptions {
 	o.Events = append(append([]string(nil), o.Events...), SplitPerfSpecs(os.Getenv("NUMASCOPE_PERF_EVENTS"))...)
 	if p := os.Getenv("NUMASCOPE_PRESETS"); p != "" {
 		o.PresetFiles = append(append([]string(nil), o.PresetFiles...), filepath.SplitList(p)...)
@@ -64,30 +48,8 @@ func currentPerfOptions() PerfOptions {
 	return o
 }
 
-// SplitPerfSpecs splits a list of perf specifications at the commas (or
-// semicolons, spaces) that are not between the slashes of a PMU/TERMS/
-// specification, as perf -e does.
-func SplitPerfSpecs(s string) []string {
-	var out []string
-	inPMU := false
-	start := 0
-	flush := func(end int) {
-		if p := strings.TrimSpace(s[start:end]); p != "" {
-			out = append(out, p)
-		}
-		start = end + 1
-	}
-	for i := 0; i < len(s); i++ {
-		switch c := s[i]; {
-		case c == '/':
-			inPMU = !inPMU
-		case !inPMU && (c == ',' || c == ';' || c == ' ' || c == '\t' || c == '\n'):
-			flush(i)
-		}
-	}
-	flush(len(s))
-	return out
-}
+// SplitPerfSpecs splits a list of perf specifications (perfevent.SplitSpecs).
+func SplitPerfSpecs(s string) []string { return perfevent.SplitSpecs(s) }
 
 // PresetProvider is implemented by sensors that define event presets
 // (-e @numa-traffic): Presets maps a preset's name (without '@') to the
@@ -195,7 +157,7 @@ func (p *perfSensor) Open(env Env) error {
 		return fmt.Errorf("%s: no topology: discover the topology before opening sensors", name)
 	}
 	p.fs = env.FS
-	opts := currentPerfOptions()
+	opts := env.Perf.withEnvironment()
 	p.srcOf = map[int]int{}
 	online := map[int]bool{}
 	for _, c := range t.CPUs {
@@ -307,6 +269,10 @@ func (p *perfSensor) Open(env Env) error {
 	}
 
 	seen := map[string]bool{}
+	// Software events and tracepoints need the same permission each, so one
+	// probe per type stands for all: closing a probed tracepoint costs tens
+	// of milliseconds (the kernel waits for an RCU grace period).
+	probed := map[uint32]error{}
 	classes := map[string]int{} // hardware class -> number of available events
 	var classOrder []string
 	for _, cd := range cands {
@@ -347,14 +313,30 @@ func (p *perfSensor) Open(env Env) error {
 			if unit == "" {
 				unit = ev.Unit
 			}
-			if pe.scale == 0 {
-				pe.scale = ev.Scale
+			if pe.scale == 0 && ev.Scale != 0 {
+				var note string
+				pe.scale, unit, note = normalizeScale(ev.Scale, unit)
+				desc += note
 			}
 			pe.class = perfClass(ev)
 			if un == nil {
-				if perr := p.probe(ev); perr != nil {
+				typ := ev.Attr.Type
+				perr, done := probed[typ]
+				if !done || (typ != perfevent.TypeSoftware && typ != perfevent.TypeTracepoint) {
+					perr = p.probe(ev)
+					probed[typ] = perr
+				}
+				if perr != nil {
 					un = diagnose(env.FS, cd.spec.Text, perr)
 				}
+			}
+		}
+		if g, ok := perfevent.LookupGeneric(cd.spec.Name); ok && cd.spec.Kind == perfevent.KindGeneric {
+			if desc == "" {
+				desc = g.Desc
+			}
+			if unit == "" || unit == "events" {
+				unit = g.Unit
 			}
 		}
 		if unit == "" {
@@ -370,6 +352,9 @@ func (p *perfSensor) Open(env Env) error {
 			classes[pe.class]++
 		}
 		pe.event = Event{Name: evName, Desc: desc, Unit: unit, Kind: Counter}
+		if un != nil {
+			pe.event.Unavailable = un.Reason + ifFix(un.Fix)
+		}
 		if un == nil && ev != nil && ev.Attr.Type == perfevent.TypeHardware && ev.Attr.Config[0] == 0 {
 			pe.event.Max = p.cycleMax(env.FS) // cycles: % of the CPUs' top frequency
 		}
@@ -464,20 +449,42 @@ func containsInt(v []int, x int) bool {
 	return false
 }
 
-// groupsPerSource counts the CPUs (instances) of source s where class has
-// a group, for the mux event's Max.
+// groupsPerSource counts the (CPU, PMU instance) pairs of source s where
+// class has events, for the mux event's Max: each pair reports one ratio.
 func (p *perfSensor) groupsPerSource(class string, s int) int {
-	seen := map[int]bool{}
+	type pair struct {
+		cpu int
+		typ uint32
+	}
+	seen := map[pair]bool{}
 	for _, pe := range p.events {
 		if pe.ev == nil || pe.class != class {
 			continue
 		}
-		cpus, _ := p.eventCPUs(pe.ev, s)
-		for _, c := range cpus {
-			seen[c] = true
+		cpus, types := p.eventCPUs(pe.ev, s)
+		for i, c := range cpus {
+			seen[pair{c, types[i]}] = true
 		}
 	}
 	return len(seen)
+}
+
+// normalizeScale turns a PMU's scale into whole units numascope can carry
+// in integer counters: a fraction of a MiB per count (uncore_imc's
+// cas_count_read: 6.103515625e-5 MiB = 64 bytes) becomes bytes. A scale
+// that stays below 1 is dropped (raw counts are reported) and described.
+func normalizeScale(scale float64, unit string) (float64, string, string) {
+	if scale == 0 || scale == 1 {
+		return 0, unit, ""
+	}
+	mult := map[string]float64{"KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30, "kB": 1e3, "MB": 1e6, "GB": 1e9}
+	if m, ok := mult[unit]; ok && scale < 1 {
+		scale, unit = scale*m, "bytes"
+	}
+	if scale < 1 {
+		return 0, "events", fmt.Sprintf("; one count is %g %s", scale, unit)
+	}
+	return scale, unit, ""
 }
 
 // probe opens ev once on its first CPU, to learn at Open whether the
@@ -570,6 +577,7 @@ func (p *perfSensor) Enable(events []int) error {
 	}
 	type member struct {
 		ev   *perfevent.Event
+		typ  uint32
 		slot int
 	}
 	members := map[key][]member{}
@@ -585,10 +593,13 @@ func (p *perfSensor) Enable(events []int) error {
 			cpus, types := p.eventCPUs(pe.ev, s)
 			for i, cpu := range cpus {
 				ky := key{pe.class, cpu, types[i]}
+				if pe.class == "sw" {
+					ky.typ = 0 // software events and tracepoints share a group
+				}
 				if _, ok := members[ky]; !ok {
 					order = append(order, ky)
 				}
-				members[ky] = append(members[ky], member{pe.ev, k*nsrc + s})
+				members[ky] = append(members[ky], member{pe.ev, types[i], k*nsrc + s})
 			}
 		}
 	}
@@ -600,7 +611,8 @@ func (p *perfSensor) Enable(events []int) error {
 		}
 		for start := 0; start < len(ms); start += size {
 			chunk := ms[start:min(start+size, len(ms))]
-			g := &perfGroup{cpu: ky.cpu, src: p.srcOf[ky.cpu], class: ky.class, muxSlot: -1}
+			g := &perfGroup{cpu: ky.cpu, src: p.srcOf[ky.cpu], class: ky.class, muxSlot: -1,
+				muxDiv: uint64((len(ms) + size - 1) / size)}
 			if base, ok := muxSlot[ky.class]; ok {
 				g.muxSlot = base*nsrc + g.src
 			}
@@ -609,7 +621,7 @@ func (p *perfSensor) Enable(events []int) error {
 				if i > 0 {
 					leader = g.fds[0]
 				}
-				fd, err := perfOpen(m.ev.Attr, ky.typ, ky.cpu, leader)
+				fd, err := perfOpen(m.ev.Attr, m.typ, ky.cpu, leader)
 				if err != nil {
 					c.groups = append(c.groups, g)
 					c.close()

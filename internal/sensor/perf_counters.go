@@ -44,13 +44,16 @@ type perfGroup struct {
 	src                      int
 	class                    string
 	buf                      []byte
-	slots                    []int    // member -> output slot (index into counters.acc)
+	slots                    []int    // member -> output slot (index into counters.sum)
 	prev                     []uint64 // member -> raw value at the previous read
 	acc                      []uint64 // member -> multiplex-corrected count since Enable
 	prevEnabled, prevRunning uint64
 	ratio                    uint64 // running/enabled of the last interval, in ppm
 	muxSlot                  int    // output slot of this class's mux event, or -1
-	primed                   bool
+	// muxDiv is the number of groups the class was split into on this
+	// CPU: each reports its share of the CPU's one ratio.
+	muxDiv uint64
+	primed bool
 }
 
 // counters is the set of open groups for one Enable set.
@@ -202,7 +205,7 @@ func (c *counters) read(dst []int64) error {
 			c.sum[s] += g.acc[i]
 		}
 		if g.muxSlot >= 0 {
-			c.sum[g.muxSlot] += g.ratio
+			c.sum[g.muxSlot] += g.ratio / g.muxDiv
 		}
 	}
 	for s, d := range c.slotDst {

@@ -53,12 +53,18 @@ type Event struct {
 	// Summed columns use the sum over their sources. Events with Unit "%" are
 	// shown as 100*value/Max; others may be plotted as % of Max on request.
 	Max []float64
+	// Unavailable, when not empty, says why the event is listed but cannot be
+	// counted here and what to do (e.g. no PMU in a VM). Globs skip such
+	// events; naming one exactly is an error that gives this reason.
+	Unavailable string
 }
 
 // Env is what a sensor may consult when it opens.
 type Env struct {
 	FS       sysfs.FS
 	Topology *topology.Topology
+	// Perf holds the options of the perf and uncore sensors (docs/perf.md).
+	Perf PerfOptions
 }
 
 // Sensor is one source of events. The sampler calls Open once; if it fails the
