@@ -166,7 +166,8 @@ type QQPoint struct {
 type Diagnostics struct {
 	// QQCorrelation is the correlation of the QQ points (1 for perfectly
 	// normal residuals; well under 0.95 is suspect).
-	QQCorrelation float64 `json:"qq_correlation"`
+	// null in JSON when undefined (all residuals equal).
+	QQCorrelation Num `json:"qq_correlation"`
 	// MaxAbsResidual and ResponseRange compare the residuals with the
 	// spread of the response: residuals an order of magnitude smaller than
 	// the range make a trend in them unimportant (Jain, section 20.6).
@@ -360,6 +361,9 @@ func Analyze(factors []Factor, obs []Observation, opt Options) (*Result, error) 
 		sst += d * d
 		minY, maxY = math.Min(minY, v), math.Max(maxY, v)
 	}
+	if math.IsInf(sst, 0) || math.IsNaN(sst) {
+		return nil, fmt.Errorf("the responses' squares overflow (values up to %g): rescale them, e.g. to other units", math.Max(math.Abs(minY), math.Abs(maxY)))
+	}
 	res := &Result{Factors: fs, N: N, Replications: r, Log: opt.Log, Confidence: opt.Confidence, Mean: grand}
 	// Terms in the order main effects, two-factor interactions, ...
 	var masks []int
@@ -446,7 +450,10 @@ func Analyze(factors []Factor, obs []Observation, opt Options) (*Result, error) 
 			t.F, t.P = Num(math.NaN()), Num(math.NaN())
 		}
 		t.Significant = float64(t.F) > float64(t.FCrit)
-		t.Important = t.PercentVariation >= opt.ImportantPercent
+		// Important: a real effect (significant) that also matters (a large
+		// enough share of the variation). A large share that is not
+		// significant is noise that happened to line up.
+		t.Important = t.Significant && t.PercentVariation >= opt.ImportantPercent
 		t.Verdict = verdict(t, opt)
 		res.Terms = append(res.Terms, t)
 		res.Verdicts = append(res.Verdicts, t.Verdict)
@@ -495,7 +502,7 @@ func Analyze(factors []Factor, obs []Observation, opt Options) (*Result, error) 
 		qx[i] = distuv.UnitNormal.Quantile((float64(i) + 0.5) / float64(N))
 		res.QQ = append(res.QQ, QQPoint{Normal: qx[i], Residual: v})
 	}
-	res.Diagnostics = Diagnostics{QQCorrelation: correlation(qx, sorted), MaxAbsResidual: maxAbs, ResponseRange: maxY - minY}
+	res.Diagnostics = Diagnostics{QQCorrelation: Num(correlation(qx, sorted)), MaxAbsResidual: maxAbs, ResponseRange: maxY - minY}
 	res.Diagnostics.Notes = diagnosticNotes(res)
 	res.Verdicts = append(res.Verdicts, res.Diagnostics.Notes...)
 	return res, nil
@@ -653,11 +660,16 @@ func verdict(t Term, opt Options) string {
 	default:
 		sig = fmt.Sprintf("not significant at %s confidence (F = %.3g <= F-crit %.3g, p = %.2g)", conf, float64(t.F), float64(t.FCrit), float64(t.P))
 	}
-	imp := "unimportant"
-	if t.Important {
-		imp = "important"
+	var imp string
+	switch {
+	case t.Important:
+		imp = fmt.Sprintf("explains %.1f%% of the variation: important", t.PercentVariation)
+	case t.Significant:
+		imp = fmt.Sprintf("explains only %.1f%% of the variation: unimportant", t.PercentVariation)
+	default:
+		imp = fmt.Sprintf("its %.1f%% of the variation cannot be told from noise: unimportant", t.PercentVariation)
 	}
-	return fmt.Sprintf("%s: %s; explains %.1f%% of the variation: %s.", t.Name, sig, t.PercentVariation, imp)
+	return fmt.Sprintf("%s: %s; %s.", t.Name, sig, imp)
 }
 
 func diagnosticNotes(r *Result) []string {
@@ -666,8 +678,8 @@ func diagnosticNotes(r *Result) []string {
 		notes = append(notes, fmt.Sprintf("No replications: the %s interaction is the error term, which assumes it is negligible; replicate the runs to test it.", r.ErrorTerm))
 	}
 	d := r.Diagnostics
-	if !math.IsNaN(d.QQCorrelation) && d.QQCorrelation < 0.95 && r.N >= 8 {
-		notes = append(notes, fmt.Sprintf("The residuals' QQ plot is not straight (correlation %.3f): the errors may not be normal; consider --log or look for outliers.", d.QQCorrelation))
+	if qq := float64(d.QQCorrelation); !math.IsNaN(qq) && qq < 0.95 && r.N >= 8 {
+		notes = append(notes, fmt.Sprintf("The residuals' QQ plot is not straight (correlation %.3f): the errors may not be normal; consider --log or look for outliers.", qq))
 	}
 	if d.ResponseRange > 0 && d.MaxAbsResidual > d.ResponseRange/2 {
 		notes = append(notes, fmt.Sprintf("The largest residual (%.3g) is over half the response's range (%.3g): the model explains the data poorly.", d.MaxAbsResidual, d.ResponseRange))

@@ -203,6 +203,32 @@ func TestDecompositionInvariants(t *testing.T) {
 	}
 }
 
+// TestPerfectFit: an exactly additive design without replication leaves
+// no error at all; the F ratios are infinite and the JSON must still encode
+// (as null), and the verdict say so.
+func TestPerfectFit(t *testing.T) {
+	var obs []Observation
+	for i, a := range []string{"a1", "a2"} {
+		for j, b := range []string{"b1", "b2", "b3"} {
+			obs = append(obs, Observation{Levels: []string{a, b}, Value: float64(10*i + j)})
+		}
+	}
+	r, err := Analyze([]Factor{{Name: "A"}, {Name: "B"}}, obs, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Error.SS > 1e-20 || !math.IsInf(float64(r.Terms[0].F), 1) || !strings.Contains(r.Terms[0].Verdict, "zero error variance") {
+		t.Errorf("error SS %v, F %v, verdict %q", r.Error.SS, r.Terms[0].F, r.Terms[0].Verdict)
+	}
+	b, err := json.Marshal(r)
+	if err != nil {
+		t.Fatalf("JSON: %v", err)
+	}
+	if !bytes.Contains(b, []byte(`"f":null`)) {
+		t.Errorf("an infinite F must encode as null: %s", b)
+	}
+}
+
 func TestAnalyzeErrors(t *testing.T) {
 	two := []Factor{{Name: "A"}, {Name: "B"}}
 	for _, c := range []struct {
@@ -219,6 +245,7 @@ func TestAnalyzeErrors(t *testing.T) {
 		{"no error dof", []Factor{{Name: "A"}}, []Observation{{[]string{"a"}, 1}, {[]string{"b"}, 2}}, Options{}, "replicate"},
 		{"confidence", two, nil, Options{Confidence: 1.5}, "confidence"},
 		{"nan", two, []Observation{{[]string{"a", "x"}, math.NaN()}, {[]string{"a", "y"}, 1}, {[]string{"b", "x"}, 1}, {[]string{"b", "y"}, 1}}, Options{}, "finite"},
+		{"overflow", two, []Observation{{[]string{"a", "x"}, 1e300}, {[]string{"a", "y"}, -1e300}, {[]string{"b", "x"}, 1}, {[]string{"b", "y"}, 1}}, Options{}, "overflow"},
 		{"unknown level", []Factor{{Name: "A", Levels: []string{"a", "b"}}, {Name: "B"}}, []Observation{{[]string{"c", "x"}, 1}}, Options{}, `level "c" is not one of a, b`},
 	} {
 		_, err := Analyze(c.factors, c.obs, c.opt)
@@ -312,93 +339,109 @@ func TestAgainstStatsmodels(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	type design struct {
+		name    string
+		factors []Factor
+		obs     []Observation
+		log     bool
+		// The manifest entry for anova_lm.py.
+		CSV        string   `json:"csv"`
+		Response   string   `json:"response"`
+		Factors    []string `json:"factors"`
+		Replicated bool     `json:"replicated"`
+		Log        bool     `json:"log"`
+	}
 	rng := rand.New(rand.NewPCG(6, 42))
-	const rel = 1e-9
-	n := 0
+	dir := t.TempDir()
+	var designs []*design
 	for _, levels := range [][]int{{2, 3}, {4, 3}, {3, 2, 2}, {2, 4, 3}} {
 		for _, reps := range []int{1, 3} {
 			for _, log := range []bool{false, true} {
-				n++
-				name := fmt.Sprintf("levels=%v/reps=%d/log=%v", levels, reps, log)
-				t.Run(name, func(t *testing.T) {
-					factors, obs := randomDesign(rng, levels, reps)
-					var names []string
-					for _, f := range factors {
-						names = append(names, f.Name)
-					}
-					var csv bytes.Buffer
-					csv.WriteString(strings.Join(names, ",") + ",y\n")
-					for _, o := range obs {
-						fmt.Fprintf(&csv, "%s,%.17g\n", strings.Join(o.Levels, ","), o.Value)
-					}
-					path := filepath.Join(t.TempDir(), "design.csv")
-					if err := os.WriteFile(path, csv.Bytes(), 0o600); err != nil {
-						t.Fatal(err)
-					}
-					// Round-trip through ReadCSV too: the CLI's path.
-					parsed, err := ReadCSV(bytes.NewReader(csv.Bytes()), "y", names)
-					if err != nil {
-						t.Fatal(err)
-					}
-					r, err := Analyze(factors, parsed, Options{Log: log})
-					if err != nil {
-						t.Fatal(err)
-					}
-					repl, lg := "0", "0"
-					if reps > 1 {
-						repl = "1"
-					}
-					if log {
-						lg = "1"
-					}
-					out, err := exec.Command("python3", script, path, "y", strings.Join(names, ","), repl, lg).Output()
-					if err != nil {
-						var stderr string
-						if ee, ok := err.(*exec.ExitError); ok {
-							stderr = string(ee.Stderr)
-						}
-						t.Fatalf("anova_lm.py: %v\n%s", err, stderr)
-					}
-					var sm smResult
-					if err := json.Unmarshal(out, &sm); err != nil {
-						t.Fatalf("anova_lm.py output: %v\n%s", err, out)
-					}
-					if len(sm.Terms) != len(r.Terms) {
-						t.Fatalf("statsmodels has %d terms, numascope %d", len(sm.Terms), len(r.Terms))
-					}
-					for i, want := range sm.Terms {
-						got := r.Terms[i]
-						if got.Name != want.Name || got.DoF != want.DoF {
-							t.Fatalf("term %d: %s dof %d, statsmodels %s dof %d", i, got.Name, got.DoF, want.Name, want.DoF)
-						}
-						for _, c := range []struct {
-							what      string
-							got, want float64
-						}{{"SS", got.SS, want.SS}, {"F", float64(got.F), want.F}, {"p", float64(got.P), want.P}} {
-							if !relEq(c.got, c.want, rel) {
-								t.Errorf("%s %s = %.15g, statsmodels %.15g (rel diff %.2g)", got.Name, c.what, c.got, c.want,
-									math.Abs(c.got-c.want)/math.Abs(c.want))
-							}
-						}
-					}
-					if !relEq(r.Error.SS, sm.Residual.SS, rel) || r.Error.DoF != sm.Residual.DoF {
-						t.Errorf("error SS %.15g dof %d, statsmodels %.15g dof %d", r.Error.SS, r.Error.DoF, sm.Residual.SS, sm.Residual.DoF)
-					}
-					if !relEq(r.Mean, sm.Mean, rel) {
-						t.Errorf("mean %.15g, pandas %.15g", r.Mean, sm.Mean)
-					}
-					for f, lv := range sm.Effects {
-						for l, e := range lv {
-							if got := r.Effects[f][l]; !relEq(got, e, rel) {
-								t.Errorf("effect %s=%s: %.15g, pandas %.15g", f, l, got, e)
-							}
-						}
-					}
-				})
+				d := &design{name: fmt.Sprintf("levels=%v/reps=%d/log=%v", levels, reps, log), log: log,
+					Response: "y", Replicated: reps > 1, Log: log}
+				d.factors, d.obs = randomDesign(rng, levels, reps)
+				for _, f := range d.factors {
+					d.Factors = append(d.Factors, f.Name)
+				}
+				var csv bytes.Buffer
+				csv.WriteString(strings.Join(d.Factors, ",") + ",y\n")
+				for _, o := range d.obs {
+					fmt.Fprintf(&csv, "%s,%.17g\n", strings.Join(o.Levels, ","), o.Value)
+				}
+				d.CSV = filepath.Join(dir, fmt.Sprintf("design%d.csv", len(designs)))
+				if err := os.WriteFile(d.CSV, csv.Bytes(), 0o600); err != nil {
+					t.Fatal(err)
+				}
+				// Read back through ReadCSV: the command line's path.
+				if d.obs, err = ReadCSV(bytes.NewReader(csv.Bytes()), "y", d.Factors); err != nil {
+					t.Fatal(err)
+				}
+				designs = append(designs, d)
 			}
 		}
 	}
-	if n != 16 {
-		t.Fatalf("ran %d designs", n)
+	manifest, err := json.Marshal(designs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mpath := filepath.Join(dir, "manifest.json")
+	if err := os.WriteFile(mpath, manifest, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command("python3", script, mpath).Output()
+	if err != nil {
+		var stderr string
+		if ee, ok := err.(*exec.ExitError); ok {
+			stderr = string(ee.Stderr)
+		}
+		t.Fatalf("anova_lm.py: %v\n%s", err, stderr)
+	}
+	var sms []smResult
+	if err := json.Unmarshal(out, &sms); err != nil {
+		t.Fatalf("anova_lm.py output: %v\n%s", err, out)
+	}
+	if len(sms) != len(designs) || len(designs) != 16 {
+		t.Fatalf("%d results from statsmodels for %d designs", len(sms), len(designs))
+	}
+	const rel = 1e-9
+	for i, d := range designs {
+		sm := sms[i]
+		t.Run(d.name, func(t *testing.T) {
+			r, err := Analyze(d.factors, d.obs, Options{Log: d.log})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(sm.Terms) != len(r.Terms) {
+				t.Fatalf("statsmodels has %d terms, numascope %d", len(sm.Terms), len(r.Terms))
+			}
+			for i, want := range sm.Terms {
+				got := r.Terms[i]
+				if got.Name != want.Name || got.DoF != want.DoF {
+					t.Fatalf("term %d: %s dof %d, statsmodels %s dof %d", i, got.Name, got.DoF, want.Name, want.DoF)
+				}
+				for _, c := range []struct {
+					what      string
+					got, want float64
+				}{{"SS", got.SS, want.SS}, {"F", float64(got.F), want.F}, {"p", float64(got.P), want.P}} {
+					if !relEq(c.got, c.want, rel) {
+						t.Errorf("%s %s = %.15g, statsmodels %.15g (rel diff %.2g)", got.Name, c.what, c.got, c.want,
+							math.Abs(c.got-c.want)/math.Abs(c.want))
+					}
+				}
+			}
+			if !relEq(r.Error.SS, sm.Residual.SS, rel) || r.Error.DoF != sm.Residual.DoF {
+				t.Errorf("error SS %.15g dof %d, statsmodels %.15g dof %d", r.Error.SS, r.Error.DoF, sm.Residual.SS, sm.Residual.DoF)
+			}
+			if !relEq(r.Mean, sm.Mean, rel) {
+				t.Errorf("mean %.15g, pandas %.15g", r.Mean, sm.Mean)
+			}
+			for f, lv := range sm.Effects {
+				for l, e := range lv {
+					if got := r.Effects[f][l]; !relEq(got, e, rel) {
+						t.Errorf("effect %s=%s: %.15g, pandas %.15g", f, l, got, e)
+					}
+				}
+			}
+		})
 	}
 }

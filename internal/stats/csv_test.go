@@ -1,6 +1,8 @@
 package stats
 
 import (
+	"encoding/json"
+	"io"
 	"strings"
 	"testing"
 )
@@ -64,6 +66,12 @@ func FuzzReadCSV(f *testing.F) {
 			}
 			if len(r.Residuals) != len(obs) {
 				t.Fatalf("%d residuals for %d observations", len(r.Residuals), len(obs))
+			}
+			if _, err := json.Marshal(r); err != nil {
+				t.Fatalf("the result does not encode: %v", err)
+			}
+			if err := r.WriteText(io.Discard, "y"); err != nil {
+				t.Fatal(err)
 			}
 		}
 	})

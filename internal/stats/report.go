@@ -52,6 +52,23 @@ func (r *Result) write(out io.Writer, response string, md bool) error {
 	rows = append(rows, []string{"total", g(r.Total.SS), fmt.Sprint(r.Total.DoF), "", "", "", "", "100%"})
 	table(w, rows, md)
 	fmt.Fprintf(w, "\nmean %s, %s CI [%s, %s]\n\n", g(r.Mean), conf, g(r.MeanCI.Low), g(r.MeanCI.High))
+	if len(r.Cells) <= 64 {
+		if md {
+			fmt.Fprintf(w, "**Cell means** (%d observation(s) each)\n\n", r.Replications)
+		} else {
+			fmt.Fprintf(w, "Cell means (%d observation(s) each):\n", r.Replications)
+		}
+		head := make([]string, len(r.Factors))
+		for i, f := range r.Factors {
+			head[i] = f.Name
+		}
+		rows := [][]string{append(head, "mean")}
+		for _, c := range r.Cells {
+			rows = append(rows, append(append([]string{}, c.Levels...), g(c.Mean)))
+		}
+		table(w, rows, md)
+		fmt.Fprintln(w)
+	}
 	if md {
 		fmt.Fprintln(w, "**Verdicts**")
 		fmt.Fprintln(w)
@@ -69,8 +86,21 @@ func (r *Result) write(out io.Writer, response string, md bool) error {
 	} else {
 		fmt.Fprintf(w, "Effects with %s confidence intervals:\n", conf)
 	}
+	// Interactions that are not significant are left out of the effects
+	// table: they are noise, and a three-factor design has dozens.
+	shown := map[string]bool{}
+	hidden := 0
+	for _, t := range r.Terms {
+		shown[t.Name] = len(t.Factors) == 1 || t.Significant
+		if !shown[t.Name] {
+			hidden++
+		}
+	}
 	lo, hi := 0.0, 0.0
 	for _, te := range r.TermEffects {
+		if !shown[te.Term] {
+			continue
+		}
 		for _, e := range te.Effects {
 			lo, hi = math.Min(lo, e.Low), math.Max(hi, e.High)
 		}
@@ -81,6 +111,9 @@ func (r *Result) write(out io.Writer, response string, md bool) error {
 	}
 	rows[0] = append(rows[0], "")
 	for _, te := range r.TermEffects {
+		if !shown[te.Term] {
+			continue
+		}
 		for _, e := range te.Effects {
 			row := []string{te.Term, strings.Join(e.Levels, ","), g(e.Estimate), g(e.Low), g(e.High)}
 			if r.Log {
@@ -98,6 +131,9 @@ func (r *Result) write(out io.Writer, response string, md bool) error {
 		}
 	}
 	table(w, rows, md)
+	if hidden > 0 {
+		fmt.Fprintf(w, "(%d interaction(s) not significant: effects not shown)\n", hidden)
+	}
 	if len(r.Contrasts) > 0 {
 		fmt.Fprintln(w)
 		if md {
@@ -114,7 +150,7 @@ func (r *Result) write(out io.Writer, response string, md bool) error {
 	fmt.Fprintln(w)
 	d := r.Diagnostics
 	fmt.Fprintf(w, "Residuals: QQ correlation %.4f, largest |residual| %s, response range %s.\n",
-		d.QQCorrelation, g(d.MaxAbsResidual), g(d.ResponseRange))
+		float64(d.QQCorrelation), g(d.MaxAbsResidual), g(d.ResponseRange))
 	return w.Flush()
 }
 

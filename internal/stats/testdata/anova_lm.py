@@ -1,12 +1,17 @@
 """Independent ANOVA for numascope's cross-check test (internal/stats).
 
-Usage: python3 anova_lm.py CSV RESPONSE FACTOR,FACTOR[,...] REPLICATED LOG
+Usage: python3 anova_lm.py MANIFEST.json
 
-Fits an ordinary least squares model with statsmodels and prints its
-anova_lm table and the main effects (marginal mean minus grand mean, from
-pandas) as JSON. With REPLICATED=0 the model leaves out the highest-order
+MANIFEST is a JSON list of designs, each
+{"csv": PATH, "response": COL, "factors": [COL, ...], "replicated": BOOL, "log": BOOL};
+one process analyses them all (importing statsmodels takes a while) and
+prints a JSON list of results, in order.
+
+For each design it fits an ordinary least squares model with statsmodels and
+reports its anova_lm table and the main effects (marginal mean minus grand
+mean, from pandas). Not replicated, the model leaves out the highest-order
 interaction, which becomes the residual, as in the design without
-replication. LOG=1 analyses the natural logarithm of the response.
+replication. With log, it analyses the natural logarithm of the response.
 """
 import json
 import sys
@@ -17,18 +22,16 @@ import statsmodels.formula.api as smf
 from statsmodels.stats.anova import anova_lm
 
 
-def main():
-    path, response, factors, replicated, log = sys.argv[1:6]
-    factors = factors.split(",")
+def analyse(path, response, factors, replicated, log):
     df = pd.read_csv(path, dtype={f: str for f in factors})
     y = df[response].astype(float)
-    if log == "1":
+    if log:
         y = np.log(y)
     # Patsy reads names such as C as its own functions: use neutral ones.
     alias = {"f%d" % i: f for i, f in enumerate(factors)}
     df = pd.DataFrame({"__y": y, **{a: df[f] for a, f in alias.items()}})
     terms = ["C(%s)" % a for a in alias]
-    if replicated == "1":
+    if replicated:
         rhs = "*".join(terms)
     else:
         rhs = "(%s)**%d" % ("+".join(terms), len(factors) - 1)
@@ -47,6 +50,13 @@ def main():
     for f in factors:
         m = df.groupby("f%d" % factors.index(f))["__y"].mean() - df["__y"].mean()
         out["effects"][f] = {str(k): float(v) for k, v in m.items()}
+    return out
+
+
+def main():
+    with open(sys.argv[1]) as f:
+        designs = json.load(f)
+    out = [analyse(d["csv"], d["response"], d["factors"], d["replicated"], d["log"]) for d in designs]
     json.dump(out, sys.stdout)
 
 

@@ -1,0 +1,296 @@
+package cli
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/numascope/numascope/internal/experiment"
+	"github.com/numascope/numascope/internal/placement"
+	"github.com/numascope/numascope/internal/sampler"
+	"github.com/numascope/numascope/internal/topology"
+)
+
+func init() { extraCommands = append(extraCommands, newExperimentCmd) }
+
+func newExperimentCmd(g *globals) *cobra.Command {
+	var report, format string
+	var dryRun, analyzeOnly bool
+	cmd := &cobra.Command{
+		Use:   "experiment SPEC.toml",
+		Short: "Run a full factorial experiment over placement regimes and analyse it (ANOVA)",
+		Long: `Run the full factorial experiment that SPEC.toml describes: every combination of the
+factors' levels and of the placement regimes (carried out by numascope run), replicated, in a
+seeded random order, after the warm-up runs. Every run is recorded; its result is appended to
+the results file as soon as it ends. Interrupted (Ctrl-C, a crash), the same command resumes
+where it stopped: no run is lost and none is repeated.
+
+Then, for each response, the analysis: cell means, effects, the ANOVA table, confidence
+intervals, residual diagnostics and a verdict per factor; "regime B vs regime A" tables
+(speedup and % change of every event); and the per-node distribution of each event.
+docs/experiment.md describes the spec.`,
+		Example: `  numascope experiment regimes.toml
+  numascope experiment regimes.toml --dry-run
+  numascope experiment regimes.toml --analyze --report regimes.md`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if format != "text" && format != "markdown" && format != "json" {
+				return fmt.Errorf("--format %q: want text, markdown or json", format)
+			}
+			spec, err := experiment.Load(args[0])
+			if err != nil {
+				return err
+			}
+			self, err := os.Executable()
+			if err != nil {
+				return fmt.Errorf("cannot find numascope's own binary (to run the regimes): %w", err)
+			}
+			if err := checkRegimes(g, spec); err != nil {
+				return err
+			}
+			if spec.DefaultEvents {
+				// Keep the default events this machine has (a kernel without
+				// NUMA balancing has no hinting-fault counters).
+				env, err := g.env()
+				if err != nil {
+					return err
+				}
+				cat := sampler.Open(env)
+				var keep []string
+				for _, p := range spec.Events {
+					if _, err := cat.Select([]string{p}, true); err == nil {
+						keep = append(keep, p)
+					}
+				}
+				cat.Close()
+				if len(keep) == 0 {
+					return fmt.Errorf("%s: none of the default events is available here; name some with events = [...] (see numascope events)", spec.Path)
+				}
+				spec.Events = keep
+			}
+			plan := spec.Plan()
+			if dryRun {
+				factors := spec.AllFactors()
+				for _, r := range plan {
+					kind := fmt.Sprintf("rep %d", r.Rep)
+					if r.Warmup {
+						kind = "warm-up"
+					}
+					argv := spec.Argv(self, r)
+					fmt.Printf("run %d (%s, %s): %q\n", r.ID, r.Label(factors), kind, argv)
+				}
+				fmt.Printf("%d runs; results to %s, recordings in %s\n", len(plan), spec.Results, spec.RunsDir)
+				return nil
+			}
+			if !analyzeOnly {
+				rf, err := experiment.OpenResults(spec.Results, spec, len(plan))
+				if err != nil {
+					return err
+				}
+				ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+				err = experiment.Execute(ctx, spec, rf, &sessionRunner{g: g}, experiment.Options{Self: self, Progress: os.Stderr})
+				stop()
+				done := len(rf.Done)
+				rf.Close()
+				if errors.Is(err, experiment.ErrInterrupted) {
+					fmt.Fprintf(os.Stderr, "numascope: interrupted: %d of %d runs done (in %s); run the same command again to resume\n",
+						done, len(plan), spec.Results)
+					return exitError{130}
+				}
+				if err != nil {
+					return err
+				}
+			}
+			_, results, err := experiment.LoadResults(spec.Results)
+			if err != nil {
+				return err
+			}
+			a := experiment.Analyze(spec, results)
+			w := bufio.NewWriter(os.Stdout)
+			switch format {
+			case "json":
+				enc := json.NewEncoder(w)
+				enc.SetIndent("", "  ")
+				err = enc.Encode(a)
+			case "markdown":
+				err = a.WriteMarkdown(w)
+			default:
+				err = a.WriteText(w)
+			}
+			if err == nil {
+				err = w.Flush()
+			}
+			if err != nil {
+				return err
+			}
+			if report != "" {
+				f, err := os.Create(report)
+				if err != nil {
+					return fmt.Errorf("cannot write the report: %w", err)
+				}
+				if err := a.WriteMarkdown(f); err != nil {
+					f.Close()
+					return err
+				}
+				if err := f.Close(); err != nil {
+					return fmt.Errorf("writing the report: %w", err)
+				}
+				fmt.Fprintf(os.Stderr, "numascope: markdown report written to %s\n", report)
+			}
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.BoolVar(&dryRun, "dry-run", false, "print the plan (every run's command, in order) and stop")
+	f.BoolVar(&analyzeOnly, "analyze", false, "run nothing: analyse the results file as it is")
+	f.StringVar(&report, "report", "", "also write the analysis as markdown to FILE")
+	f.StringVar(&format, "format", "text", "analysis output: text, markdown or json")
+	return cmd
+}
+
+// sessionRunner carries out one run with numascope's own sampling session:
+// the recorder writes the run's recording while the command runs.
+type sessionRunner struct{ g *globals }
+
+func (r *sessionRunner) Run(ctx context.Context, req experiment.RunRequest) (experiment.Outcome, error) {
+	var out experiment.Outcome
+	flags := sampleFlags{
+		events:      req.Events,
+		interval:    fmt.Sprintf("%dus", req.Interval.Microseconds()),
+		discrete:    true,
+		ctl:         filepath.Join(filepath.Dir(req.Recording), "ctl"),
+		samplerNode: "auto",
+	}
+	s, err := newSession(r.g, &flags, req.Recording, true, req.Argv)
+	if err != nil {
+		return out, err
+	}
+	// A sink of our own tells when samples are taken: after the command
+	// exits, the session runs until the next sample, so that the last
+	// events are counted.
+	sink := s.smp.AddSink("experiment", 64)
+	sampled := make(chan struct{}, 1)
+	go func() {
+		for rec := range sink.Records() {
+			if rec.Kind == sampler.KindSample {
+				select {
+				case sampled <- struct{}{}:
+				default:
+				}
+			}
+			sink.Release(rec)
+		}
+	}()
+	done := make(chan error, 1)
+	go func() { done <- s.run(context.Background()) }()
+	stopSession := func() error {
+		s.smp.Stop()
+		return <-done
+	}
+
+	logf, err := os.Create(req.Output)
+	if err != nil {
+		stopSession()
+		return out, fmt.Errorf("cannot create the run's output file: %w", err)
+	}
+	defer logf.Close()
+	c := exec.Command(req.Argv[0], req.Argv[1:]...)
+	c.Stdout, c.Stderr = logf, logf
+	// Its own process group: Ctrl-C stops numascope, which stops the run.
+	c.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	out.Start = time.Now()
+	if err := c.Start(); err != nil {
+		stopSession()
+		return out, fmt.Errorf("cannot run %s: %w", req.Argv[0], err)
+	}
+	waited := make(chan error, 1)
+	go func() { waited <- c.Wait() }()
+	var timeout <-chan time.Time
+	if req.Timeout > 0 {
+		t := time.NewTimer(req.Timeout)
+		defer t.Stop()
+		timeout = t.C
+	}
+	kill := func() {
+		_ = syscall.Kill(-c.Process.Pid, syscall.SIGTERM)
+		select {
+		case <-waited:
+		case <-time.After(5 * time.Second):
+			_ = syscall.Kill(-c.Process.Pid, syscall.SIGKILL)
+			<-waited
+		}
+	}
+	var werr error
+	select {
+	case werr = <-waited:
+		out.Wall = time.Since(out.Start)
+	case <-ctx.Done():
+		kill()
+		stopSession()
+		return out, ctx.Err()
+	case <-timeout:
+		kill()
+		stopSession()
+		return out, fmt.Errorf("timed out after %v (timeout in the spec); its output is in %s", req.Timeout, req.Output)
+	}
+	// Wait for the sample that covers the command's end.
+	select {
+	case <-sampled: // a sample taken while the command ran: drop it
+	default:
+	}
+	select {
+	case <-sampled:
+	case <-time.After(2*req.Interval + time.Second):
+	}
+	if err := stopSession(); err != nil {
+		return out, fmt.Errorf("recording: %w", err)
+	}
+	var ee *exec.ExitError
+	switch {
+	case werr == nil:
+	case errors.As(werr, &ee):
+		out.ExitStatus = ee.ExitCode()
+		if st, ok := ee.Sys().(syscall.WaitStatus); ok && st.Signaled() {
+			out.ExitStatus = 128 + int(st.Signal())
+		}
+	default:
+		return out, werr
+	}
+	return out, nil
+}
+
+// checkRegimes checks every regime's nodes and CPUs against this machine
+// before anything runs: a typo would otherwise fail the first run of that
+// regime, possibly hours into the experiment.
+func checkRegimes(g *globals, spec *experiment.Spec) error {
+	if len(spec.Regimes) == 0 {
+		return nil
+	}
+	fs, err := g.fs()
+	if err != nil {
+		return err
+	}
+	topo, err := topology.Discover(fs)
+	if err != nil {
+		return fmt.Errorf("discovering the topology: %w", err)
+	}
+	for _, r := range spec.Regimes {
+		if _, err := placement.ParsePolicy(r.Policy, topo); err != nil {
+			return fmt.Errorf("%s:%d: regime %s: %w", spec.Path, r.Line, r.Name, err)
+		}
+		if _, err := placement.ResolveCPUs(r.CPUs, r.Nodes, r.ThreadsPerNode, topo); err != nil {
+			return fmt.Errorf("%s:%d: regime %s: %w", spec.Path, r.Line, r.Name, err)
+		}
+	}
+	return nil
+}

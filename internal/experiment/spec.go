@@ -1,0 +1,583 @@
+// Package experiment runs full factorial experiments on NUMA placement and
+// analyses them: a TOML spec names the factors and their levels, a command
+// template, the placement regimes (a built-in factor carried out by
+// `numascope run`), replications, warm-up runs and the responses. Every
+// combination is run, replicated, in a seeded random order; every run is
+// recorded by numascope; each run's result is appended to a results file as
+// soon as it ends, so an interrupted experiment resumes where it stopped,
+// never losing or repeating a run. The analysis (internal/stats) then says,
+// per response, which factors matter and by how much.
+//
+// The package does not sample by itself: a Runner (the command line's, which
+// wraps numascope's sampling session) carries out one run and returns its
+// wall time, exit status and recording.
+package experiment
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/BurntSushi/toml"
+
+	"github.com/numascope/numascope/internal/sampler"
+)
+
+// RegimeFactor is the name of the built-in placement factor.
+const RegimeFactor = "regime"
+
+// Spec is a parsed experiment spec.
+type Spec struct {
+	// Path is the spec file; Dir its directory, against which relative paths
+	// in the spec are resolved.
+	Path, Dir string
+	Name      string
+	// Command is the command template: {NAME} is replaced by the level of
+	// factor NAME, by a regime variable, or by {regime}, {rep}, {run}.
+	Command      string
+	Replications int
+	Warmup       int
+	Seed         uint64
+	Interval     time.Duration
+	Events       []string
+	// DefaultEvents is true when the spec names no events: Events is then
+	// DefaultEvents, which the caller may narrow to what the machine has.
+	DefaultEvents bool
+	Responses     []Response
+	Confidence    float64
+	Log           bool
+	// Timeout bounds one run (0: none).
+	Timeout time.Duration
+	// Factors are the user's factors, in spec order.
+	Factors []Factor
+	// Regimes are the levels of the built-in regime factor; nil when the
+	// spec has no [[regime]] tables (then there is no regime factor).
+	Regimes []Regime
+	// Results and RunsDir are where results and recordings go.
+	Results, RunsDir string
+	// Hash identifies the spec's content, so a results file is only ever
+	// resumed by the spec that started it.
+	Hash string
+}
+
+// Factor is a user factor.
+type Factor struct {
+	Name   string
+	Levels []string
+}
+
+// Regime is one placement regime: the options of `numascope run` and the
+// template variables it sets.
+type Regime struct {
+	// Line is the line of the regime's table in the spec, for messages.
+	Line           int
+	Name           string
+	Policy         string
+	CPUs           string
+	Nodes          string
+	ThreadsPerNode int
+	Vars           map[string]string
+}
+
+// RunArgs returns the `numascope run` options of the regime.
+func (r Regime) RunArgs() []string {
+	args := []string{"--policy", r.Policy}
+	if r.CPUs != "" {
+		args = append(args, "--cpus", r.CPUs)
+	}
+	if r.Nodes != "" {
+		args = append(args, "--nodes", r.Nodes)
+	}
+	if r.ThreadsPerNode > 0 {
+		args = append(args, "--threads-per-node", strconv.Itoa(r.ThreadsPerNode))
+	}
+	return args
+}
+
+// Metric is what a response measures.
+type Metric string
+
+// The metrics.
+const (
+	WallTime   Metric = "wall_time"   // seconds from start to exit
+	ExitStatus Metric = "exit_status" // the command's exit status
+	Total      Metric = "total"       // an event's total over the run (counter) or mean level (gauge)
+	Rate       Metric = "rate"        // an event's total divided by the wall time
+)
+
+// Response is one measured response.
+type Response struct {
+	// Name is how the response is written: "wall_time", "total:EVENT".
+	Name   string
+	Metric Metric
+	// Event is "sensor.event" (summed over nodes) or "sensor.N.event".
+	Event string
+	// Minus, when set, is an event subtracted from Event: for example
+	// remote hinting faults are total:vmstat.numa_hint_faults-vmstat.numa_hint_faults_local.
+	Minus string
+}
+
+// rawSpec mirrors the TOML.
+type rawSpec struct {
+	Name         string   `toml:"name"`
+	Command      string   `toml:"command"`
+	Replications *int     `toml:"replications"`
+	Warmup       int      `toml:"warmup"`
+	Seed         *int64   `toml:"seed"`
+	Interval     string   `toml:"interval"`
+	Events       []string `toml:"events"`
+	Responses    []any    `toml:"responses"`
+	Confidence   float64  `toml:"confidence"`
+	Log          bool     `toml:"log"`
+	Timeout      string   `toml:"timeout"`
+	Results      string   `toml:"results"`
+	Runs         string   `toml:"runs"`
+	Factor       []struct {
+		Name   string `toml:"name"`
+		Levels []any  `toml:"levels"`
+	} `toml:"factor"`
+	Regime []struct {
+		Name           string            `toml:"name"`
+		Policy         string            `toml:"policy"`
+		CPUs           string            `toml:"cpus"`
+		Nodes          string            `toml:"nodes"`
+		ThreadsPerNode int               `toml:"threads_per_node"`
+		Vars           map[string]string `toml:"vars"`
+	} `toml:"regime"`
+}
+
+// DefaultEvents are recorded when the spec names none: the NUMA counters
+// that placement studies compare.
+var DefaultEvents = []string{"node.*.numa_hit", "node.*.numa_miss", "node.*.numa_foreign", "node.*.local_node",
+	"node.*.other_node", "node.*.interleave_hit", "vmstat.numa_hint_faults", "vmstat.numa_hint_faults_local",
+	"vmstat.numa_pages_migrated"}
+
+var (
+	nameRE  = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+	placeRE = regexp.MustCompile(`\{([A-Za-z_][A-Za-z0-9_]*)\}`)
+)
+
+// specError is an error at a line of the spec.
+func specError(path string, line int, format string, args ...any) error {
+	msg := fmt.Sprintf(format, args...)
+	if line > 0 {
+		return fmt.Errorf("%s:%d: %s", path, line, msg)
+	}
+	return fmt.Errorf("%s: %s", path, msg)
+}
+
+// locator finds the line of a key in the spec's text. The TOML decoder
+// does not expose positions, and a spec is small: a scan is enough.
+type locator struct{ lines []string }
+
+func newLocator(data []byte) *locator {
+	return &locator{lines: strings.Split(string(data), "\n")}
+}
+
+// key returns the line of `key =` in the index-th [[table]] (table "" is
+// the top level), or of the table header when key is "", or 0.
+func (l *locator) key(table string, index int, key string) int {
+	start, end := 0, len(l.lines)
+	if table != "" {
+		n := -1
+		start = -1
+		for i, s := range l.lines {
+			if strings.TrimSpace(s) == "[["+table+"]]" {
+				n++
+				if n == index {
+					start = i
+					if key == "" {
+						return i + 1
+					}
+					continue
+				}
+			}
+			if start >= 0 && i > start && strings.HasPrefix(strings.TrimSpace(s), "[") {
+				end = i
+				break
+			}
+		}
+		if start < 0 {
+			return 0
+		}
+	} else {
+		for i, s := range l.lines {
+			if strings.HasPrefix(strings.TrimSpace(s), "[") {
+				end = i
+				break
+			}
+		}
+	}
+	re := regexp.MustCompile(`^\s*"?` + regexp.QuoteMeta(key) + `"?\s*=`)
+	for i := start; i < end; i++ {
+		if re.MatchString(l.lines[i]) {
+			return i + 1
+		}
+	}
+	return 0
+}
+
+// text returns the first line at or after from holding s, or from.
+func (l *locator) text(from int, s string) int {
+	for i := max(from-1, 0); i < len(l.lines); i++ {
+		if strings.Contains(l.lines[i], s) {
+			return i + 1
+		}
+	}
+	return from
+}
+
+var tomlLineRE = regexp.MustCompile(`line (\d+)`)
+
+// Load reads and checks a spec. Every error names the spec and, where it
+// has one, the line.
+func Load(path string) (*Spec, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("cannot read the spec: %w", err)
+	}
+	return Parse(path, data)
+}
+
+// Parse checks a spec's text; path is for messages and relative paths.
+func Parse(path string, data []byte) (*Spec, error) {
+	var raw rawSpec
+	md, err := toml.NewDecoder(bytes.NewReader(data)).Decode(&raw)
+	if err != nil {
+		var pe toml.ParseError
+		if errors.As(err, &pe) {
+			line := pe.Position.Line
+			if strings.Contains(pe.Message, `got '\n'`) && line > 1 {
+				line-- // the parser stood on the next line when it found the end of this one
+			}
+			return nil, specError(path, line, "%s", strings.ReplaceAll(pe.Message, "\n", `\n`))
+		}
+		// Type errors carry "line N" in their text.
+		msg := strings.TrimPrefix(err.Error(), "toml: ")
+		if m := tomlLineRE.FindStringSubmatch(msg); m != nil {
+			line, _ := strconv.Atoi(m[1])
+			msg = strings.TrimSpace(strings.Replace(msg, m[0], "", 1))
+			return nil, specError(path, line, "%s", msg)
+		}
+		return nil, specError(path, 0, "%s", msg)
+	}
+	loc := newLocator(data)
+	if und := md.Undecoded(); len(und) > 0 {
+		k := und[0]
+		line := 0
+		if len(k) == 1 {
+			line = loc.key("", 0, k[0])
+		} else {
+			line = loc.text(1, k[len(k)-1])
+		}
+		return nil, specError(path, line, "unknown key %q (known: name, command, replications, warmup, seed, interval, events, responses, confidence, log, timeout, results, runs, [[factor]], [[regime]])", k.String())
+	}
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return nil, err
+	}
+	s := &Spec{Path: path, Dir: filepath.Dir(abs), Name: raw.Name, Command: strings.TrimSpace(raw.Command),
+		Warmup: raw.Warmup, Confidence: raw.Confidence, Log: raw.Log, Events: raw.Events}
+	sum := sha256.Sum256(data)
+	s.Hash = hex.EncodeToString(sum[:8])
+	if s.Name == "" {
+		s.Name = strings.TrimSuffix(filepath.Base(path), filepath.Ext(path))
+	}
+	if s.Command == "" {
+		return nil, specError(path, loc.key("", 0, "command"), "no command: give the command template, e.g. command = \"./app --size {size}\"")
+	}
+	if raw.Replications == nil {
+		return nil, specError(path, 0, "no replications: say how many times to run each combination, e.g. replications = 3")
+	}
+	if s.Replications = *raw.Replications; s.Replications < 1 {
+		return nil, specError(path, loc.key("", 0, "replications"), "replications = %d: every combination must run at least once", s.Replications)
+	}
+	if s.Warmup < 0 {
+		return nil, specError(path, loc.key("", 0, "warmup"), "warmup = %d: cannot be negative", s.Warmup)
+	}
+	if raw.Seed != nil {
+		s.Seed = uint64(*raw.Seed)
+	} else {
+		s.Seed = 1
+	}
+	s.Interval = 200 * time.Millisecond
+	if raw.Interval != "" {
+		if s.Interval, err = sampler.ParseInterval(raw.Interval); err != nil {
+			return nil, specError(path, loc.key("", 0, "interval"), "interval %q: %v", raw.Interval, err)
+		}
+	}
+	if raw.Timeout != "" {
+		if s.Timeout, err = time.ParseDuration(raw.Timeout); err != nil || s.Timeout <= 0 {
+			return nil, specError(path, loc.key("", 0, "timeout"), "timeout %q: want a duration such as 10m", raw.Timeout)
+		}
+	}
+	if s.Confidence == 0 {
+		s.Confidence = 0.90
+	}
+	if !(s.Confidence > 0 && s.Confidence < 1) {
+		return nil, specError(path, loc.key("", 0, "confidence"), "confidence = %v: want a level in (0, 1), e.g. 0.90", s.Confidence)
+	}
+	if len(s.Events) == 0 {
+		s.Events, s.DefaultEvents = DefaultEvents, true
+	}
+	// Factors.
+	seen := map[string]int{}
+	for i, f := range raw.Factor {
+		line := loc.key("factor", i, "name")
+		if line == 0 {
+			line = loc.key("factor", i, "")
+		}
+		if !nameRE.MatchString(f.Name) {
+			return nil, specError(path, line, "factor name %q: want a name of letters, digits and _", f.Name)
+		}
+		if f.Name == RegimeFactor || f.Name == "rep" || f.Name == "run" {
+			return nil, specError(path, line, "factor name %q is reserved (regimes go in [[regime]] tables)", f.Name)
+		}
+		if _, dup := seen[f.Name]; dup {
+			return nil, specError(path, line, "factor %q is defined twice", f.Name)
+		}
+		seen[f.Name] = line
+		ll := loc.key("factor", i, "levels")
+		if ll == 0 {
+			ll = line
+		}
+		if len(f.Levels) < 2 {
+			return nil, specError(path, ll, "factor %s has %d level(s): a factor needs at least 2", f.Name, len(f.Levels))
+		}
+		fac := Factor{Name: f.Name}
+		dup := map[string]bool{}
+		for _, v := range f.Levels {
+			var l string
+			switch v := v.(type) {
+			case string:
+				l = v
+			case int64:
+				l = strconv.FormatInt(v, 10)
+			case float64:
+				l = strconv.FormatFloat(v, 'g', -1, 64)
+			case bool:
+				l = strconv.FormatBool(v)
+			default:
+				return nil, specError(path, ll, "factor %s: level %v is not a string or number", f.Name, v)
+			}
+			if l == "" || dup[l] {
+				return nil, specError(path, ll, "factor %s: level %q is empty or repeated", f.Name, l)
+			}
+			dup[l] = true
+			fac.Levels = append(fac.Levels, l)
+		}
+		s.Factors = append(s.Factors, fac)
+	}
+	// Regimes.
+	vars := map[string]bool{}
+	rseen := map[string]bool{}
+	for i, r := range raw.Regime {
+		line := loc.key("regime", i, "name")
+		if line == 0 {
+			line = loc.key("regime", i, "")
+		}
+		if r.Name == "" || strings.ContainsAny(r.Name, ",\n\"") {
+			return nil, specError(path, line, "regime %d needs a name (no commas or quotes)", i+1)
+		}
+		if rseen[r.Name] {
+			return nil, specError(path, line, "regime %q is defined twice", r.Name)
+		}
+		rseen[r.Name] = true
+		reg := Regime{Line: loc.key("regime", i, ""), Name: r.Name, Policy: r.Policy, CPUs: r.CPUs, Nodes: r.Nodes, ThreadsPerNode: r.ThreadsPerNode, Vars: r.Vars}
+		if reg.Policy == "" {
+			reg.Policy = "first-touch"
+		}
+		if !validPolicySyntax(reg.Policy) {
+			pl := loc.key("regime", i, "policy")
+			return nil, specError(path, pl, "regime %s: policy %q: want first-touch, interleave[:NODES], bind:NODES, preferred:NODE or local", r.Name, reg.Policy)
+		}
+		if reg.CPUs != "" && reg.Nodes != "" {
+			return nil, specError(path, line, "regime %s: cpus and nodes are exclusive", r.Name)
+		}
+		if reg.ThreadsPerNode < 0 {
+			return nil, specError(path, loc.key("regime", i, "threads_per_node"), "regime %s: threads_per_node cannot be negative", r.Name)
+		}
+		for k := range reg.Vars {
+			if !nameRE.MatchString(k) {
+				return nil, specError(path, loc.text(line, k), "regime %s: variable name %q: want letters, digits and _", r.Name, k)
+			}
+			if _, clash := seen[k]; clash || k == RegimeFactor || k == "rep" || k == "run" {
+				return nil, specError(path, loc.text(line, k), "regime %s: variable %q has the name of a factor", r.Name, k)
+			}
+			vars[k] = true
+		}
+		s.Regimes = append(s.Regimes, reg)
+	}
+	if len(s.Regimes) == 1 {
+		return nil, specError(path, loc.key("regime", 0, ""), "one regime is no comparison: give at least 2 [[regime]] tables, or none")
+	}
+	// Every regime must set every variable the others set: the template
+	// would otherwise get a hole for some runs.
+	for k := range vars {
+		for i, r := range s.Regimes {
+			if _, ok := r.Vars[k]; !ok {
+				return nil, specError(path, loc.key("regime", i, ""), "regime %s does not set variable %q, which other regimes set", r.Name, k)
+			}
+		}
+	}
+	if len(s.Factors) == 0 && len(s.Regimes) == 0 {
+		return nil, specError(path, 0, "no factors: give [[factor]] tables with name and levels, [[regime]] tables, or both")
+	}
+	// The template may only name known things, and every factor must be
+	// used: a factor that changes nothing would be analysed as noise.
+	cl := loc.key("", 0, "command")
+	used := map[string]bool{}
+	for _, m := range placeRE.FindAllStringSubmatch(s.Command, -1) {
+		name := m[1]
+		if _, ok := seen[name]; ok || vars[name] || name == RegimeFactor || name == "rep" || name == "run" {
+			used[name] = true
+			continue
+		}
+		known := []string{RegimeFactor, "rep", "run"}
+		for k := range seen {
+			known = append(known, k)
+		}
+		for k := range vars {
+			known = append(known, k)
+		}
+		sort.Strings(known)
+		return nil, specError(path, cl, "the command template uses {%s}, which is not a factor or regime variable (known: %s)", name, strings.Join(known, ", "))
+	}
+	for _, f := range s.Factors {
+		if !used[f.Name] {
+			return nil, specError(path, seen[f.Name], "factor %s is not used in the command template: add {%s} to it", f.Name, f.Name)
+		}
+	}
+	// Responses.
+	rl := loc.key("", 0, "responses")
+	if len(raw.Responses) == 0 {
+		s.Responses = []Response{{Name: "wall_time", Metric: WallTime}}
+	}
+	rseenResp := map[string]bool{}
+	for _, v := range raw.Responses {
+		str, ok := v.(string)
+		if !ok {
+			return nil, specError(path, rl, "response %v is not a string: want wall_time, exit_status, total:EVENT or rate:EVENT", v)
+		}
+		r, err := parseResponse(str)
+		if err != nil {
+			return nil, specError(path, loc.text(max(rl, 1), str), "%v", err)
+		}
+		if rseenResp[r.Name] {
+			return nil, specError(path, loc.text(max(rl, 1), str), "response %s is listed twice", r.Name)
+		}
+		rseenResp[r.Name] = true
+		s.Responses = append(s.Responses, r)
+	}
+	resolve := func(p, def string) string {
+		if p == "" {
+			p = def
+		}
+		if !filepath.IsAbs(p) {
+			p = filepath.Join(s.Dir, p)
+		}
+		return p
+	}
+	base := strings.TrimSuffix(filepath.Base(path), filepath.Ext(path))
+	s.Results = resolve(raw.Results, base+".results.jsonl")
+	s.RunsDir = resolve(raw.Runs, base+".runs")
+	return s, nil
+}
+
+// validPolicySyntax checks the shape of a policy; the nodes are checked
+// against the machine by `numascope run` (and by CheckRegimes).
+func validPolicySyntax(p string) bool {
+	name, _, _ := strings.Cut(p, ":")
+	switch name {
+	case "first-touch", "default", "local", "interleave", "bind", "membind", "preferred":
+		return true
+	}
+	return false
+}
+
+// parseResponse parses "wall_time", "exit_status", "total:EVENT" or
+// "rate:EVENT".
+func parseResponse(s string) (Response, error) {
+	s = strings.TrimSpace(s)
+	metric, event, hasEvent := strings.Cut(s, ":")
+	r := Response{Name: s, Metric: Metric(metric), Event: event}
+	switch r.Metric {
+	case WallTime, ExitStatus:
+		if hasEvent {
+			return r, fmt.Errorf("response %q: %s takes no event", s, metric)
+		}
+		return r, nil
+	case Total, Rate:
+		ev, minus, hasMinus := strings.Cut(event, "-")
+		r.Event, r.Minus = ev, minus
+		for _, e := range []string{ev, minus} {
+			if e == minus && !hasMinus {
+				continue
+			}
+			parts := strings.Split(e, ".")
+			if !hasEvent || len(parts) < 2 || slicesContainEmpty(parts) || strings.ContainsAny(e, "*?[") {
+				return r, fmt.Errorf("response %q: %s needs one event (or EVENT-EVENT), e.g. %s:node.numa_miss or %s:vmstat.numa_hint_faults", s, metric, metric, metric)
+			}
+		}
+		return r, nil
+	}
+	return r, fmt.Errorf("response %q is not a numeric response: want wall_time, exit_status, total:EVENT or rate:EVENT", s)
+}
+
+func slicesContainEmpty(v []string) bool {
+	for _, s := range v {
+		if s == "" {
+			return true
+		}
+	}
+	return false
+}
+
+// AllFactors returns the factors of the analysis: the regime first (when
+// there are regimes), then the user's.
+func (s *Spec) AllFactors() []Factor {
+	var out []Factor
+	if len(s.Regimes) > 0 {
+		f := Factor{Name: RegimeFactor}
+		for _, r := range s.Regimes {
+			f.Levels = append(f.Levels, r.Name)
+		}
+		out = append(out, f)
+	}
+	return append(out, s.Factors...)
+}
+
+// Expand fills the command template for one run.
+func (s *Spec) Expand(levels map[string]string, regime *Regime, rep, run int) string {
+	return placeRE.ReplaceAllStringFunc(s.Command, func(m string) string {
+		name := m[1 : len(m)-1]
+		switch name {
+		case "rep":
+			return strconv.Itoa(rep)
+		case "run":
+			return strconv.Itoa(run)
+		case RegimeFactor:
+			if regime != nil {
+				return regime.Name
+			}
+		}
+		if v, ok := levels[name]; ok {
+			return v
+		}
+		if regime != nil {
+			if v, ok := regime.Vars[name]; ok {
+				return v
+			}
+		}
+		return m
+	})
+}
