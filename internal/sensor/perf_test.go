@@ -330,6 +330,53 @@ func BenchmarkPerfReadBare(b *testing.B) {
 	b.ReportMetric(float64(len(s.c.groups)), "groups")
 }
 
+// BenchmarkPerfReadVsKernel is the hot-path figure of docs/performance.md:
+// the thread CPU time of Read against the bare read() calls it makes (one
+// per group), alternated in chunks within one run so that noise hits both.
+func BenchmarkPerfReadVsKernel(b *testing.B) {
+	s := benchPerf(b)
+	dst := make([]int64, len(s.c.slotDst))
+	buf := make([]byte, 4096)
+	bare := func() {
+		for _, g := range s.c.groups {
+			if _, err := unix.Read(g.fds[0], buf[:len(g.buf)]); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	cpu := func() int64 {
+		var ts unix.Timespec
+		_ = unix.ClockGettime(unix.CLOCK_THREAD_CPUTIME_ID, &ts)
+		return ts.Nano()
+	}
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	b.ReportAllocs()
+	b.ResetTimer()
+	var tRead, tBare int64
+	const chunk = 100
+	for done := 0; done < b.N; done += chunk {
+		n := min(chunk, b.N-done)
+		t0 := cpu()
+		for i := 0; i < n; i++ {
+			if err := s.Read(dst); err != nil {
+				b.Fatal(err)
+			}
+		}
+		t1 := cpu()
+		for i := 0; i < n; i++ {
+			bare()
+		}
+		t2 := cpu()
+		tRead += t1 - t0
+		tBare += t2 - t1
+	}
+	b.ReportMetric(float64(tRead)/float64(b.N), "cpu-ns/read")
+	b.ReportMetric(float64(tBare)/float64(b.N), "cpu-ns/bare-read")
+	b.ReportMetric(float64(tRead)/float64(tBare), "ratio")
+	b.ReportMetric(float64(len(s.c.groups)), "groups")
+}
+
 func benchPerf(b *testing.B) *perfSensor {
 	s := livePerf(b, PerfOptions{})
 	var idx []int
