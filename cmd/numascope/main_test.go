@@ -408,3 +408,31 @@ func TestStatOnATerminal(t *testing.T) {
 		t.Errorf("MemFree not in human units on a terminal: %q", lines[1])
 	}
 }
+
+// TestPerCycle shows counters per TSC tick instead of per second, on the
+// real msr/tsc counter: CPU-clock nanoseconds per TSC tick are about
+// 1 / (TSC frequency in GHz), whatever the number of CPUs.
+func TestPerCycle(t *testing.T) {
+	out, errs, code := run(t, "events", "perf.tsc", "--format", "json")
+	if code != 0 || !strings.Contains(out, `"tsc"`) || strings.Contains(out, `"unavailable"`) {
+		t.Skipf("msr/tsc cannot be counted here: %s %s", out, errs)
+	}
+	out, errs, code = run(t, "stat", "-i", "200ms", "-n", "3", "-e", "perf.cpu-clock,perf.page-faults", "--per", "perf.tsc")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if h := strings.Fields(lines[0]); len(h) != 3 || h[1] != "cpu-clock_per_tsc" || h[2] != "page-faults_per_tsc" {
+		t.Fatalf("headings %q", lines[0])
+	}
+	for _, l := range lines[1:] {
+		v, err := strconv.ParseFloat(strings.Fields(l)[1], 64)
+		if err != nil || v < 0.05 || v > 2 { // TSCs run at 0.5 to 20 GHz
+			t.Errorf("cpu-clock ns per TSC tick = %q, want about 1/GHz", l)
+		}
+	}
+	_, errs, code = run(t, "stat", "-n", "1", "-e", "perf.page-faults", "--per", "node.MemFree")
+	if code == 0 || !strings.Contains(errs, "gauge") {
+		t.Errorf("--per a gauge: exit %d, %q", code, errs)
+	}
+}

@@ -28,6 +28,7 @@ type sampleFlags struct {
 	discrete    bool
 	ctl         string
 	samplerNode string
+	per         string
 }
 
 func (f *sampleFlags) register(fl *pflag.FlagSet) {
@@ -37,6 +38,8 @@ func (f *sampleFlags) register(fl *pflag.FlagSet) {
 	fl.Uint64VarP(&f.count, "count", "n", 0, "stop after this many samples (0: until interrupted)")
 	fl.BoolVar(&f.discrete, "discrete", false, "one column per source (node) instead of sums")
 	fl.StringVar(&f.ctl, "ctl", "", "control FIFO path (default /run/numascope-ctl as root, else $XDG_RUNTIME_DIR/numascope-ctl)")
+	fl.StringVar(&f.per, "per", "",
+		"show counters per unit of this counter instead of per second, e.g. perf.cycles or perf.tsc")
 	fl.StringVar(&f.samplerNode, "sampler-node", "auto",
 		"pin the sampling thread to this node's CPUs: a node ID, auto (the first node) or none")
 }
@@ -90,6 +93,9 @@ func newSession(g *globals, f *sampleFlags, recPath string, force bool, command 
 		return nil, err
 	}
 	cols, err := s.cat.Select(patterns, f.discrete)
+	if err == nil && f.per != "" {
+		err = s.cat.Per(cols, f.per)
+	}
 	if err != nil {
 		s.cat.Close()
 		return nil, err

@@ -119,6 +119,9 @@ type Column struct {
 	Sources []string
 	// Max is the sum of Event.Max over Sources, 0 when unknown.
 	Max float64
+	// Per, when set, is the counter this counter column is shown per unit
+	// of (e.g. per cycle), instead of per second; see Catalog.Per.
+	Per *Column
 
 	entry  *Entry
 	event  int   // index into entry.Events
@@ -253,6 +256,72 @@ func (c *Catalog) Select(patterns []string, discrete bool) ([]*Column, error) {
 		return nil, fmt.Errorf("no events selected: name some with -e (see `numascope events`)")
 	}
 	return cols, nil
+}
+
+// Per makes every counter column of cols (except percentages and the
+// divisor itself) show its increase per unit of the counter named by name
+// ("SENSOR.EVENT", e.g. perf.cycles or perf.tsc) instead of per second: the
+// Rate idea of the Sensor interface, used for events per cycle. The divisor
+// is summed over the same sources as the column where its sensor has them
+// (the same node's cycles for a node's events), and over all its sources
+// otherwise. Columns are renamed NAME_per_EVENT and their unit becomes
+// "UNIT/DIVISOR-UNIT".
+func (c *Catalog) Per(cols []*Column, name string) error {
+	sensName, evName, ok := strings.Cut(name, ".")
+	if !ok || strings.Contains(evName, ".") || isGlob(name) {
+		return fmt.Errorf("--per %q: name one counter as SENSOR.EVENT, e.g. perf.cycles or perf.tsc", name)
+	}
+	e := c.Entry(sensName)
+	if e == nil || !e.Present() {
+		if e != nil {
+			return fmt.Errorf("--per %s: sensor %s is absent: %v", name, sensName, e.Err)
+		}
+		return c.unknown(name, false)
+	}
+	ev := -1
+	for i := range e.Events {
+		if e.Events[i].Name == evName {
+			ev = i
+		}
+	}
+	switch {
+	case ev < 0:
+		return c.unknown(name, false)
+	case e.Events[ev].Unavailable != "":
+		return fmt.Errorf("--per %s: unavailable here: %s", name, e.Events[ev].Unavailable)
+	case e.Events[ev].Kind != sensor.Counter:
+		return fmt.Errorf("--per %s: it is a gauge; give a counter such as perf.cycles", name)
+	}
+	index := map[string]int{}
+	for i, src := range e.Sources {
+		index[src] = i
+	}
+	for _, col := range cols {
+		if col.Event.Kind != sensor.Counter || col.Event.Unit == "%" || (col.entry == e && col.event == ev) {
+			continue
+		}
+		div := &Column{Sensor: e.Name, Event: e.Events[ev], entry: e, event: ev}
+		for _, src := range col.Sources {
+			if i, ok := index[src]; ok {
+				div.source = append(div.source, i)
+			}
+		}
+		if len(div.source) != len(col.Sources) {
+			div.source = div.source[:0]
+			for i := range e.Sources {
+				div.source = append(div.source, i)
+			}
+		}
+		for _, i := range div.source {
+			div.Sources = append(div.Sources, e.Sources[i])
+		}
+		col.Per = div
+		col.Name += "_per_" + evName
+		col.Event.Name += "_per_" + evName
+		col.Event.Unit += "/" + e.Events[ev].Unit
+		col.Max = 0
+	}
+	return nil
 }
 
 // isGlob reports whether a pattern part holds glob metacharacters.

@@ -11,6 +11,7 @@ package sampler
 import (
 	"context"
 	"fmt"
+	"math"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -32,12 +33,40 @@ type group struct {
 	failed bool // the last read failed; reported once per failure streak
 }
 
-// plan is how one column is computed from its group's raw values.
+// sum is one event of one group summed over some of its sources.
+type sum struct {
+	g    *group
+	offs []int  // offsets into g.cur
+	mask uint64 // wrap-around mask for counters narrower than 64 bits, else 0
+}
+
+// delta is the counter's increase between the last two reads, wrap-around safe.
+func (t *sum) delta() int64 {
+	var d int64
+	for _, o := range t.offs {
+		x := uint64(t.g.cur[o]) - uint64(t.g.prev[o])
+		if t.mask != 0 {
+			x &= t.mask
+		}
+		d += int64(x)
+	}
+	return d
+}
+
+// level is the gauge's current value.
+func (t *sum) level() int64 {
+	var v int64
+	for _, o := range t.offs {
+		v += t.g.cur[o]
+	}
+	return v
+}
+
+// plan is how one column is computed from raw values.
 type plan struct {
-	g       *group
-	offs    []int // offsets into g.cur
+	num     sum
+	div     *sum // a counter shown per unit of another counter (Column.Per), else nil
 	counter bool
-	mask    uint64 // wrap-around mask for counters narrower than 64 bits, else 0
 	scale   float64
 }
 
@@ -96,9 +125,11 @@ func New(cols []*Column, cfg Config) (*Sampler, error) {
 	s.interval.Store(int64(cfg.Interval))
 	s.sinks.Store(&[]*Sink{})
 
+	// Enable on each sensor exactly the events the columns (and their
+	// divisors) need, each once.
 	byEntry := map[*Entry]*group{}
 	evIndex := map[*group]map[int]int{} // event index -> position in group.events
-	for _, c := range cols {
+	need := func(c *Column) {
 		g := byEntry[c.entry]
 		if g == nil {
 			g = &group{entry: c.entry}
@@ -111,6 +142,12 @@ func New(cols []*Column, cfg Config) (*Sampler, error) {
 			g.events = append(g.events, c.event)
 		}
 	}
+	for _, c := range cols {
+		need(c)
+		if c.Per != nil {
+			need(c.Per)
+		}
+	}
 	for _, g := range s.groups {
 		if err := g.entry.Sensor.Enable(g.events); err != nil {
 			return nil, fmt.Errorf("%s: enabling events: %w", g.entry.Name, err)
@@ -118,18 +155,26 @@ func New(cols []*Column, cfg Config) (*Sampler, error) {
 		n := len(g.events) * len(g.entry.Sources)
 		g.cur, g.prev = make([]int64, n), make([]int64, n)
 	}
-	for _, c := range cols {
+	sumOf := func(c *Column) sum {
 		g := byEntry[c.entry]
 		k := evIndex[g][c.event]
-		p := plan{g: g, counter: c.Event.Kind == sensor.Counter, scale: 1}
+		t := sum{g: g}
 		if b := c.Event.Bits; b > 0 && b < 64 {
-			p.mask = 1<<b - 1
+			t.mask = 1<<b - 1
 		}
+		for _, src := range c.source {
+			t.offs = append(t.offs, k*len(g.entry.Sources)+src)
+		}
+		return t
+	}
+	for _, c := range cols {
+		p := plan{num: sumOf(c), counter: c.Event.Kind == sensor.Counter, scale: 1}
 		if c.Event.Unit == "%" && c.Max > 0 {
 			p.scale = 100 / c.Max
 		}
-		for _, src := range c.source {
-			p.offs = append(p.offs, k*len(g.entry.Sources)+src)
+		if c.Per != nil {
+			d := sumOf(c.Per)
+			p.div = &d
 		}
 		s.plans = append(s.plans, p)
 	}
@@ -175,21 +220,17 @@ func (s *Sampler) compute(dt float64) {
 	inv := 1 / dt
 	for i := range s.plans {
 		p := &s.plans[i]
-		var sum int64
-		if p.counter {
-			for _, o := range p.offs {
-				d := uint64(p.g.cur[o]) - uint64(p.g.prev[o])
-				if p.mask != 0 {
-					d &= p.mask
-				}
-				sum += int64(d)
+		switch {
+		case !p.counter:
+			s.values[i] = float64(p.num.level()) * p.scale
+		case p.div != nil:
+			// Per unit of another counter; NaN when the divisor did not move.
+			s.values[i] = float64(p.num.delta()) / float64(p.div.delta()) * p.scale
+			if math.IsInf(s.values[i], 0) {
+				s.values[i] = math.NaN()
 			}
-			s.values[i] = float64(sum) * inv * p.scale
-		} else {
-			for _, o := range p.offs {
-				sum += p.g.cur[o]
-			}
-			s.values[i] = float64(sum) * p.scale
+		default:
+			s.values[i] = float64(p.num.delta()) * inv * p.scale
 		}
 	}
 }

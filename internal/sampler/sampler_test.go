@@ -433,3 +433,50 @@ func TestRunPinsItsThread(t *testing.T) {
 		t.Errorf("%d threads pinned to CPU %d, want exactly the sampler's", pinned, target)
 	}
 }
+
+func TestPerUnitOfAnotherCounter(t *testing.T) {
+	c, st := newStepCatalog()
+	st.step[3] = []int64{100, 600} // busy, the divisor
+	cols, err := c.Select([]string{"step.hits", "step.*.hits", "step.free", "step.busy"}, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Per(cols, "step.busy"); err != nil {
+		t.Fatal(err)
+	}
+	if cols[0].Name != "step.hits_per_busy" || cols[0].Event.Unit != "pages/%" || cols[3].Per != nil || cols[4].Per != nil {
+		t.Errorf("columns after Per: %s %s, gauge per %v, %% per %v", cols[0].Name, cols[0].Event.Unit, cols[3].Per, cols[4].Per)
+	}
+	s, err := New(cols, Config{Interval: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Sample(time.Second)
+	v := s.Sample(time.Second)
+	// Summed: 40 hits per 700 busy; per source: 10/100 and 30/600.
+	want := []float64{40.0 / 700, 10.0 / 100, 30.0 / 600, 12}
+	for i, w := range want {
+		if math.Abs(v[i]-w) > 1e-12 {
+			t.Errorf("%s = %v, want %v", cols[i].Name, v[i], w)
+		}
+	}
+
+	// A divisor that does not move gives no value, not infinity.
+	cols, _ = c.Select([]string{"step.hits"}, false)
+	st.step[1] = []int64{0, 0}
+	if err := c.Per(cols, "step.wrap"); err != nil {
+		t.Fatal(err)
+	}
+	s, _ = New(cols, Config{Interval: time.Second})
+	s.Sample(time.Second)
+	if v := s.Sample(time.Second); !math.IsNaN(v[0]) {
+		t.Errorf("hits per a still divisor = %v, want NaN", v[0])
+	}
+
+	for _, bad := range []string{"busy", "step.*", "step.free", "step.nope", "x.y"} {
+		cols, _ = c.Select([]string{"step.hits"}, false)
+		if err := c.Per(cols, bad); err == nil {
+			t.Errorf("Per(%q) accepted", bad)
+		}
+	}
+}
