@@ -115,6 +115,7 @@ protocol is documented in docs/live-protocol.md.`,
 				return err
 			}
 			if err := srv.Listen(); err != nil {
+				srv.Abort()
 				return err
 			}
 			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)

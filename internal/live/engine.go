@@ -62,7 +62,21 @@ type Live struct {
 	recN     uint64
 	recDrop  uint64
 	catalog  []SensorCatalog
+
+	// The recent past, replayed to a client that connects: sample rows
+	// (batch contents without the brackets) and mark messages since the
+	// last column-set change, bounded by histBytes.
+	histRows  [][]byte
+	histMarks [][]byte
+	histSize  int
 }
+
+// histBytes bounds the history kept for new clients (about two minutes of
+// 12 columns at 1 kHz).
+const histBytes = 16 << 20
+
+// batchPrefix starts every batch message.
+const batchPrefix = `{"type":"batch","samples":[`
 
 // command is a request for the hub: from a client (c set) or the FIFO.
 type command struct {
@@ -108,6 +122,10 @@ func NewLive(opt Options, cfg LiveConfig) (*Live, error) {
 	if cfg.Record != "" {
 		if err := l.startRecording(cfg.Record, cfg.Force); err != nil {
 			l.smp.Stop()
+			for r := range l.sink.Records() {
+				l.sink.Release(r)
+			}
+			<-l.runDone // the caller may close the catalog now
 			return nil, err
 		}
 	}
@@ -191,12 +209,27 @@ func (l *Live) startSampler(patterns []string, discrete bool) error {
 	return nil
 }
 
+// Abort undoes NewLive when Run will not be called (e.g. Listen failed): it
+// stops sampling and closes the recording, removing it when it holds no
+// sample, so that a failed start leaves no empty file behind.
+func (l *Live) Abort() {
+	l.smp.Stop()
+	for r := range l.sink.Records() {
+		l.handle(r)
+	}
+	<-l.runDone
+	path, n := l.state.Recording, l.recN
+	l.stopRecording()
+	if path != "" && n == 0 {
+		_ = os.Remove(path)
+	}
+}
+
 // Run runs the hub and the HTTP server until ctx is done.
 func (l *Live) Run(ctx context.Context) error {
 	if l.ln == nil {
 		if err := l.Listen(); err != nil {
-			l.smp.Stop()
-			<-l.runDone
+			l.Abort()
 			return err
 		}
 	}
@@ -241,6 +274,7 @@ func (l *Live) hub(ctx context.Context) error {
 		case c := <-l.cmds:
 			l.command(c)
 		case c := <-l.reg:
+			l.flush()
 			l.clients[c] = true
 			c.reply(hello{
 				Type: "hello", Protocol: ProtocolVersion, Mode: "live",
@@ -248,6 +282,7 @@ func (l *Live) hub(ctx context.Context) error {
 				Topology: l.cfg.Header.Topology, Catalog: l.catalog, Columns: l.cols,
 				State: l.state, BatchMS: float64(l.opt.Batch) / 1e6,
 			})
+			l.replay(c)
 		case c := <-l.unr:
 			delete(l.clients, c)
 		}
@@ -286,19 +321,7 @@ func (l *Live) handle(r *sampler.Record) {
 	}
 	switch r.Kind {
 	case sampler.KindSample:
-		if l.nbatch == 0 {
-			l.batch = append(l.batch[:0], `{"type":"batch","samples":[`...)
-		} else {
-			l.batch = append(l.batch, ',')
-		}
-		l.batch = append(l.batch, '[')
-		l.batch = appendTime(l.batch, t)
-		for _, v := range r.Values {
-			l.batch = append(l.batch, ',')
-			l.batch = appendNumber(l.batch, v)
-		}
-		l.batch = append(l.batch, ']')
-		l.nbatch++
+		l.appendSample(t, r.Values)
 		if l.rec != nil {
 			l.recN++
 			if err := l.rec.WriteSample(t-l.recOff, r.Values); err != nil {
@@ -337,7 +360,9 @@ func (l *Live) handle(r *sampler.Record) {
 			l.recordingFailed(err)
 		}
 		l.flush()
-		l.broadcast(mustJSON(m))
+		mb := mustJSON(m)
+		l.remember(&l.histMarks, mb)
+		l.broadcast(mb)
 		if r.Kind != sampler.KindLabel {
 			l.broadcastState()
 		}
@@ -346,6 +371,24 @@ func (l *Live) handle(r *sampler.Record) {
 			l.recDrop += r.Dropped
 		}
 	}
+}
+
+// appendSample adds one row to the pending batch. It allocates only when
+// the batch buffer grows past its largest size so far.
+func (l *Live) appendSample(t time.Duration, values []float64) {
+	if l.nbatch == 0 {
+		l.batch = append(l.batch[:0], batchPrefix...)
+	} else {
+		l.batch = append(l.batch, ',')
+	}
+	l.batch = append(l.batch, '[')
+	l.batch = appendTime(l.batch, t)
+	for _, v := range values {
+		l.batch = append(l.batch, ',')
+		l.batch = appendNumber(l.batch, v)
+	}
+	l.batch = append(l.batch, ']')
+	l.nbatch++
 }
 
 func round6(s float64) float64 { return math.Round(s*1e6) / 1e6 }
@@ -358,7 +401,56 @@ func (l *Live) flush() {
 	l.batch = append(l.batch, "]}"...)
 	msg := append([]byte(nil), l.batch...) // shared by every client's queue
 	l.nbatch = 0
+	l.remember(&l.histRows, msg[len(batchPrefix):len(msg)-2])
 	l.broadcast(msg)
+}
+
+// remember adds b to a history list and drops the oldest entries beyond
+// histBytes.
+func (l *Live) remember(list *[][]byte, b []byte) {
+	*list = append(*list, b)
+	l.histSize += len(b)
+	for l.histSize > histBytes && len(l.histRows) > 1 {
+		l.histSize -= len(l.histRows[0])
+		l.histRows[0] = nil
+		l.histRows = l.histRows[1:]
+	}
+	for l.histSize > histBytes && len(l.histMarks) > 0 {
+		l.histSize -= len(l.histMarks[0])
+		l.histMarks = l.histMarks[1:]
+	}
+}
+
+// forget clears the history: after a column-set change old rows no longer
+// match the columns a new client gets.
+func (l *Live) forget() {
+	l.histRows, l.histMarks, l.histSize = nil, nil, 0
+}
+
+// replay sends a new client the recent past: one batch with every
+// remembered row, then the marks.
+func (l *Live) replay(c *client) {
+	if len(l.histRows) > 0 {
+		n := len(batchPrefix) + 2
+		for _, r := range l.histRows {
+			n += len(r) + 1
+		}
+		b := make([]byte, 0, n)
+		b = append(b, batchPrefix...)
+		for i, r := range l.histRows {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = append(b, r...)
+		}
+		c.enqueue(append(b, "]}"...))
+	}
+	for i, m := range l.histMarks {
+		if len(l.histMarks)-i > cap(c.send)/2 {
+			continue // only the latest marks fit the queue
+		}
+		c.enqueue(m)
+	}
 }
 
 func (l *Live) broadcast(msg []byte) {
@@ -484,8 +576,8 @@ func (l *Live) command(cm command) {
 		l.stopRecording()
 		l.broadcastState()
 		ok()
-	case "range":
-		fail(errors.New("range: only `numascope view` serves ranges; live data arrives in batches"))
+	case "range", "totals":
+		fail(fmt.Errorf("%s: only `numascope view` serves this; live data arrives in batches", r.Type))
 	default:
 		fail(fmt.Errorf("unknown message type %q (one of %s)", r.Type, requestTypes))
 	}
@@ -533,6 +625,7 @@ func (l *Live) restart(events []string, discrete bool) error {
 		return err
 	}
 	l.state.Events, l.state.Discrete = append([]string(nil), events...), discrete
+	l.forget()
 	t := time.Since(l.start)
 	if t < l.lastT {
 		t = l.lastT

@@ -519,3 +519,59 @@ func TestFIFOCommandsReachEveryClient(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+func TestNewClientGetsRecentHistory(t *testing.T) {
+	l, _ := startLive(t, Options{Batch: 20 * time.Millisecond}, LiveConfig{Interval: 5 * time.Millisecond})
+	a := dial(t, l.Server, "")
+	a.next("hello", typeIs("hello"))
+	a.send(`{"type":"label","text":"before b"}`)
+	a.next("label", func(m map[string]any) bool { return m["type"] == "mark" && m["mark"] == "label" })
+	var last float64
+	for last < 0.3 {
+		rows := a.next("batch", typeIs("batch"))["samples"].([]any)
+		last = rows[len(rows)-1].([]any)[0].(float64)
+	}
+	b := dial(t, l.Server, "")
+	b.next("hello", typeIs("hello"))
+	first := b.next("history", typeIs("batch"))["samples"].([]any)
+	if t0 := first[0].([]any)[0].(float64); t0 > 0.1 || len(first) < 20 {
+		t.Fatalf("history starts at %v s with %d rows; want the samples from the start", t0, len(first))
+	}
+	if m := b.next("label", typeIs("mark")); m["text"] != "before b" {
+		t.Fatalf("history mark %v", m)
+	}
+}
+
+func TestAbortRemovesEmptyRecording(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "r.jsonl")
+	fs := sysfs.New(twonode)
+	topo, err := topology.Discover(fs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cat := sampler.Open(sensor.Env{FS: fs, Topology: topo})
+	defer cat.Close()
+	l, err := NewLive(Options{Listen: "127.0.0.1:0"}, LiveConfig{
+		Catalog: cat, Events: []string{"node.numa_hit"}, Interval: time.Hour, Record: path,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(path); err != nil {
+		t.Fatalf("-o file not created at start: %v", err)
+	}
+	l.Abort()
+	if _, err := os.Stat(path); !os.IsNotExist(err) {
+		t.Fatalf("the empty recording is still there (%v)", err)
+	}
+	// An existing file is never overwritten.
+	if err := os.WriteFile(path, []byte("keep"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := NewLive(Options{}, LiveConfig{Catalog: cat, Events: []string{"node.numa_hit"}, Interval: time.Hour, Record: path}); err == nil {
+		t.Fatal("NewLive overwrote an existing recording")
+	}
+	if b, _ := os.ReadFile(path); string(b) != "keep" {
+		t.Fatalf("existing file changed to %q", b)
+	}
+}

@@ -123,7 +123,7 @@ type request struct {
 }
 
 // requestTypes are the client message types, for error messages.
-const requestTypes = "interval, pause, resume, label, events, enable, disable, discrete, record, record_stop, range"
+const requestTypes = "interval, pause, resume, label, events, enable, disable, discrete, record, record_stop, range, totals"
 
 // parseRequest decodes one client message. Unknown fields are an error, so
 // that a typo does not silently do nothing.

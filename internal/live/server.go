@@ -14,8 +14,10 @@ package live
 import (
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
 	"crypto/subtle"
 	"embed"
+	"encoding/base64"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -24,6 +26,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -76,6 +79,32 @@ func (o *Options) defaults() {
 		o.Log = func(string) {}
 	}
 }
+
+// csp allows exactly the client's inline script (by hash) and nothing
+// from elsewhere: the built client is one self-contained HTML file.
+var csp = func() string {
+	b, err := distFS.ReadFile("dist/index.html")
+	if err != nil {
+		panic("live: the embedded client is missing dist/index.html: run scripts/web-build")
+	}
+	var hashes []string
+	for rest := string(b); ; {
+		i := strings.Index(rest, "<script")
+		if i < 0 {
+			break
+		}
+		j := strings.IndexByte(rest[i:], '>')
+		k := strings.Index(rest[i:], "</script>")
+		if j < 0 || k < 0 {
+			break
+		}
+		sum := sha256.Sum256([]byte(rest[i+j+1 : i+k]))
+		hashes = append(hashes, "'sha256-"+base64.StdEncoding.EncodeToString(sum[:])+"'")
+		rest = rest[i+k+len("</script>"):]
+	}
+	return "default-src 'none'; script-src " + strings.Join(hashes, " ") +
+		"; connect-src 'self'; img-src 'self' data: blob:; style-src 'self' 'unsafe-inline'; frame-ancestors 'none'; base-uri 'none'; form-action 'none'"
+}()
 
 // backend is what a connection talks to: the live engine or a recording.
 type backend interface {
@@ -153,7 +182,12 @@ func (s *Server) Token() string { return s.opt.Token }
 func (s *Server) URL() string {
 	host, port, _ := net.SplitHostPort(s.ln.Addr().String())
 	if ip := net.ParseIP(host); ip != nil && ip.IsUnspecified() {
+		// Bound to every address: name the machine, which is what a
+		// browser elsewhere needs.
 		host = "localhost"
+		if h, err := os.Hostname(); err == nil && h != "" {
+			host = h
+		}
 	}
 	u := "http://" + net.JoinHostPort(host, port) + "/"
 	if s.opt.Token != "" {
@@ -213,7 +247,7 @@ func (s *Server) Handler() http.Handler {
 		h.Set("X-Content-Type-Options", "nosniff")
 		h.Set("X-Frame-Options", "DENY")
 		h.Set("Referrer-Policy", "no-referrer")
-		h.Set("Content-Security-Policy", "default-src 'self'; connect-src 'self'; img-src 'self' data: blob:; style-src 'self' 'unsafe-inline'; frame-ancestors 'none'")
+		h.Set("Content-Security-Policy", csp)
 		h.Set("Cache-Control", "no-cache")
 		mux.ServeHTTP(w, r)
 	})

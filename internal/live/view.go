@@ -83,6 +83,13 @@ func (v *View) request(c *client, r *request) {
 			return
 		}
 		c.enqueue(b)
+	case "totals":
+		b, err := v.totalsMsg(r)
+		if err != nil {
+			c.fail(r.ID, err)
+			return
+		}
+		c.enqueue(b)
 	case "interval", "pause", "resume", "label", "events", "enable", "disable", "discrete", "record", "record_stop":
 		c.fail(r.ID, fmt.Errorf("%s: this is a recording (numascope view); only range requests apply", r.Type))
 	default:
@@ -201,4 +208,60 @@ func appendNumberF(b []byte, v float64) []byte {
 		return append(b, "null"...)
 	}
 	return strconv.AppendFloat(b, v, 'g', -1, 64)
+}
+
+// columnTotal is one column's totals over a window.
+type columnTotal struct {
+	Name string `json:"name"`
+	N    int    `json:"n"`
+	// Count is a counter's events in the window: each rate times the
+	// interval it covers. Null for gauges and "%" columns.
+	Count *float64 `json:"count"`
+	// Mean is the mean rate (counters: Count over the time covered) or level.
+	Mean *float64 `json:"mean"`
+	Max  *float64 `json:"max"`
+}
+
+// totalsMsg answers a totals request from the full-resolution data: per
+// column, over the samples with t0 <= t <= t1.
+func (v *View) totalsMsg(r *request) ([]byte, error) {
+	if r.T0 == nil || r.T1 == nil || *r.T1 < *r.T0 {
+		return nil, errors.New("totals: give t0 <= t1 (seconds)")
+	}
+	t0, t1 := *r.T0, *r.T1
+	lo := sort.SearchFloat64s(v.t, t0)
+	hi := sort.Search(len(v.t), func(i int) bool { return v.t[i] > t1 })
+	out := make([]columnTotal, len(v.cols))
+	for i, c := range v.cols {
+		col := v.rec.Columns[i]
+		n, sum, area, span, mx := 0, 0.0, 0.0, 0.0, math.Inf(-1)
+		for k := lo; k < hi; k++ {
+			x := c[k]
+			if math.IsNaN(x) {
+				continue
+			}
+			n++
+			sum += x
+			mx = max(mx, x)
+			if k > 0 {
+				dt := v.t[k] - v.t[k-1]
+				area += x * dt
+				span += dt
+			}
+		}
+		ct := columnTotal{Name: col.Name, N: n}
+		if n > 0 {
+			counter := col.Kind == recording.KindCounter && col.Unit != "%"
+			mean := sum / float64(n)
+			if counter {
+				ct.Count = &area
+				if span > 0 {
+					mean = area / span
+				}
+			}
+			ct.Mean, ct.Max = &mean, &mx
+		}
+		out[i] = ct
+	}
+	return mustJSON(map[string]any{"type": "totals", "id": r.ID, "t0": t0, "t1": t1, "columns": out}), nil
 }

@@ -2,6 +2,7 @@ package live
 
 import (
 	"context"
+	"math"
 	"os"
 	"path/filepath"
 	"testing"
@@ -104,6 +105,19 @@ func TestViewDecimatesKeepingPeaks(t *testing.T) {
 	rows = m["samples"].([]any)
 	if m["decimated"].(bool) || len(rows) != 53 {
 		t.Fatalf("narrow window: decimated %v, %d rows (want 53)", m["decimated"], len(rows))
+	}
+	// Totals at full resolution: 1001 samples of 10/s, 1 ms each, one of them 999/s.
+	c.send(`{"type":"totals","t0":4,"t1":5}`)
+	m = c.next("totals", typeIs("totals"))
+	spiky := m["columns"].([]any)[1].(map[string]any)
+	if spiky["n"].(float64) != 1001 || spiky["max"].(float64) != 999 {
+		t.Fatalf("totals %v", spiky)
+	}
+	if got, want := spiky["count"].(float64), 1001*10*0.001+0.989; math.Abs(got-want) > 1e-6 {
+		t.Fatalf("count %v, want %v", got, want)
+	}
+	if ramp := m["columns"].([]any)[0].(map[string]any); ramp["count"] != nil || ramp["mean"].(float64) != 4500 {
+		t.Fatalf("gauge totals %v", ramp)
 	}
 	c.send(`{"type":"range","t0":5,"t1":4}`)
 	if e := c.next("error", typeIs("error")); e["error"] == nil {

@@ -31,7 +31,16 @@ export class Store {
   /** positions in cols of the values of the current column set */
   cur: number[] = [];
 
-  constructor(public maxRows = 4_000_000) {}
+  /**
+   * maxValues bounds the memory of a live session (8 bytes a value): the
+   * oldest half of the rows goes when rows × (columns + 1) would exceed it.
+   * Stores of files loaded whole pass Infinity.
+   */
+  constructor(public maxValues = 32_000_000) {}
+
+  private get maxRows(): number {
+    return Math.max(1024, Math.floor(this.maxValues / (this.v.length + 1)));
+  }
 
   /** setColumns switches to a new column set; known names keep their place. */
   setColumns(cols: Column[]): void {

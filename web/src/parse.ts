@@ -28,7 +28,7 @@ async function decompress(bytes: Uint8Array): Promise<Uint8Array> {
 }
 
 export async function parseFile(name: string, buf: ArrayBuffer): Promise<Loaded> {
-  let bytes = new Uint8Array(buf);
+  let bytes: Uint8Array = new Uint8Array(buf);
   if (zstdMagic.every((b, i) => bytes[i] === b)) bytes = await decompress(bytes);
   if (bytes[0] === 0x1f && bytes[1] === 0x8b) {
     throw new Error(`${name}: gzip-compressed; decompress it first`);

@@ -1,0 +1,198 @@
+// End-to-end tests of the web client in real headless Chromium against a
+// real numascope binary (bin/numascope; run scripts/web-test).
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { readFileSync, copyFileSync, existsSync } from "node:fs";
+import { join } from "node:path";
+import { execFileSync } from "node:child_process";
+import { repo, artifacts, binary, tempDir, serve, browser } from "./util.mjs";
+
+// A real capture of a two-node machine's /sys and /proc.
+const twonode = join(repo, "internal/sensor/testdata/twonode");
+const legacy = join(repo, "internal/recording/testdata/legacy-numaconnect2.json");
+const sampleCount = (page) => page.evaluate(() => window.__numascope.app.received);
+
+test("live on this machine: values update and hovering shows them", async (t) => {
+  const dir = tempDir(t);
+  const { url } = await serve(
+    t,
+    ["live", "--listen", "127.0.0.1:0", "-i", "20ms", "--batch", "100ms", "--sampler-node", "none", "--ctl", join(dir, "ctl"), "-e", "cpu.*,vmstat.pgfault,node.MemFree"],
+    dir,
+  );
+  const page = await browser(t);
+  await page.goto(url);
+  await page.waitForFunction(() => window.__numascope.app.received >= 20);
+  const s1 = await page.textContent("#status");
+  await page.waitForFunction((n) => window.__numascope.app.received > n + 10, await sampleCount(page));
+  assert.notEqual(await page.textContent("#status"), s1, "the status line did not change");
+  // The machine is busy (this test runs a browser): CPU time and page faults vary.
+  const distinct = await page.evaluate(() => {
+    const s = window.__numascope.app.store;
+    const i = s.index.get("vmstat.pgfault");
+    return new Set(Array.from(s.v[i].subarray(0, s.n))).size;
+  });
+  assert.ok(distinct > 1, `vmstat.pgfault took ${distinct} distinct values`);
+  // Hovering the plot shows exact values in the legend.
+  const box = await page.locator(".u-over").first().boundingBox();
+  await page.mouse.move(box.x + box.width - 5, box.y + box.height / 2);
+  const v = await page.locator('.u-legend .u-series:has-text("vmstat.pgfault") .u-value').textContent();
+  assert.match(v, /^\d/, `hover value ${v}`);
+});
+
+test("live: values update, events toggle, per-node view, labels reach the recording", async (t) => {
+  const dir = tempDir(t);
+  const { url } = await serve(
+    t,
+    ["live", "--root", twonode, "--listen", "127.0.0.1:0", "-i", "50ms", "--batch", "100ms", "--ctl", join(dir, "ctl")],
+    dir,
+  );
+  const page = await browser(t);
+  await page.goto(url);
+  await page.waitForSelector("#mode:has-text('live')");
+  assert.equal(await page.isVisible("#pause"), true, "live controls hidden");
+  await page.waitForFunction(() => window.__numascope.app.received > 0);
+
+  // Values update: the sample count in the status line grows, and so does the data.
+  const status1 = await page.textContent("#status");
+  const n1 = await sampleCount(page);
+  await page.waitForFunction((n) => window.__numascope.app.received > n + 5, n1);
+  const status2 = await page.textContent("#status");
+  assert.notEqual(status1, status2, "the status line did not change");
+  assert.match(status2, /^\d+ samples · 12 columns/);
+  const legend = await page.$$eval(".u-legend .u-series th", (els) => els.map((e) => e.textContent));
+  assert.ok(legend.some((l) => l.includes("node.numa_hit")), `legend ${legend}`);
+
+  // The interval set from the page reaches the server (and every client).
+  await page.fill("#interval", "100ms");
+  await page.click("#interval-set");
+  await page.waitForFunction(() => window.__numascope.app.state.interval_s === 0.1);
+  await page.waitForSelector("#status:has-text('interval 0.100 s')");
+  // Pause and resume.
+  await page.click("#pause");
+  await page.waitForSelector("#pause:has-text('resume')");
+  await page.click("#pause");
+  await page.waitForSelector("#pause:has-text('pause')");
+
+  // Toggle an event off in the picker: the server restarts sampling without it.
+  await page.uncheck('input[data-event="node.numa_miss"]');
+  await page.waitForFunction(() => !window.__numascope.visible()[0].series.some((s) => s.label.startsWith("node.numa_miss")));
+  const cols = await page.evaluate(() => window.__numascope.app.store.cur.map((i) => window.__numascope.app.store.cols[i].name));
+  assert.ok(!cols.includes("node.numa_miss") && cols.includes("node.numa_hit"), `columns ${cols}`);
+  // ...and back on.
+  await page.check('input[data-event="node.numa_miss"]');
+  await page.waitForFunction(() => window.__numascope.visible()[0].series.some((s) => s.label.startsWith("node.numa_miss")));
+
+  // Clicking a legend entry hides that trace.
+  await page.click('.u-legend .u-series:has-text("node.numa_hit")');
+  const shown = await page.evaluate(() => window.__numascope.visible()[0].series.find((s) => s.label.startsWith("node.numa_hit")).show);
+  assert.equal(shown, false);
+  await page.click('.u-legend .u-series:has-text("node.numa_hit")');
+
+  // Per-node view: one small plot per node, on the same y axis.
+  await page.check("#view-pernode");
+  await page.waitForSelector('.card[data-group="node 0"]');
+  await page.waitForSelector('.card[data-group="node 1"]');
+  const groups = await page.evaluate(() => window.__numascope.visible().map((g) => g.group));
+  assert.deepEqual(groups.filter((g) => g.startsWith("node")), ["node 0", "node 1"]);
+  await page.waitForFunction((n) => window.__numascope.app.received > n, await sampleCount(page));
+
+  // Record from the page, add a label, stop: the label is in the file.
+  await page.fill("#record-path", "e2e.jsonl");
+  await page.click("#record");
+  await page.waitForSelector("#record.on");
+  await page.fill("#label-text", "from the browser");
+  await page.click("#label-add");
+  await page.waitForSelector('#labels li:has-text("from the browser")');
+  await page.waitForFunction((n) => window.__numascope.app.received > n + 3, await sampleCount(page));
+  await page.screenshot({ path: join(artifacts, "live.png") });
+  await page.click("#record");
+  await page.waitForSelector("#record:not(.on)");
+  const lines = readFileSync(join(dir, "e2e.jsonl"), "utf8").trim().split("\n").map((l) => JSON.parse(l));
+  assert.equal(lines[0].type, "header");
+  const label = lines.find((l) => l.type === "label");
+  assert.equal(label?.text, "from the browser");
+  assert.ok(lines.filter(Array.isArray).length >= 3, "too few samples recorded");
+  assert.equal(lines.at(-1).type, "end");
+});
+
+test("view: a recording opens with plots, labels and totals", async (t) => {
+  const dir = tempDir(t);
+  const rec = join(dir, "r.jsonl.zst");
+  execFileSync(binary, ["record", "--root", twonode, "-o", rec, "-n", "40", "-i", "10ms", "--discrete", "--ctl", join(dir, "ctl")], { stdio: "pipe" });
+  const { url } = await serve(t, ["view", rec, "--listen", "127.0.0.1:0"], dir);
+  const page = await browser(t);
+  await page.goto(url);
+  await page.waitForSelector("#mode:has-text('recording')");
+  assert.equal(await page.isVisible("#pause"), false, "live controls shown for a recording");
+  await page.waitForFunction(() => window.__numascope.app.store.n > 0);
+  await page.waitForSelector("#totals tbody tr");
+  const rows = await page.$$eval("#totals tbody tr", (trs) => trs.map((tr) => [...tr.children].map((td) => td.textContent)));
+  const hit0 = rows.find((r) => r[0] === "node.0.numa_hit");
+  assert.ok(hit0, `totals ${JSON.stringify(rows)}`);
+  assert.equal(hit0[1], "0");
+  assert.equal(Number(hit0[3]), 40, "the totals cover all 40 samples");
+  // Summed view sums the per-node columns of this --discrete recording.
+  const legend = await page.$$eval(".u-legend .u-series th", (els) => els.map((e) => e.textContent));
+  assert.ok(legend.some((l) => l.includes("node.numa_hit (Σ nodes)")), `legend ${legend}`);
+  await page.check("#view-pernode");
+  await page.waitForSelector('.card[data-group="node 1"]');
+  await page.screenshot({ path: join(artifacts, "view.png") });
+});
+
+test("a NUMAscope-format JSON file loads from disk without a server", async (t) => {
+  const page = await browser(t);
+  await page.goto("file://" + join(repo, "internal/live/dist/index.html"));
+  await page.setInputFiles("#file", legacy);
+  await page.waitForSelector("#mode:has-text('NUMAscope format')");
+  const cols = await page.evaluate(() => window.__numascope.columns());
+  assert.deepEqual(cols, [
+    "numaconnect2.0.RdBlkMod_commands_sent",
+    "numaconnect2.1.RdBlkMod_commands_sent",
+    "numaconnect2.0.wait_cycles_for_requests_from_PIU_to_RMPE",
+    "numaconnect2.1.wait_cycles_for_requests_from_PIU_to_RMPE",
+  ]);
+  assert.equal(await page.evaluate(() => window.__numascope.rows()), 4);
+  await page.waitForSelector('#labels li:has-text("phase 2")');
+  // "%" columns become percentages of the recorded rate: 50e6 of 200e6 is 25%.
+  const pct = await page.evaluate(() => window.__numascope.app.store.v[2][0]);
+  assert.equal(pct, 25);
+  const totals = await page.$$eval("#totals tbody tr", (trs) => trs.length);
+  assert.equal(totals, 4);
+  assert.ok(existsSync(legacy));
+});
+
+test("a JSON Lines recording dropped on the page loads without a server; zstd gets a clear message where the browser lacks it", async (t) => {
+  const dir = tempDir(t);
+  const plain = join(dir, "r.jsonl");
+  execFileSync(binary, ["record", "--root", twonode, "-o", plain, "-n", "25", "-i", "10ms", "--ctl", join(dir, "ctl")], { stdio: "pipe" });
+  const zst = join(dir, "r.jsonl.zst");
+  execFileSync(binary, ["record", "--root", twonode, "-o", zst, "-n", "5", "-i", "10ms", "--ctl", join(dir, "ctl")], { stdio: "pipe" });
+  const page = await browser(t);
+  await page.goto("file://" + join(repo, "internal/live/dist/index.html"));
+  // Drag and drop, as a user drops a file from the desktop.
+  await page.evaluate((text) => {
+    const dt = new DataTransfer();
+    dt.items.add(new File([text], "r.jsonl"));
+    document.dispatchEvent(new DragEvent("drop", { dataTransfer: dt, bubbles: true, cancelable: true }));
+  }, readFileSync(plain, "utf8"));
+  await page.waitForSelector("#mode:has-text('file r.jsonl')");
+  assert.equal(await page.evaluate(() => window.__numascope.rows()), 25);
+  const cols = await page.evaluate(() => window.__numascope.columns());
+  assert.ok(cols.includes("node.numa_hit") && cols.includes("cpu.user"), `columns ${cols}`);
+  await page.setInputFiles("#file", zst);
+  const zstdOK = await page.evaluate(() => {
+    try {
+      new DecompressionStream("zstd");
+      return true;
+    } catch {
+      return false;
+    }
+  });
+  if (zstdOK) {
+    await page.waitForSelector("#mode:has-text('file r.jsonl.zst')");
+    assert.equal(await page.evaluate(() => window.__numascope.rows()), 5);
+  } else {
+    await page.waitForSelector("#error:has-text('cannot decompress zstd')");
+    assert.equal(await page.evaluate(() => window.__numascope.rows()), 25, "the loaded recording stays");
+  }
+});

@@ -1,0 +1,85 @@
+// Helpers for the browser tests: start numascope, launch Debian's chromium
+// through playwright-core.
+import { spawn } from "node:child_process";
+import { mkdtempSync, mkdirSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join, dirname } from "node:path";
+import { fileURLToPath } from "node:url";
+import { chromium } from "playwright-core";
+
+export const webDir = join(dirname(fileURLToPath(import.meta.url)), "..");
+export const repo = join(webDir, "..");
+export const artifacts = join(webDir, "test-artifacts");
+mkdirSync(artifacts, { recursive: true });
+
+/** binary is the numascope to test: $NUMASCOPE or bin/numascope. */
+export const binary = process.env.NUMASCOPE || join(repo, "bin", "numascope");
+
+export function tempDir(t) {
+  const d = mkdtempSync(join(tmpdir(), "numascope-web-"));
+  t.after(() => rmSync(d, { recursive: true, force: true }));
+  return d;
+}
+
+/** serve runs numascope with args and resolves with the URL it prints. */
+export function serve(t, args, cwd) {
+  return new Promise((resolve, reject) => {
+    const p = spawn(binary, args, { cwd, stdio: ["ignore", "pipe", "pipe"] });
+    let out = "",
+      err = "";
+    const timer = setTimeout(() => reject(new Error(`numascope ${args.join(" ")} printed no URL; stderr: ${err}`)), 15000);
+    p.stdout.on("data", (b) => {
+      out += b;
+      const m = /open (http:\/\/\S+) in a browser/.exec(out);
+      if (m) {
+        clearTimeout(timer);
+        resolve({ url: m[1], proc: p, stderr: () => err });
+      }
+    });
+    p.stderr.on("data", (b) => (err += b));
+    p.on("exit", (code) => {
+      clearTimeout(timer);
+      reject(new Error(`numascope ${args.join(" ")} exited with ${code}: ${err}`));
+    });
+    t.after(
+      () =>
+        new Promise((res) => {
+          if (p.exitCode !== null) return res();
+          p.on("exit", res);
+          p.kill("SIGTERM");
+        }),
+    );
+  });
+}
+
+/** browser launches headless chromium with a fresh profile and returns a page. */
+export async function browser(t, viewport = { width: 1400, height: 900 }) {
+  const profile = mkdtempSync(join(tmpdir(), "numascope-chromium-"));
+  const ctx = await chromium.launchPersistentContext(profile, {
+    executablePath: process.env.CHROMIUM || "/usr/bin/chromium",
+    headless: true,
+    viewport,
+    args: [
+      "--headless",
+      "--no-sandbox",
+      "--disable-gpu",
+      "--disable-quic",
+      "--no-first-run",
+      "--disable-background-networking",
+      "--disable-component-update",
+      "--disable-sync",
+    ],
+  });
+  t.after(async () => {
+    await ctx.close();
+    rmSync(profile, { recursive: true, force: true });
+  });
+  const page = ctx.pages()[0] ?? (await ctx.newPage());
+  const errors = [];
+  page.on("pageerror", (e) => errors.push(String(e)));
+  page.on("console", (m) => m.type() === "error" && errors.push(m.text()));
+  t.after(() => {
+    if (errors.length) throw new Error(`errors in the page: ${errors.join("; ")}`);
+  });
+  return page;
+}
