@@ -46,6 +46,11 @@ type PresetEvent struct {
 	Source string `toml:"source"`
 	// Pfm names the event in libpfm4 for the cross-check test ("" if none).
 	Pfm string `toml:"pfm"`
+	// Kernel names the event in the Linux perf event tables
+	// (tools/perf/pmu-events/arch/x86/DIR/*.json) as "DIR/event_name", for
+	// the cross-check against the kernel's encodings where libpfm4 has no
+	// table (the AMD data fabric and memory controllers, Zen 5); "" if none.
+	Kernel string `toml:"kernel"`
 }
 
 // Presets is a set of models, searched in order.
@@ -100,7 +105,7 @@ func ParsePresets(file string, data []byte) ([]*Model, error) {
 		return nil, fmt.Errorf("%s: %v", file, err)
 	}
 	if und := md.Undecoded(); len(und) > 0 {
-		return nil, fmt.Errorf("%s: unknown key %s (known: id, name, vendor, family, models, event: presets, name, spec, desc, unit, scale, source, pfm)", file, und[0])
+		return nil, fmt.Errorf("%s: unknown key %s (known: id, name, vendor, family, models, event: presets, name, spec, desc, unit, scale, source, pfm, kernel)", file, und[0])
 	}
 	for i, m := range f.Model {
 		m.File = file
@@ -136,6 +141,11 @@ func ParsePresets(file string, data []byte) ([]*Model, error) {
 			}
 			if _, err := Parse(e.Spec); err != nil {
 				return nil, fmt.Errorf("%s: %v", ew, err)
+			}
+			if e.Kernel != "" {
+				if dir, name, ok := strings.Cut(e.Kernel, "/"); !ok || dir == "" || name == "" || strings.ContainsAny(name, "/ \t") {
+					return nil, fmt.Errorf("%s: kernel = %q: want DIR/event_name (a directory of tools/perf/pmu-events/arch/x86 and an event of it)", ew, e.Kernel)
+				}
 			}
 		}
 	}

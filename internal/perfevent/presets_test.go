@@ -41,11 +41,29 @@ func TestPresetSelection(t *testing.T) {
 		{CPUID{"AuthenticAMD", 0x17, 0x01}, ""}, // Zen 1 (Naples)
 		{CPUID{"AuthenticAMD", 0x17, 0x31}, "zen2"},
 		{CPUID{"AuthenticAMD", 0x17, 0x71}, "zen2"},
-		{CPUID{"AuthenticAMD", 0x19, 0x01}, "zen3"},
-		{CPUID{"AuthenticAMD", 0x19, 0x21}, "zen3"},
-		{CPUID{"AuthenticAMD", 0x19, 0x11}, "zen4"},
-		{CPUID{"AuthenticAMD", 0x19, 0xa0}, "zen4"},
-		{CPUID{"AuthenticAMD", 0x1a, 0x02}, "zen5"},
+		{CPUID{"AuthenticAMD", 0x19, 0x01}, "zen3"}, // Milan
+		{CPUID{"AuthenticAMD", 0x19, 0x21}, "zen3"}, // Vermeer
+		{CPUID{"AuthenticAMD", 0x19, 0x30}, "zen3"}, // kernel amd.c: 0x20-0x5f are Zen 3
+		// Zen 4: the kernel's bsp_init_amd() ranges 0x10-0x1f and 0x60-0xaf.
+		{CPUID{"AuthenticAMD", 0x19, 0x11}, "zen4"}, // Genoa, Genoa-X
+		{CPUID{"AuthenticAMD", 0x19, 0x18}, "zen4"}, // Storm Peak
+		{CPUID{"AuthenticAMD", 0x19, 0xa0}, "zen4"}, // Bergamo, Siena
+		{CPUID{"AuthenticAMD", 0x19, 0xaf}, "zen4"},
+		{CPUID{"AuthenticAMD", 0x19, 0x61}, "zen4"}, // Raphael
+		{CPUID{"AuthenticAMD", 0x19, 0x74}, "zen4"}, // Phoenix
+		{CPUID{"AuthenticAMD", 0x19, 0x90}, "zen4"},
+		{CPUID{"AuthenticAMD", 0x19, 0xb0}, ""}, // outside every range the kernel knows
+		// Zen 5: family 0x1a models 0x00-0x2f, 0x40-0x4f, 0x60-0x7f.
+		{CPUID{"AuthenticAMD", 0x1a, 0x02}, "zen5"}, // Turin
+		{CPUID{"AuthenticAMD", 0x1a, 0x11}, "zen5"}, // Turin Dense
+		{CPUID{"AuthenticAMD", 0x1a, 0x24}, "zen5"}, // Strix Point
+		{CPUID{"AuthenticAMD", 0x1a, 0x44}, "zen5"}, // Granite Ridge
+		{CPUID{"AuthenticAMD", 0x1a, 0x60}, "zen5"}, // Krackan Point
+		{CPUID{"AuthenticAMD", 0x1a, 0x70}, "zen5"}, // Strix Halo
+		// Family 0x1a models the kernel marks Zen 6 must not get Zen 5 encodings.
+		{CPUID{"AuthenticAMD", 0x1a, 0x50}, ""},
+		{CPUID{"AuthenticAMD", 0x1a, 0x80}, ""},
+		{CPUID{"AuthenticAMD", 0x1a, 0xc0}, ""},
 		{CPUID{"HygonGenuine", 0x18, 0x01}, ""},
 	} {
 		got := ""
@@ -59,9 +77,10 @@ func TestPresetSelection(t *testing.T) {
 }
 
 // TestPresetsComplete checks the preset data: each Intel server model from
-// SKX to GNR and each Zen from 2 to 5 has numa-traffic events; the Intel
-// ones have memory-bandwidth and interconnect, and every event cites a
-// vendor document.
+// SKX to GNR and each Zen from 2 to 5 has numa-traffic, memory-bandwidth and
+// interconnect events, every event cites a vendor document, and every AMD
+// uncore event (amd_df, amd_umc) names its kernel table entry, which
+// TestPresetsKernelTables checks it against.
 func TestPresetsComplete(t *testing.T) {
 	p := loadPresets(t)
 	seen := map[string]bool{}
@@ -70,16 +89,20 @@ func TestPresetsComplete(t *testing.T) {
 		if len(m.Preset("numa-traffic")) == 0 {
 			t.Errorf("%s: no numa-traffic events", m.ID)
 		}
-		if m.Vendor == "GenuineIntel" {
-			for _, pr := range []string{"memory-bandwidth", "interconnect"} {
-				if len(m.Preset(pr)) == 0 {
-					t.Errorf("%s: no %s events", m.ID, pr)
-				}
+		for _, pr := range []string{"memory-bandwidth", "interconnect"} {
+			if len(m.Preset(pr)) == 0 {
+				t.Errorf("%s: no %s events", m.ID, pr)
 			}
 		}
 		for _, e := range m.Events {
 			if !strings.Contains(e.Source, "Intel") && !strings.Contains(e.Source, "AMD") {
 				t.Errorf("%s/%s: source %q cites no vendor document", m.ID, e.Name, e.Source)
+			}
+			if pmu, _, _ := strings.Cut(e.Spec, "/"); (pmu == "amd_df" || pmu == "amd_umc") && e.Kernel == "" {
+				t.Errorf("%s/%s: AMD uncore event without a kernel table reference (kernel = ...)", m.ID, e.Name)
+			}
+			if m.Vendor == "AuthenticAMD" && e.Pfm == "" && e.Kernel == "" {
+				t.Errorf("%s/%s: cross-checked against neither libpfm4 (pfm) nor the kernel tables (kernel)", m.ID, e.Name)
 			}
 		}
 	}
@@ -95,7 +118,7 @@ func TestPresetsComplete(t *testing.T) {
 // select the right model: the encodings fit the kernel's format fields.
 func TestPresetsResolve(t *testing.T) {
 	p := loadPresets(t)
-	for tree, id := range map[string]string{"intel-skx": "skx", "amd-zen2": "zen2", "amd-zen4": "zen4"} {
+	for tree, id := range map[string]string{"intel-skx": "skx", "amd-zen2": "zen2", "amd-zen4": "zen4", "amd-zen5": "zen5"} {
 		cpu, err := ReadCPUID(fixture(tree))
 		if err != nil {
 			t.Fatal(err)
@@ -104,22 +127,191 @@ func TestPresetsResolve(t *testing.T) {
 			t.Errorf("%s: selected %v, want %s", tree, m, id)
 		}
 	}
-	tree := map[string]string{"GenuineIntel": "intel-skx", "AuthenticAMD": "amd-zen2"}
 	for _, m := range p.Models {
+		tree := fixtureFor(m)
 		for _, e := range m.Events {
 			sp, err := e.ParseSpec()
 			if err != nil {
 				t.Errorf("%s/%s: %v", m.ID, e.Name, err)
 				continue
 			}
-			ev, err := Resolve(fixture(tree[m.Vendor]), sp)
+			ev, err := Resolve(fixture(tree), sp)
 			if err != nil {
-				t.Errorf("%s/%s on %s: %v", m.ID, e.Name, tree[m.Vendor], err)
+				t.Errorf("%s/%s on %s: %v", m.ID, e.Name, tree, err)
 				continue
 			}
 			if ev.Name != e.Name {
 				t.Errorf("%s/%s: resolved name %q", m.ID, e.Name, ev.Name)
 			}
+		}
+	}
+}
+
+// fixtureFor names the fixture tree whose PMU formats encode the model's
+// events: the amd_df layout differs between Zen 2/3 (event14) and the
+// PerfMonV2 parts Zen 4/5 (event14v2, umask12), and only PerfMonV2 parts
+// have amd_umc_N PMUs.
+func fixtureFor(m *Model) string {
+	switch m.ID {
+	case "zen2", "zen3":
+		return "amd-zen2"
+	case "zen4":
+		return "amd-zen4"
+	case "zen5":
+		return "amd-zen5"
+	}
+	if m.Vendor == "AuthenticAMD" {
+		return "amd-zen2"
+	}
+	return "intel-skx"
+}
+
+// kernelEvent is one row of testdata/kernel-events.tsv.
+type kernelEvent struct {
+	event, umask, rdwrmask string // "-" when the kernel entry has none
+}
+
+func loadKernelEvents(t *testing.T) map[string]kernelEvent {
+	t.Helper()
+	data, err := os.ReadFile("testdata/kernel-events.tsv")
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]kernelEvent{}
+	for i, line := range strings.Split(string(data), "\n") {
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		f := strings.Split(line, "\t")
+		if len(f) != 4 {
+			t.Fatalf("kernel-events.tsv:%d: %d columns, want 4", i+1, len(f))
+		}
+		if _, dup := out[f[0]]; dup {
+			t.Fatalf("kernel-events.tsv:%d: %s listed twice", i+1, f[0])
+		}
+		out[f[0]] = kernelEvent{f[1], f[2], f[3]}
+	}
+	return out
+}
+
+// TestPresetsKernelTables cross-checks every preset event that names a
+// kernel table entry against the encoding the Linux perf event tables give
+// it (testdata/kernel-events.tsv): the preset's specification and one built
+// from the kernel's EventCode/UMask/RdWrMask are both encoded with the
+// model's sysfs format fixture and must give the same config. This is the
+// independent check for the data-fabric and UMC events (libpfm4 4.13 has no
+// tables for them) and for Zen 5 (no libpfm4 table at all).
+func TestPresetsKernelTables(t *testing.T) {
+	p := loadPresets(t)
+	kt := loadKernelEvents(t)
+	checked := map[string]int{}
+	for _, m := range p.Models {
+		tree := fixtureFor(m)
+		for _, e := range m.Events {
+			if e.Kernel == "" {
+				continue
+			}
+			row, ok := kt[e.Kernel]
+			if !ok {
+				t.Errorf("%s/%s: kernel event %s is not in testdata/kernel-events.tsv", m.ID, e.Name, e.Kernel)
+				continue
+			}
+			sp, err := e.ParseSpec()
+			if err != nil {
+				t.Fatal(err)
+			}
+			terms := []string{"event=" + row.event}
+			if row.umask != "-" {
+				terms = append(terms, "umask="+row.umask)
+			}
+			if row.rdwrmask != "-" {
+				terms = append(terms, "rdwrmask="+row.rdwrmask)
+			}
+			ksp, err := Parse(sp.PMU + "/" + strings.Join(terms, ",") + "/")
+			if err != nil {
+				t.Fatalf("%s: %v", e.Kernel, err)
+			}
+			got, err := Resolve(fixture(tree), sp)
+			if err != nil {
+				t.Errorf("%s/%s: %v", m.ID, e.Name, err)
+				continue
+			}
+			want, err := Resolve(fixture(tree), ksp)
+			if err != nil {
+				t.Errorf("%s/%s: kernel encoding %s: %v", m.ID, e.Name, ksp.Text, err)
+				continue
+			}
+			if got.Attr.Config != want.Attr.Config || got.Attr.Type != want.Attr.Type {
+				t.Errorf("%s/%s: numascope encodes %s as %#x, the kernel's %s is %s = %#x", m.ID, e.Name, e.Spec, got.Attr.Config, e.Kernel, ksp.Text, want.Attr.Config)
+			}
+			checked[m.ID]++
+		}
+	}
+	for _, id := range []string{"zen2", "zen3", "zen4", "zen5"} {
+		if checked[id] == 0 {
+			t.Errorf("%s: no preset encoding was checked against the kernel tables", id)
+		}
+	}
+	t.Logf("preset encodings checked against the kernel tables: %v", checked)
+}
+
+// TestAMDUncoreEncoding encodes data-fabric and memory-controller events on
+// the Zen 2, Zen 4 and Zen 5 fixtures and compares with the bit layout of
+// arch/x86/events/amd/uncore.c, computed here by hand: event14 (Zen 2/3)
+// puts event bits 0-7, 8-11, 12-13 at config 0-7, 32-35, 59-60; event14v2
+// (PerfMonV2) puts bits 0-7, 8-13 at 0-7, 32-37; umask12 puts umask bits
+// 0-7, 8-11 at 8-15, 24-27; the UMC's rdwrmask sits at config 8-9.
+func TestAMDUncoreEncoding(t *testing.T) {
+	v2 := func(ev, um uint64) uint64 {
+		return ev&0xff | (ev>>8&0x3f)<<32 | (um&0xff)<<8 | (um>>8&0xf)<<24
+	}
+	for _, tc := range []struct {
+		tree, spec string
+		cfg        uint64
+		instances  int
+	}{
+		{"amd-zen2", "amd_df/event=0x7c7,umask=0x02/", 0xc7 | 0x7<<32 | 0x02<<8, 1},
+		{"amd-zen2", "amd_df/event=0x1007/", 0x07 | 1<<59, 1},
+		{"amd-zen2", "amd_df/event=0x3fff/", 0xff | 0xf<<32 | 3<<59, 1},
+		{"amd-zen4", "amd_df/event=0xd1f,umask=0xf3e/", v2(0xd1f, 0xf3e), 1},
+		{"amd-zen4", "amd_df/event=0x2df,umask=0xbff/", v2(0x2df, 0xbff), 1},
+		{"amd-zen4", "amd_df/event=0x3fff,umask=0xfff/", v2(0x3fff, 0xfff), 1},
+		{"amd-zen4", "amd_umc/event=0x0a,rdwrmask=0x1/", 0x0a | 1<<8, 2},
+		{"amd-zen5", "amd_df/event=0xe9f,umask=0xf3f/", v2(0xe9f, 0xf3f), 1},
+		{"amd-zen5", "amd_df/event=0x1f,umask=0xffe/", v2(0x1f, 0xffe), 1},
+		{"amd-zen5", "amd_umc/event=0x0a,rdwrmask=0x2/", 0x0a | 2<<8, 3},
+		{"amd-zen5", "amd_umc_1/event=0x14/", 0x14, 1},
+	} {
+		sp, err := Parse(tc.spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ev, err := Resolve(fixture(tc.tree), sp)
+		if err != nil {
+			t.Errorf("%s on %s: %v", tc.spec, tc.tree, err)
+			continue
+		}
+		if ev.Attr.Config[0] != tc.cfg || ev.Attr.Config[1] != 0 {
+			t.Errorf("%s on %s: config %#x, want %#x", tc.spec, tc.tree, ev.Attr.Config, tc.cfg)
+		}
+		if len(ev.Instances) != tc.instances || !ev.Uncore() {
+			t.Errorf("%s on %s: %d instances (uncore %v), want %d", tc.spec, tc.tree, len(ev.Instances), ev.Uncore(), tc.instances)
+		}
+	}
+	for _, tc := range []struct{ tree, spec string }{
+		{"amd-zen2", "amd_df/event=0x4000/"},             // 15 bits: more than event14 holds
+		{"amd-zen2", "amd_df/event=0x1f,umask=0x7fe/"},   // a Zen 4 umask on Zen 2's 8-bit field
+		{"amd-zen4", "amd_df/event=0x4000/"},             // more than event14v2 holds
+		{"amd-zen5", "amd_df/event=0x1f,umask=0x1000/"},  // more than umask12 holds
+		{"amd-zen5", "amd_umc/event=0x0a,rdwrmask=0x4/"}, // rdwrmask is two bits
+		{"amd-zen5", "amd_umc/event=0x100/"},             // the UMC event is 8 bits
+	} {
+		sp, err := Parse(tc.spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := Resolve(fixture(tc.tree), sp); err == nil || !strings.Contains(err.Error(), "does not fit") {
+			t.Errorf("%s on %s: %v, want a does-not-fit error", tc.spec, tc.tree, err)
 		}
 	}
 }
@@ -139,6 +331,7 @@ func TestParsePresetsErrors(t *testing.T) {
 		{good + ev + ev, "defined twice"},
 		{strings.Replace(good, "0x10-0x1f", "0x1f-0x10", 1) + ev, "bad model range"},
 		{good + ev + "colour = 1\n", "unknown key"},
+		{good + ev + "kernel = \"amdzen4\"\n", "want DIR/event_name"},
 		{"[[model]\n", "user.toml"},
 	} {
 		if _, err := ParsePresets("user.toml", []byte(tc.text)); err == nil || !strings.Contains(err.Error(), tc.want) {
@@ -277,8 +470,6 @@ func TestPresetSelectionHwloc(t *testing.T) {
 func TestPresetsLibpfm(t *testing.T) {
 	helper := buildPfmHelper(t)
 	p := loadPresets(t)
-	// The fixture tree whose core-PMU format encodes each vendor's events.
-	tree := map[string]string{"GenuineIntel": "intel-skx", "AuthenticAMD": "amd-zen2"}
 	checked := 0
 	for _, m := range p.Models {
 		var names []string
@@ -311,7 +502,7 @@ func TestPresetsLibpfm(t *testing.T) {
 				continue
 			}
 			sp, _ := evs[i].ParseSpec()
-			ev, err := Resolve(fixture(tree[m.Vendor]), sp)
+			ev, err := Resolve(fixture(fixtureFor(m)), sp)
 			if err != nil {
 				t.Errorf("%s/%s: %v", m.ID, evs[i].Name, err)
 				continue

@@ -148,7 +148,7 @@ func TestResolveErrors(t *testing.T) {
 		{"intel-skx", "cpu/mem-loads,cpu-cycles/", "two events", false},
 		{"intel-skx", "uncore_m2m/event=1/", "no PMU uncore_m2m", true},
 		{"intel-skx", "sched:sched_stick_numa", "no tracepoint sched:sched_stick_numa", true},
-		{"amd-zen2", "amd_df/event=0x1007/", "does not fit", false},
+		{"amd-zen2", "amd_df/event=0x4007/", "does not fit", false}, // event14 holds 14 bits
 	} {
 		sp, err := Parse(tc.spec)
 		if err != nil {
