@@ -16,6 +16,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/numascope/numascope/internal/experiment"
+	"github.com/numascope/numascope/internal/live"
 	"github.com/numascope/numascope/internal/placement"
 	"github.com/numascope/numascope/internal/sampler"
 	"github.com/numascope/numascope/internal/topology"
@@ -25,7 +26,8 @@ func init() { extraCommands = append(extraCommands, newExperimentCmd) }
 
 func newExperimentCmd(g *globals) *cobra.Command {
 	var report, format string
-	var dryRun, analyzeOnly bool
+	var dryRun, analyzeOnly, web bool
+	var wf webFlags
 	cmd := &cobra.Command{
 		Use:   "experiment SPEC.toml",
 		Short: "Run a full factorial experiment over placement regimes and analyse it (ANOVA)",
@@ -41,7 +43,8 @@ intervals, residual diagnostics and a verdict per factor; "regime B vs regime A"
 docs/experiment.md describes the spec.`,
 		Example: `  numascope experiment regimes.toml
   numascope experiment regimes.toml --dry-run
-  numascope experiment regimes.toml --analyze --report regimes.md`,
+  numascope experiment regimes.toml --analyze --report regimes.md
+  numascope experiment regimes.toml --analyze --web     # the report in the web client`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if format != "text" && format != "markdown" && format != "json" {
@@ -147,6 +150,9 @@ docs/experiment.md describes the spec.`,
 				}
 				fmt.Fprintf(os.Stderr, "numascope: markdown report written to %s\n", report)
 			}
+			if web {
+				return serveReport(&wf, spec.Results, experiment.NewWebReport(a, results))
+			}
 			return nil
 		},
 	}
@@ -155,7 +161,29 @@ docs/experiment.md describes the spec.`,
 	f.BoolVar(&analyzeOnly, "analyze", false, "run nothing: analyse the results file as it is")
 	f.StringVar(&report, "report", "", "also write the analysis as markdown to FILE")
 	f.StringVar(&format, "format", "text", "analysis output: text, markdown or json")
+	f.BoolVar(&web, "web", false, "then serve the report in the web client (effects, boxplots, QQ plot, ANOVA) until Ctrl-C; see --listen")
+	wf.register(cmd)
 	return cmd
+}
+
+// serveReport serves an experiment's report to the web client until
+// interrupted.
+func serveReport(w *webFlags, file string, report *experiment.WebReport) error {
+	stderr := &lockedWriter{w: os.Stderr}
+	srv, err := live.NewReport(w.options(stderr), file, report)
+	if err != nil {
+		return err
+	}
+	if err := srv.Listen(); err != nil {
+		return err
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	announce(stderr, srv.Server)
+	if err := srv.Serve(ctx); err != nil {
+		return fmt.Errorf("serving: %w", err)
+	}
+	return nil
 }
 
 // sessionRunner carries out one run with numascope's own sampling session:

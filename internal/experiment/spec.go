@@ -71,8 +71,8 @@ type Spec struct {
 
 // Factor is a user factor.
 type Factor struct {
-	Name   string
-	Levels []string
+	Name   string   `json:"name"`
+	Levels []string `json:"levels"`
 }
 
 // Regime is one placement regime: the options of `numascope run` and the

@@ -56,7 +56,7 @@ type State struct {
 type hello struct {
 	Type     string             `json:"type"`
 	Protocol int                `json:"protocol"`
-	Mode     string             `json:"mode"` // "live" or "view"
+	Mode     string             `json:"mode"` // "live", "view" or "experiment"
 	Host     string             `json:"host"`
 	Kernel   string             `json:"kernel"`
 	Start    time.Time          `json:"start,omitzero"`
@@ -71,6 +71,9 @@ type hello struct {
 	Marks    []markMsg          `json:"marks,omitempty"`
 	Skipped  []string           `json:"skipped,omitempty"`
 	Legacy   bool               `json:"legacy,omitempty"`
+	// Experiment is an experiment's report (mode "experiment"): its
+	// analysis and runs, as `numascope experiment --web` serves them.
+	Experiment json.RawMessage `json:"experiment,omitempty"`
 }
 
 // markMsg is a label, interval change, pause or resume.
@@ -120,6 +123,15 @@ type request struct {
 	T0       *float64 `json:"t0,omitempty"`
 	T1       *float64 `json:"t1,omitempty"`
 	Points   int      `json:"points,omitempty"`
+	// Sums asks a totals request for sums over columns as well (view).
+	Sums []sumRequest `json:"sums,omitempty"`
+}
+
+// sumRequest names a sum over columns, e.g. one event over all nodes, as the
+// client plots it in the summed view.
+type sumRequest struct {
+	Name    string   `json:"name"`
+	Columns []string `json:"columns"`
 }
 
 // requestTypes are the client message types, for error messages.

@@ -222,46 +222,102 @@ type columnTotal struct {
 	Max  *float64 `json:"max"`
 }
 
+// maxSums bounds the sums one totals request may ask for.
+const maxSums = 4096
+
 // totalsMsg answers a totals request from the full-resolution data: per
-// column, over the samples with t0 <= t <= t1.
+// column, over the samples with t0 <= t <= t1, and per requested sum of
+// columns (the summed view's traces: a column's total rate summed over its
+// nodes, whose maximum is not the sum of the nodes' maxima).
 func (v *View) totalsMsg(r *request) ([]byte, error) {
 	if r.T0 == nil || r.T1 == nil || *r.T1 < *r.T0 {
 		return nil, errors.New("totals: give t0 <= t1 (seconds)")
+	}
+	if len(r.Sums) > maxSums {
+		return nil, fmt.Errorf("totals: at most %d sums", maxSums)
 	}
 	t0, t1 := *r.T0, *r.T1
 	lo := sort.SearchFloat64s(v.t, t0)
 	hi := sort.Search(len(v.t), func(i int) bool { return v.t[i] > t1 })
 	out := make([]columnTotal, len(v.cols))
 	for i, c := range v.cols {
-		col := v.rec.Columns[i]
-		n, sum, area, span, mx := 0, 0.0, 0.0, 0.0, math.Inf(-1)
-		for k := lo; k < hi; k++ {
-			x := c[k]
-			if math.IsNaN(x) {
-				continue
-			}
-			n++
-			sum += x
-			mx = max(mx, x)
-			if k > 0 {
-				dt := v.t[k] - v.t[k-1]
-				area += x * dt
-				span += dt
-			}
-		}
-		ct := columnTotal{Name: col.Name, N: n}
-		if n > 0 {
-			counter := col.Kind == recording.KindCounter && col.Unit != "%"
-			mean := sum / float64(n)
-			if counter {
-				ct.Count = &area
-				if span > 0 {
-					mean = area / span
-				}
-			}
-			ct.Mean, ct.Max = &mean, &mx
-		}
-		out[i] = ct
+		out[i] = v.total(v.rec.Columns[i], lo, hi, func(k int) float64 { return c[k] })
 	}
-	return mustJSON(map[string]any{"type": "totals", "id": r.ID, "t0": t0, "t1": t1, "columns": out}), nil
+	msg := map[string]any{"type": "totals", "id": r.ID, "t0": t0, "t1": t1, "columns": out}
+	if len(r.Sums) > 0 {
+		index := make(map[string]int, len(v.rec.Columns))
+		for i, c := range v.rec.Columns {
+			index[c.Name] = i
+		}
+		sums := make([]columnTotal, len(r.Sums))
+		for j, sr := range r.Sums {
+			if len(sr.Columns) == 0 {
+				return nil, fmt.Errorf("totals: sum %q names no columns", sr.Name)
+			}
+			idx := make([]int, len(sr.Columns))
+			for k, name := range sr.Columns {
+				i, ok := index[name]
+				if !ok {
+					return nil, fmt.Errorf("totals: sum %q: no column %q in this recording", sr.Name, name)
+				}
+				idx[k] = i
+			}
+			col := v.rec.Columns[idx[0]]
+			// Like the client's summed trace: NaN only where every column
+			// is; "%" columns are averaged, not added.
+			scale := 1.0
+			if col.Unit == "%" {
+				scale = 1 / float64(len(idx))
+			}
+			f := func(k int) float64 {
+				sum, any := 0.0, false
+				for _, i := range idx {
+					if x := v.cols[i][k]; !math.IsNaN(x) {
+						sum += x
+						any = true
+					}
+				}
+				if !any {
+					return math.NaN()
+				}
+				return sum * scale
+			}
+			sums[j] = v.total(col, lo, hi, f)
+			sums[j].Name = sr.Name
+		}
+		msg["sums"] = sums
+	}
+	return mustJSON(msg), nil
+}
+
+// total computes one series' totals over the samples lo..hi-1.
+func (v *View) total(col recording.Column, lo, hi int, at func(k int) float64) columnTotal {
+	n, sum, area, span, mx := 0, 0.0, 0.0, 0.0, math.Inf(-1)
+	for k := lo; k < hi; k++ {
+		x := at(k)
+		if math.IsNaN(x) {
+			continue
+		}
+		n++
+		sum += x
+		mx = max(mx, x)
+		if k > 0 {
+			dt := v.t[k] - v.t[k-1]
+			area += x * dt
+			span += dt
+		}
+	}
+	ct := columnTotal{Name: col.Name, N: n}
+	if n > 0 {
+		counter := col.Kind == recording.KindCounter && col.Unit != "%"
+		mean := sum / float64(n)
+		if counter {
+			ct.Count = &area
+			if span > 0 {
+				mean = area / span
+			}
+		}
+		ct.Mean, ct.Max = &mean, &mx
+	}
+	return ct
 }

@@ -5,6 +5,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -118,6 +119,26 @@ func TestViewDecimatesKeepingPeaks(t *testing.T) {
 	}
 	if ramp := m["columns"].([]any)[0].(map[string]any); ramp["count"] != nil || ramp["mean"].(float64) != 4500 {
 		t.Fatalf("gauge totals %v", ramp)
+	}
+	// A sum over columns (the summed view's traces) is totalled sample by
+	// sample: its max is 4321+999 at t=4.321, not the sum of the maxima.
+	c.send(`{"type":"totals","t0":4,"t1":5,"sums":[{"name":"a.both","columns":["a.spiky","a.ramp"]}]}`)
+	m = c.next("totals with sums", typeIs("totals"))
+	sums, _ := m["sums"].([]any)
+	if len(sums) != 1 {
+		t.Fatalf("sums %v", m["sums"])
+	}
+	both := sums[0].(map[string]any)
+	if both["name"] != "a.both" || both["n"].(float64) != 1001 || both["max"].(float64) != 4321+999 {
+		t.Fatalf("sum totals %v", both)
+	}
+	// Counter (the first column's kind): the mean rate is the integral over the time covered.
+	if got, want := both["mean"].(float64), spiky["mean"].(float64)+4500; math.Abs(got-want) > 1e-6 {
+		t.Fatalf("sum mean %v, want %v", got, want)
+	}
+	c.send(`{"type":"totals","t0":4,"t1":5,"sums":[{"name":"x","columns":["a.nope"]}]}`)
+	if e := c.next("error", typeIs("error")); !strings.Contains(e["error"].(string), `no column "a.nope"`) {
+		t.Fatalf("unknown column in a sum: %v", e)
 	}
 	c.send(`{"type":"range","t0":5,"t1":4}`)
 	if e := c.next("error", typeIs("error")); e["error"] == nil {

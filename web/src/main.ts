@@ -7,8 +7,9 @@ import "uplot/dist/uPlot.min.css";
 import "./style.css";
 import { Store, decimate, totals, totalsCSV, type Column, type Mark, type Total } from "./data";
 import { parseFile } from "./parse";
+import { renderReport, asExperiment, type Experiment } from "./report";
 
-type Mode = "none" | "live" | "view" | "file";
+type Mode = "none" | "live" | "view" | "file" | "experiment";
 
 interface State {
   interval_s: number;
@@ -25,6 +26,7 @@ interface Shown {
   raw: number[]; // store columns it reads
   f: (k: number) => number;
   scale: "y" | "pct";
+  sum?: boolean; // synthesised here: the sum over nodes of raw
 }
 
 interface Group {
@@ -51,8 +53,9 @@ const app = {
   fetched: null as null | { t0: number; t1: number; res: number },
   pending: null as null | { t0: number; t1: number },
   reqID: 0,
-  remoteTotals: null as null | { t0: number; t1: number; columns: any[] },
+  remoteTotals: null as null | { t0: number; t1: number; columns: any[]; sums?: any[]; key: string },
   lastTotals: [] as Total[],
+  report: null as Experiment | null,
 };
 
 // ---------------------------------------------------------------- format
@@ -170,7 +173,7 @@ function groups(): Group[] {
         f = (kk) => (g(kk) * 100) / max;
         scale = "pct";
       }
-      out.push({ key: k, label: `${k} (Σ nodes)`, col: sc, raw: idx, f, scale });
+      out.push({ key: k, label: `${k} (Σ nodes)`, col: sc, raw: idx, f, scale, sum: true });
     }
     return [{ title: "all nodes (summed)", series: out }];
   }
@@ -459,25 +462,56 @@ function followNow(): void {
 
 // ---------------------------------------------------------------- totals
 
+/** sumOf adds columns idx sample by sample, as the summed view plots them ("%" averaged). */
+function sumOf(idx: number[], unit: string): (k: number) => number {
+  const s = app.store;
+  const div = unit === "%" ? idx.length : 1;
+  return (k) => {
+    let sum = 0,
+      any = false;
+    for (const i of idx) {
+      const x = s.v[i][k];
+      if (!Number.isNaN(x)) {
+        sum += x;
+        any = true;
+      }
+    }
+    return any ? sum / div : NaN;
+  };
+}
+
+/**
+ * updateTotals fills the totals table with what the plots show: in the
+ * summed view one row per trace, so the per-node columns of a --discrete
+ * recording appear as their sum over nodes; per node, one row per column.
+ */
 function updateTotals(gs: Group[]): void {
   const s = app.store;
-  const seen = new Set<number>();
+  const seen = new Set<string>();
   const cols: { name: string; col: Column; f: (k: number) => number }[] = [];
-  const rawIdx: number[] = [];
+  const sums: { name: string; columns: string[] }[] = [];
   for (const g of gs)
-    for (const x of g.series)
-      for (const i of x.raw) {
-        if (seen.has(i)) continue;
-        seen.add(i);
-        rawIdx.push(i);
-        cols.push({ name: s.cols[i].name, col: s.cols[i], f: (k) => s.v[i][k] });
+    for (const x of g.series) {
+      if (x.sum) {
+        if (seen.has(x.key)) continue;
+        seen.add(x.key);
+        cols.push({ name: x.key, col: x.col, f: sumOf(x.raw, x.col.unit) });
+        sums.push({ name: x.key, columns: x.raw.map((i) => s.cols[i].name) });
+        continue;
       }
+      for (const i of x.raw) {
+        const name = s.cols[i].name;
+        if (seen.has(name)) continue;
+        seen.add(name);
+        cols.push({ name, col: s.cols[i], f: (k) => s.v[i][k] });
+      }
+    }
   let rows: Total[];
   if (app.mode === "view") {
-    requestTotals();
+    requestTotals(sums);
     const rt = app.remoteTotals;
     if (!rt) return;
-    const byName = new Map(rt.columns.map((c: any) => [c.name, c]));
+    const byName = new Map([...rt.columns, ...(rt.sums ?? [])].map((c: any) => [c.name, c]));
     rows = cols.map(({ name, col }) => {
       const r: any = byName.get(name) ?? {};
       const node = col.sources.length === 1 && col.sources[0] !== "" ? col.sources[0] : "all";
@@ -501,12 +535,22 @@ function updateTotals(gs: Group[]): void {
 }
 
 let totalsTimer = 0;
-function requestTotals(): void {
+function requestTotals(sums: { name: string; columns: string[] }[]): void {
   const rt = app.remoteTotals;
-  if (rt && rt.t0 === app.xr.min && rt.t1 === app.xr.max) return;
+  const key = JSON.stringify(sums);
+  if (rt && rt.t0 === app.xr.min && rt.t1 === app.xr.max && rt.key === key) return;
+  if (totalsWanted === `${app.xr.min} ${app.xr.max} ${key}`) return;
+  totalsWanted = `${app.xr.min} ${app.xr.max} ${key}`;
   clearTimeout(totalsTimer);
-  totalsTimer = window.setTimeout(() => send({ type: "totals", t0: app.xr.min, t1: app.xr.max }), 150);
+  totalsTimer = window.setTimeout(() => {
+    const id = ++app.reqID;
+    totalsKeys.set(id, key);
+    send({ type: "totals", id, t0: app.xr.min, t1: app.xr.max, ...(sums.length ? { sums } : {}) });
+  }, 150);
 }
+
+let totalsWanted = "";
+const totalsKeys = new Map<number, string>();
 
 function exportCSV(): void {
   const csv = totalsCSV(app.lastTotals, app.xr.min, app.xr.max);
@@ -687,6 +731,11 @@ function onMessage(m: any): void {
   switch (m.type) {
     case "hello":
       if (m.protocol !== 1) showError(`this client speaks protocol 1, the server ${m.protocol}: reload the page`);
+      if (m.mode === "experiment") {
+        showReport(m.experiment, m.file ?? "");
+        break;
+      }
+      document.body.classList.remove("report");
       app.hello = m;
       app.mode = m.mode;
       document.body.classList.toggle("live", m.mode === "live");
@@ -701,6 +750,8 @@ function onMessage(m: any): void {
         applyState(m.state);
       } else {
         app.duration = m.duration_s ?? 0;
+        app.remoteTotals = null;
+        totalsWanted = "";
         app.store.marks = (m.marks ?? []).map((x: any) => ({ mark: x.mark, t: x.t, text: x.text, interval_s: x.interval_s }));
         app.fetched = null;
         if (m.skipped?.length) showError(`${m.skipped.length} problems reading the file: ${m.skipped[0]}`);
@@ -734,7 +785,8 @@ function onMessage(m: any): void {
       onRange(m);
       break;
     case "totals":
-      app.remoteTotals = m;
+      app.remoteTotals = { ...m, key: totalsKeys.get(m.id) ?? "" };
+      totalsKeys.delete(m.id);
       updateTotals(groups());
       break;
     case "error":
@@ -798,18 +850,54 @@ function onRange(m: any): void {
 
 // ---------------------------------------------------------------- files
 
+/** showReport switches to the experiment page. */
+function showReport(x: Experiment, file: string): void {
+  app.mode = "experiment";
+  app.report = x;
+  document.body.classList.remove("live");
+  document.body.classList.add("report");
+  $("mode").textContent = `experiment ${x.analysis?.name ?? ""}`;
+  $("host").textContent = "";
+  renderReport($("report"), x, file);
+  setStatus(`${x.analysis?.measured ?? 0} runs · ${(x.analysis?.responses ?? []).length} responses`);
+}
+
+/** experimentIn recognises an experiment report among files dropped or picked. */
+function experimentIn(buf: ArrayBuffer): Experiment | null {
+  const b = new Uint8Array(buf, 0, Math.min(buf.byteLength, 64));
+  const head = new TextDecoder().decode(b).trimStart();
+  // A recording's first line is its header; a report is one (indented) JSON object.
+  if (!head.startsWith("{") || /^\{\s*"type"\s*:\s*"header"/.test(head)) return null;
+  try {
+    return asExperiment(JSON.parse(new TextDecoder().decode(buf)));
+  } catch {
+    return null;
+  }
+}
+
+function disconnect(): void {
+  if (app.ws) {
+    const ws = app.ws;
+    app.ws = null;
+    ws.close();
+  }
+}
+
 async function loadFile(file: File): Promise<void> {
   showError("");
   setStatus(`reading ${file.name}…`);
   try {
-    const rec = await parseFile(file.name, await file.arrayBuffer());
-    if (app.ws) {
-      const ws = app.ws;
-      app.ws = null;
-      ws.close();
+    const buf = await file.arrayBuffer();
+    const x = experimentIn(buf);
+    if (x) {
+      disconnect();
+      showReport(x, file.name);
+      return;
     }
+    const rec = await parseFile(file.name, buf);
+    disconnect();
     app.mode = "file";
-    document.body.classList.remove("live");
+    document.body.classList.remove("live", "report");
     app.hello = { ...rec.header, catalog: undefined, sensors: rec.header.sensors, file: file.name };
     app.store = rec.store;
     app.follow = true;

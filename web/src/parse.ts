@@ -1,7 +1,8 @@
 // Reading recordings in the browser, without a server: numascope JSON Lines
-// (plain, or zstd where the browser's DecompressionStream supports it) and
+// (plain, or zstd-compressed, decoded with fzstd) and
 // the original NUMAscope JSON-array format. It mirrors internal/recording.
 
+import { Decompress } from "fzstd";
 import { Store, type Column } from "./data";
 
 export interface Loaded {
@@ -13,31 +14,59 @@ export interface Loaded {
 
 const zstdMagic = [0x28, 0xb5, 0x2f, 0xfd];
 
-/** decompress turns zstd bytes into text, if this browser can. */
-async function decompress(bytes: Uint8Array): Promise<Uint8Array> {
-  let ds: DecompressionStream;
+/**
+ * unzstd decompresses zstd bytes with fzstd, a pure-JS decoder: Chromium's
+ * DecompressionStream has no "zstd". It decodes block by block, so a stream
+ * cut off mid-way (a recording still being written, or a recorder that was
+ * killed) keeps every block that arrived whole; cut says where it stopped.
+ */
+export function unzstd(bytes: Uint8Array): { data: Uint8Array; cut: string } {
+  const parts: Uint8Array[] = [];
+  let size = 0;
+  // The decoder may hand out views into its window buffer: copy them.
+  const d = new Decompress((chunk) => {
+    parts.push(chunk.slice());
+    size += chunk.length;
+  });
+  let cut = "";
   try {
-    ds = new DecompressionStream("zstd" as CompressionFormat);
-  } catch {
-    throw new Error(
-      "this browser cannot decompress zstd: run `zstd -d FILE` and load the .jsonl, or open it with `numascope view FILE`",
-    );
+    const step = 1 << 20;
+    for (let o = 0; o < bytes.length; o += step) d.push(bytes.subarray(o, Math.min(bytes.length, o + step)));
+    d.push(new Uint8Array(0), true);
+  } catch (e: any) {
+    cut = String(e?.message ?? e);
   }
-  const out = new Blob([bytes as BlobPart]).stream().pipeThrough(ds);
-  return new Uint8Array(await new Response(out).arrayBuffer());
+  const data = new Uint8Array(size);
+  let o = 0;
+  for (const p of parts) {
+    data.set(p, o);
+    o += p.length;
+  }
+  return { data, cut };
 }
 
 export async function parseFile(name: string, buf: ArrayBuffer): Promise<Loaded> {
   let bytes: Uint8Array = new Uint8Array(buf);
-  if (zstdMagic.every((b, i) => bytes[i] === b)) bytes = await decompress(bytes);
+  let cutNote = "";
+  if (zstdMagic.every((b, i) => bytes[i] === b)) {
+    const z = unzstd(bytes);
+    if (z.cut) {
+      if (z.data.length === 0) throw new Error(`${name}: the zstd data is damaged or cut off before its first whole block (${z.cut})`);
+      cutNote = `the zstd stream ends early (${z.cut}): the recording was still being written or was killed; showing the ${z.data.length} bytes that decoded`;
+    }
+    bytes = z.data;
+  }
   if (bytes[0] === 0x1f && bytes[1] === 0x8b) {
     throw new Error(`${name}: gzip-compressed; decompress it first`);
   }
   const text = new TextDecoder().decode(bytes).replace(/^\uFEFF/, "");
   const first = text.trimStart()[0];
-  if (first === "{") return parseLines(text);
-  if (first === "[") return parseLegacy(text);
-  throw new Error(`${name}: not a recording (it starts with ${JSON.stringify(text.slice(0, 12))})`);
+  let rec: Loaded;
+  if (first === "{") rec = parseLines(text);
+  else if (first === "[") rec = parseLegacy(text);
+  else throw new Error(`${name}: not a recording (it starts with ${JSON.stringify(text.slice(0, 12))})`);
+  if (cutNote) rec.skipped.unshift(cutNote);
+  return rec;
 }
 
 export function parseLines(text: string): Loaded {

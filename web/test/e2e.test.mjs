@@ -2,7 +2,7 @@
 // real numascope binary (bin/numascope; run scripts/web-test).
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { readFileSync, copyFileSync, existsSync } from "node:fs";
+import { readFileSync, writeFileSync, copyFileSync, existsSync } from "node:fs";
 import { join } from "node:path";
 import { execFileSync } from "node:child_process";
 import { repo, artifacts, binary, tempDir, serve, browser } from "./util.mjs";
@@ -11,6 +11,35 @@ import { repo, artifacts, binary, tempDir, serve, browser } from "./util.mjs";
 const twonode = join(repo, "internal/sensor/testdata/twonode");
 const legacy = join(repo, "internal/recording/testdata/legacy-numaconnect2.json");
 const sampleCount = (page) => page.evaluate(() => window.__numascope.app.received);
+
+/** totalsRows reads the totals table's cells. */
+const totalsRows = (page) => page.$$eval("#totals tbody tr", (trs) => trs.map((tr) => [...tr.children].map((td) => td.textContent)));
+/** totalOf is the mean in the totals table's data for the row named name. */
+const totalOf = (page, name) => page.evaluate((n) => window.__numascope.app.lastTotals.find((r) => r.name === n)?.mean, name);
+
+/** dropFile drops bytes on the page as a file named name, as a desktop drag and drop does. */
+async function dropFile(page, name, bytes) {
+  await page.evaluate(
+    ([name, b64]) => {
+      const bin = Uint8Array.from(atob(b64), (c) => c.charCodeAt(0));
+      const dt = new DataTransfer();
+      dt.items.add(new File([bin], name));
+      document.dispatchEvent(new DragEvent("drop", { dataTransfer: dt, bubbles: true, cancelable: true }));
+    },
+    [name, Buffer.from(bytes).toString("base64")],
+  );
+}
+
+/**
+ * convertCSV reads a recording with `numascope convert` (Go, klauspost/compress: a decoder
+ * independent of the browser's) and returns its column names and rows of numbers.
+ */
+function convertCSV(file) {
+  const out = execFileSync(binary, ["convert", file], { encoding: "utf8", maxBuffer: 1 << 26, stdio: ["ignore", "pipe", "pipe"] });
+  const lines = out.trim().split("\n");
+  return { cols: lines[0].split(",").slice(1), rows: lines.slice(1).map((l) => l.split(",").map(Number)) };
+}
+
 
 test("live on this machine: values update and hovering shows them", async (t) => {
   const dir = tempDir(t);
@@ -125,17 +154,29 @@ test("view: a recording opens with plots, labels and totals", async (t) => {
   await page.waitForSelector("#mode:has-text('recording')");
   assert.equal(await page.isVisible("#pause"), false, "live controls shown for a recording");
   await page.waitForFunction(() => window.__numascope.app.store.n > 0);
-  await page.waitForSelector("#totals tbody tr");
-  const rows = await page.$$eval("#totals tbody tr", (trs) => trs.map((tr) => [...tr.children].map((td) => td.textContent)));
-  const hit0 = rows.find((r) => r[0] === "node.0.numa_hit");
-  assert.ok(hit0, `totals ${JSON.stringify(rows)}`);
-  assert.equal(hit0[1], "0");
-  assert.equal(Number(hit0[3]), 40, "the totals cover all 40 samples");
+  // Summed view: the totals are those of the summed traces, computed by the server at full
+  // resolution: one row per event over all nodes, none of the per-node columns.
+  await page.waitForSelector('#totals tbody tr:has-text("node.numa_hit")');
+  const summed = await totalsRows(page);
+  assert.ok(!summed.some((r) => /^node\.\d\./.test(r[0])), `per-node columns in the summed totals: ${JSON.stringify(summed)}`);
+  const hit = summed.find((r) => r[0] === "node.numa_hit");
+  assert.deepEqual([hit?.[1], hit?.[3]], ["all", "40"], `totals ${JSON.stringify(summed)}`);
+  // MemFree is a gauge: node 0 has 3431772160 bytes free and node 1 3628085248 in the capture.
+  assert.equal(await totalOf(page, "node.MemFree"), 3431772160 + 3628085248);
+  assert.equal(summed.length, await page.evaluate(() => window.__numascope.visible()[0].series.length), "one totals row per trace");
   // Summed view sums the per-node columns of this --discrete recording.
   const legend = await page.$$eval(".u-legend .u-series th", (els) => els.map((e) => e.textContent));
   assert.ok(legend.some((l) => l.includes("node.numa_hit (Σ nodes)")), `legend ${legend}`);
   await page.check("#view-pernode");
   await page.waitForSelector('.card[data-group="node 1"]');
+  // Per node: the totals are per column again.
+  await page.waitForSelector('#totals tbody tr:has-text("node.0.numa_hit")');
+  const rows = await totalsRows(page);
+  const hit0 = rows.find((r) => r[0] === "node.0.numa_hit");
+  assert.equal(hit0[1], "0");
+  assert.equal(Number(hit0[3]), 40, "the totals cover all 40 samples");
+  assert.ok(!rows.some((r) => r[0] === "node.numa_hit"), "a summed row in the per-node totals");
+  assert.equal(await totalOf(page, "node.1.MemFree"), 3628085248);
   await page.screenshot({ path: join(artifacts, "view.png") });
 });
 
@@ -156,43 +197,90 @@ test("a NUMAscope-format JSON file loads from disk without a server", async (t) 
   // "%" columns become percentages of the recorded rate: 50e6 of 200e6 is 25%.
   const pct = await page.evaluate(() => window.__numascope.app.store.v[2][0]);
   assert.equal(pct, 25);
-  const totals = await page.$$eval("#totals tbody tr", (trs) => trs.length);
-  assert.equal(totals, 4);
+  // Summed view: the totals list the two events summed over the two sources, not the four columns.
+  const summed = await totalsRows(page);
+  assert.deepEqual(summed.map((r) => [r[0], r[1], r[3]]), [
+    ["numaconnect2.RdBlkMod_commands_sent", "all", "4"],
+    ["numaconnect2.wait_cycles_for_requests_from_PIU_to_RMPE", "all", "4"],
+  ]);
+  // The max of a sum is the largest sum at one instant.
+  const [got, want] = await page.evaluate(() => {
+    const s = window.__numascope.app.store;
+    let mx = -Infinity;
+    for (let k = 0; k < s.n; k++) mx = Math.max(mx, s.v[0][k] + s.v[1][k]);
+    return [window.__numascope.app.lastTotals[0].max, mx];
+  });
+  assert.equal(got, want);
+  await page.check("#view-pernode");
+  await page.waitForFunction(() => document.querySelectorAll("#totals tbody tr").length === 4);
   assert.ok(existsSync(legacy));
 });
 
-test("a JSON Lines recording dropped on the page loads without a server; zstd gets a clear message where the browser lacks it", async (t) => {
+test("a JSON Lines recording dropped on the page loads without a server", async (t) => {
   const dir = tempDir(t);
   const plain = join(dir, "r.jsonl");
   execFileSync(binary, ["record", "--root", twonode, "-o", plain, "-n", "25", "-i", "10ms", "--ctl", join(dir, "ctl")], { stdio: "pipe" });
-  const zst = join(dir, "r.jsonl.zst");
-  execFileSync(binary, ["record", "--root", twonode, "-o", zst, "-n", "5", "-i", "10ms", "--ctl", join(dir, "ctl")], { stdio: "pipe" });
   const page = await browser(t);
   await page.goto("file://" + join(repo, "internal/live/dist/index.html"));
   // Drag and drop, as a user drops a file from the desktop.
-  await page.evaluate((text) => {
-    const dt = new DataTransfer();
-    dt.items.add(new File([text], "r.jsonl"));
-    document.dispatchEvent(new DragEvent("drop", { dataTransfer: dt, bubbles: true, cancelable: true }));
-  }, readFileSync(plain, "utf8"));
+  await dropFile(page, "r.jsonl", readFileSync(plain));
   await page.waitForSelector("#mode:has-text('file r.jsonl')");
   assert.equal(await page.evaluate(() => window.__numascope.rows()), 25);
   const cols = await page.evaluate(() => window.__numascope.columns());
   assert.ok(cols.includes("node.numa_hit") && cols.includes("cpu.user"), `columns ${cols}`);
+});
+
+test("a .jsonl.zst recording loads from disk without a server, also when it is cut off mid-frame", async (t) => {
+  const dir = tempDir(t);
+  const zst = join(dir, "r.jsonl.zst");
+  execFileSync(binary, ["record", "--root", twonode, "-o", zst, "-n", "400", "-i", "2ms", "--discrete", "--ctl", join(dir, "ctl")], { stdio: "pipe" });
+  const { cols: refCols, rows: refRows } = convertCSV(zst);
+  assert.equal(refRows.length, 400);
+
+  const page = await browser(t);
+  await page.goto("file://" + join(repo, "internal/live/dist/index.html"));
+  // The file picker.
   await page.setInputFiles("#file", zst);
-  const zstdOK = await page.evaluate(() => {
-    try {
-      new DecompressionStream("zstd");
-      return true;
-    } catch {
-      return false;
-    }
+  await page.waitForSelector("#mode:has-text('file r.jsonl.zst')");
+  assert.equal(await page.isHidden("#error"), true, `error shown: ${await page.textContent("#error")}`);
+  assert.equal(await page.evaluate(() => window.__numascope.rows()), 400);
+  assert.deepEqual(await page.evaluate(() => window.__numascope.columns()), refCols);
+  const last = await page.evaluate(() => {
+    const s = window.__numascope.app.store;
+    return [s.t[s.n - 1], ...s.v.map((col) => col[s.n - 1])];
   });
-  if (zstdOK) {
-    await page.waitForSelector("#mode:has-text('file r.jsonl.zst')");
-    assert.equal(await page.evaluate(() => window.__numascope.rows()), 5);
-  } else {
-    await page.waitForSelector("#error:has-text('cannot decompress zstd')");
-    assert.equal(await page.evaluate(() => window.__numascope.rows()), 25, "the loaded recording stays");
-  }
+  assert.deepEqual(last, refRows.at(-1), "the last sample differs from numascope convert's");
+  assert.match(await page.textContent("#status"), /^400 samples · 20 columns/);
+  // The totals table lists the summed columns of this --discrete recording, computed in the page.
+  await page.waitForSelector("#totals tbody tr");
+  const summed = await totalsRows(page);
+  assert.ok(!summed.some((r) => /^node\.\d\./.test(r[0])), `per-node columns in the summed totals: ${JSON.stringify(summed)}`);
+  const hit = summed.find((r) => r[0] === "node.numa_hit");
+  assert.deepEqual([hit?.[1], hit?.[3]], ["all", "400"], `totals ${JSON.stringify(summed)}`);
+  assert.equal(await totalOf(page, "node.MemFree"), 3431772160 + 3628085248);
+
+  // Cut off mid-frame, like a recording being written or a recorder that was killed:
+  // what decoded is kept, and the page says the file ends early.
+  const bytes = readFileSync(zst);
+  const cut = bytes.subarray(0, Math.floor(bytes.length * 0.7));
+  writeFileSync(join(dir, "cut.jsonl.zst"), cut);
+  await dropFile(page, "cut.jsonl.zst", cut);
+  await page.waitForSelector("#mode:has-text('file cut.jsonl.zst')");
+  await page.waitForSelector("#error:has-text('ends early')");
+  const n = await page.evaluate(() => window.__numascope.rows());
+  assert.ok(n > 0 && n < 400, `${n} samples from the cut-off file`);
+  // The samples kept are the recording's first n, value for value, and exactly what
+  // numascope convert recovers from the same cut-off file.
+  const got = await page.evaluate(() => {
+    const s = window.__numascope.app.store;
+    return Array.from({ length: s.n }, (_, k) => [s.t[k], ...s.v.map((col) => col[k])]);
+  });
+  assert.deepEqual(got, refRows.slice(0, n));
+  assert.equal(n, convertCSV(join(dir, "cut.jsonl.zst")).rows.length, "numascope convert recovers a different number of samples");
+  await page.screenshot({ path: join(artifacts, "zstd-file.png") });
+
+  // A file cut off before its first whole block gets a clear error, and the loaded data stays.
+  await dropFile(page, "tiny.jsonl.zst", bytes.subarray(0, 20));
+  await page.waitForSelector("#error:has-text('cut off before its first whole block')");
+  assert.equal(await page.evaluate(() => window.__numascope.rows()), n);
 });
