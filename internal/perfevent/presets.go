@@ -49,7 +49,8 @@ type PresetEvent struct {
 	// Kernel names the event in the Linux perf event tables
 	// (tools/perf/pmu-events/arch/x86/DIR/*.json) as "DIR/event_name", for
 	// the cross-check against the kernel's encodings where libpfm4 has no
-	// table (the AMD data fabric and memory controllers, Zen 5); "" if none.
+	// table (every uncore PMU: the AMD data fabric and memory controllers,
+	// the Intel iMC and UPI; the Zen 5 and Granite Rapids cores); "" if none.
 	Kernel string `toml:"kernel"`
 }
 

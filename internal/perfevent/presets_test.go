@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -76,14 +77,20 @@ func TestPresetSelection(t *testing.T) {
 	}
 }
 
-// TestPresetsComplete checks the preset data: each Intel server model from
-// SKX to GNR and each Zen from 2 to 5 has numa-traffic, memory-bandwidth and
-// interconnect events, every event cites a vendor document, and every AMD
-// uncore event (amd_df, amd_umc) names its kernel table entry, which
-// TestPresetsKernelTables checks it against.
+// TestPresetsComplete checks the embedded presets cover what numascope
+// promises: each Intel Xeon generation from SKX to GNR and each Zen from 2
+// to 5 has numa-traffic, memory-bandwidth and interconnect events, every
+// event cites a vendor document, and every event is cross-checked against an
+// independent table: libpfm4 (pfm, TestPresetsLibpfm) or the Linux perf
+// event tables (kernel, TestPresetsKernelTables). Uncore events (any PMU but
+// the core "cpu" one: uncore_imc, uncore_upi, amd_df, amd_umc) must name
+// their kernel table entry, in the model's own kernel directory: libpfm4
+// 4.13 has no uncore tables for these models, so a pfm name could not be
+// checked.
 func TestPresetsComplete(t *testing.T) {
 	p := loadPresets(t)
 	seen := map[string]bool{}
+	uncore := 0
 	for _, m := range p.Models {
 		seen[m.ID] = true
 		if len(m.Preset("numa-traffic")) == 0 {
@@ -94,15 +101,25 @@ func TestPresetsComplete(t *testing.T) {
 				t.Errorf("%s: no %s events", m.ID, pr)
 			}
 		}
+		dirs, known := kernelDirs[m.ID]
+		if !known {
+			t.Errorf("%s: no kernel table directory known for the model (kernelDirs)", m.ID)
+		}
 		for _, e := range m.Events {
 			if !strings.Contains(e.Source, "Intel") && !strings.Contains(e.Source, "AMD") {
 				t.Errorf("%s/%s: source %q cites no vendor document", m.ID, e.Name, e.Source)
 			}
-			if pmu, _, _ := strings.Cut(e.Spec, "/"); (pmu == "amd_df" || pmu == "amd_umc") && e.Kernel == "" {
-				t.Errorf("%s/%s: AMD uncore event without a kernel table reference (kernel = ...)", m.ID, e.Name)
-			}
-			if m.Vendor == "AuthenticAMD" && e.Pfm == "" && e.Kernel == "" {
+			if e.Pfm == "" && e.Kernel == "" {
 				t.Errorf("%s/%s: cross-checked against neither libpfm4 (pfm) nor the kernel tables (kernel)", m.ID, e.Name)
+			}
+			if isUncorePMU(e.Spec) {
+				uncore++
+				if e.Kernel == "" {
+					t.Errorf("%s/%s: uncore event %s without a kernel table reference (kernel = ...)", m.ID, e.Name, e.Spec)
+				}
+			}
+			if dir, _, _ := strings.Cut(e.Kernel, "/"); e.Kernel != "" && known && !slices.Contains(dirs, dir) {
+				t.Errorf("%s/%s: kernel = %q is not in the model's kernel tables %v", m.ID, e.Name, e.Kernel, dirs)
 			}
 		}
 	}
@@ -111,6 +128,42 @@ func TestPresetsComplete(t *testing.T) {
 			t.Errorf("no preset model %s", id)
 		}
 	}
+	if uncore == 0 {
+		t.Error("no uncore preset event found: isUncorePMU is broken")
+	}
+}
+
+// kernelDirs names, per preset model, the directories of
+// tools/perf/pmu-events/arch/x86 whose tables may check its events: the
+// kernel's own table for the model (arch/x86/mapfile.csv), and for Zen 2 the
+// Zen 3 data-fabric table, which the kernel has no Zen 2 counterpart of and
+// whose DF encodings Zen 2 shares (the pre-PerfMonV2 amd_df layout).
+var kernelDirs = map[string][]string{
+	"skx":  {"skylakex"},
+	"icx":  {"icelakex"},
+	"spr":  {"sapphirerapids"},
+	"emr":  {"emeraldrapids"},
+	"gnr":  {"graniterapids"},
+	"zen2": {"amdzen2", "amdzen3"},
+	"zen3": {"amdzen3"},
+	"zen4": {"amdzen4"},
+	"zen5": {"amdzen5"},
+}
+
+// kernelAlsoDirs names, for a kernel table directory, the tables of other
+// CPUs that one preset model covers: model 0x55 is Skylake-SP up to stepping
+// 4 and Cascade Lake / Cooper Lake from stepping 5 (the kernel's mapfile.csv
+// sends those to cascadelakex). An event checked against the first must
+// have the same encoding in the others.
+var kernelAlsoDirs = map[string][]string{
+	"skylakex": {"cascadelakex"},
+}
+
+// isUncorePMU reports whether a preset specification counts on an uncore
+// PMU: every PMU numascope's presets use except the core PMU "cpu".
+func isUncorePMU(spec string) bool {
+	pmu, _, ok := strings.Cut(spec, "/")
+	return ok && pmu != "cpu"
 }
 
 // TestPresetsResolve resolves every preset event of every model against
@@ -199,60 +252,139 @@ func loadKernelEvents(t *testing.T) map[string]kernelEvent {
 // it (testdata/kernel-events.tsv): the preset's specification and one built
 // from the kernel's EventCode/UMask/RdWrMask are both encoded with the
 // model's sysfs format fixture and must give the same config. This is the
-// independent check for the data-fabric and UMC events (libpfm4 4.13 has no
-// tables for them) and for Zen 5 (no libpfm4 table at all).
+// independent check for the uncore events (libpfm4 4.13 has no tables for
+// the AMD data fabric and UMCs nor for the Intel iMC and UPI of these
+// models) and for Zen 5 (no libpfm4 table at all). Every model must have
+// had at least one event checked, and every Intel and AMD uncore event is
+// required to take part by TestPresetsComplete.
 func TestPresetsKernelTables(t *testing.T) {
 	p := loadPresets(t)
 	kt := loadKernelEvents(t)
 	checked := map[string]int{}
 	for _, m := range p.Models {
-		tree := fixtureFor(m)
 		for _, e := range m.Events {
 			if e.Kernel == "" {
 				continue
 			}
-			row, ok := kt[e.Kernel]
-			if !ok {
-				t.Errorf("%s/%s: kernel event %s is not in testdata/kernel-events.tsv", m.ID, e.Name, e.Kernel)
+			if err := checkKernelEncoding(fixtureFor(m), e, kt); err != nil {
+				t.Errorf("%s/%s: %v", m.ID, e.Name, err)
+				continue
+			}
+			checked[m.ID]++
+			// The same event in the tables of the other CPUs the model
+			// covers must have the same encoding.
+			dir, name, _ := strings.Cut(e.Kernel, "/")
+			for _, also := range kernelAlsoDirs[dir] {
+				e2 := e
+				e2.Kernel = also + "/" + name
+				if err := checkKernelEncoding(fixtureFor(m), e2, kt); err != nil {
+					t.Errorf("%s/%s: %v", m.ID, e.Name, err)
+					continue
+				}
+				checked[m.ID+"+"+also]++
+			}
+		}
+	}
+	for _, id := range []string{"skx", "icx", "spr", "emr", "gnr", "zen2", "zen3", "zen4", "zen5"} {
+		if checked[id] == 0 {
+			t.Errorf("%s: no preset encoding was checked against the kernel tables", id)
+		}
+	}
+	t.Logf("preset encodings checked against the kernel tables: %v", checked)
+}
+
+// checkKernelEncoding encodes the preset event and the kernel table's
+// encoding of e.Kernel on the PMU formats of the fixture tree, and reports
+// any difference in type or config.
+func checkKernelEncoding(tree string, e PresetEvent, kt map[string]kernelEvent) error {
+	row, ok := kt[e.Kernel]
+	if !ok {
+		return fmt.Errorf("kernel event %s is not in testdata/kernel-events.tsv", e.Kernel)
+	}
+	sp, err := e.ParseSpec()
+	if err != nil {
+		return err
+	}
+	terms := []string{"event=" + row.event}
+	if row.umask != "-" {
+		terms = append(terms, "umask="+row.umask)
+	}
+	if row.rdwrmask != "-" {
+		terms = append(terms, "rdwrmask="+row.rdwrmask)
+	}
+	ksp, err := Parse(sp.PMU + "/" + strings.Join(terms, ",") + "/")
+	if err != nil {
+		return fmt.Errorf("%s: %v", e.Kernel, err)
+	}
+	got, err := Resolve(fixture(tree), sp)
+	if err != nil {
+		return err
+	}
+	want, err := Resolve(fixture(tree), ksp)
+	if err != nil {
+		return fmt.Errorf("kernel encoding %s: %v", ksp.Text, err)
+	}
+	if got.Attr.Config != want.Attr.Config || got.Attr.Type != want.Attr.Type {
+		return fmt.Errorf("numascope encodes %s as %#x, the kernel's %s is %s = %#x", e.Spec, got.Attr.Config, e.Kernel, ksp.Text, want.Attr.Config)
+	}
+	return nil
+}
+
+// TestKernelEncodingDetectsMismatch proves the kernel-table check can fail:
+// each Intel preset event that names a kernel table entry, with its unit
+// mask or event code changed by one bit, or pointed at another event's table
+// entry, must be rejected.
+func TestKernelEncodingDetectsMismatch(t *testing.T) {
+	p := loadPresets(t)
+	kt := loadKernelEvents(t)
+	tried := 0
+	for _, m := range p.Models {
+		if m.Vendor != "GenuineIntel" {
+			continue
+		}
+		for _, e := range m.Events {
+			if e.Kernel == "" {
 				continue
 			}
 			sp, err := e.ParseSpec()
 			if err != nil {
 				t.Fatal(err)
 			}
-			terms := []string{"event=" + row.event}
-			if row.umask != "-" {
-				terms = append(terms, "umask="+row.umask)
-			}
-			if row.rdwrmask != "-" {
-				terms = append(terms, "rdwrmask="+row.rdwrmask)
-			}
-			ksp, err := Parse(sp.PMU + "/" + strings.Join(terms, ",") + "/")
+			ev, err := Resolve(fixture(fixtureFor(m)), sp)
 			if err != nil {
-				t.Fatalf("%s: %v", e.Kernel, err)
+				t.Fatal(err)
 			}
-			got, err := Resolve(fixture(tree), sp)
-			if err != nil {
-				t.Errorf("%s/%s: %v", m.ID, e.Name, err)
-				continue
+			code, umask := ev.Attr.Config[0]&0xff, ev.Attr.Config[0]>>8&0xff
+			for _, bad := range []string{
+				fmt.Sprintf("%s/event=%#x,umask=%#x/", sp.PMU, code, umask^0x01),
+				fmt.Sprintf("%s/event=%#x,umask=%#x/", sp.PMU, code^0x01, umask),
+			} {
+				e2 := e
+				e2.Spec = bad
+				if err := checkKernelEncoding(fixtureFor(m), e2, kt); err == nil {
+					t.Errorf("%s/%s: %s accepted as the kernel's %s", m.ID, e.Name, bad, e.Kernel)
+				}
+				tried++
 			}
-			want, err := Resolve(fixture(tree), ksp)
-			if err != nil {
-				t.Errorf("%s/%s: kernel encoding %s: %v", m.ID, e.Name, ksp.Text, err)
-				continue
+			// Another event of the model, with another encoding, named
+			// as this one's kernel entry.
+			for _, o := range m.Events {
+				if o.Kernel == "" || o.Kernel == e.Kernel || o.Spec == e.Spec {
+					continue
+				}
+				e3 := e
+				e3.Kernel = o.Kernel
+				if err := checkKernelEncoding(fixtureFor(m), e3, kt); err == nil {
+					t.Errorf("%s/%s: %s accepted as the kernel's %s", m.ID, e.Name, e.Spec, o.Kernel)
+				}
+				break
 			}
-			if got.Attr.Config != want.Attr.Config || got.Attr.Type != want.Attr.Type {
-				t.Errorf("%s/%s: numascope encodes %s as %#x, the kernel's %s is %s = %#x", m.ID, e.Name, e.Spec, got.Attr.Config, e.Kernel, ksp.Text, want.Attr.Config)
-			}
-			checked[m.ID]++
+			tried++
 		}
 	}
-	for _, id := range []string{"zen2", "zen3", "zen4", "zen5"} {
-		if checked[id] == 0 {
-			t.Errorf("%s: no preset encoding was checked against the kernel tables", id)
-		}
+	if tried == 0 {
+		t.Fatal("no Intel preset event names a kernel table entry")
 	}
-	t.Logf("preset encodings checked against the kernel tables: %v", checked)
 }
 
 // TestAMDUncoreEncoding encodes data-fabric and memory-controller events on
@@ -480,7 +612,7 @@ func TestPresetsLibpfm(t *testing.T) {
 			}
 		}
 		if len(names) == 0 {
-			t.Logf("%s: libpfm4 4.13 has no tables for this model; its encodings are checked against the fixtures only", m.ID)
+			t.Logf("%s: libpfm4 4.13 has no tables for this model; TestPresetsKernelTables checks its encodings against the kernel tables", m.ID)
 			continue
 		}
 		pmu, _, _ := strings.Cut(names[0], "::")
