@@ -3,6 +3,8 @@ package perfevent
 import (
 	"sort"
 	"strings"
+
+	"github.com/numascope/numascope/internal/suggest"
 )
 
 // perf_event_attr.type values (include/uapi/linux/perf_event.h).
@@ -105,7 +107,7 @@ func suggestGeneric(name string) string {
 	lname := strings.ToLower(name)
 	for n := range generic {
 		ln := strings.ToLower(n)
-		if strings.HasPrefix(ln, lname) || strings.HasPrefix(lname, ln) || distance(ln, lname) <= 2 {
+		if strings.HasPrefix(ln, lname) || strings.HasPrefix(lname, ln) || suggest.Distance(ln, lname) <= 2 {
 			cands = append(cands, n)
 		}
 	}
@@ -117,28 +119,4 @@ func suggestGeneric(name string) string {
 		cands = cands[:4]
 	}
 	return "; did you mean " + strings.Join(cands, ", ") + "?"
-}
-
-// distance is the Levenshtein distance, bounded inputs only (names).
-func distance(a, b string) int {
-	if len(a) > 64 || len(b) > 64 {
-		return 99
-	}
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			c := 1
-			if a[i-1] == b[j-1] {
-				c = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+c)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
 }

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/numascope/numascope/internal/suggest"
 	"github.com/numascope/numascope/internal/sysfs"
 )
 
@@ -357,7 +358,7 @@ func (p *PMU) fieldNames() []string {
 func suggestAlias(p *PMU, name string) string {
 	var c []string
 	for _, a := range p.Aliases() {
-		if distance(a, name) <= max(2, len(name)/4) {
+		if suggest.Distance(a, name) <= max(2, len(name)/4) {
 			c = append(c, a)
 		}
 	}

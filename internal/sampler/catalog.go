@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/numascope/numascope/internal/sensor"
+	"github.com/numascope/numascope/internal/suggest"
 )
 
 // DefaultEvents are sampled when -e is not given: where pages are allocated
@@ -342,12 +343,12 @@ func (c *Catalog) unknown(pat string, withSource bool) error {
 		}
 		for _, ev := range e.Events {
 			full := e.Name + "." + ev.Name
-			d := editDistance(pat, full)
+			d := suggest.Distance(pat, full)
 			if bare {
-				d = min(d, editDistance(pat, ev.Name))
+				d = min(d, suggest.Distance(pat, ev.Name))
 			}
 			if withSource && len(e.Sources) > 0 {
-				d = min(d, editDistance(pat, e.Name+"."+e.Sources[0]+"."+ev.Name))
+				d = min(d, suggest.Distance(pat, e.Name+"."+e.Sources[0]+"."+ev.Name))
 			}
 			cands = append(cands, cand{full, d})
 		}
@@ -364,25 +365,4 @@ func (c *Catalog) unknown(pat string, withSource bool) error {
 		return fmt.Errorf("unknown event %q: run `numascope events` to list the events", pat)
 	}
 	return fmt.Errorf("unknown event %q: did you mean %s? (run `numascope events` to list all)", pat, strings.Join(sugg, ", "))
-}
-
-// editDistance is the Levenshtein distance, used only for suggestions.
-func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
 }
