@@ -174,16 +174,7 @@ func serveReport(w *webFlags, file string, report *experiment.WebReport) error {
 	if err != nil {
 		return err
 	}
-	if err := srv.Listen(); err != nil {
-		return err
-	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	announce(stderr, srv.Server)
-	if err := srv.Serve(ctx); err != nil {
-		return fmt.Errorf("serving: %w", err)
-	}
-	return nil
+	return serveUntilSignal(stderr, srv.Server)
 }
 
 // sessionRunner carries out one run with numascope's own sampling session:

@@ -39,19 +39,24 @@ The same security rules as live apply: loopback only unless a token is given.`,
 			if len(rec.Samples) == 0 {
 				stderr.printf("%s: the recording holds no samples", args[0])
 			}
-			srv := live.NewView(w.options(stderr), rec, args[0])
-			if err := srv.Listen(); err != nil {
-				return err
-			}
-			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-			defer stop()
-			announce(stderr, srv.Server)
-			if err := srv.Serve(ctx); err != nil {
-				return fmt.Errorf("serving: %w", err)
-			}
-			return nil
+			return serveUntilSignal(stderr, live.NewView(w.options(stderr), rec, args[0]).Server)
 		},
 	}
 	w.register(cmd)
 	return cmd
+}
+
+// serveUntilSignal binds srv, prints the URL to open and serves until SIGINT
+// or SIGTERM: what view and experiment --web share.
+func serveUntilSignal(stderr *lockedWriter, srv *live.Server) error {
+	if err := srv.Listen(); err != nil {
+		return err
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	announce(stderr, srv)
+	if err := srv.Serve(ctx); err != nil {
+		return fmt.Errorf("serving: %w", err)
+	}
+	return nil
 }
