@@ -1,0 +1,100 @@
+package cli
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/numascope/numascope/internal/profile"
+	"github.com/numascope/numascope/internal/topology"
+)
+
+func init() { extraCommands = append(extraCommands, newProfileCmd) }
+
+func newProfileCmd(g *globals) *cobra.Command {
+	var out, format string
+	var scanRate time.Duration
+	cmd := &cobra.Command{
+		Use:   "profile [-o FILE] [--format json] -- CMD [ARGS...]",
+		Short: "Profile a command: who first-touched each page, which accesses were remote, per source line",
+		Long: `Run CMD under the NUMA profiler and write its profile to FILE (default numascope-profile.json).
+
+Every user-space page fault of CMD, its threads and its children is sampled with a perf software
+event: the first fault on a page is its first touch (the code and thread that placed it); with
+automatic NUMA balancing on, later faults are NUMA hinting faults, a sample of the program's
+accesses (one per page per balancing scan), classified local or remote. Instruction addresses
+are resolved to function, file and line from the binaries' ELF symbols and DWARF line tables
+(build with -g). See docs/profile.md for the format and exactly what is counted.
+
+numascope returns CMD's exit status (128+N if a signal killed it); the profile is written even
+then. Needs root or kernel.perf_event_paranoid <= 1.
+
+--scan-rate makes the kernel's balancing scanner start and rescan sooner, so that a short run
+gets more sampled accesses; the scanner's settings are put back when numascope ends, however
+it ends.`,
+		Example: `  numascope profile -o init.json -- ./solver --threads 8`,
+		Args:    cobra.ArbitraryArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 0 {
+				return fmt.Errorf("no command to profile: numascope profile [-o FILE] -- CMD [ARGS...]")
+			}
+			if cmd.ArgsLenAtDash() != 0 {
+				return fmt.Errorf("unexpected argument %q: put the command to profile after --", args[0])
+			}
+			if format != "json" {
+				return fmt.Errorf("unknown --format %q: the only format is json", format)
+			}
+			fs, err := g.fs()
+			if err != nil {
+				return err
+			}
+			topo, err := topology.Discover(fs)
+			if err != nil {
+				return fmt.Errorf("discovering the topology: %w", err)
+			}
+			// Create the file first: a profile that cannot be written is
+			// better found out before the run than after it.
+			tmp, err := os.CreateTemp(filepath.Dir(out), "."+filepath.Base(out)+".*")
+			if err != nil {
+				return fmt.Errorf("cannot write the profile next to %s: %w", out, err)
+			}
+			defer os.Remove(tmp.Name())
+			defer tmp.Close()
+			p, err := profile.Run(args, profile.Options{Topology: topo, Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr, ScanRate: scanRate})
+			if err != nil {
+				return err
+			}
+			enc := json.NewEncoder(tmp)
+			enc.SetIndent("", " ")
+			if err := enc.Encode(p); err != nil {
+				return fmt.Errorf("writing the profile %s: %w", out, err)
+			}
+			if err := tmp.Chmod(0o644); err != nil {
+				return fmt.Errorf("writing the profile %s: %w", out, err)
+			}
+			if err := tmp.Close(); err != nil {
+				return fmt.Errorf("writing the profile %s: %w", out, err)
+			}
+			if err := os.Rename(tmp.Name(), out); err != nil {
+				return fmt.Errorf("writing the profile %s: %w", out, err)
+			}
+			fmt.Fprintf(os.Stderr, "numascope profile: %d page faults, %d first touches, %d sampled accesses (%d remote), %d lost; wrote %s\n",
+				p.Samples, p.Totals.FirstTouch, p.Totals.Accesses(), p.Totals.Remote, p.Lost, out)
+			for _, n := range p.Notes {
+				fmt.Fprintf(os.Stderr, "numascope profile: %s\n", n)
+			}
+			if p.ExitStatus != 0 {
+				return exitError{p.ExitStatus}
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVarP(&out, "output", "o", "numascope-profile.json", "profile file to write")
+	cmd.Flags().StringVar(&format, "format", "json", "output format (json)")
+	cmd.Flags().DurationVar(&scanRate, "scan-rate", 0, "as root, run the NUMA balancing scanner every DURATION (e.g. 100ms) during the run; the previous settings are restored after, even if numascope is killed")
+	return cmd
+}

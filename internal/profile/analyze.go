@@ -1,0 +1,568 @@
+package profile
+
+import (
+	"bufio"
+	"encoding/binary"
+	"os"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/numascope/numascope/internal/sysfs"
+)
+
+// Metrics are the counts numascope profile reports for a source line, a
+// thread and the whole run. See docs/profile.md for the exact definitions.
+type Metrics struct {
+	// FirstTouch counts base pages placed by a first-touch fault (a fault
+	// that placed a transparent huge page counts every base page it placed).
+	FirstTouch uint64 `json:"first_touch"`
+	// UnpinnedFirstTouch is the part of FirstTouch done by unpinned threads.
+	UnpinnedFirstTouch uint64 `json:"unpinned_first_touch"`
+	// Local and Remote classify every sampled access (NUMA hinting fault):
+	// the accessing CPU's node against the page's node at that moment.
+	Local  uint64 `json:"local"`
+	Remote uint64 `json:"remote"`
+	// UnpinnedPage, UnpinnedThread and UnpinnedBoth split the sampled
+	// accesses whose placement or locality was left to chance: to a page
+	// first touched by an unpinned thread from a pinned one, from an unpinned
+	// thread to a page a pinned one placed, and both. They overlap Local and
+	// Remote, not each other.
+	UnpinnedPage   uint64 `json:"unpinned_page"`
+	UnpinnedThread uint64 `json:"unpinned_thread"`
+	UnpinnedBoth   uint64 `json:"unpinned_both"`
+}
+
+func (m *Metrics) add(o *Metrics) {
+	m.FirstTouch += o.FirstTouch
+	m.UnpinnedFirstTouch += o.UnpinnedFirstTouch
+	m.Local += o.Local
+	m.Remote += o.Remote
+	m.UnpinnedPage += o.UnpinnedPage
+	m.UnpinnedThread += o.UnpinnedThread
+	m.UnpinnedBoth += o.UnpinnedBoth
+}
+
+// Accesses is the number of sampled accesses.
+func (m *Metrics) Accesses() uint64 { return m.Local + m.Remote }
+
+// hugeSize is the x86-64 transparent huge page size.
+const hugeSize = 2 << 20
+
+type pageKey struct {
+	pid  int32
+	page uint64
+}
+
+// pageState is what the profiler knows about one touched base page.
+type pageState struct {
+	node int16 // current node; the first toucher's CPU's node until move_pages says
+	// unpinnedOwner: the thread that first touched it was unpinned.
+	unpinnedOwner bool
+	// mapping is the index of the Mapping the page belongs to.
+	mapping uint32
+}
+
+// locKey identifies a code location before symbolization: the faulting
+// instruction, and the first caller for when the instruction has no line
+// information (libc's memset in a static binary).
+type locKey struct {
+	pid        int32
+	ip, caller uint64
+}
+
+type threadState struct {
+	tid, pid int32
+	comm     string
+	cpus     []int
+	nodes    []int
+	node     int // the one node of a pinned thread, -1 when unpinned
+	status   string
+	exited   bool
+	seen     uint64 // batch stamp of the last affinity read
+	metrics  Metrics
+	log      []Binding
+}
+
+// pendingFirst is a first touch waiting for move_pages, kept so that a
+// transparent huge page found then can be credited to its fault.
+type pendingFirst struct {
+	key   pageKey
+	loc   locKey
+	tid   int32
+	extra bool // also query the huge-page region's two ends
+	// unpinned: the first toucher was unpinned.
+	unpinned bool
+}
+
+type rawSample struct {
+	ip, caller, addr, time uint64
+	pid, tid, cpu          int32
+}
+
+// analyzer turns records into the profile's counts.
+type analyzer struct {
+	cpuNode []int
+	nodeIdx map[int]int // node ID -> column of the access matrix
+	rowIdx  map[int]int // thread node (-1 unpinned) -> row
+	// threadNodes are the matrix rows, pageNodes its columns.
+	threadNodes []int
+	pageSize    uint64
+	start       time.Time
+	procRoot    string
+
+	pages   map[pageKey]pageState
+	huge    map[pageKey]int16 // 2 MiB regions found THP-backed -> node
+	threads map[int32]*threadState
+	maps    map[int32][]mapping
+	parent  map[int32]int32 // process -> the process that forked it
+	locs    map[locKey]*Metrics
+	matrix  [][]uint64
+	totals  Metrics
+
+	batch   []rawSample
+	stamp   uint64
+	pending []pendingFirst
+	refresh []pageKey
+	samples uint64
+	lost    uint64
+	// hugePages counts the 2 MiB regions found placed by one fault.
+	hugePages uint64
+
+	regions  map[int32][]region
+	pfn      *pfnNodes          // nil: no pagemap fallback
+	pagemaps map[int32]*os.File // open /proc/PID/pagemap files
+	mapsRead map[int32]uint64   // batch stamp of the last /proc/PID/maps read
+	mappings []Mapping          // [regionUnknown] is the unknown mapping
+	mapIdx   map[mapKey]uint32
+}
+
+func newAnalyzer(cpuNode []int, pageNodes, threadNodes []int) *analyzer {
+	a := &analyzer{
+		cpuNode:     cpuNode,
+		nodeIdx:     map[int]int{},
+		rowIdx:      map[int]int{},
+		pageSize:    uint64(os.Getpagesize()),
+		start:       time.Now(),
+		procRoot:    "/proc",
+		pages:       map[pageKey]pageState{},
+		huge:        map[pageKey]int16{},
+		threads:     map[int32]*threadState{},
+		maps:        map[int32][]mapping{},
+		parent:      map[int32]int32{},
+		locs:        map[locKey]*Metrics{},
+		stamp:       1,
+		regions:     map[int32][]region{},
+		pagemaps:    map[int32]*os.File{},
+		mapsRead:    map[int32]uint64{},
+		mappings:    []Mapping{{Kind: "unknown"}},
+		mapIdx:      map[mapKey]uint32{{kind: "unknown"}: regionUnknown},
+		threadNodes: threadNodes,
+	}
+	for i, n := range pageNodes {
+		a.nodeIdx[n] = i
+	}
+	for i, n := range threadNodes {
+		a.rowIdx[n] = i
+	}
+	a.matrix = make([][]uint64, len(threadNodes))
+	for i := range a.matrix {
+		a.matrix[i] = make([]uint64, len(pageNodes))
+	}
+	return a
+}
+
+func (a *analyzer) nodeOfCPU(cpu int32) int {
+	if cpu >= 0 && int(cpu) < len(a.cpuNode) {
+		return a.cpuNode[cpu]
+	}
+	return -1
+}
+
+// record handles one perf record. Samples are buffered for handleBatch;
+// the rest (rare) are applied at once.
+func (a *analyzer) record(rec []byte) {
+	switch recordType(rec) {
+	case unix.PERF_RECORD_SAMPLE:
+		var s sample
+		if !decodeSample(rec, &s) {
+			return
+		}
+		a.samples++
+		r := rawSample{ip: s.ip, addr: s.addr, time: s.time, pid: s.pid, tid: s.tid, cpu: s.cpu}
+		// The chain starts with PERF_CONTEXT_USER and the leaf IP; the
+		// next address is the caller's return address.
+		seenLeaf := false
+		for i := 0; i < chainLen(s.chain); i++ {
+			ip := chainAt(s.chain, i)
+			if isContext(ip) {
+				continue
+			}
+			if !seenLeaf {
+				seenLeaf = true
+				continue
+			}
+			r.caller = ip - 1 // inside the call instruction
+			break
+		}
+		a.batch = append(a.batch, r)
+	case unix.PERF_RECORD_MMAP2:
+		if len(rec) < 72+sampleIDSize {
+			return
+		}
+		pid := int32(le32(rec, 8))
+		prot := le32(rec, 64)
+		if prot&unix.PROT_EXEC == 0 {
+			return
+		}
+		start, length, pgoff := le64(rec, 16), le64(rec, 24), le64(rec, 32)
+		name := cString(rec[72 : len(rec)-sampleIDSize])
+		a.maps[pid] = append(a.maps[pid], mapping{start: start, end: start + length, pgoff: pgoff, file: name})
+	case unix.PERF_RECORD_COMM:
+		if len(rec) < 16+sampleIDSize {
+			return
+		}
+		tid := int32(le32(rec, 12))
+		pid := int32(le32(rec, 8))
+		t := a.thread(pid, tid)
+		t.comm = cString(rec[16 : len(rec)-sampleIDSize])
+		if binary.LittleEndian.Uint16(rec[4:])&miscCommExec != 0 {
+			// An exec: the process's old pages are gone. Forget them in
+			// time order, among the samples.
+			a.batch = append(a.batch, rawSample{time: recordTime(rec), pid: pid, tid: tid, cpu: execMarker})
+		}
+	case unix.PERF_RECORD_FORK:
+		if len(rec) < 32 {
+			return
+		}
+		pid, ppid, tid, ptid := int32(le32(rec, 8)), int32(le32(rec, 12)), int32(le32(rec, 16)), int32(le32(rec, 20))
+		if pid != ppid {
+			// A new process starts with its parent's mappings. They are
+			// looked up in the parent at symbolization time rather than
+			// copied now, since records from other CPUs' rings (the
+			// parent's last mmaps) may not have been read yet.
+			a.parent[pid] = ppid
+		}
+		t := a.thread(pid, tid)
+		if p, ok := a.threads[ptid]; ok && t.comm == "" {
+			t.comm = p.comm // a new thread or process has its parent's name until it execs
+		}
+	case unix.PERF_RECORD_EXIT:
+		if len(rec) < 32 {
+			return
+		}
+		if t, ok := a.threads[int32(le32(rec, 16))]; ok {
+			t.exited = true
+		}
+	case unix.PERF_RECORD_LOST:
+		if len(rec) >= 24 {
+			a.lost += le64(rec, 16)
+		}
+	}
+}
+
+func (a *analyzer) thread(pid, tid int32) *threadState {
+	t, ok := a.threads[tid]
+	if !ok {
+		t = &threadState{tid: tid, pid: pid, node: -1}
+		a.threads[tid] = t
+		a.readAffinity(t)
+	}
+	return t
+}
+
+// readAffinity reads a thread's Cpus_allowed_list and logs a change.
+func (a *analyzer) readAffinity(t *threadState) {
+	if t.exited || t.seen == a.stamp {
+		return
+	}
+	t.seen = a.stamp
+	list, ok := readStatusField(a.procRoot+"/"+strconv.Itoa(int(t.pid))+"/task/"+strconv.Itoa(int(t.tid))+"/status", "Cpus_allowed_list:")
+	if !ok || list == t.status {
+		return
+	}
+	cpus, err := sysfs.ParseCPUList(list)
+	if err != nil {
+		return
+	}
+	t.status, t.cpus = list, cpus
+	set := map[int]bool{}
+	for _, c := range cpus {
+		if n := a.nodeOfCPU(int32(c)); n >= 0 {
+			set[n] = true
+		}
+	}
+	t.nodes = t.nodes[:0:0]
+	for n := range set {
+		t.nodes = append(t.nodes, n)
+	}
+	sort.Ints(t.nodes)
+	t.node = -1
+	if len(t.nodes) == 1 {
+		t.node = t.nodes[0]
+	}
+	t.log = append(t.log, Binding{TimeS: time.Since(a.start).Seconds(), CPUs: list, Nodes: append([]int(nil), t.nodes...)})
+}
+
+func readStatusField(path, key string) (string, bool) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", false
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if v, ok := strings.CutPrefix(sc.Text(), key); ok {
+			return strings.TrimSpace(v), true
+		}
+	}
+	return "", false
+}
+
+// handleBatch classifies the samples drained in one round, in time order,
+// then asks move_pages where the new and the migrating pages are.
+func (a *analyzer) handleBatch() {
+	a.stamp++
+	sort.Slice(a.batch, func(i, j int) bool { return a.batch[i].time < a.batch[j].time })
+	// Affinity first: read after the faults it is applied to, so a thread
+	// that pins itself and then touches its memory counts as pinned.
+	for i := range a.batch {
+		s := &a.batch[i]
+		a.readAffinity(a.thread(s.pid, s.tid))
+	}
+	for i := range a.batch {
+		a.handle(&a.batch[i])
+	}
+	a.batch = a.batch[:0]
+	a.queryNodes()
+}
+
+func (a *analyzer) loc(k locKey) *Metrics {
+	m := a.locs[k]
+	if m == nil {
+		m = &Metrics{}
+		a.locs[k] = m
+	}
+	return m
+}
+
+// miscCommExec is PERF_RECORD_MISC_COMM_EXEC: a COMM record from exec.
+const miscCommExec = 1 << 13
+
+// execMarker in rawSample.cpu marks an exec of rawSample.pid.
+const execMarker = -1
+
+func (a *analyzer) handle(s *rawSample) {
+	if s.cpu == execMarker {
+		for k := range a.pages {
+			if k.pid == s.pid {
+				delete(a.pages, k)
+			}
+		}
+		for k := range a.huge {
+			if k.pid == s.pid {
+				delete(a.huge, k)
+			}
+		}
+		delete(a.regions, s.pid)
+		return
+	}
+	t := a.thread(s.pid, s.tid)
+	key := pageKey{s.pid, s.addr &^ (a.pageSize - 1)}
+	lk := locKey{pid: s.pid, ip: s.ip, caller: s.caller}
+	ps, touched := a.pages[key]
+	if !touched {
+		if n, ok := a.huge[pageKey{s.pid, s.addr &^ (hugeSize - 1)}]; ok {
+			// Placed by an earlier huge-page fault, counted there; a fault
+			// here now is an access (after a split or a hinting unmap).
+			ps, touched = pageState{node: n, mapping: a.mappingOf(s.pid, key.page)}, true
+			a.pages[key] = ps
+		}
+	}
+	if !touched {
+		a.pages[key] = pageState{node: int16(a.nodeOfCPU(s.cpu)), unpinnedOwner: t.node < 0}
+		var d Metrics
+		d.FirstTouch = 1
+		if t.node < 0 {
+			d.UnpinnedFirstTouch = 1
+		}
+		a.credit(t, lk, &d)
+		a.pending = append(a.pending, pendingFirst{key: key, loc: lk, tid: t.tid, unpinned: t.node < 0})
+		return
+	}
+	// A later fault on a touched page: a NUMA hinting fault, a sampled access.
+	acc := a.nodeOfCPU(s.cpu)
+	var d Metrics
+	if int(ps.node) == acc {
+		d.Local = 1
+	} else {
+		d.Remote = 1
+	}
+	switch {
+	case t.node < 0 && ps.unpinnedOwner:
+		d.UnpinnedBoth = 1
+	case t.node < 0:
+		d.UnpinnedThread = 1
+	case ps.unpinnedOwner:
+		d.UnpinnedPage = 1
+	}
+	a.credit(t, lk, &d)
+	a.mappings[ps.mapping].Metrics.add(&d)
+	if r, ok := a.rowIdx[t.node]; ok {
+		if c, ok := a.nodeIdx[int(ps.node)]; ok {
+			a.matrix[r][c]++
+		}
+	}
+	a.refresh = append(a.refresh, key)
+}
+
+func (a *analyzer) credit(t *threadState, lk locKey, d *Metrics) {
+	a.totals.add(d)
+	t.metrics.add(d)
+	a.loc(lk).add(d)
+}
+
+// queryNodes asks move_pages(2) where the pages first touched or accessed
+// in this round are now, and detects transparent huge pages: a first touch
+// whose 2 MiB region has both ends present although nothing faulted there
+// placed a huge page, and counts its other base pages too.
+func (a *analyzer) queryNodes() {
+	if len(a.pending) == 0 && len(a.refresh) == 0 {
+		return
+	}
+	byPid := map[int32][]uint64{}
+	for i := range a.pending {
+		p := &a.pending[i]
+		byPid[p.key.pid] = append(byPid[p.key.pid], p.key.page)
+		region := p.key.page &^ (hugeSize - 1)
+		if _, ok := a.huge[pageKey{p.key.pid, region}]; !ok && a.hugeCandidate(p.key.pid, p.key.page) {
+			p0, p1 := a.hugeProbes(p.key.page)
+			_, t0 := a.pages[pageKey{p.key.pid, p0}]
+			_, t1 := a.pages[pageKey{p.key.pid, p1}]
+			if !t0 && !t1 {
+				p.extra = true
+				byPid[p.key.pid] = append(byPid[p.key.pid], p0, p1)
+			}
+		}
+	}
+	for _, k := range a.refresh {
+		byPid[k.pid] = append(byPid[k.pid], k.page)
+	}
+	where := map[pageKey]int{}
+	probe := map[pageKey]bool{}
+	for _, p := range a.pending {
+		if p.extra {
+			p0, p1 := a.hugeProbes(p.key.page)
+			probe[pageKey{p.key.pid, p0}], probe[pageKey{p.key.pid, p1}] = true, true
+		}
+	}
+	for pid, pages := range byPid {
+		st := movePages(int(pid), pages)
+		for i, p := range pages {
+			n := -1
+			if st != nil {
+				n = int(st[i])
+			}
+			// Not for the huge-page probes: pagemap also shows the shared
+			// zero page that a read of untouched memory maps, which would
+			// look like a placed page.
+			if n < 0 && !probe[pageKey{pid, p}] {
+				n = a.pagemapNode(pid, p)
+			}
+			if n >= 0 || st != nil {
+				where[pageKey{pid, p}] = n
+			}
+		}
+	}
+	for _, p := range a.pending {
+		n, ok := where[p.key]
+		if ok && n >= 0 {
+			ps := a.pages[p.key]
+			ps.node = int16(n)
+			a.pages[p.key] = ps
+		}
+		// Where the memory came from, credited with the first touch now
+		// that the mapping is looked up.
+		ps := a.pages[p.key]
+		ps.mapping = a.mappingOf(p.key.pid, p.key.page)
+		a.pages[p.key] = ps
+		a.mappings[ps.mapping].Metrics.FirstTouch++
+		if p.unpinned {
+			a.mappings[ps.mapping].Metrics.UnpinnedFirstTouch++
+		}
+		if !p.extra {
+			continue
+		}
+		region := p.key.page &^ (hugeSize - 1)
+		p0, p1 := a.hugeProbes(p.key.page)
+		r0, ok0 := where[pageKey{p.key.pid, p0}]
+		r1, ok1 := where[pageKey{p.key.pid, p1}]
+		if !ok || !ok0 || !ok1 || n < 0 || r0 != n || r1 != n {
+			continue
+		}
+		a.huge[pageKey{p.key.pid, region}] = int16(n)
+		a.hugePages++
+		extra := hugeSize/a.pageSize - 1
+		d := Metrics{FirstTouch: extra}
+		t := a.threads[p.tid]
+		if p.unpinned {
+			d.UnpinnedFirstTouch = extra
+		}
+		if t != nil {
+			a.credit(t, p.loc, &d)
+		}
+		a.mappings[ps.mapping].Metrics.add(&d)
+	}
+	for _, k := range a.refresh {
+		if n, ok := where[k]; ok && n >= 0 {
+			ps := a.pages[k]
+			ps.node = int16(n)
+			a.pages[k] = ps
+		}
+	}
+	a.pending = a.pending[:0]
+	a.refresh = a.refresh[:0]
+}
+
+// hugeProbes returns two base pages of page's 2 MiB region, other than
+// page, as far apart as possible: present without a fault of their own,
+// they show that page's fault placed a huge page.
+func (a *analyzer) hugeProbes(page uint64) (uint64, uint64) {
+	region := page &^ (hugeSize - 1)
+	first, last := region, region+hugeSize-a.pageSize
+	if page == first {
+		first += a.pageSize
+	}
+	if page == last {
+		last -= a.pageSize
+	}
+	return first, last
+}
+
+// movePagesBatch bounds one move_pages call.
+const movePagesBatch = 4096
+
+// movePages returns the node of each page of pid (nodes == NULL: query
+// only), or a negative errno for a page that is not present; nil when the
+// process is gone.
+func movePages(pid int, pages []uint64) []int32 {
+	status := make([]int32, len(pages))
+	ptrs := make([]uintptr, 0, movePagesBatch)
+	for off := 0; off < len(pages); off += movePagesBatch {
+		end := min(off+movePagesBatch, len(pages))
+		ptrs = ptrs[:0]
+		for _, p := range pages[off:end] {
+			ptrs = append(ptrs, uintptr(p))
+		}
+		_, _, errno := unix.Syscall6(unix.SYS_MOVE_PAGES, uintptr(pid), uintptr(len(ptrs)),
+			uintptr(unsafe.Pointer(&ptrs[0])), 0, uintptr(unsafe.Pointer(&status[off])), 0)
+		if errno != 0 {
+			return nil
+		}
+	}
+	return status
+}

@@ -1,0 +1,220 @@
+package profile
+
+// This file holds the perf sampling session: one PERF_COUNT_SW_PAGE_FAULTS
+// event per CPU on the profiled process (inherited by its threads and
+// children), each with its own mmap'd ring buffer, and a reader that decodes
+// the records in place.
+
+import (
+	"encoding/binary"
+	"fmt"
+	"os"
+	"sync/atomic"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// sampleType is what every sample carries. Its order in a record is fixed by
+// the kernel: IP, TID (pid, tid), TIME, ADDR, CPU (cpu, reserved),
+// CALLCHAIN (nr, ips).
+const sampleType = unix.PERF_SAMPLE_IP | unix.PERF_SAMPLE_TID | unix.PERF_SAMPLE_TIME |
+	unix.PERF_SAMPLE_ADDR | unix.PERF_SAMPLE_CPU | unix.PERF_SAMPLE_CALLCHAIN
+
+// maxStack bounds the user call chain of a sample (sample_max_stack).
+const maxStack = 16
+
+// sampleIDSize is the size of the sample_id trailer of non-sample records
+// (sample_id_all): pid, tid, time, cpu, reserved.
+const sampleIDSize = 24
+
+// ringPages is the size of each CPU's data area in pages (a power of two).
+// At about 80 bytes a sample, 4 MiB hold some 50,000 page faults: a 200 MiB
+// first touch between two drains.
+const ringPages = 1024
+
+// minRingPages is the smallest ring tried when the locked-memory limit
+// refuses ringPages.
+const minRingPages = 8
+
+// Offsets in struct perf_event_mmap_page (include/uapi/linux/perf_event.h).
+const (
+	offDataHead = 1024
+	offDataTail = 1032
+)
+
+// contextMax: call-chain entries at or above it are context markers
+// (PERF_CONTEXT_USER and friends), not addresses.
+const contextMax = ^uint64(4095)
+
+// ring is one CPU's event and its mapped buffer.
+type ring struct {
+	fd   int
+	cpu  int
+	mem  []byte // metadata page + data
+	data []byte
+	// scratch holds a record that wraps around the end of data.
+	scratch []byte
+}
+
+func (r *ring) head() uint64 {
+	return atomic.LoadUint64((*uint64)(unsafe.Pointer(&r.mem[offDataHead])))
+}
+
+func (r *ring) tail() uint64 {
+	return *(*uint64)(unsafe.Pointer(&r.mem[offDataTail]))
+}
+
+func (r *ring) setTail(v uint64) {
+	atomic.StoreUint64((*uint64)(unsafe.Pointer(&r.mem[offDataTail])), v)
+}
+
+// perfSession is the set of rings of one profiled process.
+type perfSession struct {
+	rings []*ring
+}
+
+// openPerf opens the page-fault sampling event on pid, one per CPU in cpus.
+// The event is inherited by the threads and processes pid creates after this
+// call, so pid must not have started yet (see startStopped).
+func openPerf(pid int, cpus []int) (*perfSession, error) {
+	attr := unix.PerfEventAttr{
+		Type:        unix.PERF_TYPE_SOFTWARE,
+		Size:        uint32(unsafe.Sizeof(unix.PerfEventAttr{})),
+		Config:      unix.PERF_COUNT_SW_PAGE_FAULTS,
+		Sample:      1, // sample_period: every fault
+		Sample_type: sampleType,
+		Bits: unix.PerfBitExcludeKernel | unix.PerfBitExcludeHv | unix.PerfBitInherit |
+			unix.PerfBitMmap | unix.PerfBitComm | unix.PerfBitTask | unix.PerfBitSampleIDAll |
+			unix.PerfBitMmap2 | unix.PerfBitExcludeCallchainKernel | unix.PerfBitWatermark,
+		Wakeup:           ringPages * uint32(os.Getpagesize()) / 4, // wakeup_watermark, in bytes (the kernel caps it at a smaller ring's size)
+		Sample_max_stack: maxStack,
+	}
+	ps := &perfSession{}
+	pg := os.Getpagesize()
+	for _, cpu := range cpus {
+		fd, err := unix.PerfEventOpen(&attr, pid, cpu, -1, unix.PERF_FLAG_FD_CLOEXEC)
+		if err != nil {
+			ps.close()
+			return nil, fmt.Errorf("perf_event_open(page-faults, pid %d, cpu %d): %w (needs root or kernel.perf_event_paranoid <= 1)", pid, cpu, err)
+		}
+		// Without CAP_IPC_LOCK the kernel caps the locked ring memory
+		// (kernel.perf_event_mlock_kb per CPU): halve until it fits.
+		var mem []byte
+		for n := ringPages; n >= minRingPages; n /= 2 {
+			if mem, err = unix.Mmap(fd, 0, (1+n)*pg, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED); err == nil ||
+				(err != unix.EPERM && err != unix.ENOMEM) {
+				break
+			}
+		}
+		if err != nil {
+			unix.Close(fd)
+			ps.close()
+			return nil, fmt.Errorf("mmap of the perf ring buffer of cpu %d: %w (raise the locked-memory limit or kernel.perf_event_mlock_kb)", cpu, err)
+		}
+		ps.rings = append(ps.rings, &ring{fd: fd, cpu: cpu, mem: mem, data: mem[pg:], scratch: make([]byte, 0, 1024)})
+	}
+	return ps, nil
+}
+
+func (ps *perfSession) close() {
+	for _, r := range ps.rings {
+		unix.Munmap(r.mem)
+		unix.Close(r.fd)
+	}
+	ps.rings = nil
+}
+
+// wait blocks until a ring passes its watermark or timeoutMs pass.
+func (ps *perfSession) wait(timeoutMs int, pfds []unix.PollFd) []unix.PollFd {
+	pfds = pfds[:0]
+	for _, r := range ps.rings {
+		pfds = append(pfds, unix.PollFd{Fd: int32(r.fd), Events: unix.POLLIN})
+	}
+	_, _ = unix.Poll(pfds, timeoutMs)
+	return pfds
+}
+
+// drain hands every complete record of every ring to fn, then releases the
+// space. The record slice is only valid during the call.
+func (ps *perfSession) drain(fn func(rec []byte)) {
+	for _, r := range ps.rings {
+		r.drain(fn)
+	}
+}
+
+func (r *ring) drain(fn func(rec []byte)) {
+	head, tail := r.head(), r.tail()
+	size := uint64(len(r.data))
+	for tail+8 <= head {
+		off := tail % size
+		var hdr [8]byte
+		for i := uint64(0); i < 8; i++ {
+			hdr[i] = r.data[(off+i)%size]
+		}
+		n := uint64(binary.LittleEndian.Uint16(hdr[6:8]))
+		if n < 8 || tail+n > head {
+			break
+		}
+		if off+n <= size {
+			fn(r.data[off : off+n])
+		} else {
+			first := size - off
+			r.scratch = append(r.scratch[:0], r.data[off:]...)
+			r.scratch = append(r.scratch, r.data[:n-first]...)
+			fn(r.scratch)
+		}
+		tail += n
+	}
+	r.setTail(tail)
+}
+
+// sample is the decoded part of a PERF_RECORD_SAMPLE the profiler keeps.
+type sample struct {
+	ip, addr, time uint64
+	pid, tid       int32
+	cpu            int32
+	// chain is the user call chain without context markers, leaf first;
+	// it aliases the record and is only valid while it is being handled.
+	chain []byte
+}
+
+func le64(b []byte, off int) uint64 { return binary.LittleEndian.Uint64(b[off:]) }
+func le32(b []byte, off int) uint32 { return binary.LittleEndian.Uint32(b[off:]) }
+
+// decodeSample decodes a PERF_RECORD_SAMPLE of sampleType in place.
+func decodeSample(rec []byte, s *sample) bool {
+	const fixed = 8 + 8 + 8 + 8 + 8 + 8 + 8 // header ip tid time addr cpu nr
+	if len(rec) < fixed {
+		return false
+	}
+	s.ip = le64(rec, 8)
+	s.pid = int32(le32(rec, 16))
+	s.tid = int32(le32(rec, 20))
+	s.time = le64(rec, 24)
+	s.addr = le64(rec, 32)
+	s.cpu = int32(le32(rec, 40))
+	nr := le64(rec, 48)
+	if nr > uint64(len(rec)-fixed)/8 {
+		return false
+	}
+	s.chain = rec[fixed : fixed+int(nr)*8]
+	return true
+}
+
+// chainLen and chainAt read a sample's call chain.
+func chainLen(c []byte) int            { return len(c) / 8 }
+func chainAt(c []byte, i int) uint64   { return le64(c, i*8) }
+func isContext(ip uint64) bool         { return ip >= contextMax }
+func recordType(rec []byte) uint32     { return le32(rec, 0) }
+func recordTime(rec []byte) (t uint64) { return le64(rec, len(rec)-sampleIDSize+8) }
+
+// cString returns the NUL-terminated string at the start of b.
+func cString(b []byte) string {
+	for i, c := range b {
+		if c == 0 {
+			return string(b[:i])
+		}
+	}
+	return string(b)
+}

@@ -1,0 +1,397 @@
+// Package profile implements numascope profile: which code first touched
+// (placed) each page, and which accesses were remote, per source line and per
+// thread, without binary instrumentation and without hardware counters.
+//
+// The kernel does the sampling. A perf software event counts every user-space
+// page fault of the program (PERF_COUNT_SW_PAGE_FAULTS, period 1), with the
+// faulting IP, thread, CPU, time and address. The first fault on a base page
+// is its first touch. With automatic NUMA balancing on, the kernel
+// periodically unmaps the program's pages, and the next access to each takes
+// a NUMA hinting fault: the same event sees it, so every later fault on a
+// touched page is a sampled access, local or remote by the accessing CPU's
+// node against the page's node (from move_pages(2)). docs/profile.md says
+// exactly what is counted and what is not.
+package profile
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/signal"
+	"sort"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/numascope/numascope/internal/topology"
+)
+
+// Profile is the JSON document numascope profile writes (docs/profile.md).
+type Profile struct {
+	Command    []string `json:"command"`
+	ExitStatus int      `json:"exit_status"`
+	// Signal names the signal that killed the program, if one did.
+	Signal   string  `json:"signal,omitempty"`
+	Duration float64 `json:"duration_s"`
+	// Nodes are the machine's NUMA nodes (all, CPU-less ones included).
+	Nodes []int `json:"nodes"`
+	// NUMABalancing is kernel.numa_balancing at the start; without it (or
+	// with one node) there are no sampled accesses, only first touches.
+	NUMABalancing bool     `json:"numa_balancing"`
+	Notes         []string `json:"notes"`
+	// Samples are the page faults seen; Lost those the kernel dropped
+	// because the ring buffer was full.
+	Samples      uint64     `json:"samples"`
+	Lost         uint64     `json:"lost"`
+	HugePages    uint64     `json:"huge_pages"`
+	Totals       Metrics    `json:"totals"`
+	AccessMatrix Matrix     `json:"access_matrix"`
+	Locations    []Location `json:"locations"`
+	Threads      []Thread   `json:"threads"`
+	// Mappings say where the memory came from: heap, stack, anonymous
+	// mmap, file.
+	Mappings []Mapping `json:"mappings"`
+}
+
+// Matrix counts sampled accesses by the accessing thread's node (row; -1 for
+// unpinned threads) and the page's node (column).
+type Matrix struct {
+	ThreadNodes []int      `json:"thread_nodes"`
+	PageNodes   []int      `json:"page_nodes"`
+	Counts      [][]uint64 `json:"counts"`
+}
+
+// Location is one source line (or, without line information, one function).
+type Location struct {
+	Function string  `json:"function"`
+	File     string  `json:"file"`
+	Line     int     `json:"line"`
+	Metrics  Metrics `json:"metrics"`
+}
+
+// Thread is one thread of the program.
+type Thread struct {
+	TID  int    `json:"tid"`
+	PID  int    `json:"pid"`
+	Comm string `json:"comm"`
+	// Nodes is the node set of its last CPU affinity: one node = pinned.
+	Nodes      []int     `json:"nodes"`
+	Metrics    Metrics   `json:"metrics"`
+	BindingLog []Binding `json:"binding_log"`
+}
+
+// Binding is one affinity a thread was seen with.
+type Binding struct {
+	// TimeS is when numascope saw it, in seconds since the profile started.
+	TimeS float64 `json:"time_s"`
+	CPUs  string  `json:"cpus"`
+	Nodes []int   `json:"nodes"`
+}
+
+// Options configure Run.
+type Options struct {
+	Topology *topology.Topology
+	// ProcRoot is where the profiled processes' /proc is ("/proc").
+	ProcRoot       string
+	Stdin          *os.File
+	Stdout, Stderr *os.File
+	// ScanRate, if not zero, speeds up the NUMA balancing scanner for the
+	// run (see SetScanRate); the previous settings are restored after.
+	ScanRate time.Duration
+}
+
+// pollMs is how often the rings are drained when they fill slowly: it bounds
+// how stale move_pages' answer can be and how late an affinity change is seen.
+const pollMs = 20
+
+// Run runs args under the profiler and returns the profile, complete even if
+// the program crashed. The error is about the profiler, never the program's
+// exit status, which is in the profile.
+func Run(args []string, opt Options) (*Profile, error) {
+	if len(args) == 0 {
+		return nil, errors.New("no command to profile")
+	}
+	topo := opt.Topology
+	if topo == nil {
+		return nil, errors.New("profile: no topology")
+	}
+	procRoot := opt.ProcRoot
+	if procRoot == "" {
+		procRoot = "/proc"
+	}
+	cpuNode, cpus := cpuNodes(topo)
+	pageNodes, threadNodes := []int{}, []int{-1}
+	for _, n := range topo.Nodes {
+		pageNodes = append(pageNodes, n.ID)
+		if len(n.CPUs) > 0 {
+			threadNodes = append(threadNodes, n.ID)
+		}
+	}
+	a := newAnalyzer(cpuNode, pageNodes, threadNodes)
+	a.procRoot = procRoot
+	a.pfn = loadPFNNodes("/sys", a.pageSize)
+	defer a.closePagemaps()
+	p := &Profile{Command: args, Nodes: pageNodes}
+	p.NUMABalancing, p.Notes = balancingNotes(procRoot, topo)
+
+	path, err := exec.LookPath(args[0])
+	if err != nil {
+		return nil, fmt.Errorf("cannot run %s: %w", args[0], err)
+	}
+	cmd := exec.Command(path, args[1:]...)
+	cmd.Args = args
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = opt.Stdin, opt.Stdout, opt.Stderr
+
+	if opt.ScanRate != 0 {
+		sr, err := SetScanRate(opt.ScanRate)
+		if err != nil {
+			return nil, err
+		}
+		defer func() {
+			if err := sr.Restore(); err != nil {
+				fmt.Fprintf(os.Stderr, "numascope profile: %v\n", err)
+			}
+		}()
+		p.Notes = append(p.Notes, fmt.Sprintf("the NUMA balancing scanner ran every %v for this profile (--scan-rate)", opt.ScanRate))
+	}
+
+	sigs := make(chan os.Signal, 4)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
+	defer signal.Stop(sigs)
+
+	var ps *perfSession
+	err = startStopped(cmd, func(pid int) error {
+		var err error
+		if ps, err = openPerf(pid, cpus); err != nil {
+			return err
+		}
+		a.seed(pid, args[0])
+		return nil
+	})
+	if err != nil {
+		if cmd.Process != nil {
+			_ = cmd.Wait()
+		}
+		return nil, err
+	}
+	defer ps.close()
+
+	waited := make(chan error, 1)
+	go func() { waited <- cmd.Wait() }()
+	var werr error
+	var pfds []unix.PollFd
+	for running := true; running; {
+		select {
+		case sig := <-sigs:
+			if sig != os.Interrupt { // Ctrl-C reaches the program from the terminal itself
+				_ = cmd.Process.Signal(sig)
+			}
+			continue
+		case werr = <-waited:
+			running = false
+		default:
+			pfds = ps.wait(pollMs, pfds)
+		}
+		ps.drain(a.record)
+		a.handleBatch()
+	}
+	p.Duration = time.Since(a.start).Seconds()
+	var ee *exec.ExitError
+	switch {
+	case errors.As(werr, &ee):
+		if st, ok := ee.Sys().(syscall.WaitStatus); ok && st.Signaled() {
+			p.ExitStatus = 128 + int(st.Signal())
+			p.Signal = unix.SignalName(st.Signal())
+		} else {
+			p.ExitStatus = ee.ExitCode()
+		}
+	case werr != nil:
+		return nil, fmt.Errorf("waiting for %s: %w", args[0], werr)
+	}
+	if p.Signal != "" {
+		p.Notes = append(p.Notes, fmt.Sprintf("%s was killed by %s; the profile covers it up to then", args[0], p.Signal))
+	}
+	a.fill(p)
+	if p.NUMABalancing && len(topo.Nodes) > 1 && p.Totals.Accesses() == 0 {
+		p.Notes = append(p.Notes, "NUMA balancing is on but took no hinting faults: the program ended before the scanner reached it (kernel.numa_balancing_scan_delay_ms, "+
+			"under /sys/kernel/debug/sched/numa_balancing/ on recent kernels) or its memory was not scanned; only first touches are reported")
+	}
+	return p, nil
+}
+
+// cpuNodes maps CPU -> node and lists the online CPUs to sample on.
+func cpuNodes(topo *topology.Topology) (cpuNode []int, cpus []int) {
+	maxCPU := -1
+	for _, c := range topo.CPUs {
+		maxCPU = max(maxCPU, c.ID)
+	}
+	cpuNode = make([]int, maxCPU+1)
+	for i := range cpuNode {
+		cpuNode[i] = -1
+	}
+	for _, c := range topo.CPUs {
+		cpuNode[c.ID] = c.Node
+		if c.Online {
+			cpus = append(cpus, c.ID)
+		}
+	}
+	return cpuNode, cpus
+}
+
+// balancingNotes says whether sampled accesses can be expected.
+func balancingNotes(procRoot string, topo *topology.Topology) (bool, []string) {
+	notes := []string{}
+	b, err := os.ReadFile(procRoot + "/sys/kernel/numa_balancing")
+	on := err == nil && strings.TrimSpace(string(b)) != "0"
+	switch {
+	case len(topo.Nodes) < 2:
+		notes = append(notes, "this machine has one NUMA node: there are no NUMA hinting faults, so no sampled accesses (local/remote); first touches are reported")
+	case err != nil:
+		notes = append(notes, "cannot read kernel.numa_balancing ("+err.Error()+"): sampled accesses depend on it")
+	case !on:
+		notes = append(notes, "automatic NUMA balancing is off (kernel.numa_balancing=0): no sampled accesses (local/remote), only first touches; enable it with sysctl kernel.numa_balancing=1")
+	}
+	return on, notes
+}
+
+// seed records what exists before the program's first instruction: its
+// executable mappings (mapped by execve, before the event existed, so no
+// MMAP2 record describes them) and its main thread.
+func (a *analyzer) seed(pid int, name string) {
+	f, err := os.Open(a.procRoot + "/" + strconv.Itoa(pid) + "/maps")
+	if err == nil {
+		sc := bufio.NewScanner(f)
+		for sc.Scan() {
+			if m, ok := parseMapsLine(sc.Text()); ok {
+				a.maps[int32(pid)] = append(a.maps[int32(pid)], m)
+			}
+		}
+		f.Close()
+	}
+	t := a.thread(int32(pid), int32(pid))
+	t.comm = name
+	if b, err := os.ReadFile(a.procRoot + "/" + strconv.Itoa(pid) + "/comm"); err == nil {
+		t.comm = strings.TrimSpace(string(b))
+	}
+}
+
+// parseMapsLine parses an executable file mapping of /proc/PID/maps:
+// "start-end perms offset dev inode path".
+func parseMapsLine(line string) (mapping, bool) {
+	f := strings.Fields(line)
+	if len(f) < 6 || len(f[1]) < 3 || f[1][2] != 'x' || !strings.HasPrefix(f[5], "/") {
+		return mapping{}, false
+	}
+	se := strings.SplitN(f[0], "-", 2)
+	if len(se) != 2 {
+		return mapping{}, false
+	}
+	start, err1 := strconv.ParseUint(se[0], 16, 64)
+	end, err2 := strconv.ParseUint(se[1], 16, 64)
+	off, err3 := strconv.ParseUint(f[2], 16, 64)
+	if err1 != nil || err2 != nil || err3 != nil || end <= start {
+		return mapping{}, false
+	}
+	return mapping{start: start, end: end, pgoff: off, file: strings.Join(f[5:], " ")}, true
+}
+
+// fill writes the analyzer's counts into p, symbolizing the locations.
+func (a *analyzer) fill(p *Profile) {
+	p.Samples, p.Lost, p.HugePages = a.samples, a.lost, a.hugePages
+	if a.lost > 0 {
+		p.Notes = append(p.Notes, fmt.Sprintf("the kernel dropped %d records because numascope fell behind: counts are low by about that much", a.lost))
+	}
+	p.Totals = a.totals
+	p.AccessMatrix = Matrix{ThreadNodes: a.threadNodes, PageNodes: p.Nodes, Counts: a.matrix}
+
+	sym := newSymbolizer()
+	agg := map[Frame]*Metrics{}
+	for k, m := range a.locs {
+		fr := a.symbolize(sym, k)
+		if agg[fr] == nil {
+			agg[fr] = &Metrics{}
+		}
+		agg[fr].add(m)
+	}
+	for fr, m := range agg {
+		p.Locations = append(p.Locations, Location{Function: fr.Function, File: fr.File, Line: fr.Line, Metrics: *m})
+	}
+	sort.Slice(p.Locations, func(i, j int) bool {
+		x, y := &p.Locations[i], &p.Locations[j]
+		if kx, ky := x.Metrics.FirstTouch+x.Metrics.Accesses(), y.Metrics.FirstTouch+y.Metrics.Accesses(); kx != ky {
+			return kx > ky
+		}
+		if x.File != y.File {
+			return x.File < y.File
+		}
+		if x.Line != y.Line {
+			return x.Line < y.Line
+		}
+		return x.Function < y.Function
+	})
+	if p.Locations == nil {
+		p.Locations = []Location{}
+	}
+	p.Mappings = []Mapping{}
+	for _, m := range a.mappings {
+		if m.Metrics != (Metrics{}) {
+			p.Mappings = append(p.Mappings, m)
+		}
+	}
+	sort.SliceStable(p.Mappings, func(i, j int) bool {
+		x, y := &p.Mappings[i].Metrics, &p.Mappings[j].Metrics
+		return x.FirstTouch+x.Accesses() > y.FirstTouch+y.Accesses()
+	})
+	p.Threads = []Thread{}
+	for _, t := range a.threads {
+		th := Thread{TID: int(t.tid), PID: int(t.pid), Comm: t.comm, Nodes: t.nodes, Metrics: t.metrics, BindingLog: t.log}
+		if th.Nodes == nil {
+			th.Nodes = []int{}
+		}
+		if th.BindingLog == nil {
+			th.BindingLog = []Binding{}
+		}
+		p.Threads = append(p.Threads, th)
+	}
+	sort.Slice(p.Threads, func(i, j int) bool { return p.Threads[i].TID < p.Threads[j].TID })
+}
+
+// symbolize resolves a location: the faulting instruction's line, or, when
+// it has none (a libc routine without debug information), its caller's line,
+// keeping the instruction's function name if the caller has none either.
+func (a *analyzer) symbolize(sym *symbolizer, k locKey) Frame {
+	fr, ok := a.resolve(sym, k.pid, k.ip)
+	if ok && fr.Line > 0 {
+		return fr
+	}
+	if k.caller != 0 {
+		if cf, ok := a.resolve(sym, k.pid, k.caller); ok && cf.Line > 0 {
+			return cf
+		}
+	}
+	if !ok || fr.Function == "" {
+		return Frame{Function: "[unknown]"}
+	}
+	return fr
+}
+
+// resolve looks ip up in the process's mappings, then in its parent's (a
+// forked child that has not exec'd runs its parent's code).
+func (a *analyzer) resolve(sym *symbolizer, pid int32, ip uint64) (Frame, bool) {
+	for range 64 { // bounds a cycle from pid reuse
+		if fr, ok := sym.resolve(a.maps[pid], ip); ok {
+			return fr, true
+		}
+		pp, ok := a.parent[pid]
+		if !ok {
+			break
+		}
+		pid = pp
+	}
+	return Frame{}, false
+}

@@ -1,0 +1,169 @@
+package profile
+
+import (
+	"debug/dwarf"
+	"debug/elf"
+	"sort"
+)
+
+// mapping is one executable mapping of a process, from a PERF_RECORD_MMAP2
+// record or /proc/PID/maps at attach time.
+type mapping struct {
+	start, end, pgoff uint64
+	file              string
+}
+
+// Frame is a code location an instruction address resolves to.
+type Frame struct {
+	Function string
+	File     string
+	Line     int
+}
+
+// elfBinary is the symbol and line tables of one ELF file.
+type elfBinary struct {
+	loads []elf.ProgHeader // PT_LOAD segments: file offset -> link-time address
+	syms  []elf.Symbol     // functions, by address
+	lines []lineEntry      // DWARF line table rows, by address
+}
+
+type lineEntry struct {
+	addr uint64
+	file string
+	line int
+	end  bool // end_sequence: no code from here
+}
+
+// openBinary reads the function symbols and, when the file has DWARF, its
+// line table. A file without either still maps addresses to nothing, not to
+// an error: a stripped library is common and the rest of the profile stands.
+func openBinary(path string) (*elfBinary, error) {
+	f, err := elf.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	b := &elfBinary{}
+	for _, p := range f.Progs {
+		if p.Type == elf.PT_LOAD {
+			b.loads = append(b.loads, p.ProgHeader)
+		}
+	}
+	syms, _ := f.Symbols()
+	dyn, _ := f.DynamicSymbols()
+	for _, s := range append(syms, dyn...) {
+		if elf.ST_TYPE(s.Info) == elf.STT_FUNC && s.Value != 0 {
+			b.syms = append(b.syms, s)
+		}
+	}
+	sort.Slice(b.syms, func(i, j int) bool { return b.syms[i].Value < b.syms[j].Value })
+	if d, err := f.DWARF(); err == nil {
+		b.readLines(d)
+	}
+	return b, nil
+}
+
+func (b *elfBinary) readLines(d *dwarf.Data) {
+	r := d.Reader()
+	for {
+		cu, err := r.Next()
+		if err != nil || cu == nil {
+			break
+		}
+		if cu.Tag != dwarf.TagCompileUnit {
+			r.SkipChildren()
+			continue
+		}
+		lr, err := d.LineReader(cu)
+		r.SkipChildren()
+		if err != nil || lr == nil {
+			continue
+		}
+		var e dwarf.LineEntry
+		for {
+			if err := lr.Next(&e); err != nil {
+				break // io.EOF, or a malformed table: keep the rows read so far
+			}
+			name := ""
+			if e.File != nil {
+				name = e.File.Name
+			}
+			b.lines = append(b.lines, lineEntry{addr: e.Address, file: name, line: e.Line, end: e.EndSequence})
+		}
+	}
+	sort.SliceStable(b.lines, func(i, j int) bool { return b.lines[i].addr < b.lines[j].addr })
+}
+
+// vaddr converts a file offset to the link-time address of the segment
+// holding it (for PIE and shared objects the two differ by the load bias).
+func (b *elfBinary) vaddr(off uint64) (uint64, bool) {
+	for _, p := range b.loads {
+		if off >= p.Off && off < p.Off+p.Filesz {
+			return off - p.Off + p.Vaddr, true
+		}
+	}
+	return 0, false
+}
+
+// lookup resolves a link-time address.
+func (b *elfBinary) lookup(addr uint64) Frame {
+	var fr Frame
+	i := sort.Search(len(b.syms), func(i int) bool { return b.syms[i].Value > addr }) - 1
+	if i >= 0 {
+		s := b.syms[i]
+		if addr < s.Value+s.Size || s.Size == 0 {
+			fr.Function = s.Name
+		}
+	}
+	j := sort.Search(len(b.lines), func(j int) bool { return b.lines[j].addr > addr }) - 1
+	if j >= 0 && !b.lines[j].end {
+		fr.File, fr.Line = b.lines[j].file, b.lines[j].line
+	}
+	return fr
+}
+
+// symbolizer resolves addresses of the profiled processes, caching one
+// elfBinary per file.
+type symbolizer struct {
+	bins map[string]*elfBinary
+}
+
+func newSymbolizer() *symbolizer { return &symbolizer{bins: map[string]*elfBinary{}} }
+
+func (s *symbolizer) load(path string) *elfBinary {
+	if b, ok := s.bins[path]; ok {
+		return b
+	}
+	b, err := openBinary(path)
+	if err != nil {
+		b = nil
+	}
+	s.bins[path] = b
+	return b
+}
+
+// resolve maps a run-time address in a process with the given mappings.
+func (s *symbolizer) resolve(maps []mapping, ip uint64) (Frame, bool) {
+	for i := len(maps) - 1; i >= 0; i-- { // later mappings replace earlier ones
+		m := maps[i]
+		if ip < m.start || ip >= m.end {
+			continue
+		}
+		b := s.load(m.file)
+		if b == nil {
+			return Frame{}, false
+		}
+		va, ok := b.vaddr(ip - m.start + m.pgoff)
+		if !ok {
+			return Frame{}, false
+		}
+		fr := b.lookup(va)
+		if fr.Function == "" && fr.Line == 0 {
+			// A stripped file: name the file, so that its faults are not
+			// lost among truly unknown addresses.
+			fr.Function = "[" + m.file + "]"
+		}
+		return fr, true
+	}
+	return Frame{}, false
+}

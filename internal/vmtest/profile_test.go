@@ -1,0 +1,353 @@
+package vmtest
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// profMetrics and profDoc are the parts of numascope profile's JSON
+// (docs/profile.md) these tests check; decoded here independently of
+// internal/profile, as any consumer of the format would.
+type profMetrics struct {
+	FirstTouch         int64 `json:"first_touch"`
+	UnpinnedFirstTouch int64 `json:"unpinned_first_touch"`
+	Local              int64 `json:"local"`
+	Remote             int64 `json:"remote"`
+	UnpinnedPage       int64 `json:"unpinned_page"`
+	UnpinnedThread     int64 `json:"unpinned_thread"`
+	UnpinnedBoth       int64 `json:"unpinned_both"`
+}
+
+type profDoc struct {
+	ExitStatus    int         `json:"exit_status"`
+	Signal        string      `json:"signal"`
+	NUMABalancing bool        `json:"numa_balancing"`
+	Lost          int64       `json:"lost"`
+	Totals        profMetrics `json:"totals"`
+	AccessMatrix  struct {
+		ThreadNodes []int     `json:"thread_nodes"`
+		PageNodes   []int     `json:"page_nodes"`
+		Counts      [][]int64 `json:"counts"`
+	} `json:"access_matrix"`
+	Locations []struct {
+		Function string      `json:"function"`
+		File     string      `json:"file"`
+		Line     int         `json:"line"`
+		Metrics  profMetrics `json:"metrics"`
+	} `json:"locations"`
+	Mappings []struct {
+		Kind    string      `json:"kind"`
+		Metrics profMetrics `json:"metrics"`
+	} `json:"mappings"`
+	Threads []struct {
+		TID        int             `json:"tid"`
+		Nodes      []int           `json:"nodes"`
+		Metrics    profMetrics     `json:"metrics"`
+		BindingLog json.RawMessage `json:"binding_log"`
+	} `json:"threads"`
+}
+
+// at returns the metrics of profnuma.c:line (zero if absent).
+func (p *profDoc) at(line int) profMetrics {
+	for _, l := range p.Locations {
+		if filepath.Base(l.File) == "profnuma.c" && l.Line == line {
+			return l.Metrics
+		}
+	}
+	return profMetrics{}
+}
+
+// cell returns the sampled accesses from threads of node row to pages of node col.
+func (p *profDoc) cell(t *testing.T, row, col int) int64 {
+	t.Helper()
+	ri, ci := -1, -1
+	for i, n := range p.AccessMatrix.ThreadNodes {
+		if n == row {
+			ri = i
+		}
+	}
+	for i, n := range p.AccessMatrix.PageNodes {
+		if n == col {
+			ci = i
+		}
+	}
+	if ri < 0 || ci < 0 || ri >= len(p.AccessMatrix.Counts) || ci >= len(p.AccessMatrix.Counts[ri]) {
+		t.Fatalf("access matrix has no cell (%d, %d): %+v", row, col, p.AccessMatrix)
+	}
+	return p.AccessMatrix.Counts[ri][ci]
+}
+
+// profLine is the line of profnuma.c marked /* @mark */.
+func profLine(t *testing.T, mark string) int {
+	t.Helper()
+	f, err := os.Open(filepath.Join("..", "..", "testdata", "workloads", "profnuma.c"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for n := 1; sc.Scan(); n++ {
+		if strings.Contains(sc.Text(), "/* @"+mark+" */") {
+			return n
+		}
+	}
+	t.Fatalf("profnuma.c has no line marked @%s", mark)
+	return 0
+}
+
+// TestProfile runs profnuma (built here with -g, since numavm builds the
+// workloads without debug information) under numascope profile in a 4-node
+// VM, in one boot: serial init then pinned compute, parallel init, unpinned
+// threads, and a crash after the first touch.
+func TestProfile(t *testing.T) {
+	requireVM(t)
+	gcc, err := exec.LookPath("gcc")
+	if err != nil {
+		t.Fatal("gcc is needed to build profnuma with debug information (scripts/install-test-deps)")
+	}
+	bin := filepath.Join(t.TempDir(), "profnuma-g")
+	src := filepath.Join("..", "..", "testdata", "workloads", "profnuma.c")
+	if out, err := exec.Command(gcc, "-static", "-g", "-O1", "-Wall", "-pthread", "-o", bin, src).CombinedOutput(); err != nil {
+		t.Fatalf("gcc -static -g %s: %v: %s", src, err, out)
+	}
+	const nodes, mb = 4, 8
+	pages := int64(mb << 20 / pageSize)
+	initLine, computeLine := profLine(t, "init"), profLine(t, "compute")
+
+	var script strings.Builder
+	runs := map[string]string{
+		"serial":   "--serial",
+		"parallel": "--parallel",
+		"unpinned": "--parallel --unpinned",
+		"crash":    "--serial --crash",
+	}
+	for _, name := range []string{"serial", "parallel", "unpinned", "crash"} {
+		fmt.Fprintf(&script, "sec prof.%s.vmstat0 grep ^numa_hint_faults /proc/vmstat\n", name)
+		// In the pinned runs numascope runs on CPU 0 (node 0), so that its
+		// own memory's hinting faults are local and the kernel's remote
+		// count is the workload's alone; profnuma pins its threads itself.
+		taskset := "taskset -c 0 "
+		if name == "unpinned" {
+			taskset = ""
+		}
+		// timeout: a hung profile fails its own section, named, instead of
+		// the whole VM run.
+		fmt.Fprintf(&script, "sec prof.%s timeout 60 %snumascope profile -o /tmp/%s.json -- profnuma-g %s --mb %d --seconds 3 --lead 0 --linger 0\n",
+			name, taskset, name, runs[name], mb)
+		fmt.Fprintf(&script, "sec prof.%s.vmstat1 grep ^numa_hint_faults /proc/vmstat\n", name)
+		fmt.Fprintf(&script, "sec prof.%s.json cat /tmp/%s.json\n", name, name)
+	}
+	// --scan-rate: the scanner's settings during the run, and after
+	// numascope is killed with SIGKILL in the middle of one.
+	const knobs = "/sys/kernel/debug/sched/numa_balancing"
+	fmt.Fprintf(&script, "sec prof.scan.before cat %s/scan_delay_ms %s/scan_period_min_ms %s/scan_period_max_ms\n", knobs, knobs, knobs)
+	fmt.Fprintf(&script, "sec prof.scan.during numascope profile -o /tmp/sr.json --scan-rate 30ms -- cat %s/scan_delay_ms %s/scan_period_min_ms %s/scan_period_max_ms\n", knobs, knobs, knobs)
+	fmt.Fprintf(&script, "sec prof.scan.after cat %s/scan_delay_ms %s/scan_period_min_ms %s/scan_period_max_ms\n", knobs, knobs, knobs)
+	fmt.Fprintf(&script, "numascope profile -o /tmp/k.json --scan-rate 40ms -- sleep 3 & sleep 1\n"+
+		"sec prof.scan.killing cat %s/scan_period_min_ms\nkill -9 $!; sleep 0.5\n"+
+		"sec prof.scan.killed cat %s/scan_delay_ms %s/scan_period_min_ms %s/scan_period_max_ms\n", knobs, knobs, knobs, knobs)
+	r := runVM(t, []string{"--nodes", fmt.Sprint(nodes), "--add", bin}, script.String())
+	load := func(name string) *profDoc {
+		t.Helper()
+		var p profDoc
+		if err := json.Unmarshal([]byte(r.section(t, "prof."+name+".json")), &p); err != nil {
+			t.Fatalf("%s: the profile is not valid JSON: %v", name, err)
+		}
+		if !p.NUMABalancing {
+			t.Fatalf("%s: the profile says NUMA balancing is off", name)
+		}
+		if p.Lost != 0 {
+			t.Errorf("%s: %d records lost", name, p.Lost)
+		}
+		return &p
+	}
+
+	t.Run("serial", func(t *testing.T) {
+		r.section(t, "prof.serial")
+		p := load("serial")
+		in, comp := p.at(initLine), p.at(computeLine)
+		t.Logf("serial: init %+v compute %+v totals %+v matrix %v", in, comp, p.Totals, p.AccessMatrix.Counts)
+		// Every page of the buffers was first touched at the init line, by
+		// the main thread pinned to node 0.
+		if in.FirstTouch != nodes*pages || in.UnpinnedFirstTouch != 0 {
+			t.Errorf("init line: first_touch %d unpinned %d, want %d and 0", in.FirstTouch, in.UnpinnedFirstTouch, nodes*pages)
+		}
+		if comp.FirstTouch != 0 {
+			t.Errorf("compute line: first_touch %d, want 0", comp.FirstTouch)
+		}
+		// Workers 1-3 compute on node 0's pages: every page is sampled remote,
+		// in node 0's column, until it migrates. The kernel migrates a page
+		// on its second hinting fault from the same node (its two-stage
+		// filter), sometimes later, so a page is sampled remote once to a few
+		// times; counting every access, or local ones as remote, would be far
+		// more (each worker's row has about 5 samples per page).
+		for k := 1; k < nodes; k++ {
+			within(t, fmt.Sprintf("serial: accesses by node %d's worker to node 0's pages", k),
+				float64(p.cell(t, k, 0)), 0.9*float64(pages), 3*float64(pages)+50)
+			for c := 1; c < nodes; c++ {
+				if c != k && p.cell(t, k, c) > 10 {
+					t.Errorf("serial: %d accesses from node %d to node %d's pages, want none", p.cell(t, k, c), k, c)
+				}
+			}
+		}
+		within(t, "serial: remote accesses at the compute line", float64(comp.Remote),
+			0.9*float64((nodes-1)*pages), 3*float64((nodes-1)*pages)+50)
+		// The kernel counts the same thing: hinting faults, local when the
+		// page is on the faulting CPU's node. Its counters cover the whole
+		// VM (numascope's own few hinting faults too).
+		hint, hintLocal := hintDeltas(t, r, "serial")
+		within(t, "serial: remote accesses vs the kernel's numa_hint_faults - numa_hint_faults_local",
+			float64(p.Totals.Remote), 0.95*float64(hint-hintLocal)-20, 1.05*float64(hint-hintLocal)+20)
+		// The kernel's total also has numascope's own (local) hinting faults.
+		within(t, "serial: sampled accesses vs the kernel's numa_hint_faults",
+			float64(p.Totals.Local+p.Totals.Remote), 0.9*float64(hint)-20, 1.02*float64(hint)+200)
+		within(t, "serial: share of all remote accesses at the compute line", float64(comp.Remote),
+			0.98*float64(p.Totals.Remote), float64(p.Totals.Remote))
+		// The buffers are anonymous mmaps: their remote accesses are there.
+		var anonRemote int64
+		for _, m := range p.Mappings {
+			if m.Kind == "anon" {
+				anonRemote += m.Metrics.Remote
+			}
+		}
+		within(t, "serial: remote accesses to anonymous mappings vs at the compute line", float64(anonRemote),
+			float64(comp.Remote), float64(p.Totals.Remote))
+		if comp.UnpinnedPage+comp.UnpinnedThread+comp.UnpinnedBoth != 0 {
+			t.Errorf("serial: compute line has unpinned accesses %+v, want none (every thread pinned)", comp)
+		}
+	})
+
+	t.Run("parallel", func(t *testing.T) {
+		r.section(t, "prof.parallel")
+		p := load("parallel")
+		in, comp := p.at(initLine), p.at(computeLine)
+		t.Logf("parallel: init %+v compute %+v matrix %v", in, comp, p.AccessMatrix.Counts)
+		if in.FirstTouch != nodes*pages {
+			t.Errorf("init line: first_touch %d, want %d", in.FirstTouch, nodes*pages)
+		}
+		// Each worker touched its own buffer: one buffer per thread.
+		spread := 0
+		for _, th := range p.Threads {
+			if th.Metrics.FirstTouch >= pages {
+				spread++
+				if th.Metrics.FirstTouch > pages+100 {
+					t.Errorf("thread %d first-touched %d pages, want its own %d", th.TID, th.Metrics.FirstTouch, pages)
+				}
+			}
+		}
+		if spread != nodes {
+			t.Errorf("%d threads first-touched a buffer, want %d", spread, nodes)
+		}
+		// The matrix is diagonal: every worker's accesses are local.
+		var diag, off int64
+		for k := 0; k < nodes; k++ {
+			for c := 0; c < nodes; c++ {
+				if k == c {
+					diag += p.cell(t, k, c)
+				} else {
+					off += p.cell(t, k, c)
+				}
+			}
+		}
+		within(t, "parallel: local accesses on the diagonal", float64(diag), float64(nodes*pages), 1e12)
+		within(t, "parallel: accesses off the diagonal", float64(off), 0, 0.01*float64(diag)+20)
+		within(t, "parallel: remote accesses at the compute line", float64(comp.Remote), 0, 0.01*float64(comp.Local)+20)
+		hint, _ := hintDeltas(t, r, "parallel")
+		within(t, "parallel: sampled accesses vs the kernel's numa_hint_faults",
+			float64(p.Totals.Local+p.Totals.Remote), 0.9*float64(hint)-20, 1.02*float64(hint)+200)
+	})
+
+	t.Run("unpinned", func(t *testing.T) {
+		r.section(t, "prof.unpinned")
+		p := load("unpinned")
+		in, comp := p.at(initLine), p.at(computeLine)
+		t.Logf("unpinned: init %+v compute %+v matrix %v", in, comp, p.AccessMatrix.Counts)
+		// Unpinned threads placed every page and made every access.
+		if in.FirstTouch != nodes*pages || in.UnpinnedFirstTouch != in.FirstTouch {
+			t.Errorf("init line: first_touch %d unpinned %d, want both %d", in.FirstTouch, in.UnpinnedFirstTouch, nodes*pages)
+		}
+		if comp.UnpinnedBoth == 0 || comp.UnpinnedBoth != comp.Local+comp.Remote ||
+			comp.UnpinnedPage != 0 || comp.UnpinnedThread != 0 {
+			t.Errorf("compute line %+v: want every sampled access unpinned_both, none unpinned_page/thread", comp)
+		}
+		for c := 0; c < nodes; c++ {
+			for k := 0; k < nodes; k++ {
+				if p.cell(t, k, c) != 0 {
+					t.Errorf("unpinned: %d accesses in the row of pinned node %d", p.cell(t, k, c), k)
+				}
+			}
+		}
+	})
+
+	t.Run("scan-rate", func(t *testing.T) {
+		before := fields(r.section(t, "prof.scan.before"))
+		if before == "30 30 300" {
+			t.Fatalf("the scanner already runs at the rate the test sets: %s", before)
+		}
+		if got := fields(r.section(t, "prof.scan.during")); got != "30 30 300" {
+			t.Errorf("scanner settings during numascope profile --scan-rate 30ms: %q, want 30 30 300", got)
+		}
+		if got := fields(r.section(t, "prof.scan.after")); got != before {
+			t.Errorf("scanner settings after the run: %q, want the previous %q", got, before)
+		}
+		if got := fields(r.section(t, "prof.scan.killing")); got != "40" {
+			t.Errorf("scan_period_min_ms while the profile runs: %q, want 40", got)
+		}
+		if got := fields(r.section(t, "prof.scan.killed")); got != before {
+			t.Errorf("scanner settings after numascope was killed with SIGKILL: %q, want the previous %q", got, before)
+		}
+	})
+
+	t.Run("crash", func(t *testing.T) {
+		if s := r.Sections["prof.crash"]; s.RC != 139 {
+			t.Errorf("numascope profile of a crashing program exited %d, want 139 (SIGSEGV)\n%s", s.RC, s.Body)
+		}
+		p := load("crash")
+		if p.ExitStatus != 139 || p.Signal != "SIGSEGV" {
+			t.Errorf("exit_status %d signal %q, want 139 SIGSEGV", p.ExitStatus, p.Signal)
+		}
+		if in := p.at(initLine); in.FirstTouch != nodes*pages {
+			t.Errorf("crash: init line first_touch %d, want %d", in.FirstTouch, nodes*pages)
+		}
+	})
+}
+
+// fields splits a section into its whitespace-separated values.
+func fields(s string) string { return strings.Join(strings.Fields(s), " ") }
+
+// hintDeltas returns how much /proc/vmstat's numa_hint_faults and
+// numa_hint_faults_local grew over the named run.
+func hintDeltas(t *testing.T, r *vmResult, name string) (hint, local int64) {
+	t.Helper()
+	read := func(sec string) (int64, int64) {
+		var h, l int64
+		for _, line := range strings.Split(r.section(t, sec), "\n") {
+			f := strings.Fields(line)
+			if len(f) != 2 {
+				continue
+			}
+			v, err := strconv.ParseInt(f[1], 10, 64)
+			if err != nil {
+				t.Fatalf("%s: %q: %v", sec, line, err)
+			}
+			switch f[0] {
+			case "numa_hint_faults":
+				h = v
+			case "numa_hint_faults_local":
+				l = v
+			}
+		}
+		return h, l
+	}
+	h0, l0 := read("prof." + name + ".vmstat0")
+	h1, l1 := read("prof." + name + ".vmstat1")
+	t.Logf("%s: kernel numa_hint_faults +%d, numa_hint_faults_local +%d", name, h1-h0, l1-l0)
+	return h1 - h0, l1 - l0
+}
