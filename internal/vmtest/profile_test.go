@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/numascope/numascope/internal/profile"
 )
 
 // profMetrics and profDoc are the parts of numascope profile's JSON
@@ -221,6 +223,24 @@ func TestProfile(t *testing.T) {
 			float64(comp.Remote), float64(p.Totals.Remote))
 		if comp.UnpinnedPage+comp.UnpinnedThread+comp.UnpinnedBoth != 0 {
 			t.Errorf("serial: compute line has unpinned accesses %+v, want none (every thread pinned)", comp)
+		}
+
+		// numascope report's hints must connect the remote accesses to the
+		// node that holds the pages and to the line that placed them.
+		var full profile.Profile
+		if err := json.Unmarshal([]byte(r.section(t, "prof.serial.json")), &full); err != nil {
+			t.Fatal(err)
+		}
+		hints := strings.Join(full.Hints(), "\n")
+		for _, want := range []string{
+			"went to pages on node 0",
+			"first-touched at ", fmt.Sprintf("profnuma.c:%d (init_buffer) (the most by thread", initLine),
+			"on node 0)", // the serial initialiser is pinned to node 0
+			"the line with the most remote accesses is ", fmt.Sprintf("profnuma.c:%d (compute)", computeLine),
+		} {
+			if !strings.Contains(hints, want) {
+				t.Errorf("serial: report hints lack %q:\n%s", want, hints)
+			}
 		}
 	})
 

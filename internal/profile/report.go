@@ -1,0 +1,302 @@
+package profile
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/numascope/numascope/internal/sysfs"
+)
+
+// Load reads a profile written by numascope profile.
+func Load(path string) (*Profile, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var p Profile
+	if err := json.Unmarshal(b, &p); err != nil {
+		return nil, fmt.Errorf("%s: not a numascope profile: %v", path, err)
+	}
+	if len(p.AccessMatrix.PageNodes) == 0 && len(p.Locations) == 0 && p.Samples == 0 {
+		return nil, fmt.Errorf("%s: not a numascope profile (no access_matrix, locations or samples)", path)
+	}
+	return &p, nil
+}
+
+// WriteReport prints the terminal summary of numascope report: what ran,
+// the totals, the access matrix, the top lines by remote accesses and by
+// first touch, the threads, and plain-language hints that connect the
+// remote accesses to the code that placed the pages.
+func (p *Profile) WriteReport(w io.Writer, top int) error {
+	if top <= 0 {
+		top = 10
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintf(w, "Profile of %s: exit status %d%s, %.2f s, %d page faults sampled",
+		strings.Join(p.Command, " "), p.ExitStatus, ifSignal(p.Signal), p.Duration, p.Samples)
+	if p.Lost > 0 {
+		fmt.Fprintf(w, ", %d LOST (ring buffer full)", p.Lost)
+	}
+	fmt.Fprintln(w)
+	for _, n := range p.Notes {
+		fmt.Fprintf(w, "note: %s\n", n)
+	}
+
+	t := p.Totals
+	fmt.Fprintf(w, "\nTotals\n")
+	fmt.Fprintf(tw, "first touch (base pages)\t%d\t\n", t.FirstTouch)
+	fmt.Fprintf(tw, "  by unpinned threads\t%d\t%s\t\n", t.UnpinnedFirstTouch, pct(t.UnpinnedFirstTouch, t.FirstTouch))
+	acc := t.Local + t.Remote
+	fmt.Fprintf(tw, "sampled accesses\t%d\t\n", acc)
+	fmt.Fprintf(tw, "  local\t%d\t%s\t\n", t.Local, pct(t.Local, acc))
+	fmt.Fprintf(tw, "  remote\t%d\t%s\t\n", t.Remote, pct(t.Remote, acc))
+	fmt.Fprintf(tw, "  unpinned page / thread / both\t%d / %d / %d\t\n", t.UnpinnedPage, t.UnpinnedThread, t.UnpinnedBoth)
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+
+	if acc > 0 {
+		m := p.AccessMatrix
+		fmt.Fprintf(w, "\nAccess matrix (sampled accesses; rows: the accessing thread's node, -1 unpinned; columns: the page's node)\n")
+		fmt.Fprintf(tw, "thread \\ page\t")
+		for _, n := range m.PageNodes {
+			fmt.Fprintf(tw, "%d\t", n)
+		}
+		fmt.Fprintln(tw)
+		for i, row := range m.Counts {
+			if i >= len(m.ThreadNodes) || sum(row) == 0 {
+				continue
+			}
+			fmt.Fprintf(tw, "%s\t", nodeName(m.ThreadNodes[i]))
+			for _, c := range row {
+				fmt.Fprintf(tw, "%d\t", c)
+			}
+			fmt.Fprintln(tw)
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+	}
+
+	byRemote := topLocations(p.Locations, top, func(m Metrics) uint64 { return m.Remote })
+	if len(byRemote) > 0 {
+		fmt.Fprintf(w, "\nTop lines by remote accesses\n")
+		if err := writeLocations(tw, byRemote, t.Remote, func(m Metrics) uint64 { return m.Remote }); err != nil {
+			return err
+		}
+	}
+	byTouch := topLocations(p.Locations, top, func(m Metrics) uint64 { return m.FirstTouch })
+	if len(byTouch) > 0 {
+		fmt.Fprintf(w, "\nTop lines by first touch (base pages placed)\n")
+		if err := writeLocations(tw, byTouch, t.FirstTouch, func(m Metrics) uint64 { return m.FirstTouch }); err != nil {
+			return err
+		}
+	}
+
+	if len(p.Threads) > 0 {
+		fmt.Fprintf(w, "\nThreads\n")
+		fmt.Fprintf(tw, "tid\tcomm\tnodes\tfirst touch\tlocal\tremote\t\n")
+		threads := append([]Thread(nil), p.Threads...)
+		sort.SliceStable(threads, func(i, j int) bool {
+			a, b := threads[i].Metrics, threads[j].Metrics
+			return a.FirstTouch+a.Local+a.Remote > b.FirstTouch+b.Local+b.Remote
+		})
+		for i, th := range threads {
+			if i == top {
+				fmt.Fprintf(tw, "(%d more)\t\t\t\t\t\t\n", len(threads)-top)
+				break
+			}
+			fmt.Fprintf(tw, "%d\t%s\t%s\t%d\t%d\t%d\t\n", th.TID, th.Comm, nodeSet(th.Nodes),
+				th.Metrics.FirstTouch, th.Metrics.Local, th.Metrics.Remote)
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+	}
+
+	hints := p.Hints()
+	if len(hints) > 0 {
+		fmt.Fprintf(w, "\nHints\n")
+		for _, h := range hints {
+			fmt.Fprintf(w, "- %s\n", h)
+		}
+	}
+	return nil
+}
+
+// Hints are the plain-language conclusions of a profile: where remote
+// accesses go, which code and thread placed those pages, and what to do.
+func (p *Profile) Hints() []string {
+	var out []string
+	t := p.Totals
+	acc := t.Local + t.Remote
+	if acc == 0 {
+		if t.FirstTouch > 0 {
+			out = append(out, "no sampled accesses: without NUMA balancing (or on one node) only first touches are known; "+
+				"run on a multi-node machine with kernel.numa_balancing=1 to see local and remote accesses")
+		}
+	} else if float64(t.Remote) >= 0.1*float64(acc) {
+		// The page node that receives most remote accesses.
+		m := p.AccessMatrix
+		remoteTo := make([]uint64, len(m.PageNodes))
+		fromNodes := map[int]bool{}
+		for i, row := range m.Counts {
+			if i >= len(m.ThreadNodes) {
+				continue
+			}
+			for j, c := range row {
+				if j < len(m.PageNodes) && m.ThreadNodes[i] != m.PageNodes[j] && m.ThreadNodes[i] != -1 && c > 0 {
+					remoteTo[j] += c
+					fromNodes[m.ThreadNodes[i]] = true
+				}
+			}
+		}
+		best := 0
+		for j := range remoteTo {
+			if remoteTo[j] > remoteTo[best] {
+				best = j
+			}
+		}
+		if len(remoteTo) > 0 && remoteTo[best] > 0 {
+			var total uint64
+			for _, c := range remoteTo {
+				total += c
+			}
+			node := m.PageNodes[best]
+			var from []int
+			for n := range fromNodes {
+				from = append(from, n)
+			}
+			sort.Ints(from)
+			h := fmt.Sprintf("%s of the remote accesses from pinned threads (nodes %s) went to pages on node %d",
+				pct(remoteTo[best], total), nodeSet(from), node)
+			if loc, share := p.topPlacer(); loc != nil {
+				h += fmt.Sprintf("; %s of all pages were first-touched at %s", pct(share, t.FirstTouch), where(loc))
+				if th := p.topToucher(); th != nil {
+					h += fmt.Sprintf(" (the most by thread %d on node %s)", th.TID, nodeSet(th.Nodes))
+				}
+				h += ": initialise the data in parallel from the threads that use it, or interleave it " +
+					"(numascope run --policy interleave)"
+			}
+			out = append(out, h)
+		}
+		if loc := topLocations(p.Locations, 1, func(m Metrics) uint64 { return m.Remote }); len(loc) == 1 {
+			out = append(out, fmt.Sprintf("the line with the most remote accesses is %s (%s of them)",
+				where(&loc[0]), pct(loc[0].Metrics.Remote, t.Remote)))
+		}
+	}
+	if both := t.UnpinnedThread + t.UnpinnedBoth; acc > 0 && float64(both) >= 0.25*float64(acc) {
+		out = append(out, fmt.Sprintf("%s of the sampled accesses come from unpinned threads, whose locality is left "+
+			"to the scheduler: pin them (numascope run --nodes, or the program's own affinity)", pct(both, acc)))
+	}
+	if t.FirstTouch > 0 && float64(t.UnpinnedFirstTouch) >= 0.5*float64(t.FirstTouch) && len(p.Nodes) > 1 {
+		out = append(out, fmt.Sprintf("%s of the pages were placed by unpinned threads: where they land depends on where "+
+			"the scheduler ran them", pct(t.UnpinnedFirstTouch, t.FirstTouch)))
+	}
+	if p.Lost > 0 {
+		out = append(out, fmt.Sprintf("%d page faults were lost (ring buffer full): the counts are lower bounds", p.Lost))
+	}
+	return out
+}
+
+// topPlacer is the location that placed the most pages, with its count.
+func (p *Profile) topPlacer() (*Location, uint64) {
+	top := topLocations(p.Locations, 1, func(m Metrics) uint64 { return m.FirstTouch })
+	if len(top) == 0 {
+		return nil, 0
+	}
+	return &top[0], top[0].Metrics.FirstTouch
+}
+
+// topToucher is the thread that placed the most pages.
+func (p *Profile) topToucher() *Thread {
+	var best *Thread
+	for i := range p.Threads {
+		if p.Threads[i].Metrics.FirstTouch > 0 && (best == nil || p.Threads[i].Metrics.FirstTouch > best.Metrics.FirstTouch) {
+			best = &p.Threads[i]
+		}
+	}
+	return best
+}
+
+func topLocations(locs []Location, n int, key func(Metrics) uint64) []Location {
+	var out []Location
+	for _, l := range locs {
+		if key(l.Metrics) > 0 {
+			out = append(out, l)
+		}
+	}
+	sort.SliceStable(out, func(i, j int) bool { return key(out[i].Metrics) > key(out[j].Metrics) })
+	if len(out) > n {
+		out = out[:n]
+	}
+	return out
+}
+
+func writeLocations(tw *tabwriter.Writer, locs []Location, total uint64, key func(Metrics) uint64) error {
+	fmt.Fprintf(tw, "count\tshare\tlocation\n")
+	for i := range locs {
+		fmt.Fprintf(tw, "%d\t%s\t%s\n", key(locs[i].Metrics), pct(key(locs[i].Metrics), total), where(&locs[i]))
+	}
+	return tw.Flush()
+}
+
+// where renders a location as file:line (function).
+func where(l *Location) string {
+	s := l.File
+	if l.Line > 0 {
+		s += ":" + strconv.Itoa(l.Line)
+	}
+	if l.Function != "" {
+		if s == "" {
+			return l.Function
+		}
+		s += " (" + l.Function + ")"
+	}
+	return s
+}
+
+func pct(a, b uint64) string {
+	if b == 0 {
+		return "-"
+	}
+	return strconv.FormatFloat(100*float64(a)/float64(b), 'f', 0, 64) + "%"
+}
+
+func sum(v []uint64) uint64 {
+	var s uint64
+	for _, x := range v {
+		s += x
+	}
+	return s
+}
+
+func nodeName(n int) string {
+	if n == -1 {
+		return "unpinned"
+	}
+	return strconv.Itoa(n)
+}
+
+// nodeSet renders node IDs in the kernel's list format, e.g. "1-3" or "0,2".
+func nodeSet(nodes []int) string {
+	if len(nodes) == 0 {
+		return "-"
+	}
+	s := append([]int(nil), nodes...)
+	sort.Ints(s)
+	return sysfs.FormatCPUList(s)
+}
+
+func ifSignal(sig string) string {
+	if sig == "" {
+		return ""
+	}
+	return " (killed by " + sig + ")"
+}
