@@ -2,12 +2,12 @@ package sampler
 
 import (
 	"os"
-	"runtime"
 	"testing"
 	"time"
 
 	"golang.org/x/sys/unix"
 
+	"github.com/numascope/numascope/internal/cpuratio"
 	"github.com/numascope/numascope/internal/sensor"
 	"github.com/numascope/numascope/internal/sysfs"
 	"github.com/numascope/numascope/internal/topology"
@@ -50,14 +50,6 @@ func TestDefaultSampleDoesNotAllocate(t *testing.T) {
 	}
 }
 
-// threadCPU is this thread's CPU time; with the goroutine locked to its
-// thread it measures exactly the work done in between, not wall time.
-func threadCPU() int64 {
-	var ts unix.Timespec
-	_ = unix.ClockGettime(unix.CLOCK_THREAD_CPUTIME_ID, &ts)
-	return ts.Nano()
-}
-
 // BenchmarkDefaultSampleVsKernel measures numascope's main overhead figure:
 // the CPU time of one sample of the default events, divided by the bare
 // kernel cost of pread()ing the same files, both measured in the same run
@@ -88,30 +80,6 @@ func BenchmarkDefaultSampleVsKernel(b *testing.B) {
 			}
 		}
 	}
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
-	s.Sample(time.Second)
-	kernel()
-	b.ReportAllocs()
-	b.ResetTimer()
-	var tSample, tKernel int64
-	const chunk = 100
-	for done := 0; done < b.N; done += chunk {
-		n := min(chunk, b.N-done)
-		t0 := threadCPU()
-		for i := 0; i < n; i++ {
-			s.Sample(time.Second)
-		}
-		t1 := threadCPU()
-		for i := 0; i < n; i++ {
-			kernel()
-		}
-		t2 := threadCPU()
-		tSample += t1 - t0
-		tKernel += t2 - t1
-	}
-	b.ReportMetric(float64(tSample)/float64(b.N), "cpu-ns/sample")
-	b.ReportMetric(float64(tKernel)/float64(b.N), "cpu-ns/kernel-read")
-	b.ReportMetric(float64(tSample)/float64(tKernel), "ratio")
+	cpuratio.Compare(b, "sample", func() { s.Sample(time.Second) }, "kernel-read", kernel)
 	b.ReportMetric(float64(len(files)), "files")
 }

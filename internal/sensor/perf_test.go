@@ -10,6 +10,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/numascope/numascope/internal/cpuratio"
 	"github.com/numascope/numascope/internal/perfevent"
 	"github.com/numascope/numascope/internal/sysfs"
 	"github.com/numascope/numascope/internal/topology"
@@ -357,36 +358,12 @@ func BenchmarkPerfReadVsKernel(b *testing.B) {
 			}
 		}
 	}
-	cpu := func() int64 {
-		var ts unix.Timespec
-		_ = unix.ClockGettime(unix.CLOCK_THREAD_CPUTIME_ID, &ts)
-		return ts.Nano()
-	}
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
-	b.ReportAllocs()
-	b.ResetTimer()
-	var tRead, tBare int64
-	const chunk = 100
-	for done := 0; done < b.N; done += chunk {
-		n := min(chunk, b.N-done)
-		t0 := cpu()
-		for i := 0; i < n; i++ {
-			if err := s.Read(dst); err != nil {
-				b.Fatal(err)
-			}
+	read := func() {
+		if err := s.Read(dst); err != nil {
+			b.Fatal(err)
 		}
-		t1 := cpu()
-		for i := 0; i < n; i++ {
-			bare()
-		}
-		t2 := cpu()
-		tRead += t1 - t0
-		tBare += t2 - t1
 	}
-	b.ReportMetric(float64(tRead)/float64(b.N), "cpu-ns/read")
-	b.ReportMetric(float64(tBare)/float64(b.N), "cpu-ns/bare-read")
-	b.ReportMetric(float64(tRead)/float64(tBare), "ratio")
+	cpuratio.Compare(b, "read", read, "bare-read", bare)
 	b.ReportMetric(float64(len(s.c.groups)), "groups")
 }
 
