@@ -105,9 +105,6 @@ func (k *Sink) Release(r *Record) {
 // Dropped is the number of samples this sink lost because it fell behind.
 func (k *Sink) Dropped() uint64 { return k.dropped.Load() }
 
-// Name is the name given to AddSink.
-func (k *Sink) Name() string { return k.name }
-
 // push queues a mark without blocking; it reports false when there is no room.
 func (k *Sink) push(m Record) bool {
 	r := m

@@ -30,9 +30,6 @@ func New(dir string) FS {
 	return FS{root: dir}
 }
 
-// Root returns the directory that stands for "/" ("" for the live system).
-func (f FS) Root() string { return f.root }
-
 // Live reports whether f reads the running kernel rather than a captured tree.
 func (f FS) Live() bool { return f.root == "" }
 
