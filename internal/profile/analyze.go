@@ -65,6 +65,8 @@ type pageState struct {
 	unpinnedOwner bool
 	// mapping is the index of the Mapping the page belongs to.
 	mapping uint32
+	// site is the index of its allocation site (0: not known).
+	site uint32
 }
 
 // locKey identifies a code location before symbolization: the faulting
@@ -83,7 +85,8 @@ type threadState struct {
 	node     int // the one node of a pinned thread, -1 when unpinned
 	status   string
 	exited   bool
-	seen     uint64 // batch stamp of the last affinity read
+	seen     uint64 // batch stamp of the last polled affinity read
+	polled   string // a polled affinity waiting to be confirmed
 	metrics  Metrics
 	log      []Binding
 }
@@ -99,9 +102,15 @@ type pendingFirst struct {
 	unpinned bool
 }
 
+// rawSample is a page fault, an exec or a syscall event, kept for handling
+// in time order.
 type rawSample struct {
 	ip, caller, addr, time uint64
+	a0, a1, a2             uint64 // syscall arguments or result (see evKind)
 	pid, tid, cpu          int32
+	site                   uint32 // allocation site of an allocating syscall
+	kind                   evKind
+	mask                   []byte // sched_setaffinity's CPU mask, when found
 }
 
 // analyzer turns records into the profile's counts.
@@ -113,6 +122,7 @@ type analyzer struct {
 	threadNodes []int
 	pageSize    uint64
 	start       time.Time
+	startNs     uint64 // start on CLOCK_MONOTONIC, the clock of the samples
 	procRoot    string
 
 	pages   map[pageKey]pageState
@@ -139,6 +149,17 @@ type analyzer struct {
 	mapsRead map[int32]uint64   // batch stamp of the last /proc/PID/maps read
 	mappings []Mapping          // [regionUnknown] is the unknown mapping
 	mapIdx   map[mapKey]uint32
+
+	sym *symbolizer
+	// syscalls are the syscall tracepoints opened (none: allocation sites
+	// are not tracked and affinities are only polled).
+	syscalls []openedEvent
+	sysPend  map[int32]sysPending // by thread: an entry waiting for its exit
+	allocs   map[int32][]allocRange
+	brk      map[int32]uint64 // each process's program break, once seen
+	sites    []allocSite      // [0] is "no site"
+	siteIdx  map[siteKey]uint32
+	appRet   map[pageKey]bool // isAppReturn's answers
 }
 
 func newAnalyzer(cpuNode []int, pageNodes, threadNodes []int) *analyzer {
@@ -162,6 +183,17 @@ func newAnalyzer(cpuNode []int, pageNodes, threadNodes []int) *analyzer {
 		mappings:    []Mapping{{Kind: "unknown"}},
 		mapIdx:      map[mapKey]uint32{{kind: "unknown"}: regionUnknown},
 		threadNodes: threadNodes,
+		sym:         newSymbolizer(),
+		sysPend:     map[int32]sysPending{},
+		allocs:      map[int32][]allocRange{},
+		brk:         map[int32]uint64{},
+		sites:       []allocSite{{}},
+		siteIdx:     map[siteKey]uint32{},
+		appRet:      map[pageKey]bool{},
+	}
+	var ts unix.Timespec
+	if unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts) == nil {
+		a.startNs = uint64(ts.Nano())
 	}
 	for i, n := range pageNodes {
 		a.nodeIdx[n] = i
@@ -190,6 +222,10 @@ func (a *analyzer) record(rec []byte) {
 	case unix.PERF_RECORD_SAMPLE:
 		var s sample
 		if !decodeSample(rec, &s) {
+			return
+		}
+		if s.raw != nil {
+			a.syscallSample(&s)
 			return
 		}
 		a.samples++
@@ -233,7 +269,7 @@ func (a *analyzer) record(rec []byte) {
 		if binary.LittleEndian.Uint16(rec[4:])&miscCommExec != 0 {
 			// An exec: the process's old pages are gone. Forget them in
 			// time order, among the samples.
-			a.batch = append(a.batch, rawSample{time: recordTime(rec), pid: pid, tid: tid, cpu: execMarker})
+			a.batch = append(a.batch, rawSample{kind: evExec, time: recordTime(rec), pid: pid, tid: tid})
 		}
 	case unix.PERF_RECORD_FORK:
 		if len(rec) < 32 {
@@ -251,6 +287,8 @@ func (a *analyzer) record(rec []byte) {
 		if p, ok := a.threads[ptid]; ok && t.comm == "" {
 			t.comm = p.comm // a new thread or process has its parent's name until it execs
 		}
+		// Its affinity is its parent's at that moment: set in time order.
+		a.batch = append(a.batch, rawSample{kind: evFork, time: le64(rec, 24), pid: pid, tid: tid, a0: uint64(ptid)})
 	case unix.PERF_RECORD_EXIT:
 		if len(rec) < 32 {
 			return
@@ -270,23 +308,74 @@ func (a *analyzer) thread(pid, tid int32) *threadState {
 	if !ok {
 		t = &threadState{tid: tid, pid: pid, node: -1}
 		a.threads[tid] = t
-		a.readAffinity(t)
+		if a.syscalls == nil {
+			a.readAffinity(t, "start", 0)
+		}
+		// Otherwise affinity changes are followed in time order: the
+		// thread's first affinity is its parent's at the fork (evFork),
+		// not what it may have changed to by the time its record is read.
 	}
 	return t
 }
 
-// readAffinity reads a thread's Cpus_allowed_list and logs a change.
-func (a *analyzer) readAffinity(t *threadState) {
-	if t.exited || t.seen == a.stamp {
+// pollAffinity reads a thread's affinity at most once per round: the way
+// changes made from outside the program (taskset -p, cpusets) are seen, and
+// all changes when the sched_setaffinity tracepoints are not available.
+// With them, a change is applied only when the next round still shows it
+// and no sched_setaffinity explained it meanwhile: /proc shows the new mask
+// a moment before the call's exit event is written.
+func (a *analyzer) pollAffinity(t *threadState) {
+	if t.seen == a.stamp || t.exited {
 		return
 	}
 	t.seen = a.stamp
-	list, ok := readStatusField(a.procRoot+"/"+strconv.Itoa(int(t.pid))+"/task/"+strconv.Itoa(int(t.tid))+"/status", "Cpus_allowed_list:")
-	if !ok || list == t.status {
+	if a.syscalls == nil || t.status == "" {
+		via := "poll"
+		if t.status == "" {
+			via = "start"
+		}
+		a.readAffinity(t, via, 0)
 		return
+	}
+	list, cpus, ok := a.affinityOf(t)
+	switch {
+	case !ok || list == t.status:
+		t.polled = ""
+	case list == t.polled:
+		t.polled = ""
+		a.setAffinity(t, list, cpus, "poll", 0)
+	default:
+		t.polled = list
+	}
+}
+
+// readAffinity reads a thread's Cpus_allowed_list and logs a change, saying
+// how it was seen (via) and when (at, a sample time; 0: now).
+func (a *analyzer) readAffinity(t *threadState, via string, at uint64) {
+	if t.exited {
+		return
+	}
+	if list, cpus, ok := a.affinityOf(t); ok {
+		a.setAffinity(t, list, cpus, via, at)
+	}
+}
+
+// affinityOf reads a thread's Cpus_allowed_list.
+func (a *analyzer) affinityOf(t *threadState) (string, []int, bool) {
+	list, ok := readStatusField(a.procRoot+"/"+strconv.Itoa(int(t.pid))+"/task/"+strconv.Itoa(int(t.tid))+"/status", "Cpus_allowed_list:")
+	if !ok {
+		return "", nil, false
 	}
 	cpus, err := sysfs.ParseCPUList(list)
 	if err != nil {
+		return "", nil, false
+	}
+	return list, cpus, true
+}
+
+// setAffinity applies an affinity to a thread and logs it if it changed.
+func (a *analyzer) setAffinity(t *threadState, list string, cpus []int, via string, at uint64) {
+	if list == t.status {
 		return
 	}
 	t.status, t.cpus = list, cpus
@@ -305,7 +394,11 @@ func (a *analyzer) readAffinity(t *threadState) {
 	if len(t.nodes) == 1 {
 		t.node = t.nodes[0]
 	}
-	t.log = append(t.log, Binding{TimeS: time.Since(a.start).Seconds(), CPUs: list, Nodes: append([]int(nil), t.nodes...)})
+	when := time.Since(a.start).Seconds()
+	if at != 0 && a.startNs != 0 {
+		when = float64(int64(at-a.startNs)) / 1e9
+	}
+	t.log = append(t.log, Binding{TimeS: when, CPUs: list, Nodes: append([]int(nil), t.nodes...), Via: via})
 }
 
 func readStatusField(path, key string) (string, bool) {
@@ -327,15 +420,26 @@ func readStatusField(path, key string) (string, bool) {
 // then asks move_pages where the new and the migrating pages are.
 func (a *analyzer) handleBatch() {
 	a.stamp++
-	sort.Slice(a.batch, func(i, j int) bool { return a.batch[i].time < a.batch[j].time })
-	// Affinity first: read after the faults it is applied to, so a thread
-	// that pins itself and then touches its memory counts as pinned.
-	for i := range a.batch {
-		s := &a.batch[i]
-		a.readAffinity(a.thread(s.pid, s.tid))
+	sort.SliceStable(a.batch, func(i, j int) bool { return a.batch[i].time < a.batch[j].time })
+	if a.syscalls == nil {
+		// Without sched_setaffinity events, poll first: read after the
+		// faults it is applied to, so a thread that pins itself and then
+		// touches its memory counts as pinned.
+		for i := range a.batch {
+			s := &a.batch[i]
+			a.pollAffinity(a.thread(s.pid, s.tid))
+		}
 	}
 	for i := range a.batch {
 		a.handle(&a.batch[i])
+	}
+	if a.syscalls != nil {
+		// The program's own changes were applied in time order above;
+		// polling now catches changes made from outside it.
+		for i := range a.batch {
+			s := &a.batch[i]
+			a.pollAffinity(a.thread(s.pid, s.tid))
+		}
 	}
 	a.batch = a.batch[:0]
 	a.queryNodes()
@@ -353,25 +457,50 @@ func (a *analyzer) loc(k locKey) *Metrics {
 // miscCommExec is PERF_RECORD_MISC_COMM_EXEC: a COMM record from exec.
 const miscCommExec = 1 << 13
 
-// execMarker in rawSample.cpu marks an exec of rawSample.pid.
-const execMarker = -1
-
 func (a *analyzer) handle(s *rawSample) {
-	if s.cpu == execMarker {
-		for k := range a.pages {
-			if k.pid == s.pid {
-				delete(a.pages, k)
-			}
+	switch s.kind {
+	case evFault:
+	case evExec:
+		a.forgetProcess(s.pid)
+		return
+	case evFork:
+		t := a.thread(s.pid, s.tid)
+		if p := a.threads[int32(s.a0)]; t.status == "" && p != nil && p.status != "" {
+			a.setAffinity(t, p.status, p.cpus, "start", s.time)
 		}
-		for k := range a.huge {
-			if k.pid == s.pid {
-				delete(a.huge, k)
-			}
-		}
-		delete(a.regions, s.pid)
+		return
+	default:
+		a.handleSyscall(s)
 		return
 	}
+	a.handleFault(s)
+}
+
+// forgetProcess drops what is known of a process's memory when it execs.
+func (a *analyzer) forgetProcess(pid int32) {
+	for k := range a.pages {
+		if k.pid == pid {
+			delete(a.pages, k)
+		}
+	}
+	for k := range a.huge {
+		if k.pid == pid {
+			delete(a.huge, k)
+		}
+	}
+	delete(a.regions, pid)
+	delete(a.allocs, pid)
+	delete(a.brk, pid)
+}
+
+// handleFault classifies a page fault: a first touch or a sampled access.
+func (a *analyzer) handleFault(s *rawSample) {
 	t := a.thread(s.pid, s.tid)
+	if t.status == "" && t.seen != a.stamp {
+		// Not seen at a fork (its parent's affinity unknown): read it.
+		t.seen = a.stamp
+		a.readAffinity(t, "start", 0)
+	}
 	key := pageKey{s.pid, s.addr &^ (a.pageSize - 1)}
 	lk := locKey{pid: s.pid, ip: s.ip, caller: s.caller}
 	ps, touched := a.pages[key]
@@ -379,18 +508,20 @@ func (a *analyzer) handle(s *rawSample) {
 		if n, ok := a.huge[pageKey{s.pid, s.addr &^ (hugeSize - 1)}]; ok {
 			// Placed by an earlier huge-page fault, counted there; a fault
 			// here now is an access (after a split or a hinting unmap).
-			ps, touched = pageState{node: n, mapping: a.mappingOf(s.pid, key.page)}, true
+			ps, touched = pageState{node: n, mapping: a.mappingOf(s.pid, key.page), site: a.siteAt(s.pid, s.addr)}, true
 			a.pages[key] = ps
 		}
 	}
 	if !touched {
-		a.pages[key] = pageState{node: int16(a.nodeOfCPU(s.cpu)), unpinnedOwner: t.node < 0}
+		site := a.siteAt(s.pid, s.addr)
+		a.pages[key] = pageState{node: int16(a.nodeOfCPU(s.cpu)), unpinnedOwner: t.node < 0, site: site}
 		var d Metrics
 		d.FirstTouch = 1
 		if t.node < 0 {
 			d.UnpinnedFirstTouch = 1
 		}
 		a.credit(t, lk, &d)
+		a.sites[site].metrics.add(&d)
 		a.pending = append(a.pending, pendingFirst{key: key, loc: lk, tid: t.tid, unpinned: t.node < 0})
 		return
 	}
@@ -412,6 +543,7 @@ func (a *analyzer) handle(s *rawSample) {
 	}
 	a.credit(t, lk, &d)
 	a.mappings[ps.mapping].Metrics.add(&d)
+	a.sites[ps.site].metrics.add(&d)
 	if r, ok := a.rowIdx[t.node]; ok {
 		if c, ok := a.nodeIdx[int(ps.node)]; ok {
 			a.matrix[r][c]++
@@ -516,6 +648,7 @@ func (a *analyzer) queryNodes() {
 			a.credit(t, p.loc, &d)
 		}
 		a.mappings[ps.mapping].Metrics.add(&d)
+		a.sites[ps.site].metrics.add(&d)
 	}
 	for _, k := range a.refresh {
 		if n, ok := where[k]; ok && n >= 0 {

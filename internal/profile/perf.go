@@ -72,6 +72,8 @@ func (r *ring) setTail(v uint64) {
 // perfSession is the set of rings of one profiled process.
 type perfSession struct {
 	rings []*ring
+	// extra are the syscall tracepoints that write into the rings.
+	extra []int
 }
 
 // openPerf opens the page-fault sampling event on pid, one per CPU in cpus.
@@ -86,9 +88,12 @@ func openPerf(pid int, cpus []int) (*perfSession, error) {
 		Sample_type: sampleType,
 		Bits: unix.PerfBitExcludeKernel | unix.PerfBitExcludeHv | unix.PerfBitInherit |
 			unix.PerfBitMmap | unix.PerfBitComm | unix.PerfBitTask | unix.PerfBitSampleIDAll |
-			unix.PerfBitMmap2 | unix.PerfBitExcludeCallchainKernel | unix.PerfBitWatermark,
+			unix.PerfBitMmap2 | unix.PerfBitExcludeCallchainKernel | unix.PerfBitWatermark | unix.PerfBitUseClockID,
 		Wakeup:           ringPages * uint32(os.Getpagesize()) / 4, // wakeup_watermark, in bytes (the kernel caps it at a smaller ring's size)
 		Sample_max_stack: maxStack,
+		// CLOCK_MONOTONIC: sample times compare with numascope's own clock
+		// (binding log times); events that share a ring must agree on it.
+		Clockid: unix.CLOCK_MONOTONIC,
 	}
 	ps := &perfSession{}
 	pg := os.Getpagesize()
@@ -118,6 +123,7 @@ func openPerf(pid int, cpus []int) (*perfSession, error) {
 }
 
 func (ps *perfSession) close() {
+	ps.closeSyscalls()
 	for _, r := range ps.rings {
 		unix.Munmap(r.mem)
 		unix.Close(r.fd)
@@ -174,9 +180,13 @@ type sample struct {
 	ip, addr, time uint64
 	pid, tid       int32
 	cpu            int32
-	// chain is the user call chain without context markers, leaf first;
+	// chain is the user call chain, leaf first, context markers included;
 	// it aliases the record and is only valid while it is being handled.
 	chain []byte
+	// raw is a tracepoint's record (PERF_SAMPLE_RAW), nil for a page
+	// fault; rest is what follows it (REGS_USER and STACK_USER, for the
+	// events that ask for them: see userStack). Both alias the record.
+	raw, rest []byte
 }
 
 func le64(b []byte, off int) uint64 { return binary.LittleEndian.Uint64(b[off:]) }
@@ -199,7 +209,53 @@ func decodeSample(rec []byte, s *sample) bool {
 		return false
 	}
 	s.chain = rec[fixed : fixed+int(nr)*8]
+	// A tracepoint's sample goes on with RAW: u32 size, then the data,
+	// padded so that the record stays 8-byte aligned.
+	s.raw, s.rest = nil, nil
+	rest := rec[fixed+int(nr)*8:]
+	if len(rest) < 4 {
+		return true
+	}
+	n := uint64(le32(rest, 0))
+	if n > uint64(len(rest)-4) {
+		return false
+	}
+	s.raw, s.rest = rest[4:4+n], rest[4+n:]
 	return true
+}
+
+// userStack decodes what follows RAW in a sample that asked for
+// PERF_SAMPLE_REGS_USER with nregs registers (0: not asked) and
+// PERF_SAMPLE_STACK_USER: the registers (nil when the kernel had no user
+// registers) and the copied stack (the part it could copy).
+func userStack(rest []byte, nregs int) (regs, stack []byte, ok bool) {
+	if nregs > 0 {
+		if len(rest) < 8 {
+			return nil, nil, false
+		}
+		abi := le64(rest, 0)
+		rest = rest[8:]
+		if abi != 0 {
+			if len(rest) < 8*nregs {
+				return nil, nil, false
+			}
+			regs, rest = rest[:8*nregs], rest[8*nregs:]
+		}
+	}
+	if len(rest) < 8 {
+		return regs, nil, false
+	}
+	n := le64(rest, 0)
+	if n > uint64(len(rest)-8) {
+		return regs, nil, false
+	}
+	stack = rest[8 : 8+n]
+	if len(rest) >= 16+int(n) {
+		if dyn := le64(rest, 8+int(n)); dyn < n {
+			stack = stack[:dyn]
+		}
+	}
+	return regs, stack, true
 }
 
 // chainLen and chainAt read a sample's call chain.

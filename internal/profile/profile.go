@@ -56,6 +56,9 @@ type Profile struct {
 	// Mappings say where the memory came from: heap, stack, anonymous
 	// mmap, file.
 	Mappings []Mapping `json:"mappings"`
+	// Allocations are the allocation sites (absent when the syscall
+	// tracepoints were not available; a note says why).
+	Allocations []Allocation `json:"allocations,omitempty"`
 }
 
 // Matrix counts sampled accesses by the accessing thread's node (row; -1 for
@@ -87,10 +90,16 @@ type Thread struct {
 
 // Binding is one affinity a thread was seen with.
 type Binding struct {
-	// TimeS is when numascope saw it, in seconds since the profile started.
+	// TimeS is when it took effect (sched_setaffinity) or was seen, in
+	// seconds since the profile started.
 	TimeS float64 `json:"time_s"`
 	CPUs  string  `json:"cpus"`
 	Nodes []int   `json:"nodes"`
+	// Via says how: "start" (the thread's affinity when it was first
+	// seen), "sched_setaffinity" (the program's own call, at the time of
+	// the call) or "poll" (a change seen by reading it again, e.g. one made
+	// from outside the program).
+	Via string `json:"via"`
 }
 
 // Options configure Run.
@@ -169,6 +178,10 @@ func Run(args []string, opt Options) (*Profile, error) {
 		var err error
 		if ps, err = openPerf(pid, cpus); err != nil {
 			return err
+		}
+		if a.syscalls, err = ps.openSyscalls(pid); err != nil {
+			p.Notes = append(p.Notes, fmt.Sprintf("allocation sites are not tracked and thread affinities are polled every %d ms, not followed: "+
+				"the syscall tracepoints are unavailable (%v); run as root, or set kernel.perf_event_paranoid=-1", pollMs, err))
 		}
 		a.seed(pid, args[0])
 		return nil
@@ -274,6 +287,9 @@ func (a *analyzer) seed(pid int, name string) {
 		f.Close()
 	}
 	t := a.thread(int32(pid), int32(pid))
+	if t.status == "" {
+		a.readAffinity(t, "start", 0) // stopped: its affinity at its start
+	}
 	t.comm = name
 	if b, err := os.ReadFile(a.procRoot + "/" + strconv.Itoa(pid) + "/comm"); err == nil {
 		t.comm = strings.TrimSpace(string(b))
@@ -309,10 +325,10 @@ func (a *analyzer) fill(p *Profile) {
 	p.Totals = a.totals
 	p.AccessMatrix = Matrix{ThreadNodes: a.threadNodes, PageNodes: p.Nodes, Counts: a.matrix}
 
-	sym := newSymbolizer()
+	defer a.sym.close()
 	agg := map[Frame]*Metrics{}
 	for k, m := range a.locs {
-		fr := a.symbolize(sym, k)
+		fr := a.symbolize(a.sym, k)
 		if agg[fr] == nil {
 			agg[fr] = &Metrics{}
 		}
@@ -347,6 +363,9 @@ func (a *analyzer) fill(p *Profile) {
 		x, y := &p.Mappings[i].Metrics, &p.Mappings[j].Metrics
 		return x.FirstTouch+x.Accesses() > y.FirstTouch+y.Accesses()
 	})
+	if a.syscalls != nil {
+		p.Allocations = a.allocations()
+	}
 	p.Threads = []Thread{}
 	for _, t := range a.threads {
 		th := Thread{TID: int(t.tid), PID: int(t.pid), Comm: t.comm, Nodes: t.nodes, Metrics: t.metrics, BindingLog: t.log}

@@ -99,6 +99,18 @@ func (p *Profile) WriteReport(w io.Writer, top int) error {
 		}
 	}
 
+	if sites := topAllocations(p.Allocations, top); len(sites) > 0 {
+		fmt.Fprintf(w, "\nTop allocation sites (by remote accesses, then first touch)\n")
+		fmt.Fprintf(tw, "remote\tfirst touch\tbytes\tcalls\tsite\t\n")
+		for i := range sites {
+			al := &sites[i]
+			fmt.Fprintf(tw, "%d\t%d\t%s\t%d\t%s\t\n", al.Metrics.Remote, al.Metrics.FirstTouch, bytesIEC(al.Bytes), al.Calls, allocWhere(al))
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+	}
+
 	if len(p.Threads) > 0 {
 		fmt.Fprintf(w, "\nThreads\n")
 		fmt.Fprintf(tw, "tid\tcomm\tnodes\tfirst touch\tlocal\tremote\t\n")
@@ -190,6 +202,11 @@ func (p *Profile) Hints() []string {
 			out = append(out, fmt.Sprintf("the line with the most remote accesses is %s (%s of them)",
 				where(&loc[0]), pct(loc[0].Metrics.Remote, t.Remote)))
 		}
+		if al := topAllocations(p.Allocations, 1); len(al) == 1 && float64(al[0].Metrics.Remote) >= 0.25*float64(t.Remote) {
+			out = append(out, fmt.Sprintf("%s of the remote accesses went to memory allocated at %s (%d calls, %s): "+
+				"that is the data to place (first-touch it where it is used, or mbind/interleave that allocation)",
+				pct(al[0].Metrics.Remote, t.Remote), allocWhere(&al[0]), al[0].Calls, bytesIEC(al[0].Bytes)))
+		}
 	}
 	if both := t.UnpinnedThread + t.UnpinnedBoth; acc > 0 && float64(both) >= 0.25*float64(acc) {
 		out = append(out, fmt.Sprintf("%s of the sampled accesses come from unpinned threads, whose locality is left "+
@@ -237,6 +254,46 @@ func topLocations(locs []Location, n int, key func(Metrics) uint64) []Location {
 		out = out[:n]
 	}
 	return out
+}
+
+// topAllocations are the n allocation sites with the most remote accesses,
+// then first touches.
+func topAllocations(all []Allocation, n int) []Allocation {
+	var out []Allocation
+	for _, al := range all {
+		if al.Metrics.Remote+al.Metrics.FirstTouch > 0 {
+			out = append(out, al)
+		}
+	}
+	sort.SliceStable(out, func(i, j int) bool {
+		if out[i].Metrics.Remote != out[j].Metrics.Remote {
+			return out[i].Metrics.Remote > out[j].Metrics.Remote
+		}
+		return out[i].Metrics.FirstTouch > out[j].Metrics.FirstTouch
+	})
+	if len(out) > n {
+		out = out[:n]
+	}
+	return out
+}
+
+// allocWhere renders an allocation site as file:line (function) [kind].
+func allocWhere(al *Allocation) string {
+	return where(&Location{Function: al.Function, File: al.File, Line: al.Line}) + " [" + al.Kind + "]"
+}
+
+// bytesIEC renders a size in bytes with a binary unit.
+func bytesIEC(b uint64) string {
+	const unit = 1024
+	if b < unit {
+		return strconv.FormatUint(b, 10) + " B"
+	}
+	v, i := float64(b), 0
+	for v >= unit && i < 4 {
+		v /= unit
+		i++
+	}
+	return strconv.FormatFloat(v, 'f', 1, 64) + " " + [...]string{"B", "KiB", "MiB", "GiB", "TiB"}[i]
 }
 
 func writeLocations(tw *tabwriter.Writer, locs []Location, total uint64, key func(Metrics) uint64) error {

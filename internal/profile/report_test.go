@@ -30,6 +30,10 @@ func serialInitProfile() *Profile {
 			{TID: 102, Comm: "app", Nodes: []int{2}, Metrics: Metrics{Remote: 300}},
 			{TID: 103, Comm: "app", Nodes: []int{3}, Metrics: Metrics{Remote: 300}},
 		},
+		Allocations: []Allocation{
+			{Function: "main", File: "init.c", Line: 30, Kind: "mmap", Calls: 1, Bytes: 16 << 20, Metrics: Metrics{FirstTouch: 4096, Local: 100, Remote: 900}},
+			{Function: "start", File: "main.c", Line: 5, Kind: "heap", Calls: 2, Bytes: 270336},
+		},
 	}
 }
 
@@ -40,6 +44,7 @@ func TestHintsConnectRemoteAccessesToThePlacer(t *testing.T) {
 		"100% of all pages were first-touched at init.c:42 (init_buffer) (the most by thread 100 on node 0)",
 		"initialise the data in parallel",
 		"the line with the most remote accesses is compute.c:10 (compute) (100% of them)",
+		"100% of the remote accesses went to memory allocated at init.c:30 (main) [mmap] (1 calls, 16.0 MiB)",
 	} {
 		if !strings.Contains(h, want) {
 			t.Errorf("hints lack %q:\n%s", want, h)
@@ -89,6 +94,7 @@ func TestWriteReportAndLoad(t *testing.T) {
 		"Top lines by remote accesses\ncount share location\n900 100% compute.c:10 (compute)",
 		"Top lines by first touch (base pages placed)\ncount share location\n4096 100% init.c:42 (init_buffer)",
 		"(3 more)", "Hints",
+		"Top allocation sites (by remote accesses, then first touch)\nremote first touch bytes calls site\n900 4096 16.0 MiB 1 init.c:30 (main) [mmap]\n",
 		// The matrix row of node 1 shows its remote reads of node 0.
 		"\n1 300 0 0 0\n",
 	} {

@@ -3,6 +3,7 @@ package profile
 import (
 	"debug/dwarf"
 	"debug/elf"
+	"os"
 	"sort"
 )
 
@@ -125,10 +126,13 @@ func (b *elfBinary) lookup(addr uint64) Frame {
 // symbolizer resolves addresses of the profiled processes, caching one
 // elfBinary per file.
 type symbolizer struct {
-	bins map[string]*elfBinary
+	bins  map[string]*elfBinary
+	files map[string]*os.File // for reading code bytes (readAt)
 }
 
-func newSymbolizer() *symbolizer { return &symbolizer{bins: map[string]*elfBinary{}} }
+func newSymbolizer() *symbolizer {
+	return &symbolizer{bins: map[string]*elfBinary{}, files: map[string]*os.File{}}
+}
 
 func (s *symbolizer) load(path string) *elfBinary {
 	if b, ok := s.bins[path]; ok {

@@ -48,12 +48,40 @@ type profDoc struct {
 		Kind    string      `json:"kind"`
 		Metrics profMetrics `json:"metrics"`
 	} `json:"mappings"`
+	Allocations []struct {
+		Function string      `json:"function"`
+		File     string      `json:"file"`
+		Line     int         `json:"line"`
+		Kind     string      `json:"kind"`
+		Calls    int64       `json:"calls"`
+		Bytes    int64       `json:"bytes"`
+		Metrics  profMetrics `json:"metrics"`
+	} `json:"allocations"`
 	Threads []struct {
-		TID        int             `json:"tid"`
-		Nodes      []int           `json:"nodes"`
-		Metrics    profMetrics     `json:"metrics"`
-		BindingLog json.RawMessage `json:"binding_log"`
+		TID        int         `json:"tid"`
+		PID        int         `json:"pid"`
+		Nodes      []int       `json:"nodes"`
+		Metrics    profMetrics `json:"metrics"`
+		BindingLog []struct {
+			TimeS float64 `json:"time_s"`
+			CPUs  string  `json:"cpus"`
+			Nodes []int   `json:"nodes"`
+			Via   string  `json:"via"`
+		} `json:"binding_log"`
 	} `json:"threads"`
+}
+
+// allocAt sums the allocation sites at file:line (base name).
+func (p *profDoc) allocAt(file string, line int) (calls int64, m profMetrics) {
+	for _, al := range p.Allocations {
+		if filepath.Base(al.File) == file && al.Line == line {
+			calls += al.Calls
+			m.FirstTouch += al.Metrics.FirstTouch
+			m.Local += al.Metrics.Local
+			m.Remote += al.Metrics.Remote
+		}
+	}
+	return calls, m
 }
 
 // at returns the metrics of profnuma.c:line (zero if absent).
@@ -89,7 +117,13 @@ func (p *profDoc) cell(t *testing.T, row, col int) int64 {
 // profLine is the line of profnuma.c marked /* @mark */.
 func profLine(t *testing.T, mark string) int {
 	t.Helper()
-	f, err := os.Open(filepath.Join("..", "..", "testdata", "workloads", "profnuma.c"))
+	return markedLine(t, "profnuma.c", mark)
+}
+
+// markedLine is the line of testdata/workloads/FILE marked /* @mark */.
+func markedLine(t *testing.T, file, mark string) int {
+	t.Helper()
+	f, err := os.Open(filepath.Join("..", "..", "testdata", "workloads", file))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -100,7 +134,7 @@ func profLine(t *testing.T, mark string) int {
 			return n
 		}
 	}
-	t.Fatalf("profnuma.c has no line marked @%s", mark)
+	t.Fatalf("%s has no line marked @%s", file, mark)
 	return 0
 }
 
@@ -224,6 +258,36 @@ func TestProfile(t *testing.T) {
 		if comp.UnpinnedPage+comp.UnpinnedThread+comp.UnpinnedBoth != 0 {
 			t.Errorf("serial: compute line has unpinned accesses %+v, want none (every thread pinned)", comp)
 		}
+		// The buffers' allocation site is wl_alloc's mmap: one call per
+		// worker, every first touch, and the remote accesses.
+		allocLine := markedLine(t, "workload.h", "wl_alloc")
+		calls, am := p.allocAt("workload.h", allocLine)
+		if calls != nodes || am.FirstTouch != nodes*pages {
+			t.Errorf("serial: allocation site workload.h:%d: %d calls, %+v; want %d calls and %d first touches; allocations %+v",
+				allocLine, calls, am, nodes, nodes*pages, p.Allocations)
+		}
+		within(t, "serial: remote accesses to memory allocated at wl_alloc vs at the compute line", float64(am.Remote),
+			float64(comp.Remote), float64(p.Totals.Remote))
+		// Every thread pinned itself with sched_setaffinity (wl_pin): the
+		// binding logs have those calls, each to one node, in time order.
+		// (Under taskset -c 0 the pins to node 0 change nothing; the
+		// workers start on CPU 0, their creator's, and move.)
+		pinned := map[int]bool{}
+		for _, th := range p.Threads {
+			for i, b := range th.BindingLog {
+				if i > 0 && b.TimeS < th.BindingLog[i-1].TimeS {
+					t.Errorf("serial: thread %d binding log out of order: %+v", th.TID, th.BindingLog)
+				}
+				if b.Via == "sched_setaffinity" && len(b.Nodes) == 1 {
+					pinned[b.Nodes[0]] = true
+				}
+			}
+		}
+		for k := 1; k < nodes; k++ {
+			if !pinned[k] {
+				t.Errorf("serial: no sched_setaffinity entry pins a thread to node %d; threads %+v", k, p.Threads)
+			}
+		}
 
 		// numascope report's hints must connect the remote accesses to the
 		// node that holds the pages and to the line that placed them.
@@ -237,6 +301,7 @@ func TestProfile(t *testing.T) {
 			"first-touched at ", fmt.Sprintf("profnuma.c:%d (init_buffer) (the most by thread", initLine),
 			"on node 0)", // the serial initialiser is pinned to node 0
 			"the line with the most remote accesses is ", fmt.Sprintf("profnuma.c:%d (compute)", computeLine),
+			fmt.Sprintf("of the remote accesses went to memory allocated at workload.h:%d (main) [mmap] (%d calls, ", markedLine(t, "workload.h", "wl_alloc"), nodes),
 		} {
 			if !strings.Contains(hints, want) {
 				t.Errorf("serial: report hints lack %q:\n%s", want, hints)

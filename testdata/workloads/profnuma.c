@@ -1,8 +1,8 @@
 /*
  * profnuma: known answers for numascope profile, by source line.
  *
- *   profnuma --serial|--parallel [--unpinned] [--crash] [--thp] [--mb N] [--seconds S]
- *            [--out FILE] [--lead S] [--linger S]
+ *   profnuma --serial|--parallel [--unpinned] [--crash] [--thp] [--malloc] [--again]
+ *            [--pin-cpu C] [--mb N] [--seconds S] [--out FILE] [--lead S] [--linger S]
  *
  * One worker thread per online node owns a buffer of N MiB (default 16) of
  * small pages, pinned to its node's CPUs (unless --unpinned).
@@ -17,6 +17,14 @@
  *               that (THP permitting) one fault places 512 base pages.
  *   --crash     after the first touch, the main thread dereferences NULL at the
  *               line marked @crash (the program dies of SIGSEGV).
+ *   --malloc    the buffers come from malloc, called at the line marked @alloc
+ *               (otherwise from mmap in wl_alloc, or thp_alloc with --thp).
+ *   --again     after the first touch, the buffers are given back and touched
+ *               again: freed and malloc'ed anew with --malloc (glibc unmaps and
+ *               maps them), otherwise madvise(MADV_DONTNEED); so @init places
+ *               every page twice.
+ *   --pin-cpu C the main thread first pins itself to CPU C, at the line marked
+ *               @pin.
  * Built with -g, numascope profile's tests find the marked lines in this file
  * and expect every first touch at @init and every sampled access at @compute.
  */
@@ -33,7 +41,7 @@ struct worker {
 };
 
 static struct worker workers[MAX_NODES];
-static int nworkers, parallel = -1, unpinned, crash, thp;
+static int nworkers, parallel = -1, unpinned, crash, thp, use_malloc, again;
 static long len;
 static double seconds = 4;
 static pthread_barrier_t touched;
@@ -51,6 +59,20 @@ static char *thp_alloc(long n)
 	if (madvise(p, n, MADV_HUGEPAGE) < 0)
 		wl_die("madvise(MADV_HUGEPAGE): %s", strerror(errno));
 	return p;
+}
+
+/* malloc_buffer is the allocation site of --malloc. */
+__attribute__((noinline)) static char *malloc_buffer(long n)
+{
+	char *p = malloc(n); /* @alloc */
+	if (!p)
+		wl_die("malloc %ld bytes failed", n);
+	return p;
+}
+
+static char *alloc_buffer(void)
+{
+	return thp ? thp_alloc(len) : use_malloc ? malloc_buffer(len) : wl_alloc(len);
 }
 
 __attribute__((noinline)) static void init_buffer(char *buf, long n)
@@ -96,18 +118,33 @@ int main(int argc, char **argv)
 			crash = 1;
 		else if (!strcmp(argv[i], "--thp"))
 			thp = 1;
+		else if (!strcmp(argv[i], "--malloc"))
+			use_malloc = 1;
+		else if (!strcmp(argv[i], "--again"))
+			again = 1;
+		else if (!strcmp(argv[i], "--pin-cpu") && i + 1 < argc) {
+			cpu_set_t set;
+			CPU_ZERO(&set);
+			CPU_SET(atoi(argv[++i]), &set);
+			if (sched_setaffinity(0, sizeof set, &set) < 0) /* @pin */
+				wl_die("sched_setaffinity to CPU %s: %s", argv[i], strerror(errno));
+		}
 		else if (!strcmp(argv[i], "--mb") && i + 1 < argc)
 			mb = atol(argv[++i]);
 		else if (!strcmp(argv[i], "--seconds") && i + 1 < argc)
 			seconds = atof(argv[++i]);
 		else
-			wl_die("usage: profnuma --serial|--parallel [--unpinned] [--crash] [--thp] [--mb N] [--seconds S] "
-			       "[--out FILE] [--lead S] [--linger S]");
+			wl_die("usage: profnuma --serial|--parallel [--unpinned] [--crash] [--thp] [--malloc] [--again] "
+			       "[--pin-cpu C] [--mb N] [--seconds S] [--out FILE] [--lead S] [--linger S]");
 	}
 	if (parallel < 0)
 		wl_die("say --serial or --parallel");
 	if (mb <= 0 || seconds < 0 || (thp && mb % 2))
 		wl_die("--mb must be positive (even with --thp), --seconds not negative");
+	if (thp && (use_malloc || again))
+		wl_die("--thp goes with neither --malloc nor --again");
+	if (again && parallel)
+		wl_die("--again goes with --serial");
 	wl_start();
 
 	int ids[MAX_NODES];
@@ -115,12 +152,20 @@ int main(int argc, char **argv)
 	len = mb << 20;
 	pthread_barrier_init(&touched, NULL, nworkers + 1);
 	for (int i = 0; i < nworkers; i++)
-		workers[i] = (struct worker){.node = ids[i], .buf = thp ? thp_alloc(len) : wl_alloc(len)};
+		workers[i] = (struct worker){.node = ids[i], .buf = alloc_buffer()};
 	if (!parallel) {
 		if (!unpinned)
 			wl_pin(ids[0]);
 		for (int i = 0; i < nworkers; i++)
 			init_buffer(workers[i].buf, len);
+		for (int i = 0; again && i < nworkers; i++) {
+			if (use_malloc) {
+				free(workers[i].buf);
+				workers[i].buf = alloc_buffer();
+			} else if (madvise(workers[i].buf, len, MADV_DONTNEED) < 0)
+				wl_die("madvise(MADV_DONTNEED): %s", strerror(errno));
+			init_buffer(workers[i].buf, len);
+		}
 	}
 	if (crash) {
 		fflush(stdout);

@@ -367,7 +367,7 @@ static inline void wl_emit_placement(const char *label, int buffer, int owner_no
  */
 static inline void *wl_alloc(long len)
 {
-	char *p = mmap(NULL, len + 2 * PAGE, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	char *p = mmap(NULL, len + 2 * PAGE, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0); /* @wl_alloc */
 	if (p == MAP_FAILED)
 		wl_die("mmap %ld bytes: %s", len, strerror(errno));
 	p += PAGE;

@@ -1,0 +1,385 @@
+package profile
+
+import (
+	"encoding/binary"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/numascope/numascope/internal/perfevent"
+)
+
+// fakeSyscalls gives a the syscall events as if opened, with made-up ids
+// (1000 + index in syscallEvents) and each event's fields at offsets 16, 24
+// and 32, the layout of Linux's syscall tracepoints.
+func fakeSyscalls(a *analyzer) {
+	a.syscalls = nil
+	for i := range syscallEvents {
+		ev := &syscallEvents[i]
+		tp := &perfevent.Tracepoint{ID: uint64(1000 + i), Fields: map[string]perfevent.TraceField{}}
+		for j, f := range ev.fields {
+			if f != "" {
+				tp.Fields[f] = perfevent.TraceField{Offset: 16 + 8*j, Size: 8}
+			}
+		}
+		a.syscalls = append(a.syscalls, openedEvent{id: uint16(tp.ID), ev: ev, tp: tp})
+	}
+}
+
+// syscallRecord builds a PERF_RECORD_SAMPLE of syscall event kind with the
+// given arguments, and, for events that copy the stack, sp and stack.
+func syscallRecord(kind evKind, pid int32, time uint64, args [3]uint64, sp uint64, stack []byte) []byte {
+	idx := -1
+	for i := range syscallEvents {
+		if syscallEvents[i].kind == kind {
+			idx = i
+		}
+	}
+	if idx < 0 {
+		panic("no syscall event of this kind")
+	}
+	ev := &syscallEvents[idx]
+	b := make([]byte, 8, 256)
+	le := binary.LittleEndian
+	b = le.AppendUint64(b, 0x401000)        // ip
+	b = le.AppendUint32(b, uint32(pid))     // pid
+	b = le.AppendUint32(b, uint32(pid))     // tid
+	b = le.AppendUint64(b, time)            // time
+	b = le.AppendUint64(b, 0)               // addr
+	b = le.AppendUint64(b, 0)               // cpu, reserved
+	b = le.AppendUint64(b, 2)               // chain: nr
+	b = le.AppendUint64(b, ^uint64(511))    // PERF_CONTEXT_USER
+	b = le.AppendUint64(b, 0x401000)        // leaf
+	raw := make([]byte, 44)                 // common fields, nr, 3 arguments; 4+44 keeps the record 8-byte aligned
+	le.PutUint16(raw[0:], uint16(1000+idx)) // common_type
+	for j, v := range args {
+		le.PutUint64(raw[16+8*j:], v)
+	}
+	b = le.AppendUint32(b, uint32(len(raw)))
+	b = append(b, raw...)
+	if ev.sp {
+		b = le.AppendUint64(b, 2) // PERF_SAMPLE_REGS_ABI_64
+		b = le.AppendUint64(b, sp)
+	}
+	if ev.stack {
+		b = le.AppendUint64(b, uint64(len(stack)))
+		b = append(b, stack...)
+		b = le.AppendUint64(b, uint64(len(stack)))
+	}
+	le.PutUint32(b[0:], unix.PERF_RECORD_SAMPLE)
+	le.PutUint16(b[6:], uint16(len(b)))
+	return b
+}
+
+// faultRecord builds a page-fault sample.
+func faultRecord(pid int32, time, addr uint64, cpu uint32) []byte {
+	le := binary.LittleEndian
+	b := make([]byte, 8, 80)
+	b = le.AppendUint64(b, 0x401000)
+	b = le.AppendUint32(b, uint32(pid))
+	b = le.AppendUint32(b, uint32(pid))
+	b = le.AppendUint64(b, time)
+	b = le.AppendUint64(b, addr)
+	b = le.AppendUint64(b, uint64(cpu))
+	b = le.AppendUint64(b, 0) // no chain
+	le.PutUint32(b[0:], unix.PERF_RECORD_SAMPLE)
+	le.PutUint16(b[6:], uint16(len(b)))
+	return b
+}
+
+// TestSyscallsFollowMemory drives the analyzer with the syscall events of a
+// program that maps, touches, unmaps, grows its heap, remaps and drops
+// pages, and checks what counts as a first touch and what as an access, and
+// which allocation site owns the pages. The pid is fake (beyond pid_max), so
+// the pages keep the faulting CPU's node.
+func TestSyscallsFollowMemory(t *testing.T) {
+	const pid = 1 << 23
+	a := newAnalyzer([]int{0}, []int{0}, []int{-1, 0})
+	a.procRoot = t.TempDir()
+	writeStatus(t, a.procRoot, pid, pid, "0")
+	fakeSyscalls(a)
+	pg := a.pageSize
+	const base = 0x7f0000000000
+	var now uint64
+	step := func(recs ...[]byte) {
+		for _, r := range recs {
+			a.record(r)
+		}
+		a.handleBatch()
+	}
+	sys := func(kind evKind, args ...uint64) []byte {
+		now++
+		var v [3]uint64
+		copy(v[:], args)
+		return syscallRecord(kind, pid, now, v, 0, nil)
+	}
+	fault := func(addr uint64) []byte { now++; return faultRecord(pid, now, addr, 0) }
+
+	// mmap 4 pages, touch them all: 4 first touches, owned by the mmap site.
+	step(sys(evMmapEnter, 4*pg, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS), sys(evMmapExit, base))
+	step(fault(base), fault(base+pg), fault(base+2*pg), fault(base+3*pg))
+	// Touch one again: an access.
+	step(fault(base + pg))
+	if a.totals.FirstTouch != 4 || a.totals.Local != 1 {
+		t.Fatalf("after the first mmap: %+v, want 4 first touches and 1 access", a.totals)
+	}
+	// munmap the first two pages: touching them again is a first touch.
+	step(sys(evMunmap, base, 2*pg), fault(base), fault(base+3*pg))
+	if a.totals.FirstTouch != 5 || a.totals.Local != 2 {
+		t.Fatalf("after munmap: %+v, want 5 first touches and 2 accesses", a.totals)
+	}
+	// MADV_DONTNEED on the last page: its next touch places a new page.
+	step(sys(evMadvise, base+3*pg, pg, unix.MADV_DONTNEED), fault(base+3*pg))
+	// MADV_FREE keeps it (the page may survive): an access.
+	step(sys(evMadvise, base+3*pg, pg, unix.MADV_FREE), fault(base+3*pg))
+	if a.totals.FirstTouch != 6 || a.totals.Local != 3 {
+		t.Fatalf("after madvise: %+v, want 6 first touches and 3 accesses", a.totals)
+	}
+	// The heap: the first brk sets the break, the second grows it by 2 pages.
+	heap := uint64(0x600000)
+	step(sys(evBrkEnter), sys(evBrkExit, heap), sys(evBrkEnter), sys(evBrkExit, heap+2*pg), fault(heap), fault(heap+pg))
+	// mremap moves the mmap'd pages 2-3 elsewhere: they keep their state, so
+	// touching them at the new place is an access, and the old place is gone.
+	moved := uint64(base + 1<<30)
+	step(sys(evMremapEnter, base+2*pg, 2*pg, 4*pg), sys(evMremapExit, moved), fault(moved+pg), fault(base+3*pg))
+	if a.totals.FirstTouch != 9 || a.totals.Local != 4 {
+		t.Fatalf("after brk and mremap: %+v, want 9 first touches and 4 accesses", a.totals)
+	}
+	if got := a.siteAt(pid, moved+3*pg); got == 0 {
+		t.Error("the grown part of the remapped range has no allocation site")
+	}
+	// A failed mmap adds nothing.
+	step(sys(evMmapEnter, pg, 0), sys(evMmapExit, errnoRet(unix.ENOMEM)))
+
+	var mm, hp *allocSite
+	for i := 1; i < len(a.sites); i++ {
+		switch a.sites[i].kind {
+		case "mmap":
+			mm = &a.sites[i]
+		case "heap":
+			hp = &a.sites[i]
+		}
+	}
+	if mm == nil || hp == nil {
+		t.Fatalf("sites %+v: want one mmap and one heap site", a.sites)
+	}
+	// The mmap site: 1 call of 4 pages; its 4 pages, then page 3 again after
+	// MADV_DONTNEED. The touches of unmapped addresses (base after munmap,
+	// base+3*pg after the move) are first touches without a site.
+	if mm.calls != 1 || mm.bytes != 4*pg {
+		t.Errorf("mmap site: %d calls, %d bytes; want 1 call of %d bytes", mm.calls, mm.bytes, 4*pg)
+	}
+	if mm.metrics.FirstTouch != 5 || mm.metrics.Local != 4 {
+		t.Errorf("mmap site metrics %+v, want 5 first touches and 4 accesses", mm.metrics)
+	}
+	if hp.calls != 1 || hp.bytes != 2*pg || hp.metrics.FirstTouch != 2 {
+		t.Errorf("heap site: %d calls, %d bytes, %+v; want 1 call, %d bytes, 2 first touches", hp.calls, hp.bytes, hp.metrics, 2*pg)
+	}
+	// Shrinking the heap frees its pages: after it grows again, the touch
+	// is a first touch.
+	step(sys(evBrkEnter), sys(evBrkExit, heap), sys(evBrkEnter), sys(evBrkExit, heap+pg), fault(heap))
+	if hp = &a.sites[a.siteAt(pid, heap)]; hp.kind != "heap" || hp.calls != 2 || hp.metrics.FirstTouch != 3 || a.totals.Local != 4 {
+		t.Errorf("after a shrink and regrowth: heap %+v, totals %+v", hp.metrics, a.totals)
+	}
+}
+
+// TestAffinityFromSyscall: a sched_setaffinity whose mask is in the stack
+// copy is logged with that mask and the call's time; one whose mask is not
+// falls back to reading the thread's status.
+func TestAffinityFromSyscall(t *testing.T) {
+	const pid = 1 << 23
+	a := newAnalyzer([]int{0, 0, 1, 1}, []int{0, 1}, []int{-1, 0, 1})
+	a.procRoot = t.TempDir()
+	writeStatus(t, a.procRoot, pid, pid, "0-3")
+	fakeSyscalls(a)
+	a.readAffinity(a.thread(pid, pid), "start", 0)
+	const sp = 0x7ffd00000000
+	stack := make([]byte, 256)
+	stack[64] = 0b1100 // CPUs 2 and 3: node 1
+	at := a.startNs + 1.5e9
+	writeStatus(t, a.procRoot, pid, pid, "2-3") // what the kernel says after the call
+	a.record(syscallRecord(evAffinityEnter, pid, at, [3]uint64{0, 8, sp + 64}, sp, stack))
+	a.record(syscallRecord(evAffinityExit, pid, at+1000, [3]uint64{0}, 0, nil))
+	a.handleBatch()
+	th := a.threads[pid]
+	if th.node != 1 || len(th.log) != 2 {
+		t.Fatalf("thread node %d, log %+v; want node 1 and two entries", th.node, th.log)
+	}
+	if b := th.log[1]; b.CPUs != "2-3" || b.Via != "sched_setaffinity" || b.TimeS < 1.49 || b.TimeS > 1.51 {
+		t.Errorf("log entry %+v, want CPUs 2-3 via sched_setaffinity at 1.5 s", b)
+	}
+	// A mask outside the copy: the status file says.
+	writeStatus(t, a.procRoot, pid, pid, "1")
+	a.record(syscallRecord(evAffinityEnter, pid, at+2e9, [3]uint64{0, 8, sp + 1<<20}, sp, stack))
+	a.record(syscallRecord(evAffinityExit, pid, at+2e9+1000, [3]uint64{0}, 0, nil))
+	a.handleBatch()
+	if b := th.log[len(th.log)-1]; b.CPUs != "1" || b.Via != "sched_setaffinity" || th.node != 0 {
+		t.Errorf("log entry %+v (node %d), want CPUs 1 via sched_setaffinity, node 0", b, th.node)
+	}
+	// A failed call changes nothing.
+	n := len(th.log)
+	stack[64] = 0b1000
+	a.record(syscallRecord(evAffinityEnter, pid, at+3e9, [3]uint64{0, 8, sp + 64}, sp, stack))
+	a.record(syscallRecord(evAffinityExit, pid, at+3e9+1000, [3]uint64{errnoRet(unix.EINVAL)}, 0, nil))
+	a.handleBatch()
+	if len(th.log) != n {
+		t.Errorf("a failed sched_setaffinity was logged: %+v", th.log)
+	}
+	// A change from outside the program (taskset -p): polled, and applied
+	// when the next round still shows it without a call explaining it.
+	writeStatus(t, a.procRoot, pid, pid, "0")
+	a.record(faultRecord(pid, at+4e9, 0x7f0000000000, 0))
+	a.handleBatch()
+	if len(th.log) != n {
+		t.Errorf("a polled change was applied before it was confirmed: %+v", th.log)
+	}
+	a.record(faultRecord(pid, at+5e9, 0x7f0000001000, 0))
+	a.handleBatch()
+	if b := th.log[len(th.log)-1]; len(th.log) != n+1 || b.CPUs != "0" || b.Via != "poll" {
+		t.Errorf("binding log %+v: want CPU 0 via poll last", th.log)
+	}
+}
+
+// wlAllocLine is the mmap call of wl_alloc in workload.h.
+func wlAllocLine(t *testing.T) int {
+	return markedLine(t, filepath.Join(filepath.Dir(workloadSrc), "workload.h"), "wl_alloc")
+}
+
+func findAllocations(p *Profile, file string, line int) (calls, bytes uint64, m Metrics, kinds []string) {
+	for _, al := range p.Allocations {
+		if filepath.Base(al.File) == file && al.Line == line {
+			calls += al.Calls
+			bytes += al.Bytes
+			m.add(&al.Metrics)
+			kinds = append(kinds, al.Kind)
+		}
+	}
+	return
+}
+
+// requireSyscalls skips when the syscall tracepoints were not available
+// (not root), and fails when they should have been.
+func requireSyscalls(t *testing.T, p *Profile) {
+	t.Helper()
+	for _, n := range p.Notes {
+		if strings.Contains(n, "allocation sites are not tracked") {
+			if os.Geteuid() != 0 {
+				t.Skipf("not root: %s", n)
+			}
+			t.Fatalf("as root: %s", n)
+		}
+	}
+}
+
+// TestAllocationSites profiles the known-answer program with its buffers
+// from mmap (wl_alloc), from malloc, and given back and touched again.
+func TestAllocationSites(t *testing.T) {
+	initLine := markedLine(t, workloadSrc, "init")
+	allocLine := markedLine(t, workloadSrc, "alloc")
+	mmapLine := wlAllocLine(t)
+	nodes := uint64(onlineNodes(t))
+	const mb = 4
+	pages := uint64(mb << 20 / os.Getpagesize())
+	for _, static := range []bool{true, false} {
+		name := map[bool]string{true: "static", false: "pie"}[static]
+		bin := buildWorkload(t, static)
+		t.Run(name+"/mmap", func(t *testing.T) {
+			p := runProfile(t, bin, "--serial", "--mb", "4", "--seconds", "0", "--lead", "0", "--linger", "0")
+			requireSyscalls(t, p)
+			// Exactly: one mmap per worker of the buffer and its two guard
+			// pages, every buffer page first touched (at @init), nothing else.
+			calls, bytes, m, _ := findAllocations(p, "workload.h", mmapLine)
+			if calls != nodes || bytes != nodes*(pages+2)*uint64(os.Getpagesize()) || m.FirstTouch != nodes*pages {
+				t.Errorf("workload.h:%d: %d calls, %d bytes, %+v; want %d calls, %d bytes, %d first touches; allocations %+v",
+					mmapLine, calls, bytes, m, nodes, nodes*(pages+2)*uint64(os.Getpagesize()), nodes*pages, p.Allocations)
+			}
+		})
+		t.Run(name+"/madvise-again", func(t *testing.T) {
+			p := runProfile(t, bin, "--serial", "--again", "--mb", "4", "--seconds", "0", "--lead", "0", "--linger", "0")
+			requireSyscalls(t, p)
+			// MADV_DONTNEED dropped the pages: @init placed each twice.
+			l, _ := findLocation(p, "profnuma.c", initLine)
+			if l.Metrics.FirstTouch != 2*nodes*pages || l.Metrics.Accesses() != 0 {
+				t.Errorf("profnuma.c:%d: %+v, want %d first touches and no access", initLine, l.Metrics, 2*nodes*pages)
+			}
+			if _, _, m, _ := findAllocations(p, "workload.h", mmapLine); m.FirstTouch != 2*nodes*pages {
+				t.Errorf("workload.h:%d: %+v, want %d first touches", mmapLine, m, 2*nodes*pages)
+			}
+		})
+		t.Run(name+"/malloc-again", func(t *testing.T) {
+			p := runProfile(t, bin, "--serial", "--malloc", "--again", "--mb", "4", "--seconds", "0", "--lead", "0", "--linger", "0")
+			requireSyscalls(t, p)
+			// glibc serves the first malloc with mmap; free unmaps it and
+			// raises its mmap threshold, so the second comes from the heap
+			// (brk). Either way the site is the malloc line, found through
+			// libc's frames without frame pointers. A few pages of each
+			// buffer were touched by malloc itself (its chunk header) or
+			// belong to heap space reserved before.
+			l, _ := findLocation(p, "profnuma.c", initLine)
+			slack := nodes * 64
+			if l.Metrics.FirstTouch+slack < 2*nodes*pages || l.Metrics.FirstTouch > 2*nodes*pages || l.Metrics.Accesses() != 0 {
+				t.Errorf("profnuma.c:%d: %+v, want about %d first touches and no access", initLine, l.Metrics, 2*nodes*pages)
+			}
+			calls, _, m, kinds := findAllocations(p, "profnuma.c", allocLine)
+			if calls < 2*nodes || m.FirstTouch+slack < 2*nodes*pages {
+				t.Errorf("profnuma.c:%d (malloc): %d calls, %+v (%v); want %d calls and about %d first touches; allocations %+v",
+					allocLine, calls, m, kinds, 2*nodes, 2*nodes*pages, p.Allocations)
+			}
+		})
+	}
+}
+
+// TestAffinityEvents: the program pins itself; the binding log has the
+// call, with its CPUs, in order.
+func TestAffinityEvents(t *testing.T) {
+	bin := buildWorkload(t, false)
+	cpus, err := os.ReadFile("/sys/devices/system/cpu/online")
+	if err != nil {
+		t.Skip(err)
+	}
+	last := strings.TrimSpace(string(cpus))
+	if i := strings.LastIndexAny(last, "-,"); i >= 0 {
+		last = last[i+1:]
+	}
+	p := runProfile(t, bin, "--serial", "--pin-cpu", last, "--mb", "1", "--seconds", "0", "--lead", "0", "--linger", "0")
+	requireSyscalls(t, p)
+	var main *Thread
+	for i := range p.Threads {
+		if p.Threads[i].TID == p.Threads[i].PID {
+			main = &p.Threads[i]
+		}
+	}
+	if main == nil || len(main.BindingLog) < 2 {
+		t.Fatalf("main thread %+v: want a start entry and the call", main)
+	}
+	log := main.BindingLog
+	if log[0].Via != "start" || log[1].Via != "sched_setaffinity" || log[1].CPUs != last || log[1].TimeS < log[0].TimeS {
+		t.Errorf("binding log %+v: want start, then CPU %s via sched_setaffinity", log, last)
+	}
+}
+
+// FuzzSyscallRecord feeds arbitrary tracepoint samples to the decoder and
+// the handler: they must never panic.
+func FuzzSyscallRecord(f *testing.F) {
+	for i := range syscallEvents {
+		f.Add(syscallRecord(syscallEvents[i].kind, 1<<23, 1, [3]uint64{0x7f0000000000, 4096, 0x7f0000001000}, 0x7f0000001000, make([]byte, 64)))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		if len(b) < 8 {
+			return
+		}
+		a := newAnalyzer([]int{0}, []int{0}, []int{-1, 0})
+		a.procRoot = "/nonexistent"
+		fakeSyscalls(a)
+		a.record(b)
+		for i := range a.batch {
+			a.handle(&a.batch[i])
+		}
+	})
+}
+
+// errnoRet is a syscall's return value for a failure with errno e.
+func errnoRet(e unix.Errno) uint64 { return uint64(-int64(e)) }
