@@ -56,7 +56,7 @@ type State struct {
 type hello struct {
 	Type     string             `json:"type"`
 	Protocol int                `json:"protocol"`
-	Mode     string             `json:"mode"` // "live", "view" or "experiment"
+	Mode     string             `json:"mode"` // "live", "view", "experiment" or "profile"
 	Host     string             `json:"host"`
 	Kernel   string             `json:"kernel"`
 	Start    time.Time          `json:"start,omitzero"`
@@ -74,6 +74,15 @@ type hello struct {
 	// Experiment is an experiment's report (mode "experiment"): its
 	// analysis and runs, as `numascope experiment --web` serves them.
 	Experiment json.RawMessage `json:"experiment,omitempty"`
+	// Profile is a profile (mode "profile"): the document numascope
+	// profile wrote (docs/profile.md), as it is in the file.
+	Profile json.RawMessage `json:"profile,omitempty"`
+	// Hints are the profile's plain-language conclusions, the same as
+	// numascope report prints (mode "profile").
+	Hints []string `json:"hints,omitempty"`
+	// SourcePath are the directories where source files are looked up
+	// (mode "profile", --source-path).
+	SourcePath []string `json:"source_path,omitempty"`
 }
 
 // markMsg is a label, interval change, pause or resume.
@@ -125,6 +134,9 @@ type request struct {
 	Points   int      `json:"points,omitempty"`
 	// Sums asks a totals request for sums over columns as well (view).
 	Sums []sumRequest `json:"sums,omitempty"`
+	// File is the source file a source request asks for (profile), as
+	// the profile names it.
+	File string `json:"file,omitempty"`
 }
 
 // sumRequest names a sum over columns, e.g. one event over all nodes, as the
@@ -135,7 +147,7 @@ type sumRequest struct {
 }
 
 // requestTypes are the client message types, for error messages.
-const requestTypes = "interval, pause, resume, label, events, enable, disable, discrete, record, record_stop, range, totals"
+const requestTypes = "interval, pause, resume, label, events, enable, disable, discrete, record, record_stop, range, totals, source"
 
 // parseRequest decodes one client message. Unknown fields are an error, so
 // that a typo does not silently do nothing.

@@ -8,8 +8,9 @@ import "./style.css";
 import { Store, decimate, totals, totalsCSV, type Column, type Mark, type Total } from "./data";
 import { parseFile } from "./parse";
 import { renderReport, asExperiment, type Experiment } from "./report";
+import { renderProfile, profileIn, profileMessage, profileDisconnected, serverSource, type ProfileOptions } from "./profile";
 
-type Mode = "none" | "live" | "view" | "file" | "experiment";
+type Mode = "none" | "live" | "view" | "file" | "experiment" | "profile";
 
 interface State {
   interval_s: number;
@@ -722,12 +723,14 @@ function connect(): void {
   ws.onclose = (e) => {
     if (app.ws !== ws) return;
     app.ws = null;
+    profileDisconnected(e.reason);
     setStatus(`disconnected${e.reason ? ": " + e.reason : ""}`);
     if (app.mode === "live" || app.mode === "view") showError(`connection closed${e.reason ? ": " + e.reason : ""}; reload to reconnect`);
   };
 }
 
 function onMessage(m: any): void {
+  if (profileMessage(m)) return;
   switch (m.type) {
     case "hello":
       if (m.protocol !== 1) showError(`this client speaks protocol 1, the server ${m.protocol}: reload the page`);
@@ -735,7 +738,12 @@ function onMessage(m: any): void {
         showReport(m.experiment, m.file ?? "");
         break;
       }
-      document.body.classList.remove("report");
+      if (m.mode === "profile") {
+        const send = (msg: any) => app.ws?.readyState === WebSocket.OPEN && (app.ws.send(JSON.stringify(msg)), true);
+        showProfile(m.profile, m.file ?? "", { file: m.file ?? "", hints: m.hints ?? [], sourcePath: m.source_path ?? [], fetch: serverSource(send) });
+        break;
+      }
+      document.body.classList.remove("report", "profile");
       app.hello = m;
       app.mode = m.mode;
       document.body.classList.toggle("live", m.mode === "live");
@@ -854,12 +862,30 @@ function onRange(m: any): void {
 function showReport(x: Experiment, file: string): void {
   app.mode = "experiment";
   app.report = x;
-  document.body.classList.remove("live");
+  document.body.classList.remove("live", "profile");
   document.body.classList.add("report");
   $("mode").textContent = `experiment ${x.analysis?.name ?? ""}`;
   $("host").textContent = "";
   renderReport($("report"), x, file);
   setStatus(`${x.analysis?.measured ?? 0} runs · ${(x.analysis?.responses ?? []).length} responses`);
+}
+
+/** showProfile switches to the profile pages (src/profile.ts). */
+function showProfile(p: any, file: string, o: ProfileOptions): void {
+  app.mode = "profile";
+  document.body.classList.remove("live", "report");
+  document.body.classList.add("profile");
+  $("mode").textContent = `profile ${file}`;
+  $("host").textContent = "";
+  let root = document.getElementById("profile");
+  if (!root) {
+    root = document.createElement("section");
+    root.id = "profile";
+    root.setAttribute("aria-label", "profile");
+    document.body.insertBefore(root, $("drop"));
+  }
+  renderProfile(root, p, o);
+  setStatus(`${(p.locations ?? []).length} locations · ${(p.threads ?? []).length} threads · ${fmt(p.duration_s ?? 0)} s`);
 }
 
 /** experimentIn recognises an experiment report among files dropped or picked. */
@@ -894,10 +920,16 @@ async function loadFile(file: File): Promise<void> {
       showReport(x, file.name);
       return;
     }
+    const pr = profileIn(buf);
+    if (pr) {
+      disconnect();
+      showProfile(pr, file.name, { file: file.name });
+      return;
+    }
     const rec = await parseFile(file.name, buf);
     disconnect();
     app.mode = "file";
-    document.body.classList.remove("live", "report");
+    document.body.classList.remove("live", "report", "profile");
     app.hello = { ...rec.header, catalog: undefined, sensors: rec.header.sensors, file: file.name };
     app.store = rec.store;
     app.follow = true;

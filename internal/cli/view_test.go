@@ -1,0 +1,153 @@
+package cli
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/numascope/numascope/internal/live"
+	"github.com/numascope/numascope/internal/recording"
+)
+
+// TestViewTellsProfilesFromRecordings: view opens the profile pages for a
+// profile and the time-series view for every recording format.
+func TestViewTellsProfilesFromRecordings(t *testing.T) {
+	dir := t.TempDir()
+	rec := filepath.Join(dir, "r.jsonl")
+	w, err := recording.Create(rec, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := recording.Header{Host: "h", Interval: 1, Columns: []recording.Column{{Name: "a.b", Sensor: "a", Event: "b", Kind: "gauge"}}}
+	if err := w.WriteHeader(&h); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.WriteSample(time.Second, []float64{1}); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(recording.End{Samples: 1}); err != nil {
+		t.Fatal(err)
+	}
+	zst := filepath.Join(dir, "r.jsonl.zst")
+	wz, err := recording.Create(zst, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := wz.WriteHeader(&h); err != nil {
+		t.Fatal(err)
+	}
+	if err := wz.Close(recording.End{}); err != nil {
+		t.Fatal(err)
+	}
+	write := func(name, s string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(s), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	cases := map[string]bool{
+		filepath.Join("..", "..", "testdata", "profiles", "serial-init-4node.json"): true,
+		filepath.Join("..", "recording", "testdata", "legacy-numaconnect2.json"):    false,
+		rec:                          false,
+		zst:                          false,
+		write("empty.json", ""):      false,
+		write("array.json", "  [1]"): false,
+		write("min.json", "\n{\"command\": [\"x\", {\"access_matrix\": 1}], \"access_matrix\": {}}"): true,
+		// A header whose later keys mention access_matrix is still a recording.
+		write("hdr.jsonl", `{"type":"header","access_matrix":{}}`+"\n"): false,
+		write("trunc.json", `{"command": [`):                            false,
+		write("exp.json", `{"analysis": {}, "runs": []}`):               false,
+	}
+	for path, want := range cases {
+		got, err := isProfileFile(path)
+		if err != nil {
+			t.Errorf("%s: %v", path, err)
+		}
+		if got != want {
+			t.Errorf("%s: profile %v, want %v", path, got, want)
+		}
+	}
+	if _, err := isProfileFile(filepath.Join(dir, "missing.json")); err == nil {
+		t.Error("a missing file is no error")
+	}
+}
+
+func TestViewSourcePathChecksDirectories(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "f")
+	if err := os.WriteFile(file, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	a, b := filepath.Join(dir, "a"), filepath.Join(dir, "b")
+	for _, d := range []string{a, b} {
+		if err := os.Mkdir(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := sourceDirs([]string{a + ":" + b, a, ""})
+	if err != nil || strings.Join(got, " ") != strings.Join([]string{a, b, a}, " ") {
+		t.Errorf("sourceDirs: %q, %v", got, err)
+	}
+	if _, err := sourceDirs([]string{a + ":" + filepath.Join(dir, "nope")}); err == nil || !strings.Contains(err.Error(), "--source-path "+filepath.Join(dir, "nope")+": no such file or directory") {
+		t.Errorf("missing directory: %v", err)
+	}
+	if _, err := sourceDirs([]string{file}); err == nil || !strings.Contains(err.Error(), "not a directory") {
+		t.Errorf("a file: %v", err)
+	}
+	// A relative directory becomes absolute: the page shows where it looks.
+	got, err = sourceDirs([]string{"testdata"})
+	if err != nil || len(got) != 1 || !filepath.IsAbs(got[0]) {
+		t.Errorf("relative: %q %v", got, err)
+	}
+}
+
+// TestViewProfileErrors: a profile that does not load stops view with a
+// message naming the file.
+func TestViewProfileErrors(t *testing.T) {
+	dir := t.TempDir()
+	bad := filepath.Join(dir, "bad.json")
+	if err := os.WriteFile(bad, []byte(`{"access_matrix": {"counts": "x"}}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := newProfileServer(webOptionsForTest(), bad, nil); err == nil || !strings.Contains(err.Error(), bad) {
+		t.Errorf("bad profile: %v", err)
+	}
+	srv, err := newProfileServer(webOptionsForTest(), filepath.Join("..", "..", "testdata", "profiles", "serial-init-4node.json"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := srv.SourceFiles(); len(got) != 2 || got[0] != "/data/profnuma.c" {
+		t.Errorf("source files %q", got)
+	}
+}
+
+func webOptionsForTest() live.Options { return live.Options{Listen: "127.0.0.1:0"} }
+
+// TestViewCommandRefusesMissingSourcePath: the whole command stops before
+// serving when --source-path names no directory.
+func TestViewCommandRefusesMissingSourcePath(t *testing.T) {
+	prof := filepath.Join("..", "..", "testdata", "profiles", "serial-init-4node.json")
+	if code := Main([]string{"view", prof, "--listen", "127.0.0.1:0", "--source-path", filepath.Join(t.TempDir(), "nope")}); code == 0 {
+		t.Fatal("view with a missing --source-path directory exited 0")
+	}
+}
+
+// FuzzIsProfile: the detector never fails on any input, and only says
+// "profile" for an object with an access_matrix key.
+func FuzzIsProfile(f *testing.F) {
+	for _, s := range []string{`{"access_matrix":{}}`, `{"type":"header"}` + "\n", `[1,2]`, "\x28\xb5\x2f\xfd", `{"a":[{"access_matrix":1}]}`, ` {"x":"\u0000","access_matrix":null}`, `{`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		ok, err := isProfile(strings.NewReader(string(b)))
+		if err != nil {
+			t.Fatalf("isProfile(%q): %v", b, err)
+		}
+		if ok && !strings.Contains(string(b), "access_matrix") && !strings.Contains(string(b), `\u`) {
+			t.Fatalf("isProfile(%q) = true without an access_matrix key", b)
+		}
+	})
+}

@@ -1,0 +1,263 @@
+package live
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"syscall"
+	"unicode/utf8"
+
+	"github.com/numascope/numascope/internal/profile"
+	"github.com/numascope/numascope/internal/recording"
+)
+
+// MaxSourceBytes bounds a source file the profile pages show: a source
+// file is a few hundred KiB at most; anything bigger is not worth a
+// browser's time and is more likely a mistake (a data file of that name).
+const MaxSourceBytes = 4 << 20
+
+// Profile serves a profile (`numascope view PROFILE.json`): the hello
+// carries the whole document and its hints, and "source" requests fetch
+// the source files it names, for the annotated source page.
+//
+// Source files are served only when the profile names them (in locations,
+// or allocations when present): the page cannot be used to read arbitrary
+// files through the server. Each is looked up as recorded, then under each
+// search directory by the recorded path's suffixes, since the program was
+// usually built elsewhere (another machine, a container, a VM).
+type Profile struct {
+	*Server
+	file    string
+	body    json.RawMessage
+	hints   []string
+	search  []string
+	sources map[string]bool
+}
+
+// NewProfile prepares serving the profile at file. body is the file's
+// JSON, sent as it is so that fields this version does not know (the
+// format may gain some) reach the client; p is the same file decoded
+// (profile.Load), for the hints. search lists the directories where
+// source files are looked up when they are not where the profile says.
+func NewProfile(opt Options, file string, body []byte, p *profile.Profile, search []string) (*Profile, error) {
+	if !json.Valid(body) {
+		return nil, fmt.Errorf("%s: not valid JSON", file)
+	}
+	srcs, err := sourceFiles(body)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", file, err)
+	}
+	hints := p.Hints()
+	if hints == nil {
+		hints = []string{}
+	}
+	pr := &Profile{file: file, body: body, hints: hints, search: search, sources: srcs}
+	pr.Server = newServer(opt, pr)
+	return pr, nil
+}
+
+// sourceFiles are the source files a profile names: the files of its
+// locations and of its allocation sites (if it has any).
+func sourceFiles(body []byte) (map[string]bool, error) {
+	var doc struct {
+		Locations   []struct{ File string } `json:"locations"`
+		Allocations []struct{ File string } `json:"allocations"`
+	}
+	if err := json.Unmarshal(body, &doc); err != nil {
+		return nil, fmt.Errorf("reading its locations: %v", err)
+	}
+	out := map[string]bool{}
+	for _, l := range doc.Locations {
+		if l.File != "" {
+			out[l.File] = true
+		}
+	}
+	for _, a := range doc.Allocations {
+		if a.File != "" {
+			out[a.File] = true
+		}
+	}
+	return out, nil
+}
+
+func (pr *Profile) attach(c *client) {
+	c.reply(hello{
+		Type: "hello", Protocol: ProtocolVersion, Mode: "profile",
+		File: pr.file, State: State{Events: []string{}}, Columns: []recording.Column{},
+		Profile: pr.body, Hints: pr.hints, SourcePath: pr.search,
+	})
+}
+
+func (pr *Profile) detach(*client) {}
+
+func (pr *Profile) request(c *client, q *request) {
+	switch q.Type {
+	case "source":
+		msg, err := pr.source(q.File)
+		if err != nil {
+			c.fail(q.ID, err)
+			return
+		}
+		msg.ID = q.ID
+		c.reply(msg)
+	case "range", "totals", "interval", "pause", "resume", "label", "events", "enable", "disable", "discrete", "record", "record_stop":
+		c.fail(q.ID, fmt.Errorf("%s: this is a profile (numascope view PROFILE); only source requests apply", q.Type))
+	default:
+		c.fail(q.ID, fmt.Errorf("unknown message type %q (a profile answers source requests)", q.Type))
+	}
+}
+
+// sourceMsg is the reply to a source request.
+type sourceMsg struct {
+	Type string `json:"type"` // "source"
+	ID   any    `json:"id,omitempty"`
+	// File is the file as the profile names it (the request's), Path where
+	// it was found.
+	File  string   `json:"file"`
+	Path  string   `json:"path"`
+	Lines []string `json:"lines"`
+}
+
+// source reads one source file the profile names.
+func (pr *Profile) source(file string) (*sourceMsg, error) {
+	if file == "" {
+		return nil, errors.New("source: give the \"file\" to read, as the profile names it")
+	}
+	if !pr.sources[file] {
+		return nil, fmt.Errorf("source: %q is not a source file of this profile (only files its locations name are served)", clip(file))
+	}
+	var tried []string
+	for _, cand := range SourceCandidates(file, pr.search) {
+		b, err := readSource(cand)
+		if err == nil {
+			return &sourceMsg{Type: "source", File: file, Path: cand, Lines: splitLines(b)}, nil
+		}
+		tried = append(tried, fmt.Sprintf("%s (%v)", cand, err))
+	}
+	how := "restart with --source-path DIR, DIR being the directory that holds it (or a parent of its path)"
+	if len(pr.search) > 0 {
+		how = "restart with --source-path naming the directory that holds it (now: " + strings.Join(pr.search, ":") + ")"
+	}
+	return nil, fmt.Errorf("source: %s not found: tried %s; %s", file, strings.Join(tried, ", "), how)
+}
+
+// SourceCandidates are the paths where file (as a profile names it) is
+// looked up, in order: the recorded path, then under each search directory
+// the recorded path's suffixes, longest first (for /src/a/b/c.c: DIR/src/a/b/c.c,
+// DIR/a/b/c.c, DIR/b/c.c, DIR/c.c). Suffixes with ".." are left out, so
+// that a lookup stays under its directory.
+func SourceCandidates(file string, search []string) []string {
+	out := []string{filepath.Clean(file)}
+	var parts []string
+	for _, p := range strings.Split(filepath.ToSlash(out[0]), "/") {
+		if p != "" && p != "." {
+			parts = append(parts, p)
+		}
+	}
+	seen := map[string]bool{out[0]: true}
+	for _, dir := range search {
+		for i := range parts {
+			suffix := parts[i:]
+			if containsDotDot(suffix) {
+				continue
+			}
+			c := filepath.Join(append([]string{dir}, suffix...)...)
+			if !seen[c] {
+				seen[c] = true
+				out = append(out, c)
+			}
+		}
+	}
+	return out
+}
+
+func containsDotDot(parts []string) bool {
+	for _, p := range parts {
+		if p == ".." {
+			return true
+		}
+	}
+	return false
+}
+
+// readSource reads a regular text file of at most MaxSourceBytes. The
+// open does not block (a FIFO of that name would otherwise hang the
+// request); what is not a regular file is refused before any read.
+func readSource(path string) ([]byte, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err
+		}
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, errors.New("no such file")
+		}
+		return nil, err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if !st.Mode().IsRegular() {
+		if st.IsDir() {
+			return nil, errors.New("a directory")
+		}
+		return nil, fmt.Errorf("not a regular file (%v)", st.Mode().Type())
+	}
+	if st.Size() > MaxSourceBytes {
+		return nil, fmt.Errorf("%d bytes, over the %d MiB limit for a source file", st.Size(), MaxSourceBytes>>20)
+	}
+	b, err := io.ReadAll(io.LimitReader(f, MaxSourceBytes+1))
+	if err != nil {
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err
+		}
+		return nil, err
+	}
+	if len(b) > MaxSourceBytes {
+		return nil, fmt.Errorf("over the %d MiB limit for a source file", MaxSourceBytes>>20)
+	}
+	if bytes.IndexByte(b, 0) >= 0 {
+		return nil, errors.New("a binary file, not source")
+	}
+	return b, nil
+}
+
+// splitLines splits a file into lines without their "\n" or "\r\n";
+// invalid UTF-8 becomes U+FFFD (as JSON must).
+func splitLines(b []byte) []string {
+	s := string(b)
+	if !utf8.ValidString(s) {
+		s = strings.ToValidUTF8(s, "\uFFFD")
+	}
+	s = strings.TrimSuffix(s, "\n")
+	if s == "" {
+		return []string{}
+	}
+	lines := strings.Split(s, "\n")
+	for i, l := range lines {
+		lines[i] = strings.TrimSuffix(l, "\r")
+	}
+	return lines
+}
+
+// SourceFiles lists the source files a profile served by pr may read,
+// sorted: for messages and tests.
+func (pr *Profile) SourceFiles() []string {
+	out := make([]string, 0, len(pr.sources))
+	for f := range pr.sources {
+		out = append(out, f)
+	}
+	sort.Strings(out)
+	return out
+}

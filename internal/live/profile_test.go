@@ -1,0 +1,364 @@
+package live
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"syscall"
+	"testing"
+	"unicode/utf8"
+
+	"github.com/numascope/numascope/internal/profile"
+)
+
+// fixtureProfile is the real 4-node capture of testdata/profiles (README
+// there): serial init of profnuma, built in the VM as /data/profnuma.c.
+var fixtureProfile = filepath.Join("..", "..", "testdata", "profiles", "serial-init-4node.json")
+
+// workloads holds the sources the fixture was built from (testdata/workloads
+// at the time of the capture).
+var workloads = filepath.Join("..", "..", "testdata", "profiles", "src")
+
+func startProfile(t *testing.T, file string, search []string) *Profile {
+	t.Helper()
+	p, err := profile.Load(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pr, err := NewProfile(Options{Listen: "127.0.0.1:0"}, file, body, p, search)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := pr.Listen(); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- pr.Serve(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+	return pr
+}
+
+func abs(t *testing.T, p string) string {
+	t.Helper()
+	a, err := filepath.Abs(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a
+}
+
+// markedLine is the 1-based line of profnuma.c marked /* @mark */.
+func markedLine(t *testing.T, lines []string, mark string) int {
+	t.Helper()
+	for i, l := range lines {
+		if strings.Contains(l, "/* @"+mark+" */") {
+			return i + 1
+		}
+	}
+	t.Fatalf("no line marked @%s", mark)
+	return 0
+}
+
+func TestProfileHelloCarriesProfileAndHints(t *testing.T) {
+	dir := abs(t, workloads)
+	pr := startProfile(t, fixtureProfile, []string{dir})
+	want, err := profile.Load(fixtureProfile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := dial(t, pr.Server, "")
+	h := c.next("hello", typeIs("hello"))
+	if h["mode"] != "profile" || h["file"] != fixtureProfile || h["protocol"].(float64) != ProtocolVersion {
+		t.Fatalf("hello: mode %v file %v protocol %v", h["mode"], h["file"], h["protocol"])
+	}
+	// The document as in the file: every top-level key, totals and matrix equal.
+	var raw map[string]any
+	b, _ := os.ReadFile(fixtureProfile)
+	if err := json.Unmarshal(b, &raw); err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(h["profile"], raw) {
+		t.Errorf("hello's profile differs from the file's")
+	}
+	doc := h["profile"].(map[string]any)
+	tot := doc["totals"].(map[string]any)
+	if tot["remote"].(float64) != float64(want.Totals.Remote) || want.Totals.Remote == 0 {
+		t.Errorf("totals.remote %v, want %d (> 0)", tot["remote"], want.Totals.Remote)
+	}
+	// The same hints as numascope report.
+	var hints []string
+	for _, x := range h["hints"].([]any) {
+		hints = append(hints, x.(string))
+	}
+	if !reflect.DeepEqual(hints, want.Hints()) || !strings.Contains(strings.Join(hints, "\n"), "went to pages on node 0") {
+		t.Errorf("hints %q, want %q", hints, want.Hints())
+	}
+	if sp := h["source_path"].([]any); len(sp) != 1 || sp[0] != dir {
+		t.Errorf("source_path %v, want [%s]", sp, dir)
+	}
+	if got := pr.SourceFiles(); !reflect.DeepEqual(got, []string{"/data/profnuma.c", "/data/workload.h"}) {
+		t.Errorf("source files %q", got)
+	}
+}
+
+// TestProfileKeepsUnknownFields: fields this version does not decode (an
+// allocations table, say) reach the client, and their files are served.
+func TestProfileKeepsUnknownFields(t *testing.T) {
+	dir := t.TempDir()
+	src := filepath.Join(dir, "alloc.c")
+	if err := os.WriteFile(src, []byte("int *p;\nvoid f(void) { p = malloc(64); }\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(dir, "p.json")
+	doc := `{"command":["x"],"samples":1,"totals":{},"access_matrix":{"thread_nodes":[-1,0],"page_nodes":[0],"counts":[[0],[1]]},
+"locations":[],"allocations":[{"function":"f","file":"/build/alloc.c","line":2,"kind":"malloc","calls":3,"bytes":192,"metrics":{"first_touch":1}}],
+"future_field":{"x":1}}`
+	if err := os.WriteFile(file, []byte(doc), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	pr := startProfile(t, file, []string{dir})
+	c := dial(t, pr.Server, "")
+	h := c.next("hello", typeIs("hello"))
+	p := h["profile"].(map[string]any)
+	if p["future_field"] == nil || len(p["allocations"].([]any)) != 1 {
+		t.Fatalf("profile in hello lost fields: %v", p)
+	}
+	c.send(`{"type":"source","id":1,"file":"/build/alloc.c"}`)
+	m := c.next("source", func(m map[string]any) bool { return m["id"] == 1.0 })
+	if m["type"] != "source" || m["path"] != src || len(m["lines"].([]any)) != 2 {
+		t.Fatalf("allocation site's file: %v", m)
+	}
+}
+
+func TestProfileServesSourceFromSearchPath(t *testing.T) {
+	dir := abs(t, workloads)
+	pr := startProfile(t, fixtureProfile, []string{t.TempDir(), dir})
+	c := dial(t, pr.Server, "")
+	c.next("hello", typeIs("hello"))
+	c.send(`{"type":"source","id":"s1","file":"/data/profnuma.c"}`)
+	m := c.next("source reply", func(m map[string]any) bool { return m["id"] == "s1" })
+	if m["type"] != "source" {
+		t.Fatalf("reply %v", m)
+	}
+	if m["file"] != "/data/profnuma.c" || m["path"] != filepath.Join(dir, "profnuma.c") {
+		t.Errorf("file %v path %v", m["file"], m["path"])
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "profnuma.c"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := strings.Split(strings.TrimSuffix(string(b), "\n"), "\n")
+	var got []string
+	for _, l := range m["lines"].([]any) {
+		got = append(got, l.(string))
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("lines differ from the file: %d vs %d", len(got), len(want))
+	}
+	// The profile's compute line is the line marked @compute in what was served.
+	p, _ := profile.Load(fixtureProfile)
+	top := p.Locations[0]
+	if top.Function != "compute" || top.Line != markedLine(t, got, "compute") {
+		t.Errorf("the profile's top line %s:%d (%s) is not the served file's @compute line %d",
+			top.File, top.Line, top.Function, markedLine(t, got, "compute"))
+	}
+}
+
+func TestProfileSourceNotFoundSaysWhatWasTried(t *testing.T) {
+	empty := t.TempDir()
+	pr := startProfile(t, fixtureProfile, []string{empty})
+	c := dial(t, pr.Server, "")
+	c.next("hello", typeIs("hello"))
+	c.send(`{"type":"source","id":2,"file":"/data/profnuma.c"}`)
+	e := c.next("error", typeIs("error"))
+	msg := e["error"].(string)
+	for _, want := range []string{
+		"/data/profnuma.c not found", "tried /data/profnuma.c (no such file)",
+		filepath.Join(empty, "data", "profnuma.c"), filepath.Join(empty, "profnuma.c"),
+		"restart with --source-path",
+	} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("error %q lacks %q", msg, want)
+		}
+	}
+	if e["id"].(float64) != 2 {
+		t.Errorf("error id %v", e["id"])
+	}
+	// Without a search path, the advice names the flag.
+	pr2 := startProfile(t, fixtureProfile, nil)
+	c2 := dial(t, pr2.Server, "")
+	h := c2.next("hello", typeIs("hello"))
+	if _, ok := h["source_path"]; ok {
+		t.Errorf("hello has source_path %v without --source-path", h["source_path"])
+	}
+	c2.send(`{"type":"source","file":"/data/profnuma.c"}`)
+	if msg := c2.next("error", typeIs("error"))["error"].(string); !strings.Contains(msg, "restart with --source-path DIR") {
+		t.Errorf("error %q", msg)
+	}
+}
+
+// TestProfileRefusesFilesItDoesNotName: only the files of the profile's
+// locations are served, whatever the path says.
+func TestProfileRefusesFilesItDoesNotName(t *testing.T) {
+	dir := abs(t, workloads)
+	pr := startProfile(t, fixtureProfile, []string{dir})
+	c := dial(t, pr.Server, "")
+	c.next("hello", typeIs("hello"))
+	for i, f := range []string{
+		"/etc/passwd", "../../../../etc/passwd", "/data/../etc/passwd", "profnuma.c",
+		"/data/profnuma.c/", "/data//profnuma.c", filepath.Join(dir, "profnuma.c"), "firsttouch.c",
+	} {
+		b, _ := json.Marshal(map[string]any{"type": "source", "id": i, "file": f})
+		c.send(string(b))
+		e := c.next("reply", func(m map[string]any) bool { return m["id"] == float64(i) })
+		if e["type"] != "error" || !strings.Contains(e["error"].(string), "is not a source file of this profile") {
+			t.Errorf("source %q: %v, want refused", f, e)
+		}
+	}
+	c.send(`{"type":"source","id":"x"}`)
+	if e := c.next("error", typeIs("error")); !strings.Contains(e["error"].(string), `give the "file"`) {
+		t.Errorf("source without file: %v", e)
+	}
+	// A recording's requests do not apply; unknown fields are refused as ever.
+	c.send(`{"type":"range","id":9}`)
+	if e := c.next("error", typeIs("error")); !strings.Contains(e["error"].(string), "this is a profile") {
+		t.Errorf("range: %v", e)
+	}
+	c.send(`{"type":"source","file":"/data/profnuma.c","path":"/etc/passwd","bogus":1}`)
+	if e := c.next("error", typeIs("error")); !strings.Contains(e["error"].(string), "malformed message") {
+		t.Errorf("unknown field: %v", e)
+	}
+}
+
+func TestSourceCandidatesStayUnderTheSearchDirs(t *testing.T) {
+	got := SourceCandidates("/build/src/a/b.c", []string{"/s1", "/s2"})
+	want := []string{"/build/src/a/b.c",
+		"/s1/build/src/a/b.c", "/s1/src/a/b.c", "/s1/a/b.c", "/s1/b.c",
+		"/s2/build/src/a/b.c", "/s2/src/a/b.c", "/s2/a/b.c", "/s2/b.c"}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("candidates\n%q\nwant\n%q", got, want)
+	}
+	// A recorded path climbing out with "..": no candidate leaves /s.
+	for _, c := range SourceCandidates("../../etc/x/../passwd", []string{"/s"})[1:] {
+		if !strings.HasPrefix(c, "/s/") {
+			t.Errorf("candidate %q is not under /s", c)
+		}
+	}
+	if got := SourceCandidates("../../etc/x/../passwd", []string{"/s"}); !reflect.DeepEqual(got, []string{"../../etc/passwd", "/s/etc/passwd", "/s/passwd"}) {
+		t.Errorf("candidates %q", got)
+	}
+	// Relative paths (DWARF without a compilation directory) too.
+	if got := SourceCandidates("src/m.c", []string{"/s"}); !reflect.DeepEqual(got, []string{"src/m.c", "/s/src/m.c", "/s/m.c"}) {
+		t.Errorf("candidates %q", got)
+	}
+}
+
+// TestProfileSourceRefusesWhatIsNotSource: a FIFO (without hanging), a
+// directory, a file over the size limit and a binary file are refused,
+// each saying why, and a file named "../x" in the profile is not looked
+// for outside the search directory.
+func TestProfileSourceRefusesWhatIsNotSource(t *testing.T) {
+	dir := t.TempDir()
+	search := filepath.Join(dir, "src")
+	if err := os.MkdirAll(filepath.Join(search, "adir.c"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Mkfifo(filepath.Join(search, "fifo.c"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	big := make([]byte, MaxSourceBytes+1)
+	for i := range big {
+		big[i] = 'x'
+	}
+	write := func(name string, b []byte) {
+		if err := os.WriteFile(filepath.Join(search, name), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("big.c", big)
+	write("bin.c", []byte("\x7fELF\x00\x00"))
+	write("crlf.c", []byte("a\r\nb\r\n\xff\n"))
+	// Outside the search directory, reachable only by "..".
+	if err := os.WriteFile(filepath.Join(dir, "secret.c"), []byte("secret\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var locs []string
+	names := []string{"/b/fifo.c", "/b/adir.c", "/b/big.c", "/b/bin.c", "/b/crlf.c", "../secret.c"}
+	for _, f := range names {
+		locs = append(locs, fmt.Sprintf(`{"function":"f","file":%q,"line":1,"metrics":{}}`, f))
+	}
+	file := filepath.Join(dir, "p.json")
+	doc := `{"command":["x"],"samples":1,"totals":{},"access_matrix":{"thread_nodes":[-1],"page_nodes":[0],"counts":[[0]]},"locations":[` + strings.Join(locs, ",") + `]}`
+	if err := os.WriteFile(file, []byte(doc), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// The server runs elsewhere, so that "../secret.c" as recorded is not dir/secret.c.
+	pr := startProfile(t, file, []string{search})
+	c := dial(t, pr.Server, "")
+	c.next("hello", typeIs("hello"))
+	want := map[string]string{
+		"/b/fifo.c": "not a regular file", "/b/adir.c": "a directory", "/b/big.c": "over the 4 MiB limit",
+		"/b/bin.c": "a binary file", "../secret.c": "not found",
+	}
+	for i, f := range names {
+		b, _ := json.Marshal(map[string]any{"type": "source", "id": i, "file": f})
+		c.send(string(b))
+		m := c.next("reply", func(m map[string]any) bool { return m["id"] == float64(i) })
+		if f == "/b/crlf.c" {
+			lines, _ := m["lines"].([]any)
+			if m["type"] != "source" || !reflect.DeepEqual(lines, []any{"a", "b", "\uFFFD"}) {
+				t.Errorf("crlf.c: %v", m)
+			}
+			continue
+		}
+		msg, _ := m["error"].(string)
+		if m["type"] != "error" || !strings.Contains(msg, want[f]) {
+			t.Errorf("%s: %v, want an error saying %q", f, m, want[f])
+		}
+		if strings.Contains(msg, filepath.Join(dir, "secret.c")+" (") {
+			t.Errorf("%s: looked outside the search directory: %s", f, msg)
+		}
+	}
+}
+
+func TestNewProfileRefusesBadJSON(t *testing.T) {
+	if _, err := NewProfile(Options{}, "x.json", []byte(`{"access_matrix":`), &profile.Profile{}, nil); err == nil {
+		t.Fatal("truncated JSON accepted")
+	}
+	if _, err := NewProfile(Options{}, "x.json", []byte(`{"locations":{"a":1}}`), &profile.Profile{}, nil); err == nil || !strings.Contains(err.Error(), "x.json") {
+		t.Fatalf("locations not a list: %v", err)
+	}
+}
+
+// FuzzSplitLines: the lines joined again are the file (line ends
+// normalised, a final newline dropped), always valid UTF-8.
+func FuzzSplitLines(f *testing.F) {
+	for _, s := range []string{"", "\n", "a\nb", "a\r\nb\r\n", "\xff\xfe\n", "x\n\n"} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		lines := splitLines(b)
+		for _, l := range lines {
+			if !utf8.ValidString(l) || strings.Contains(l, "\n") {
+				t.Fatalf("bad line %q from %q", l, b)
+			}
+		}
+		if !utf8.Valid(b) || bytes.Contains(b, []byte("\r")) {
+			return
+		}
+		want := strings.TrimSuffix(string(b), "\n")
+		if got := strings.Join(lines, "\n"); got != want {
+			t.Fatalf("splitLines(%q) joined = %q", b, got)
+		}
+	})
+}

@@ -1,0 +1,189 @@
+/*
+ * profnuma: known answers for numascope profile, by source line.
+ *
+ *   profnuma --serial|--parallel [--unpinned] [--crash] [--thp] [--malloc] [--again]
+ *            [--pin-cpu C] [--mb N] [--seconds S] [--out FILE] [--lead S] [--linger S]
+ *
+ * One worker thread per online node owns a buffer of N MiB (default 16) of
+ * small pages, pinned to its node's CPUs (unless --unpinned).
+ *   --serial    the main thread (pinned to the first node unless --unpinned)
+ *               first-touches every buffer, in init_buffer at the line marked
+ *               @init;
+ *   --parallel  each worker first-touches its own buffer at that same line.
+ * Then every worker writes one word of each page of its buffer, over and over
+ * for --seconds (default 4), at the line marked @compute: with NUMA balancing
+ * on, its hinting faults are taken there.
+ *   --thp       the buffers are 2 MiB-aligned and madvise(MADV_HUGEPAGE), so
+ *               that (THP permitting) one fault places 512 base pages.
+ *   --crash     after the first touch, the main thread dereferences NULL at the
+ *               line marked @crash (the program dies of SIGSEGV).
+ *   --malloc    the buffers come from malloc, called at the line marked @alloc
+ *               (otherwise from mmap in wl_alloc, or thp_alloc with --thp).
+ *   --again     after the first touch, the buffers are given back and touched
+ *               again: freed and malloc'ed anew with --malloc (glibc unmaps and
+ *               maps them), otherwise madvise(MADV_DONTNEED); so @init places
+ *               every page twice.
+ *   --pin-cpu C the main thread first pins itself to CPU C, at the line marked
+ *               @pin.
+ * Built with -g, numascope profile's tests find the marked lines in this file
+ * and expect every first touch at @init and every sampled access at @compute.
+ */
+#include "workload.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+
+struct worker {
+	pthread_t th;
+	int node;
+	char *buf;
+	long passes;
+};
+
+static struct worker workers[MAX_NODES];
+static int nworkers, parallel = -1, unpinned, crash, thp, use_malloc, again;
+static long len;
+static double seconds = 4;
+static pthread_barrier_t touched;
+static atomic_int stop;
+
+#define HUGE (2L << 20)
+
+/* thp_alloc maps a 2 MiB-aligned buffer that asks for transparent huge pages. */
+static char *thp_alloc(long n)
+{
+	char *p = mmap(NULL, n + HUGE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (p == MAP_FAILED)
+		wl_die("mmap %ld bytes: %s", n, strerror(errno));
+	p = (char *)(((unsigned long)p + HUGE - 1) & ~(HUGE - 1));
+	if (madvise(p, n, MADV_HUGEPAGE) < 0)
+		wl_die("madvise(MADV_HUGEPAGE): %s", strerror(errno));
+	return p;
+}
+
+/* malloc_buffer is the allocation site of --malloc. */
+__attribute__((noinline)) static char *malloc_buffer(long n)
+{
+	char *p = malloc(n); /* @alloc */
+	if (!p)
+		wl_die("malloc %ld bytes failed", n);
+	return p;
+}
+
+static char *alloc_buffer(void)
+{
+	return thp ? thp_alloc(len) : use_malloc ? malloc_buffer(len) : wl_alloc(len);
+}
+
+__attribute__((noinline)) static void init_buffer(char *buf, long n)
+{
+	for (long off = 0; off < n; off += PAGE)
+		((volatile char *)buf)[off] = 1; /* @init */
+}
+
+__attribute__((noinline)) static void compute(struct worker *w)
+{
+	while (!atomic_load_explicit(&stop, memory_order_relaxed)) {
+		for (long off = 0; off < len; off += PAGE)
+			((volatile char *)w->buf)[off] += 1; /* @compute */
+		w->passes++;
+	}
+}
+
+static void *work(void *arg)
+{
+	struct worker *w = arg;
+	if (!unpinned)
+		wl_pin(w->node);
+	if (parallel)
+		init_buffer(w->buf, len);
+	pthread_barrier_wait(&touched);
+	compute(w);
+	return NULL;
+}
+
+int main(int argc, char **argv)
+{
+	long mb = 16;
+	for (int i = 1; i < argc; i++) {
+		if (wl_common(argc, argv, &i))
+			continue;
+		if (!strcmp(argv[i], "--serial"))
+			parallel = 0;
+		else if (!strcmp(argv[i], "--parallel"))
+			parallel = 1;
+		else if (!strcmp(argv[i], "--unpinned"))
+			unpinned = 1;
+		else if (!strcmp(argv[i], "--crash"))
+			crash = 1;
+		else if (!strcmp(argv[i], "--thp"))
+			thp = 1;
+		else if (!strcmp(argv[i], "--malloc"))
+			use_malloc = 1;
+		else if (!strcmp(argv[i], "--again"))
+			again = 1;
+		else if (!strcmp(argv[i], "--pin-cpu") && i + 1 < argc) {
+			cpu_set_t set;
+			CPU_ZERO(&set);
+			CPU_SET(atoi(argv[++i]), &set);
+			if (sched_setaffinity(0, sizeof set, &set) < 0) /* @pin */
+				wl_die("sched_setaffinity to CPU %s: %s", argv[i], strerror(errno));
+		}
+		else if (!strcmp(argv[i], "--mb") && i + 1 < argc)
+			mb = atol(argv[++i]);
+		else if (!strcmp(argv[i], "--seconds") && i + 1 < argc)
+			seconds = atof(argv[++i]);
+		else
+			wl_die("usage: profnuma --serial|--parallel [--unpinned] [--crash] [--thp] [--malloc] [--again] "
+			       "[--pin-cpu C] [--mb N] [--seconds S] [--out FILE] [--lead S] [--linger S]");
+	}
+	if (parallel < 0)
+		wl_die("say --serial or --parallel");
+	if (mb <= 0 || seconds < 0 || (thp && mb % 2))
+		wl_die("--mb must be positive (even with --thp), --seconds not negative");
+	if (thp && (use_malloc || again))
+		wl_die("--thp goes with neither --malloc nor --again");
+	if (again && parallel)
+		wl_die("--again goes with --serial");
+	wl_start();
+
+	int ids[MAX_NODES];
+	nworkers = wl_nodes(ids);
+	len = mb << 20;
+	pthread_barrier_init(&touched, NULL, nworkers + 1);
+	for (int i = 0; i < nworkers; i++)
+		workers[i] = (struct worker){.node = ids[i], .buf = alloc_buffer()};
+	if (!parallel) {
+		if (!unpinned)
+			wl_pin(ids[0]);
+		for (int i = 0; i < nworkers; i++)
+			init_buffer(workers[i].buf, len);
+		for (int i = 0; again && i < nworkers; i++) {
+			if (use_malloc) {
+				free(workers[i].buf);
+				workers[i].buf = alloc_buffer();
+			} else if (madvise(workers[i].buf, len, MADV_DONTNEED) < 0)
+				wl_die("madvise(MADV_DONTNEED): %s", strerror(errno));
+			init_buffer(workers[i].buf, len);
+		}
+	}
+	if (crash) {
+		fflush(stdout);
+		*(volatile int *)0 = 0; /* @crash */
+	}
+	for (int i = 0; i < nworkers; i++)
+		if (pthread_create(&workers[i].th, NULL, work, &workers[i]))
+			wl_die("pthread_create failed");
+	pthread_barrier_wait(&touched);
+	wl_sleep(seconds);
+	atomic_store(&stop, 1);
+	long passes = 0;
+	for (int i = 0; i < nworkers; i++) {
+		pthread_join(workers[i].th, NULL);
+		passes += workers[i].passes;
+	}
+	wl_emit("{\"type\":\"summary\",\"workload\":\"profnuma\",\"mode\":\"%s\",\"workers\":%d,"
+		"\"pages_per_worker\":%ld,\"passes\":%ld,\"seconds\":%.3f}",
+		parallel ? "parallel" : "serial", nworkers, len / PAGE, passes, wl_elapsed());
+	return wl_finish();
+}
