@@ -301,7 +301,8 @@ func TestProfile(t *testing.T) {
 			"first-touched at ", fmt.Sprintf("profnuma.c:%d (init_buffer) (the most by thread", initLine),
 			"on node 0)", // the serial initialiser is pinned to node 0
 			"the line with the most remote accesses is ", fmt.Sprintf("profnuma.c:%d (compute)", computeLine),
-			fmt.Sprintf("of the remote accesses went to memory allocated at workload.h:%d (main) [mmap] (%d calls, ", markedLine(t, "workload.h", "wl_alloc"), nodes),
+			fmt.Sprintf("of the remote accesses went to memory allocated at ../../testdata/workloads/workload.h:%d (", markedLine(t, "workload.h", "wl_alloc")),
+			fmt.Sprintf(") [mmap] (%d calls, 32.0 MiB)", nodes),
 		} {
 			if !strings.Contains(hints, want) {
 				t.Errorf("serial: report hints lack %q:\n%s", want, hints)
@@ -435,4 +436,71 @@ func hintDeltas(t *testing.T, r *vmResult, name string) (hint, local int64) {
 	h1, l1 := read("prof." + name + ".vmstat1")
 	t.Logf("%s: kernel numa_hint_faults +%d, numa_hint_faults_local +%d", name, h1-h0, l1-l0)
 	return h1 - h0, l1 - l0
+}
+
+// TestProfileCPULess profiles in a VM whose node 2 has memory but no CPUs
+// (like CXL or HBM memory): profnuma binds all its memory there, so the
+// CPU-less node is a column of its own (not a row: no thread runs on it)
+// that receives every first touch and every sampled access, all remote.
+func TestProfileCPULess(t *testing.T) {
+	requireVM(t)
+	gcc, err := exec.LookPath("gcc")
+	if err != nil {
+		t.Fatal("gcc is needed to build profnuma with debug information (scripts/install-test-deps)")
+	}
+	bin := filepath.Join(t.TempDir(), "profnuma-g")
+	src := filepath.Join("..", "..", "testdata", "workloads", "profnuma.c")
+	if out, err := exec.Command(gcc, "-static", "-g", "-O1", "-Wall", "-pthread", "-o", bin, src).CombinedOutput(); err != nil {
+		t.Fatalf("gcc -static -g %s: %v: %s", src, err, out)
+	}
+	const mb = 8
+	pages := int64(mb << 20 / pageSize)
+	initLine, computeLine := profLine(t, "init"), profLine(t, "compute")
+	script := fmt.Sprintf("sec topo numascope topology --format json\n"+
+		"sec prof timeout 60 taskset -c 0 numascope profile -o /tmp/c.json --scan-rate 200ms -- profnuma-g --parallel --membind 2 --mb %d --seconds 3 --lead 0 --linger 0\n"+
+		"sec prof.json cat /tmp/c.json\n"+
+		"sec report numascope report /tmp/c.json\n", mb)
+	r := runVM(t, []string{"--nodes", "3", "--cpuless", "1", "--add", bin}, script)
+
+	var topo struct {
+		Nodes []struct {
+			ID      int  `json:"id"`
+			CPULess bool `json:"cpuless"`
+		} `json:"nodes"`
+	}
+	if err := json.Unmarshal([]byte(r.section(t, "topo")), &topo); err != nil {
+		t.Fatalf("topology JSON: %v", err)
+	}
+	if len(topo.Nodes) != 3 || !topo.Nodes[2].CPULess || topo.Nodes[0].CPULess || topo.Nodes[1].CPULess {
+		t.Fatalf("topology: %+v, want nodes 0 and 1 with CPUs and node 2 CPU-less", topo.Nodes)
+	}
+
+	r.section(t, "prof")
+	var p profDoc
+	if err := json.Unmarshal([]byte(r.section(t, "prof.json")), &p); err != nil {
+		t.Fatalf("the profile is not valid JSON: %v", err)
+	}
+	m := p.AccessMatrix
+	if fmt.Sprint(m.ThreadNodes) != "[-1 0 1]" || fmt.Sprint(m.PageNodes) != "[0 1 2]" {
+		t.Fatalf("access matrix rows %v columns %v, want rows [-1 0 1] (CPU nodes) and columns [0 1 2] (every node)", m.ThreadNodes, m.PageNodes)
+	}
+	in, comp := p.at(initLine), p.at(computeLine)
+	t.Logf("cpuless: init %+v compute %+v matrix %v", in, comp, m.Counts)
+	if in.FirstTouch != 2*pages {
+		t.Errorf("init line: first_touch %d, want %d", in.FirstTouch, 2*pages)
+	}
+	// Both workers read their buffers on node 2: each row's accesses are in
+	// column 2, remote; nothing lands on nodes 0 and 1.
+	for k := 0; k < 2; k++ {
+		within(t, fmt.Sprintf("cpuless: accesses by node %d's worker to node 2's pages", k), float64(p.cell(t, k, 2)), float64(pages), 1e12)
+		for c := 0; c < 2; c++ {
+			if n := p.cell(t, k, c); n > 20 {
+				t.Errorf("cpuless: %d accesses from node %d to node %d's pages, want (almost) none: the memory is bound to node 2", n, k, c)
+			}
+		}
+	}
+	within(t, "cpuless: remote share of the compute line's accesses", float64(comp.Remote), 0.99*float64(comp.Local+comp.Remote), float64(comp.Local+comp.Remote))
+	if rep := r.section(t, "report"); !strings.Contains(rep, "went to pages on node 2") {
+		t.Errorf("report: no hint about node 2:\n%s", rep)
+	}
 }

@@ -4,7 +4,7 @@
  *   firsttouch --serial|--parallel [--mb N] [--seconds S] [--settle S]
  *              [--out FILE] [--lead S] [--linger S]
  *
- * One worker thread per online node, pinned to that node's CPUs, owns a buffer
+ * One worker thread per node with CPUs, pinned to that node's CPUs, owns a buffer
  * of N MiB (default 32) of small pages.
  *   --serial    the main thread, pinned to the first node, first-touches every
  *               buffer: all pages land on that node, and the workers on the
@@ -88,7 +88,7 @@ int main(int argc, char **argv)
 	wl_start();
 
 	int ids[MAX_NODES];
-	nworkers = wl_nodes(ids);
+	nworkers = wl_cpu_nodes(ids);
 	len = mb << 20;
 	struct wl_counters c0, c1, c2;
 	wl_snapshot(&c0);

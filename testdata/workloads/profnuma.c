@@ -2,9 +2,9 @@
  * profnuma: known answers for numascope profile, by source line.
  *
  *   profnuma --serial|--parallel [--unpinned] [--crash] [--thp] [--malloc] [--again]
- *            [--pin-cpu C] [--mb N] [--seconds S] [--out FILE] [--lead S] [--linger S]
+ *            [--pin-cpu C] [--membind M] [--mb N] [--seconds S] [--out FILE] [--lead S] [--linger S]
  *
- * One worker thread per online node owns a buffer of N MiB (default 16) of
+ * One worker thread per node with CPUs owns a buffer of N MiB (default 16) of
  * small pages, pinned to its node's CPUs (unless --unpinned).
  *   --serial    the main thread (pinned to the first node unless --unpinned)
  *               first-touches every buffer, in init_buffer at the line marked
@@ -25,6 +25,9 @@
  *               every page twice.
  *   --pin-cpu C the main thread first pins itself to CPU C, at the line marked
  *               @pin.
+ *   --membind M all memory comes from node M (MPOL_BIND, with
+ *               MPOL_F_NUMA_BALANCING so that balancing still samples it),
+ *               e.g. a CPU-less (CXL-like) node: every access is remote.
  * Built with -g, numascope profile's tests find the marked lines in this file
  * and expect every first touch at @init and every sampled access at @compute.
  */
@@ -128,6 +131,14 @@ int main(int argc, char **argv)
 			CPU_SET(atoi(argv[++i]), &set);
 			if (sched_setaffinity(0, sizeof set, &set) < 0) /* @pin */
 				wl_die("sched_setaffinity to CPU %s: %s", argv[i], strerror(errno));
+		} else if (!strcmp(argv[i], "--membind") && i + 1 < argc) {
+			unsigned long mask[MAX_NODES / 64 + 1] = {0};
+			int m = atoi(argv[++i]);
+			if (m < 0 || m >= MAX_NODES)
+				wl_die("--membind %s: not a node", argv[i]);
+			mask[m / 64] |= 1UL << (m % 64);
+			if (syscall(SYS_set_mempolicy, WL_MPOL_BIND | WL_MPOL_F_NUMA_BALANCING, mask, MAX_NODES + 1) < 0)
+				wl_die("set_mempolicy(MPOL_BIND|MPOL_F_NUMA_BALANCING, node %d): %s", m, strerror(errno));
 		}
 		else if (!strcmp(argv[i], "--mb") && i + 1 < argc)
 			mb = atol(argv[++i]);
@@ -135,7 +146,7 @@ int main(int argc, char **argv)
 			seconds = atof(argv[++i]);
 		else
 			wl_die("usage: profnuma --serial|--parallel [--unpinned] [--crash] [--thp] [--malloc] [--again] "
-			       "[--pin-cpu C] [--mb N] [--seconds S] [--out FILE] [--lead S] [--linger S]");
+			       "[--pin-cpu C] [--membind M] [--mb N] [--seconds S] [--out FILE] [--lead S] [--linger S]");
 	}
 	if (parallel < 0)
 		wl_die("say --serial or --parallel");
@@ -148,7 +159,7 @@ int main(int argc, char **argv)
 	wl_start();
 
 	int ids[MAX_NODES];
-	nworkers = wl_nodes(ids);
+	nworkers = wl_cpu_nodes(ids);
 	len = mb << 20;
 	pthread_barrier_init(&touched, NULL, nworkers + 1);
 	for (int i = 0; i < nworkers; i++)

@@ -46,6 +46,7 @@
 #define WL_MPOL_PREFERRED 1
 #define WL_MPOL_BIND 2
 #define WL_MPOL_INTERLEAVE 3
+#define WL_MPOL_F_NUMA_BALANCING (1 << 13)
 
 static FILE *wl_out; /* --out FILE, or NULL */
 static const char *wl_out_path;
@@ -144,13 +145,15 @@ static inline int wl_read_file(const char *path, char *buf, size_t n)
 	return 0;
 }
 
-/* wl_nodes fills ids with the online node IDs and returns how many. */
-static inline int wl_nodes(int *ids)
+/* wl_node_list fills ids with the node IDs of a node list file of sysfs
+ * (online, has_cpu) and returns how many, or -1 if it cannot be read. */
+static inline int wl_node_list(const char *name, int *ids)
 {
-	char buf[256];
+	char path[128], buf[256];
 	int n = 0;
-	if (wl_read_file("/sys/devices/system/node/online", buf, sizeof buf) < 0)
-		wl_die("cannot read /sys/devices/system/node/online: is this a NUMA kernel?");
+	snprintf(path, sizeof path, "/sys/devices/system/node/%s", name);
+	if (wl_read_file(path, buf, sizeof buf) < 0)
+		return -1;
 	for (char *p = buf; *p && *p != '\n';) {
 		int a = strtol(p, &p, 10), b = a;
 		if (*p == '-')
@@ -161,6 +164,23 @@ static inline int wl_nodes(int *ids)
 			p++;
 	}
 	return n;
+}
+
+/* wl_nodes fills ids with the online node IDs and returns how many. */
+static inline int wl_nodes(int *ids)
+{
+	int n = wl_node_list("online", ids);
+	if (n < 0)
+		wl_die("cannot read /sys/devices/system/node/online: is this a NUMA kernel?");
+	return n;
+}
+
+/* wl_cpu_nodes fills ids with the IDs of the nodes that have CPUs (a worker
+ * runs on each; CPU-less memory nodes are left out). */
+static inline int wl_cpu_nodes(int *ids)
+{
+	int n = wl_node_list("has_cpu", ids);
+	return n < 0 ? wl_nodes(ids) : n; /* has_cpu is missing only on very old kernels */
 }
 
 /* wl_node_cpus sets the CPUs of a node (its cpulist) in set; returns the count. */
