@@ -138,12 +138,10 @@ func markedLine(t *testing.T, file, mark string) int {
 	return 0
 }
 
-// TestProfile runs profnuma (built here with -g, since numavm builds the
-// workloads without debug information) under numascope profile in a 4-node
-// VM, in one boot: serial init then pinned compute, parallel init, unpinned
-// threads, and a crash after the first touch.
-func TestProfile(t *testing.T) {
-	requireVM(t)
+// buildProfnumaG builds profnuma static with debug information (numavm
+// builds the workloads without it), for --add.
+func buildProfnumaG(t *testing.T) string {
+	t.Helper()
 	gcc, err := exec.LookPath("gcc")
 	if err != nil {
 		t.Fatal("gcc is needed to build profnuma with debug information (scripts/install-test-deps)")
@@ -153,6 +151,16 @@ func TestProfile(t *testing.T) {
 	if out, err := exec.Command(gcc, "-static", "-g", "-O1", "-Wall", "-pthread", "-o", bin, src).CombinedOutput(); err != nil {
 		t.Fatalf("gcc -static -g %s: %v: %s", src, err, out)
 	}
+	return bin
+}
+
+// TestProfile runs profnuma (built here with -g, since numavm builds the
+// workloads without debug information) under numascope profile in a 4-node
+// VM, in one boot: serial init then pinned compute, parallel init, unpinned
+// threads, and a crash after the first touch.
+func TestProfile(t *testing.T) {
+	requireVM(t)
+	bin := buildProfnumaG(t)
 	const nodes, mb = 4, 8
 	pages := int64(mb << 20 / pageSize)
 	initLine, computeLine := profLine(t, "init"), profLine(t, "compute")
@@ -444,15 +452,7 @@ func hintDeltas(t *testing.T, r *vmResult, name string) (hint, local int64) {
 // that receives every first touch and every sampled access, all remote.
 func TestProfileCPULess(t *testing.T) {
 	requireVM(t)
-	gcc, err := exec.LookPath("gcc")
-	if err != nil {
-		t.Fatal("gcc is needed to build profnuma with debug information (scripts/install-test-deps)")
-	}
-	bin := filepath.Join(t.TempDir(), "profnuma-g")
-	src := filepath.Join("..", "..", "testdata", "workloads", "profnuma.c")
-	if out, err := exec.Command(gcc, "-static", "-g", "-O1", "-Wall", "-pthread", "-o", bin, src).CombinedOutput(); err != nil {
-		t.Fatalf("gcc -static -g %s: %v: %s", src, err, out)
-	}
+	bin := buildProfnumaG(t)
 	const mb = 8
 	pages := int64(mb << 20 / pageSize)
 	initLine, computeLine := profLine(t, "init"), profLine(t, "compute")
