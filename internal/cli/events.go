@@ -93,41 +93,23 @@ func describeSources(src []string) string {
 	return fmt.Sprintf("%d sources (%s ... %s)", len(src), src[0], src[len(src)-1])
 }
 
-type eventJSON struct {
-	Name        string    `json:"name"`
-	Desc        string    `json:"desc"`
-	Unit        string    `json:"unit"`
-	Kind        string    `json:"kind"`
-	Max         []float64 `json:"max,omitempty"`
-	Unavailable string    `json:"unavailable,omitempty"`
-}
-
-type sensorJSON struct {
-	Name    string      `json:"name"`
-	Present bool        `json:"present"`
-	Reason  string      `json:"reason,omitempty"`
-	Sources []string    `json:"sources"`
-	Events  []eventJSON `json:"events"`
-}
-
+// writeEventsJSON prints the catalog as sampler.Catalog.Describe gives it
+// (the same description the live protocol's hello and recording headers
+// use), keeping only the events in only when it is set.
 func writeEventsJSON(w io.Writer, cat *sampler.Catalog, only map[string]bool) error {
-	out := []sensorJSON{}
-	for _, e := range cat.Entries {
-		s := sensorJSON{Name: e.Name, Present: e.Present(), Sources: e.Sources, Events: []eventJSON{}}
-		if s.Sources == nil {
-			s.Sources = []string{}
-		}
-		if e.Err != nil {
-			s.Reason = e.Err.Error()
-		}
-		for _, ev := range e.Events {
-			if only != nil && !only[e.Name+"."+ev.Name] {
+	out := []sampler.SensorDesc{}
+	for _, s := range cat.Describe() {
+		if only != nil {
+			evs := s.Events[:0]
+			for _, ev := range s.Events {
+				if only[s.Name+"."+ev.Name] {
+					evs = append(evs, ev)
+				}
+			}
+			if len(evs) == 0 {
 				continue
 			}
-			s.Events = append(s.Events, eventJSON{ev.Name, ev.Desc, ev.Unit, ev.Kind.String(), ev.Max, ev.Unavailable})
-		}
-		if only != nil && len(s.Events) == 0 {
-			continue
+			s.Events = evs
 		}
 		out = append(out, s)
 	}

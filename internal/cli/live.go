@@ -9,11 +9,9 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	"golang.org/x/sys/unix"
 
 	"github.com/numascope/numascope/internal/ctl"
 	"github.com/numascope/numascope/internal/live"
-	"github.com/numascope/numascope/internal/recording"
 	"github.com/numascope/numascope/internal/sampler"
 )
 
@@ -93,19 +91,7 @@ protocol is documented in docs/live-protocol.md.`,
 			if err != nil {
 				return err
 			}
-			h := recording.Header{Topology: env.Topology, Command: nil}
-			h.Host, _ = os.Hostname()
-			var u unix.Utsname
-			if unix.Uname(&u) == nil {
-				h.Kernel = unix.ByteSliceToString(u.Release[:])
-			}
-			for _, e := range cat.Entries {
-				info := recording.SensorInfo{Name: e.Name, Present: e.Present(), Sources: e.Sources}
-				if e.Err != nil {
-					info.Reason = e.Err.Error()
-				}
-				h.Sensors = append(h.Sensors, info)
-			}
+			h := baseHeader(env.Topology, cat, nil)
 			srv, err := live.NewLive(w.options(stderr), live.LiveConfig{
 				Catalog: cat, Events: patterns, Discrete: f.discrete, Interval: interval, PinCPUs: pin,
 				Header: h, Record: out, Force: force,

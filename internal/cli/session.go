@@ -187,24 +187,28 @@ func pinCPUs(env sensor.Env, spec string, captured bool) ([]int, error) {
 
 // header is the template of every recording's header.
 func (s *session) header(command []string) recording.Header {
-	h := recording.Header{Topology: s.env.Topology, Command: command}
-	h.Host, _ = os.Hostname()
-	var u unix.Utsname
-	if unix.Uname(&u) == nil {
-		h.Kernel = unix.ByteSliceToString(u.Release[:])
-	}
-	for _, e := range s.cat.Entries {
-		info := recording.SensorInfo{Name: e.Name, Present: e.Present(), Sources: e.Sources}
-		if e.Err != nil {
-			info.Reason = e.Err.Error()
-		}
-		h.Sensors = append(h.Sensors, info)
-	}
+	h := baseHeader(s.env.Topology, s.cat, command)
 	for _, c := range s.smp.Columns() {
 		h.Columns = append(h.Columns, recording.Column{
 			Name: c.Name, Sensor: c.Sensor, Event: c.Event.Name, Sources: c.Sources,
 			Unit: c.Event.Unit, Kind: c.Event.Kind.String(), Desc: c.Event.Desc, Max: c.Max,
 		})
+	}
+	return h
+}
+
+// baseHeader is a recording header without columns: this machine, its
+// topology and the catalog's sensors, described as sampler.Catalog.Describe
+// describes them everywhere else (events --format json, the live hello).
+func baseHeader(topo *topology.Topology, cat *sampler.Catalog, command []string) recording.Header {
+	h := recording.Header{Topology: topo, Command: command}
+	h.Host, _ = os.Hostname()
+	var u unix.Utsname
+	if unix.Uname(&u) == nil {
+		h.Kernel = unix.ByteSliceToString(u.Release[:])
+	}
+	for _, d := range cat.Describe() {
+		h.Sensors = append(h.Sensors, recording.SensorInfo{Name: d.Name, Present: d.Present, Reason: d.Reason, Sources: d.Sources})
 	}
 	return h
 }

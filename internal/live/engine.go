@@ -63,17 +63,9 @@ type Live struct {
 	recDrop  uint64
 	catalog  []SensorCatalog
 
-	// The recent past, replayed to a client that connects: sample rows
-	// (batch contents without the brackets) and mark messages since the
-	// last column-set change, bounded by histBytes.
-	histRows  [][]byte
-	histMarks [][]byte
-	histSize  int
+	// hist is the recent past, replayed to a client that connects.
+	hist history
 }
-
-// histBytes bounds the history kept for new clients (about two minutes of
-// 12 columns at 1 kHz).
-const histBytes = 16 << 20
 
 // batchPrefix starts every batch message.
 const batchPrefix = `{"type":"batch","samples":[`
@@ -102,20 +94,7 @@ func NewLive(opt Options, cfg LiveConfig) (*Live, error) {
 	}
 	l.Server = newServer(opt, l)
 	l.state = State{Interval: cfg.Interval.Seconds(), Discrete: cfg.Discrete, Events: append([]string(nil), cfg.Events...)}
-	for _, e := range cfg.Catalog.Entries {
-		sc := SensorCatalog{Name: e.Name, Present: e.Present(), Sources: e.Sources, Events: []EventInfo{}}
-		if e.Err != nil {
-			sc.Reason = e.Err.Error()
-		}
-		for _, ev := range e.Events {
-			var mx float64
-			for _, m := range ev.Max {
-				mx += m
-			}
-			sc.Events = append(sc.Events, EventInfo{Name: ev.Name, Unit: ev.Unit, Kind: ev.Kind.String(), Desc: ev.Desc, Max: mx})
-		}
-		l.catalog = append(l.catalog, sc)
-	}
+	l.catalog = catalogOf(cfg.Catalog.Describe())
 	if err := l.startSampler(cfg.Events, cfg.Discrete); err != nil {
 		return nil, err
 	}
@@ -200,6 +179,7 @@ func (l *Live) startSampler(patterns []string, discrete bool) error {
 			Unit: c.Event.Unit, Kind: c.Event.Kind.String(), Desc: c.Event.Desc, Max: c.Max,
 		})
 	}
+	l.hist.setColumns(l.cols)
 	if l.state.Paused {
 		smp.Pause()
 	}
@@ -322,6 +302,7 @@ func (l *Live) handle(r *sampler.Record) {
 	switch r.Kind {
 	case sampler.KindSample:
 		l.appendSample(t, r.Values)
+		l.hist.add(t, r.Values)
 		if l.rec != nil {
 			l.recN++
 			if err := l.rec.WriteSample(t-l.recOff, r.Values); err != nil {
@@ -361,7 +342,7 @@ func (l *Live) handle(r *sampler.Record) {
 		}
 		l.flush()
 		mb := mustJSON(m)
-		l.remember(&l.histMarks, mb)
+		l.hist.mark(t, mb)
 		l.broadcast(mb)
 		if r.Kind != sampler.KindLabel {
 			l.broadcastState()
@@ -381,14 +362,19 @@ func (l *Live) appendSample(t time.Duration, values []float64) {
 	} else {
 		l.batch = append(l.batch, ',')
 	}
-	l.batch = append(l.batch, '[')
-	l.batch = appendTime(l.batch, t)
-	for _, v := range values {
-		l.batch = append(l.batch, ',')
-		l.batch = appendNumber(l.batch, v)
-	}
-	l.batch = append(l.batch, ']')
+	l.batch = appendRow(l.batch, t, values)
 	l.nbatch++
+}
+
+// appendRow appends one sample row of a batch: [t, values...].
+func appendRow(b []byte, t time.Duration, values []float64) []byte {
+	b = append(b, '[')
+	b = appendTime(b, t)
+	for _, v := range values {
+		b = append(b, ',')
+		b = appendNumber(b, v)
+	}
+	return append(b, ']')
 }
 
 func round6(s float64) float64 { return math.Round(s*1e6) / 1e6 }
@@ -401,52 +387,18 @@ func (l *Live) flush() {
 	l.batch = append(l.batch, "]}"...)
 	msg := append([]byte(nil), l.batch...) // shared by every client's queue
 	l.nbatch = 0
-	l.remember(&l.histRows, msg[len(batchPrefix):len(msg)-2])
 	l.broadcast(msg)
 }
 
-// remember adds b to a history list and drops the oldest entries beyond
-// histBytes.
-func (l *Live) remember(list *[][]byte, b []byte) {
-	*list = append(*list, b)
-	l.histSize += len(b)
-	for l.histSize > histBytes && len(l.histRows) > 1 {
-		l.histSize -= len(l.histRows[0])
-		l.histRows[0] = nil
-		l.histRows = l.histRows[1:]
-	}
-	for l.histSize > histBytes && len(l.histMarks) > 0 {
-		l.histSize -= len(l.histMarks[0])
-		l.histMarks = l.histMarks[1:]
-	}
-}
-
-// forget clears the history: after a column-set change old rows no longer
-// match the columns a new client gets.
-func (l *Live) forget() {
-	l.histRows, l.histMarks, l.histSize = nil, nil, 0
-}
-
-// replay sends a new client the recent past: one batch with every
-// remembered row, then the marks.
+// replay sends a new client the recent past: one batch with every current
+// column's remembered samples, then the marks.
 func (l *Live) replay(c *client) {
-	if len(l.histRows) > 0 {
-		n := len(batchPrefix) + 2
-		for _, r := range l.histRows {
-			n += len(r) + 1
-		}
-		b := make([]byte, 0, n)
-		b = append(b, batchPrefix...)
-		for i, r := range l.histRows {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			b = append(b, r...)
-		}
-		c.enqueue(append(b, "]}"...))
+	if b := l.hist.batch(); b != nil {
+		c.enqueue(b)
 	}
-	for i, m := range l.histMarks {
-		if len(l.histMarks)-i > cap(c.send)/2 {
+	marks := l.hist.recentMarks()
+	for i, m := range marks {
+		if len(marks)-i > cap(c.send)/2 {
 			continue // only the latest marks fit the queue
 		}
 		c.enqueue(m)
@@ -625,11 +577,12 @@ func (l *Live) restart(events []string, discrete bool) error {
 		return err
 	}
 	l.state.Events, l.state.Discrete = append([]string(nil), events...), discrete
-	l.forget()
 	t := time.Since(l.start)
 	if t < l.lastT {
 		t = l.lastT
 	}
+	// A client that connects later sees where the column set changed.
+	l.hist.mark(t, mustJSON(markMsg{Type: "mark", Mark: recording.MarkColumns, T: round6(t.Seconds())}))
 	if l.rec != nil {
 		if err := l.rec.WriteColumns(t-l.recOff, l.cols); err != nil {
 			l.recordingFailed(err)

@@ -575,3 +575,106 @@ func TestAbortRemovesEmptyRecording(t *testing.T) {
 		t.Fatalf("existing file changed to %q", b)
 	}
 }
+
+// TestNewClientGetsFullHistoryAfterChanges: a client that connects after
+// the event set changed gets each current column's whole past (a column
+// that was there from the start from the start, one added later from when
+// it was added), not the removed column, and the same values the first
+// client saw.
+func TestNewClientGetsFullHistoryAfterChanges(t *testing.T) {
+	l, _ := startLive(t, Options{Batch: 20 * time.Millisecond}, LiveConfig{Interval: 5 * time.Millisecond})
+	a := dial(t, l.Server, "")
+	h := a.next("hello", typeIs("hello"))
+	names := columnNames(h["columns"])
+	seen := map[string]map[float64]any{} // column -> t -> value, as client a got them
+	var last float64
+	readBatch := func(m map[string]any) {
+		for _, r := range m["samples"].([]any) {
+			row := r.([]any)
+			last = row[0].(float64)
+			for i, name := range names {
+				if seen[name] == nil {
+					seen[name] = map[float64]any{}
+				}
+				seen[name][last] = row[i+1]
+			}
+		}
+	}
+	until := func(what string, done func() bool) {
+		for !done() {
+			m := a.next(what, func(m map[string]any) bool { return m["type"] == "batch" || m["type"] == "columns" })
+			if m["type"] == "columns" {
+				names = columnNames(m["columns"])
+				continue
+			}
+			readBatch(m)
+		}
+	}
+	until("samples", func() bool { return last > 0.3 })
+	a.send(`{"type":"enable","event":"node.MemFree"}`)
+	until("the new column", func() bool { return len(names) == 4 })
+	a.send(`{"type":"disable","event":"node.numa_miss"}`)
+	until("numa_miss removed", func() bool { return len(names) == 3 })
+	changed := last
+	until("samples after the changes", func() bool { return last > changed+0.2 })
+
+	b := dial(t, l.Server, "")
+	hb := b.next("hello", typeIs("hello"))
+	if got := strings.Join(columnNames(hb["columns"]), ","); got != "node.numa_hit,vmstat.pgfault,node.MemFree" {
+		t.Fatalf("hello columns %s", got)
+	}
+	rows := b.next("history", typeIs("batch"))["samples"].([]any)
+	first := rows[0].([]any)
+	if len(first) != 4 {
+		t.Fatalf("history row %v: want t and the 3 current columns (not the removed one)", first)
+	}
+	if t0 := first[0].(float64); t0 > 0.1 {
+		t.Fatalf("history starts at %v s; want the samples from the start", t0)
+	}
+	cur := []string{"node.numa_hit", "vmstat.pgfault", "node.MemFree"}
+	var memFreeFrom, prev float64 = -1, -1
+	matched := 0
+	for _, r := range rows {
+		row := r.([]any)
+		tr := row[0].(float64)
+		if tr < prev {
+			t.Fatalf("history goes back in time: %v after %v", tr, prev)
+		}
+		prev = tr
+		if row[3] != nil && memFreeFrom < 0 {
+			memFreeFrom = tr
+		}
+		if row[3] == nil && memFreeFrom >= 0 {
+			t.Fatalf("node.MemFree has no value at %v s after it had one at %v s", tr, memFreeFrom)
+		}
+		for i, name := range cur {
+			want, ok := seen[name][tr]
+			if !ok {
+				continue
+			}
+			if i == 0 {
+				matched++
+			}
+			if fmt.Sprint(want) != fmt.Sprint(row[i+1]) {
+				t.Fatalf("%s at %v s: new client got %v, first client %v", name, tr, row[i+1], want)
+			}
+		}
+	}
+	if memFreeFrom < 0 || memFreeFrom < first[0].(float64)+0.2 {
+		t.Fatalf("node.MemFree has values from %v s; want from when it was enabled (after %v s)", memFreeFrom, first[0])
+	}
+	// Every sample client a got of the old column up to the connect is there.
+	var before int
+	for tr := range seen["node.numa_hit"] {
+		if tr <= last {
+			before++
+		}
+	}
+	if matched < before {
+		t.Fatalf("history has %d of the %d samples of node.numa_hit client a got", matched, before)
+	}
+	cm := b.next("columns mark", typeIs("mark"))
+	if cm["mark"] != recording.MarkColumns || cm["t"].(float64) > memFreeFrom {
+		t.Fatalf("first replayed mark %v: want the columns change before %v s", cm, memFreeFrom)
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/numascope/numascope/internal/recording"
+	"github.com/numascope/numascope/internal/sampler"
 	"github.com/numascope/numascope/internal/topology"
 )
 
@@ -25,22 +26,33 @@ const MaxMessage = 16 << 10
 // unbounded message.
 const hardReadLimit = 1 << 20
 
-// EventInfo describes one event of the catalog, for the client's event picker.
-type EventInfo struct {
-	Name string  `json:"name"`
-	Unit string  `json:"unit"`
-	Kind string  `json:"kind"`
-	Desc string  `json:"desc"`
-	Max  float64 `json:"max,omitempty"`
+// SensorCatalog is one sensor with its events, for the client's event
+// picker: sampler.Catalog.Describe's description, the same that `numascope
+// events --format json` prints, except that an event's max is summed over
+// the sensor's sources.
+type SensorCatalog struct {
+	sampler.SensorDesc
+	Events []EventInfo `json:"events"`
 }
 
-// SensorCatalog is one sensor with its events.
-type SensorCatalog struct {
-	Name    string      `json:"name"`
-	Present bool        `json:"present"`
-	Reason  string      `json:"reason,omitempty"`
-	Sources []string    `json:"sources"`
-	Events  []EventInfo `json:"events"`
+// EventInfo is one event of the catalog. Max, the highest value of the
+// event summed over all sources, shadows the description's per-source list.
+type EventInfo struct {
+	sampler.EventDesc
+	Max float64 `json:"max,omitempty"`
+}
+
+// catalogOf builds the hello's catalog from sensor descriptions.
+func catalogOf(descs []sampler.SensorDesc) []SensorCatalog {
+	out := make([]SensorCatalog, 0, len(descs))
+	for _, d := range descs {
+		sc := SensorCatalog{SensorDesc: d, Events: make([]EventInfo, 0, len(d.Events))}
+		for _, ev := range d.Events {
+			sc.Events = append(sc.Events, EventInfo{EventDesc: ev, Max: ev.MaxSum()})
+		}
+		out = append(out, sc)
+	}
+	return out
 }
 
 // State is what every client shares and sees change.

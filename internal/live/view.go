@@ -8,6 +8,7 @@ import (
 	"strconv"
 
 	"github.com/numascope/numascope/internal/recording"
+	"github.com/numascope/numascope/internal/sampler"
 )
 
 // MaxPoints bounds the points of one range reply per column.
@@ -58,10 +59,12 @@ func (v *View) attach(c *client) {
 	if n := len(v.t); n > 0 {
 		dur = v.t[n-1]
 	}
-	var cat []SensorCatalog
+	// A recording keeps the sensors, not their events.
+	descs := make([]sampler.SensorDesc, 0, len(h.Sensors))
 	for _, s := range h.Sensors {
-		cat = append(cat, SensorCatalog{Name: s.Name, Present: s.Present, Reason: s.Reason, Sources: s.Sources, Events: []EventInfo{}})
+		descs = append(descs, sampler.SensorDesc{Name: s.Name, Present: s.Present, Reason: s.Reason, Sources: s.Sources})
 	}
+	cat := catalogOf(descs)
 	c.reply(hello{
 		Type: "hello", Protocol: ProtocolVersion, Mode: "view",
 		Host: h.Host, Kernel: h.Kernel, Start: h.Start, Topology: h.Topology,

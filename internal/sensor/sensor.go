@@ -55,7 +55,9 @@ type Event struct {
 	Max []float64
 	// Unavailable, when not empty, says why the event is listed but cannot be
 	// counted here and what to do (e.g. no PMU in a VM). Globs skip such
-	// events; naming one exactly is an error that gives this reason.
+	// events; naming one exactly is an error that gives this reason. It
+	// reads "REASON; fix: WHAT TO DO" (or just REASON), which
+	// sampler.DescribeEvent splits for clients that show the two apart.
 	Unavailable string
 }
 

@@ -630,13 +630,27 @@ function renderPicker(): void {
     desc: string;
     unit: string;
     present: boolean;
+    /** why the event cannot be counted here, and what to do (live catalog) */
+    reason?: string;
+    fix?: string;
   }
   const bySensor = new Map<string, Ev[]>();
   if (app.mode === "live") {
     for (const s of app.hello.catalog) {
       bySensor.set(
         s.name,
-        s.events.map((e: any) => ({ sensor: s.name, name: e.name, desc: e.desc, unit: e.unit, present: s.present })),
+        s.events.map((e: any): Ev => {
+          const ev: Ev = { sensor: s.name, name: e.name, desc: e.desc, unit: e.unit, present: s.present };
+          if (e.unavailable) {
+            ev.reason = e.reason || e.unavailable;
+            ev.fix = e.fix || "";
+            // Sensors prefix the description with the whole message; the
+            // note below says it, so show the plain description.
+            const pre = `UNAVAILABLE: ${e.unavailable} (`;
+            if (ev.desc.startsWith(pre) && ev.desc.endsWith(")")) ev.desc = ev.desc.slice(pre.length, -1);
+          }
+          return ev;
+        }),
       );
       if (!s.present) bySensor.set(s.name, [{ sensor: s.name, name: "(absent)", desc: s.reason ?? "", unit: "", present: false }]);
     }
@@ -658,11 +672,12 @@ function renderPicker(): void {
     for (const e of match) {
       const key = `${e.sensor}.${e.name}`;
       const lab = document.createElement("label");
-      lab.className = "ev" + (e.present ? "" : " absent");
-      lab.title = key;
+      const unavailable = e.reason !== undefined;
+      lab.className = "ev" + (e.present ? "" : " absent") + (unavailable ? " unavailable" : "");
+      lab.title = unavailable ? `${key} is unavailable here: ${e.reason}${e.fix ? `\nfix: ${e.fix}` : ""}` : key;
       const cb = document.createElement("input");
       cb.type = "checkbox";
-      cb.disabled = !e.present;
+      cb.disabled = !e.present || unavailable;
       cb.dataset.event = key;
       cb.checked = app.mode === "live" ? enabled.has(key) : !hiddenEv(key);
       cb.onchange = () => toggleEvent(key, cb.checked);
@@ -673,6 +688,12 @@ function renderPicker(): void {
       desc.className = "desc";
       desc.textContent = e.desc;
       lab.append(cb, mn, desc);
+      if (unavailable) {
+        const why = document.createElement("span");
+        why.className = "why";
+        why.textContent = `unavailable: ${e.reason}`;
+        lab.append(why);
+      }
       det.appendChild(lab);
     }
     root.appendChild(det);
