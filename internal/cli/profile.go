@@ -64,7 +64,8 @@ it ends.`,
 			}
 			defer os.Remove(tmp.Name())
 			defer tmp.Close()
-			p, err := profile.Run(args, profile.Options{Topology: topo, Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr, ScanRate: scanRate})
+			closer, _ := os.Executable() // closes the tracepoint events in the background (profile.CloserArg)
+			p, err := profile.Run(args, profile.Options{Topology: topo, Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr, ScanRate: scanRate, Closer: closer})
 			if err != nil {
 				return err
 			}

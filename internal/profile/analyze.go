@@ -2,8 +2,10 @@ package profile
 
 import (
 	"bufio"
+	"cmp"
 	"encoding/binary"
 	"os"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -94,10 +96,9 @@ type threadState struct {
 // pendingFirst is a first touch waiting for move_pages, kept so that a
 // transparent huge page found then can be credited to its fault.
 type pendingFirst struct {
-	key   pageKey
-	loc   locKey
-	tid   int32
-	extra bool // also query the huge-page region's two ends
+	key pageKey
+	loc locKey
+	tid int32
 	// unpinned: the first toucher was unpinned.
 	unpinned bool
 }
@@ -160,6 +161,10 @@ type analyzer struct {
 	sites    []allocSite      // [0] is "no site"
 	siteIdx  map[siteKey]uint32
 	appRet   map[pageKey]bool // isAppReturn's answers
+
+	thp thpState
+	// oneNode: every page is on the one node; nothing to ask move_pages.
+	oneNode bool
 }
 
 func newAnalyzer(cpuNode []int, pageNodes, threadNodes []int) *analyzer {
@@ -190,11 +195,10 @@ func newAnalyzer(cpuNode []int, pageNodes, threadNodes []int) *analyzer {
 		sites:       []allocSite{{}},
 		siteIdx:     map[siteKey]uint32{},
 		appRet:      map[pageKey]bool{},
+		thp:         thpState{firsts: map[pageKey]uint16{}},
+		oneNode:     len(pageNodes) == 1,
 	}
-	var ts unix.Timespec
-	if unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts) == nil {
-		a.startNs = uint64(ts.Nano())
-	}
+	a.startNs = monotonicNs()
 	for i, n := range pageNodes {
 		a.nodeIdx[n] = i
 	}
@@ -416,11 +420,23 @@ func readStatusField(path, key string) (string, bool) {
 	return "", false
 }
 
-// handleBatch classifies the samples drained in one round, in time order,
-// then asks move_pages where the new and the migrating pages are.
-func (a *analyzer) handleBatch() {
+// handleBatch handles every record drained so far (see handleUntil).
+func (a *analyzer) handleBatch() { a.handleUntil(^uint64(0)) }
+
+// handleUntil classifies the records drained so far whose time is at most
+// horizon, in time order, then asks move_pages where the new and the
+// migrating pages are. Later records wait for the next round: the per-CPU
+// rings are read one after another, so a ring read last can hold records
+// newer than what a ring read first could show yet, and handling them now
+// would put them before records of the same moment still to come (a fault
+// handled before the munmap that preceded it brings back a page that is
+// gone).
+func (a *analyzer) handleUntil(horizon uint64) {
 	a.stamp++
-	sort.SliceStable(a.batch, func(i, j int) bool { return a.batch[i].time < a.batch[j].time })
+	slices.SortStableFunc(a.batch, func(x, y rawSample) int { return cmp.Compare(x.time, y.time) })
+	n := sort.Search(len(a.batch), func(i int) bool { return a.batch[i].time > horizon })
+	later := a.batch[n:]
+	a.batch = a.batch[:n]
 	if a.syscalls == nil {
 		// Without sched_setaffinity events, poll first: read after the
 		// faults it is applied to, so a thread that pins itself and then
@@ -441,7 +457,7 @@ func (a *analyzer) handleBatch() {
 			a.pollAffinity(a.thread(s.pid, s.tid))
 		}
 	}
-	a.batch = a.batch[:0]
+	a.batch = a.batch[:copy(a.batch[:cap(a.batch)], later)]
 	a.queryNodes()
 }
 
@@ -488,6 +504,11 @@ func (a *analyzer) forgetProcess(pid int32) {
 			delete(a.huge, k)
 		}
 	}
+	for k := range a.thp.firsts {
+		if k.pid == pid {
+			delete(a.thp.firsts, k)
+		}
+	}
 	delete(a.regions, pid)
 	delete(a.allocs, pid)
 	delete(a.brk, pid)
@@ -514,7 +535,14 @@ func (a *analyzer) handleFault(s *rawSample) {
 	}
 	if !touched {
 		site := a.siteAt(s.pid, s.addr)
-		a.pages[key] = pageState{node: int16(a.nodeOfCPU(s.cpu)), unpinnedOwner: t.node < 0, site: site}
+		if rk := regionOf(key); a.thp.firsts[rk] < ^uint16(0) {
+			a.thp.firsts[rk]++
+		}
+		// Where the memory came from: /proc/PID/maps, read again at most
+		// once a round, after the drain, so it has every mapping made
+		// before this fault (unless already unmapped again).
+		mapping := a.mappingOf(s.pid, key.page)
+		a.pages[key] = pageState{node: int16(a.nodeOfCPU(s.cpu)), unpinnedOwner: t.node < 0, site: site, mapping: mapping}
 		var d Metrics
 		d.FirstTouch = 1
 		if t.node < 0 {
@@ -522,6 +550,7 @@ func (a *analyzer) handleFault(s *rawSample) {
 		}
 		a.credit(t, lk, &d)
 		a.sites[site].metrics.add(&d)
+		a.mappings[mapping].Metrics.add(&d)
 		a.pending = append(a.pending, pendingFirst{key: key, loc: lk, tid: t.tid, unpinned: t.node < 0})
 		return
 	}
@@ -559,39 +588,26 @@ func (a *analyzer) credit(t *threadState, lk locKey, d *Metrics) {
 }
 
 // queryNodes asks move_pages(2) where the pages first touched or accessed
-// in this round are now, and detects transparent huge pages: a first touch
-// whose 2 MiB region has both ends present although nothing faulted there
-// placed a huge page, and counts its other base pages too.
+// in this round are now, credits each first touch to its mapping, and hands
+// the first touches that may have placed a transparent huge page to the
+// huge-page checks (thp.go).
 func (a *analyzer) queryNodes() {
+	a.decideHuge()
 	if len(a.pending) == 0 && len(a.refresh) == 0 {
 		return
 	}
 	byPid := map[int32][]uint64{}
-	for i := range a.pending {
-		p := &a.pending[i]
-		byPid[p.key.pid] = append(byPid[p.key.pid], p.key.page)
-		region := p.key.page &^ (hugeSize - 1)
-		if _, ok := a.huge[pageKey{p.key.pid, region}]; !ok && a.hugeCandidate(p.key.pid, p.key.page) {
-			p0, p1 := a.hugeProbes(p.key.page)
-			_, t0 := a.pages[pageKey{p.key.pid, p0}]
-			_, t1 := a.pages[pageKey{p.key.pid, p1}]
-			if !t0 && !t1 {
-				p.extra = true
-				byPid[p.key.pid] = append(byPid[p.key.pid], p0, p1)
-			}
+	if !a.oneNode {
+		// With one node every page is on it: nothing to ask.
+		for i := range a.pending {
+			p := &a.pending[i]
+			byPid[p.key.pid] = append(byPid[p.key.pid], p.key.page)
 		}
-	}
-	for _, k := range a.refresh {
-		byPid[k.pid] = append(byPid[k.pid], k.page)
+		for _, k := range a.refresh {
+			byPid[k.pid] = append(byPid[k.pid], k.page)
+		}
 	}
 	where := map[pageKey]int{}
-	probe := map[pageKey]bool{}
-	for _, p := range a.pending {
-		if p.extra {
-			p0, p1 := a.hugeProbes(p.key.page)
-			probe[pageKey{p.key.pid, p0}], probe[pageKey{p.key.pid, p1}] = true, true
-		}
-	}
 	for pid, pages := range byPid {
 		st := movePages(int(pid), pages)
 		for i, p := range pages {
@@ -599,10 +615,7 @@ func (a *analyzer) queryNodes() {
 			if st != nil {
 				n = int(st[i])
 			}
-			// Not for the huge-page probes: pagemap also shows the shared
-			// zero page that a read of untouched memory maps, which would
-			// look like a placed page.
-			if n < 0 && !probe[pageKey{pid, p}] {
+			if n < 0 {
 				n = a.pagemapNode(pid, p)
 			}
 			if n >= 0 || st != nil {
@@ -610,70 +623,29 @@ func (a *analyzer) queryNodes() {
 			}
 		}
 	}
-	for _, p := range a.pending {
-		n, ok := where[p.key]
-		if ok && n >= 0 {
-			ps := a.pages[p.key]
+	for i := range a.pending {
+		p := &a.pending[i]
+		ps, ok := a.pages[p.key]
+		if !ok {
+			continue // freed in the same round (munmap): nothing to update
+		}
+		if n, ok := where[p.key]; ok && n >= 0 {
 			ps.node = int16(n)
 			a.pages[p.key] = ps
 		}
-		// Where the memory came from, credited with the first touch now
-		// that the mapping is looked up.
-		ps := a.pages[p.key]
-		ps.mapping = a.mappingOf(p.key.pid, p.key.page)
-		a.pages[p.key] = ps
-		a.mappings[ps.mapping].Metrics.FirstTouch++
-		if p.unpinned {
-			a.mappings[ps.mapping].Metrics.UnpinnedFirstTouch++
-		}
-		if !p.extra {
-			continue
-		}
-		region := p.key.page &^ (hugeSize - 1)
-		p0, p1 := a.hugeProbes(p.key.page)
-		r0, ok0 := where[pageKey{p.key.pid, p0}]
-		r1, ok1 := where[pageKey{p.key.pid, p1}]
-		if !ok || !ok0 || !ok1 || n < 0 || r0 != n || r1 != n {
-			continue
-		}
-		a.huge[pageKey{p.key.pid, region}] = int16(n)
-		a.hugePages++
-		extra := hugeSize/a.pageSize - 1
-		d := Metrics{FirstTouch: extra}
-		t := a.threads[p.tid]
-		if p.unpinned {
-			d.UnpinnedFirstTouch = extra
-		}
-		if t != nil {
-			a.credit(t, p.loc, &d)
-		}
-		a.mappings[ps.mapping].Metrics.add(&d)
-		a.sites[ps.site].metrics.add(&d)
+		a.considerHuge(p, &ps)
 	}
 	for _, k := range a.refresh {
 		if n, ok := where[k]; ok && n >= 0 {
-			ps := a.pages[k]
-			ps.node = int16(n)
-			a.pages[k] = ps
+			if ps, ok := a.pages[k]; ok {
+				ps.node = int16(n)
+				a.pages[k] = ps
+			}
 		}
 	}
+	a.probeHuge()
 	a.pending = a.pending[:0]
 	a.refresh = a.refresh[:0]
-}
-
-// hugeProbes returns two base pages of page's 2 MiB region, other than
-// page, as far apart as possible: present without a fault of their own,
-// they show that page's fault placed a huge page.
-func (a *analyzer) hugeProbes(page uint64) (uint64, uint64) {
-	region := page &^ (hugeSize - 1)
-	first, last := region, region+hugeSize-a.pageSize
-	if page == first {
-		first += a.pageSize
-	}
-	if page == last {
-		last -= a.pageSize
-	}
-	return first, last
 }
 
 // movePagesBatch bounds one move_pages call.

@@ -8,7 +8,18 @@ import (
 	"testing"
 
 	"github.com/numascope/numascope/internal/cli"
+	"github.com/numascope/numascope/internal/profile"
 )
+
+// TestMain lets this test binary serve as numascope profile's background
+// closer of perf events: cli.Main profile, run in-process below, starts
+// os.Executable() (this binary) with profile.CloserArg.
+func TestMain(m *testing.M) {
+	if len(os.Args) == 2 && os.Args[1] == profile.CloserArg {
+		os.Exit(profile.RunCloser())
+	}
+	os.Exit(m.Run())
+}
 
 // TestCommandLine runs numascope profile end to end: the command's exit
 // status comes back, and the profile file is written with its keys even

@@ -58,28 +58,38 @@ func (a *analyzer) pagemapNode(pid int32, page uint64) int {
 	if a.pfn == nil {
 		return -1
 	}
-	f, ok := a.pagemaps[pid]
+	pfn, ok := a.pagemapPFN(pid, page)
 	if !ok {
-		f, _ = os.Open(a.procRoot + "/" + strconv.Itoa(int(pid)) + "/pagemap")
-		a.pagemaps[pid] = f // nil when it cannot be opened: not retried
-	}
-	if f == nil {
-		return -1
-	}
-	var e [8]byte
-	if _, err := f.ReadAt(e[:], int64(page/a.pageSize*8)); err != nil {
-		return -1
-	}
-	v := binary.LittleEndian.Uint64(e[:])
-	const present, pfnMask = 1 << 63, 1<<55 - 1
-	pfn := v & pfnMask
-	if v&present == 0 || pfn == 0 { // not present, or frames hidden (not root)
 		return -1
 	}
 	if n, ok := a.pfn.node[pfn/a.pfn.blockPages]; ok {
 		return int(n)
 	}
 	return -1
+}
+
+// pagemapPFN returns the frame number of a present page of pid, from
+// /proc/PID/pagemap (frame numbers are shown to root only).
+func (a *analyzer) pagemapPFN(pid int32, page uint64) (uint64, bool) {
+	f, ok := a.pagemaps[pid]
+	if !ok {
+		f, _ = os.Open(a.procRoot + "/" + strconv.Itoa(int(pid)) + "/pagemap")
+		a.pagemaps[pid] = f // nil when it cannot be opened: not retried
+	}
+	if f == nil {
+		return 0, false
+	}
+	var e [8]byte
+	if _, err := f.ReadAt(e[:], int64(page/a.pageSize*8)); err != nil {
+		return 0, false
+	}
+	v := binary.LittleEndian.Uint64(e[:])
+	const present, pfnMask = 1 << 63, 1<<55 - 1
+	pfn := v & pfnMask
+	if v&present == 0 || pfn == 0 { // not present, or frames hidden (not root)
+		return 0, false
+	}
+	return pfn, true
 }
 
 // closePagemaps closes the pagemap files.

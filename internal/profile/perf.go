@@ -21,8 +21,14 @@ import (
 const sampleType = unix.PERF_SAMPLE_IP | unix.PERF_SAMPLE_TID | unix.PERF_SAMPLE_TIME |
 	unix.PERF_SAMPLE_ADDR | unix.PERF_SAMPLE_CPU | unix.PERF_SAMPLE_CALLCHAIN
 
-// maxStack bounds the user call chain of a sample (sample_max_stack).
+// maxStack bounds the user call chain of a syscall sample
+// (sample_max_stack), where the allocation site is looked for.
 const maxStack = 16
+
+// faultStack bounds a page fault's: the context marker, the faulting
+// instruction and its caller, all that is used (the kernel walks the user
+// stack for every entry, in the faulting thread, so each one costs).
+const faultStack = 3
 
 // sampleIDSize is the size of the sample_id trailer of non-sample records
 // (sample_id_all): pid, tid, time, cpu, reserved.
@@ -90,7 +96,7 @@ func openPerf(pid int, cpus []int) (*perfSession, error) {
 			unix.PerfBitMmap | unix.PerfBitComm | unix.PerfBitTask | unix.PerfBitSampleIDAll |
 			unix.PerfBitMmap2 | unix.PerfBitExcludeCallchainKernel | unix.PerfBitWatermark | unix.PerfBitUseClockID,
 		Wakeup:           ringPages * uint32(os.Getpagesize()) / 4, // wakeup_watermark, in bytes (the kernel caps it at a smaller ring's size)
-		Sample_max_stack: maxStack,
+		Sample_max_stack: faultStack,
 		// CLOCK_MONOTONIC: sample times compare with numascope's own clock
 		// (binding log times); events that share a ring must agree on it.
 		Clockid: unix.CLOCK_MONOTONIC,

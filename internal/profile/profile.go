@@ -112,6 +112,10 @@ type Options struct {
 	// ScanRate, if not zero, speeds up the NUMA balancing scanner for the
 	// run (see SetScanRate); the previous settings are restored after.
 	ScanRate time.Duration
+	// Closer, if set, is a numascope executable that closes the syscall
+	// tracepoint events in the background (see CloserArg): their close
+	// costs a third of a second otherwise.
+	Closer string
 }
 
 // pollMs is how often the rings are drained when they fill slowly: it bounds
@@ -145,6 +149,8 @@ func Run(args []string, opt Options) (*Profile, error) {
 	a.procRoot = procRoot
 	a.pfn = loadPFNNodes("/sys", a.pageSize)
 	defer a.closePagemaps()
+	a.thp = openTHP(procRoot, "/sys")
+	defer a.thp.close()
 	p := &Profile{Command: args, Nodes: pageNodes}
 	p.NUMABalancing, p.Notes = balancingNotes(procRoot, topo)
 
@@ -210,9 +216,19 @@ func Run(args []string, opt Options) (*Profile, error) {
 		default:
 			pfds = ps.wait(pollMs, pfds)
 		}
+		// Records after the moment this pass starts may still be coming
+		// in rings read earlier: they wait for the next pass.
+		horizon := monotonicNs() - horizonSlack
 		ps.drain(a.record)
-		a.handleBatch()
+		if running {
+			a.handleUntil(horizon)
+		} else {
+			a.handleBatch()
+		}
 	}
+	// The program is gone: no more syscall events. Their slow close
+	// starts now, in the background.
+	ps.closeSyscallsVia(opt.Closer)
 	p.Duration = time.Since(a.start).Seconds()
 	var ee *exec.ExitError
 	switch {
@@ -235,6 +251,19 @@ func Run(args []string, opt Options) (*Profile, error) {
 			"under /sys/kernel/debug/sched/numa_balancing/ on recent kernels) or its memory was not scanned; only first touches are reported")
 	}
 	return p, nil
+}
+
+// horizonSlack allows for the moment between a record's time stamp and
+// its write into the ring.
+const horizonSlack = uint64(time.Millisecond)
+
+// monotonicNs reads CLOCK_MONOTONIC, the clock of the samples.
+func monotonicNs() uint64 {
+	var ts unix.Timespec
+	if unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts) != nil {
+		return 0
+	}
+	return uint64(ts.Nano())
 }
 
 // cpuNodes maps CPU -> node and lists the online CPUs to sample on.

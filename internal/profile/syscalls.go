@@ -22,7 +22,10 @@ package profile
 import (
 	"fmt"
 	"os"
+	"os/exec"
 	"sort"
+	"strconv"
+	"syscall"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -482,11 +485,7 @@ func (a *analyzer) freeRange(pid int32, start, end uint64, unmapped bool) {
 		return
 	}
 	a.forEachPage(pid, start, end, func(k pageKey) { delete(a.pages, k) })
-	for k := range a.huge {
-		if k.pid == pid && k.page+hugeSize > start && k.page < end {
-			delete(a.huge, k)
-		}
-	}
+	a.forgetRegions(pid, start, end)
 	if unmapped {
 		a.cutAlloc(pid, start, end)
 		rs := a.regions[pid][:0:0]
@@ -529,11 +528,7 @@ func (a *analyzer) remap(pid int32, old, oldLen, addr, newLen uint64) {
 			moved[pageKey{pid, k.page - old + addr}] = a.pages[k]
 			delete(a.pages, k)
 		})
-		for k := range a.huge {
-			if k.pid == pid && k.page >= old && k.page < old+oldLen {
-				delete(a.huge, k)
-			}
-		}
+		a.forgetRegions(pid, old, old+oldLen)
 		a.cutAlloc(pid, old, old+oldLen)
 		for k, ps := range moved {
 			a.pages[k] = ps
@@ -640,4 +635,57 @@ func (s *symbolizer) close() {
 		}
 	}
 	s.files = map[string]*os.File{}
+}
+
+// CloserArg, as a program's only argument, makes numascope close the
+// inherited file descriptors from 3 on and exit (see RunCloser).
+const CloserArg = "__numascope-close-perf-events"
+
+// closeSyscallsVia closes the syscall tracepoint events through a
+// background process when closer (a numascope executable) is given:
+// closing the last reference to a tracepoint's event unregisters the probe
+// and waits for an RCU grace period, some 30 ms per tracepoint, a third of a
+// second in all, paid by whoever closes last. A process started for that
+// alone (in its own session, without our stdio) pays it after numascope has
+// exited; numascope only drops its own references, which is quick. Without
+// closer, or if it cannot start, they are closed here.
+func (ps *perfSession) closeSyscallsVia(closer string) {
+	if closer == "" || len(ps.extra) == 0 {
+		ps.closeSyscalls()
+		return
+	}
+	files := make([]*os.File, len(ps.extra))
+	for i, fd := range ps.extra {
+		files[i] = os.NewFile(uintptr(fd), "perf-tracepoint")
+	}
+	cmd := exec.Command(closer, CloserArg)
+	cmd.ExtraFiles = files
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	err := cmd.Start()
+	for _, f := range files {
+		f.Close() // ours: the last reference is the closer's, or this one if it did not start
+	}
+	ps.extra = nil
+	if err == nil {
+		go func() { _ = cmd.Wait() }() // reaped if numascope is still running
+	}
+}
+
+// RunCloser is the background closer's whole life: close the perf events
+// it inherited from numascope profile, then exit.
+func RunCloser() int {
+	ents, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		return 1
+	}
+	for _, e := range ents {
+		fd, err := strconv.Atoi(e.Name())
+		if err != nil || fd < 3 {
+			continue
+		}
+		if link, err := os.Readlink("/proc/self/fd/" + e.Name()); err == nil && link == "anon_inode:[perf_event]" {
+			unix.Close(fd)
+		}
+	}
+	return 0
 }

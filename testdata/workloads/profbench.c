@@ -98,8 +98,8 @@ static void *fault(void *arg)
 		return NULL;
 	for (long r = 0; r < rounds; r++) {
 		char *p = map(bytes);
-		for (long j = 0; j < t->n; j++) /* one page fault each */
-			*(volatile uint64_t *)(p + j * PAGE) = (uint64_t)(t->first + j) * rounds + r + 1;
+		for (long j = 0; j < t->n; j++) /* one page fault each, at the line marked @fault */
+			*(volatile uint64_t *)(p + j * PAGE) = (uint64_t)(t->first + j) * rounds + r + 1; /* @fault */
 		for (long j = 0; j < t->n; j++)
 			t->sum += *(volatile uint64_t *)(p + j * PAGE);
 		if (munmap(p, bytes) < 0)

@@ -1,0 +1,232 @@
+package profile
+
+// Transparent huge pages: one fault can place 512 base pages at once, and a
+// user-only page-fault event sees one fault. First touches are counted in
+// base pages (docs/profile.md), so a first touch that placed a huge page
+// must be credited with the region's other 511.
+//
+// A candidate is a first touch in anonymous memory whose mapping covers its
+// whole 2 MiB region, and the only fault seen in that region so far: a
+// region whose pages faulted one by one holds base pages.
+//
+//   - As root, the answer is exact: the region's first and last base pages
+//     are present in /proc/PID/pagemap with consecutive frame numbers, 511
+//     apart, and /proc/kpageflags marks the first frame KPF_THP. A region
+//     not present yet is asked again for a few rounds.
+//   - Without root (no frame numbers), the region's first and last pages are
+//     probed with move_pages: present on the fault's node although no fault
+//     was seen on them. Faults that happened before the probe may still sit
+//     in the rings, so the decision waits for the next round, once they have
+//     been read: a probe whose own fault shows up then was a base page.
+
+import (
+	"encoding/binary"
+	"os"
+	"strings"
+)
+
+// kpfTHP is KPF_THP of /proc/kpageflags (include/uapi/linux/kernel-page-flags.h).
+const kpfTHP = 22
+
+// thpTries is how many rounds a candidate whose region is not present yet
+// is asked again.
+const thpTries = 3
+
+// thpCandidate is a first touch that may have placed a huge page.
+type thpCandidate struct {
+	pendingFirst
+	node    int16
+	mapping uint32
+	site    uint32
+	tries   uint8
+	// probes are the nodes of the region's first and last base pages
+	// (-1: not present), for the decision without root.
+	probes [2]int
+}
+
+// thpState is the analyzer's huge-page bookkeeping.
+type thpState struct {
+	// off: THP is disabled on this system (transparent_hugepage=never).
+	off bool
+	// kpf is /proc/kpageflags, nil without root.
+	kpf *os.File
+	// firsts counts the first touches seen in each 2 MiB region.
+	firsts map[pageKey]uint16
+	// flagged wait for the pagemap/kpageflags check (root); probed have
+	// had their probes queried and wait for the next round (no root);
+	// fresh are this round's candidates for probing.
+	flagged, probed, fresh []thpCandidate
+}
+
+// openTHP prepares the huge-page checks for the live system under procRoot
+// and sysRoot.
+func openTHP(procRoot, sysRoot string) thpState {
+	st := thpState{firsts: map[pageKey]uint16{}}
+	if b, err := os.ReadFile(sysRoot + "/kernel/mm/transparent_hugepage/enabled"); err == nil && strings.Contains(string(b), "[never]") {
+		st.off = true
+	}
+	if f, err := os.Open(procRoot + "/kpageflags"); err == nil {
+		st.kpf = f
+	}
+	return st
+}
+
+func (st *thpState) close() {
+	if st.kpf != nil {
+		st.kpf.Close()
+		st.kpf = nil
+	}
+}
+
+func regionOf(k pageKey) pageKey { return pageKey{k.pid, k.page &^ (hugeSize - 1)} }
+
+// considerHuge looks at a first touch whose node and mapping are now known.
+func (a *analyzer) considerHuge(p *pendingFirst, ps *pageState) {
+	rk := regionOf(p.key)
+	if a.thp.off || a.thp.firsts[rk] != 1 {
+		return
+	}
+	if _, done := a.huge[rk]; done || !a.hugeCandidate(p.key.pid, p.key.page) {
+		return
+	}
+	c := thpCandidate{pendingFirst: *p, node: ps.node, mapping: ps.mapping, site: ps.site}
+	if a.thp.kpf != nil {
+		a.thp.flagged = append(a.thp.flagged, c)
+	} else {
+		a.thp.fresh = append(a.thp.fresh, c)
+	}
+}
+
+// probeHuge runs at the end of a round: the exact check of the flagged
+// candidates, and the probes of the fresh ones (decided next round).
+func (a *analyzer) probeHuge() {
+	keep := a.thp.flagged[:0]
+	for _, c := range a.thp.flagged {
+		rk := regionOf(c.key)
+		if _, done := a.huge[rk]; done || a.thp.firsts[rk] == 0 {
+			continue // freed meanwhile
+		}
+		huge, known := a.thpAt(c.key.pid, rk.page)
+		switch {
+		case known && huge:
+			a.creditHuge(&c)
+		case !known && c.tries+1 < thpTries:
+			c.tries++
+			keep = append(keep, c)
+		}
+	}
+	a.thp.flagged = keep
+
+	if len(a.thp.fresh) == 0 {
+		return
+	}
+	byPid := map[int32][]uint64{}
+	for _, c := range a.thp.fresh {
+		rk := regionOf(c.key)
+		byPid[c.key.pid] = append(byPid[c.key.pid], rk.page, rk.page+hugeSize-a.pageSize)
+	}
+	where := map[pageKey]int{}
+	for pid, pages := range byPid {
+		st := movePages(int(pid), pages)
+		for i, p := range pages {
+			// Not pagemap: it also shows the shared zero page that a read
+			// of untouched memory maps, which would look like a placed page.
+			if st != nil {
+				where[pageKey{pid, p}] = int(st[i])
+			}
+		}
+	}
+	for _, c := range a.thp.fresh {
+		rk := regionOf(c.key)
+		n0, ok0 := where[rk]
+		n1, ok1 := where[pageKey{rk.pid, rk.page + hugeSize - a.pageSize}]
+		if ok0 && ok1 {
+			c.probes = [2]int{n0, n1}
+			a.thp.probed = append(a.thp.probed, c)
+		}
+	}
+	a.thp.fresh = a.thp.fresh[:0]
+}
+
+// decideHuge runs at the start of the next round's queries, after its
+// faults were handled: a probed region whose ends were present on the
+// fault's node, and that still has only that one fault, holds a huge page.
+func (a *analyzer) decideHuge() {
+	for i := range a.thp.probed {
+		c := &a.thp.probed[i]
+		rk := regionOf(c.key)
+		if _, done := a.huge[rk]; done || a.thp.firsts[rk] != 1 {
+			continue
+		}
+		if n := int(c.node); c.probes[0] == n && c.probes[1] == n {
+			a.creditHuge(c)
+		}
+	}
+	a.thp.probed = a.thp.probed[:0]
+}
+
+// creditHuge records a huge page placed by candidate c's fault and credits
+// the region's base pages not counted yet to the fault's code, thread,
+// mapping and allocation site.
+func (a *analyzer) creditHuge(c *thpCandidate) {
+	rk := regionOf(c.key)
+	a.huge[rk] = c.node
+	a.hugePages++
+	seen := uint64(a.thp.firsts[rk])
+	extra := hugeSize/a.pageSize - min(seen, hugeSize/a.pageSize)
+	d := Metrics{FirstTouch: extra}
+	if c.unpinned {
+		d.UnpinnedFirstTouch = extra
+	}
+	a.totals.add(&d)
+	a.loc(c.loc).add(&d)
+	if t := a.threads[c.tid]; t != nil {
+		t.metrics.add(&d)
+	}
+	a.mappings[c.mapping].Metrics.add(&d)
+	a.sites[c.site].metrics.add(&d)
+}
+
+// thpAt says whether the 2 MiB region at region of pid is one transparent
+// huge page: its first and last base pages present, on frames 511 apart,
+// the first marked KPF_THP. known is false when the region's ends are not
+// present (not yet, or the frames are hidden).
+func (a *analyzer) thpAt(pid int32, region uint64) (huge, known bool) {
+	first, ok0 := a.pagemapPFN(pid, region)
+	last, ok1 := a.pagemapPFN(pid, region+hugeSize-a.pageSize)
+	if !ok0 || !ok1 {
+		return false, false
+	}
+	if last != first+hugeSize/a.pageSize-1 {
+		return false, true
+	}
+	var e [8]byte
+	if _, err := a.thp.kpf.ReadAt(e[:], int64(first*8)); err != nil {
+		return false, false
+	}
+	return binary.LittleEndian.Uint64(e[:])&(1<<kpfTHP) != 0, true
+}
+
+// forgetRegions drops the huge-page state of pid's regions that overlap
+// [start, end): the memory was given back.
+func (a *analyzer) forgetRegions(pid int32, start, end uint64) {
+	first := start &^ (hugeSize - 1)
+	n := (end - first + hugeSize - 1) / hugeSize
+	if n <= uint64(len(a.thp.firsts)+len(a.huge)) {
+		for r := first; r < end; r += hugeSize {
+			delete(a.huge, pageKey{pid, r})
+			delete(a.thp.firsts, pageKey{pid, r})
+		}
+		return
+	}
+	for k := range a.huge {
+		if k.pid == pid && k.page+hugeSize > start && k.page < end {
+			delete(a.huge, k)
+		}
+	}
+	for k := range a.thp.firsts {
+		if k.pid == pid && k.page+hugeSize > start && k.page < end {
+			delete(a.thp.firsts, k)
+		}
+	}
+}
