@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"runtime/pprof"
 
 	"github.com/spf13/cobra"
 
@@ -33,6 +34,19 @@ type globals struct {
 
 // Main runs the command line and returns the process exit status.
 func Main(args []string) int {
+	// NUMASCOPE_CPUPROFILE=FILE writes a Go CPU profile of numascope itself
+	// (go tool pprof): for finding where numascope's own time goes, e.g.
+	// in the NUMA VM where no debugger runs.
+	if path := os.Getenv("NUMASCOPE_CPUPROFILE"); path != "" {
+		if f, err := os.Create(path); err != nil {
+			fmt.Fprintf(os.Stderr, "numascope: NUMASCOPE_CPUPROFILE: %v\n", err)
+		} else if err := pprof.StartCPUProfile(f); err != nil {
+			fmt.Fprintf(os.Stderr, "numascope: NUMASCOPE_CPUPROFILE: %v\n", err)
+		} else {
+			defer f.Close()
+			defer pprof.StopCPUProfile()
+		}
+	}
 	root := newRoot()
 	root.SetArgs(args)
 	err := root.Execute()

@@ -162,7 +162,9 @@ type analyzer struct {
 	siteIdx  map[siteKey]uint32
 	appRet   map[pageKey]bool // isAppReturn's answers
 
-	thp thpState
+	thp     thpState
+	queries []nodeQuery // queryNodes' buffer
+	pageBuf []uint64    // lookupNodes' buffer
 	// oneNode: every page is on the one node; nothing to ask move_pages.
 	oneNode bool
 }
@@ -433,7 +435,9 @@ func (a *analyzer) handleBatch() { a.handleUntil(^uint64(0)) }
 // gone).
 func (a *analyzer) handleUntil(horizon uint64) {
 	a.stamp++
-	slices.SortStableFunc(a.batch, func(x, y rawSample) int { return cmp.Compare(x.time, y.time) })
+	// Each ring's records are in time order already, and pdqsort is quick
+	// on such runs.
+	slices.SortFunc(a.batch, func(x, y rawSample) int { return cmp.Compare(x.time, y.time) })
 	n := sort.Search(len(a.batch), func(i int) bool { return a.batch[i].time > horizon })
 	later := a.batch[n:]
 	a.batch = a.batch[:n]
@@ -587,65 +591,78 @@ func (a *analyzer) credit(t *threadState, lk locKey, d *Metrics) {
 	a.loc(lk).add(d)
 }
 
+// nodeQuery is a page whose node is asked at the end of a round: a first
+// touch (pend, its index in a.pending) or a sampled access (pend -1).
+type nodeQuery struct {
+	key  pageKey
+	pend int32
+	node int16 // the answer, -1 when unknown
+}
+
 // queryNodes asks move_pages(2) where the pages first touched or accessed
-// in this round are now, credits each first touch to its mapping, and hands
-// the first touches that may have placed a transparent huge page to the
-// huge-page checks (thp.go).
+// in this round are now, and hands the first touches that may have placed
+// a transparent huge page to the huge-page checks (thp.go).
 func (a *analyzer) queryNodes() {
 	a.decideHuge()
 	if len(a.pending) == 0 && len(a.refresh) == 0 {
 		return
 	}
-	byPid := map[int32][]uint64{}
-	if !a.oneNode {
-		// With one node every page is on it: nothing to ask.
-		for i := range a.pending {
-			p := &a.pending[i]
-			byPid[p.key.pid] = append(byPid[p.key.pid], p.key.page)
-		}
-		for _, k := range a.refresh {
-			byPid[k.pid] = append(byPid[k.pid], k.page)
-		}
-	}
-	where := map[pageKey]int{}
-	for pid, pages := range byPid {
-		st := movePages(int(pid), pages)
-		for i, p := range pages {
-			n := -1
-			if st != nil {
-				n = int(st[i])
-			}
-			if n < 0 {
-				n = a.pagemapNode(pid, p)
-			}
-			if n >= 0 || st != nil {
-				where[pageKey{pid, p}] = n
-			}
-		}
-	}
+	q := a.queries[:0]
 	for i := range a.pending {
-		p := &a.pending[i]
-		ps, ok := a.pages[p.key]
+		q = append(q, nodeQuery{key: a.pending[i].key, pend: int32(i), node: -1})
+	}
+	for _, k := range a.refresh {
+		q = append(q, nodeQuery{key: k, pend: -1, node: -1})
+	}
+	if !a.oneNode { // with one node every page is on it: nothing to ask
+		a.lookupNodes(q)
+	}
+	for i := range q {
+		ps, ok := a.pages[q[i].key]
 		if !ok {
 			continue // freed in the same round (munmap): nothing to update
 		}
-		if n, ok := where[p.key]; ok && n >= 0 {
-			ps.node = int16(n)
-			a.pages[p.key] = ps
+		if q[i].node >= 0 && ps.node != q[i].node {
+			ps.node = q[i].node
+			a.pages[q[i].key] = ps
 		}
-		a.considerHuge(p, &ps)
-	}
-	for _, k := range a.refresh {
-		if n, ok := where[k]; ok && n >= 0 {
-			if ps, ok := a.pages[k]; ok {
-				ps.node = int16(n)
-				a.pages[k] = ps
-			}
+		if q[i].pend >= 0 {
+			a.considerHuge(&a.pending[q[i].pend], &ps)
 		}
 	}
+	a.queries = q
 	a.probeHuge()
 	a.pending = a.pending[:0]
 	a.refresh = a.refresh[:0]
+}
+
+// lookupNodes fills in the node of each query's page, one move_pages call
+// per process (in batches), with pagemap for the pages it does not report.
+func (a *analyzer) lookupNodes(q []nodeQuery) {
+	slices.SortFunc(q, func(x, y nodeQuery) int { return cmp.Compare(x.key.pid, y.key.pid) })
+	for start := 0; start < len(q); {
+		pid := q[start].key.pid
+		end := start
+		pages := a.pageBuf[:0]
+		for ; end < len(q) && q[end].key.pid == pid; end++ {
+			pages = append(pages, q[end].key.page)
+		}
+		a.pageBuf = pages
+		st := movePages(int(pid), pages)
+		for i := start; i < end; i++ {
+			n := -1
+			if st != nil {
+				n = int(st[i-start])
+			}
+			if n < 0 {
+				if _, ok := a.pages[q[i].key]; ok { // not for a page freed meanwhile
+					n = a.pagemapNode(pid, q[i].key.page)
+				}
+			}
+			q[i].node = int16(n)
+		}
+		start = end
+	}
 }
 
 // movePagesBatch bounds one move_pages call.
