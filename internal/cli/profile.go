@@ -28,15 +28,22 @@ event: the first fault on a page is its first touch (the code and thread that pl
 automatic NUMA balancing on, later faults are NUMA hinting faults, a sample of the program's
 accesses (one per page per balancing scan), classified local or remote. Instruction addresses
 are resolved to function, file and line from the binaries' ELF symbols and DWARF line tables
-(build with -g). See docs/profile.md for the format and exactly what is counted.
+(build with -g). As root, syscall tracepoints also give each range of memory its allocation
+site (the application line whose malloc/mmap asked the kernel for it) and follow each thread's
+sched_setaffinity calls as they happen (the pinning log). See docs/profile.md for the format and
+exactly what is counted; numascope report FILE summarises a profile in the terminal, numascope
+view FILE in the browser.
 
 numascope returns CMD's exit status (128+N if a signal killed it); the profile is written even
-then. Needs root or kernel.perf_event_paranoid <= 1.
+then. Needs root or kernel.perf_event_paranoid <= 1 (without root: no allocation sites, and
+affinities are polled).
 
 --scan-rate makes the kernel's balancing scanner start and rescan sooner, so that a short run
 gets more sampled accesses; the scanner's settings are put back when numascope ends, however
 it ends.`,
-		Example: `  numascope profile -o init.json -- ./solver --threads 8`,
+		Example: `  numascope profile -o init.json -- ./solver --threads 8
+  numascope report init.json
+  numascope view init.json --source-path ~/src/solver`,
 		Args:    cobra.ArbitraryArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 0 {
