@@ -186,7 +186,8 @@ func Run(args []string, opt Options) (*Profile, error) {
 			return err
 		}
 		if a.syscalls, err = ps.openSyscalls(pid); err != nil {
-			p.Notes = append(p.Notes, fmt.Sprintf("allocation sites are not tracked and thread affinities are polled every %d ms, not followed: "+
+			p.Notes = append(p.Notes, fmt.Sprintf("allocation sites are not tracked, thread affinities are polled every %d ms, not followed, "+
+				"and memory given back and mapped again (munmap, MADV_DONTNEED) is not noticed, so touching it again counts as accesses: "+
 				"the syscall tracepoints are unavailable (%v); run as root, or set kernel.perf_event_paranoid=-1", pollMs, err))
 		}
 		a.seed(pid, args[0])

@@ -406,12 +406,13 @@ func TestFaultHeavyCounts(t *testing.T) {
 	const mb, rounds = 32, 8
 	want := uint64(rounds * mb << 20 / os.Getpagesize())
 	p := runProfile(t, bin, "--faults", "--mb", "32", "--rounds", "8", "--lead", "0", "--linger", "0")
-	requireSyscalls(t, p)
 	l, _ := findLocation(p, "profbench.c", markedLine(t, src, "fault"))
 	t.Logf("@fault %+v; %d samples, %d lost, %d huge pages", l.Metrics, p.Samples, p.Lost, p.HugePages)
+	// With or without root (exact check, or probes decided a round late).
 	if p.HugePages != 0 {
 		t.Errorf("%d huge pages found in MADV_NOHUGEPAGE memory", p.HugePages)
 	}
+	requireSyscalls(t, p) // the munmaps are seen through them
 	// Records the kernel dropped are missing from the count, nothing else.
 	if l.Metrics.FirstTouch > want || l.Metrics.FirstTouch+p.Lost < want {
 		t.Errorf("first touches at @fault: %d, want %d (less at most the %d lost records)", l.Metrics.FirstTouch, want, p.Lost)
