@@ -436,3 +436,42 @@ func TestPerCycle(t *testing.T) {
 		t.Errorf("--per a gauge: exit %d, %q", code, errs)
 	}
 }
+
+// TestProfileHandsOffTracepointClose: numascope profile leaves the slow
+// close of its syscall tracepoint events to a background copy of itself
+// (docs/profile.md, "Ending"); that copy holds only perf events and goes
+// away on its own, leaving no perf event open.
+func TestProfileHandsOffTracepointClose(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("the syscall tracepoints need root")
+	}
+	out := filepath.Join(t.TempDir(), "p.json")
+	if _, errs, code := run(t, "profile", "-o", out, "--", "true"); code != 0 {
+		t.Fatalf("numascope profile -- true: status %d: %s", code, errs)
+	}
+	b, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(b), "allocation sites are not tracked") {
+		t.Fatalf("as root the syscall tracepoints should open: %s", b)
+	}
+	closers := func() []string {
+		var found []string
+		ents, _ := os.ReadDir("/proc")
+		for _, e := range ents {
+			cl, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+			if err == nil && strings.HasPrefix(string(cl), binary+"\x00__numascope-close-perf-events") {
+				found = append(found, e.Name())
+			}
+		}
+		return found
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for len(closers()) > 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("the background closer is still running after 30 s: pids %v", closers())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
