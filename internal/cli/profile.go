@@ -44,7 +44,7 @@ it ends.`,
 		Example: `  numascope profile -o init.json -- ./solver --threads 8
   numascope report init.json
   numascope view init.json --source-path ~/src/solver`,
-		Args:    cobra.ArbitraryArgs,
+		Args: cobra.ArbitraryArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 0 {
 				return fmt.Errorf("no command to profile: numascope profile [-o FILE] -- CMD [ARGS...]")
