@@ -138,7 +138,10 @@ type analyzer struct {
 	batch   []rawSample
 	stamp   uint64
 	pending []pendingFirst
-	refresh []pageKey
+	refresh []refreshQ
+	// recheck are remotely accessed pages whose node did not change when
+	// asked: asked again next round (see queryNodes).
+	recheck []pageKey
 	samples uint64
 	lost    uint64
 	// hugePages counts the 2 MiB regions found placed by one fault.
@@ -582,7 +585,15 @@ func (a *analyzer) handleFault(s *rawSample) {
 			a.matrix[r][c]++
 		}
 	}
-	a.refresh = append(a.refresh, key)
+	a.refresh = append(a.refresh, refreshQ{key: key, acc: int16(acc)})
+}
+
+// refreshQ is a sampled access whose page's node is asked at the end of the
+// round: the hinting fault may have migrated it toward acc, the accessing
+// CPU's node.
+type refreshQ struct {
+	key pageKey
+	acc int16
 }
 
 func (a *analyzer) credit(t *threadState, lk locKey, d *Metrics) {
@@ -596,6 +607,9 @@ func (a *analyzer) credit(t *threadState, lk locKey, d *Metrics) {
 type nodeQuery struct {
 	key  pageKey
 	pend int32
+	// acc is the accessing node of a sampled access, -1 for a first touch
+	// or a page asked again.
+	acc  int16
 	node int16 // the answer, -1 when unknown
 }
 
@@ -604,16 +618,20 @@ type nodeQuery struct {
 // a transparent huge page to the huge-page checks (thp.go).
 func (a *analyzer) queryNodes() {
 	a.decideHuge()
-	if len(a.pending) == 0 && len(a.refresh) == 0 {
+	if len(a.pending) == 0 && len(a.refresh) == 0 && len(a.recheck) == 0 {
 		return
 	}
 	q := a.queries[:0]
 	for i := range a.pending {
-		q = append(q, nodeQuery{key: a.pending[i].key, pend: int32(i), node: -1})
+		q = append(q, nodeQuery{key: a.pending[i].key, pend: int32(i), acc: -1, node: -1})
 	}
-	for _, k := range a.refresh {
-		q = append(q, nodeQuery{key: k, pend: -1, node: -1})
+	for _, r := range a.refresh {
+		q = append(q, nodeQuery{key: r.key, pend: -1, acc: r.acc, node: -1})
 	}
+	for _, k := range a.recheck {
+		q = append(q, nodeQuery{key: k, pend: -1, acc: -1, node: -1})
+	}
+	a.recheck = a.recheck[:0]
 	if !a.oneNode { // with one node every page is on it: nothing to ask
 		a.lookupNodes(q)
 	}
@@ -625,6 +643,14 @@ func (a *analyzer) queryNodes() {
 		if q[i].node >= 0 && ps.node != q[i].node {
 			ps.node = q[i].node
 			a.pages[q[i].key] = ps
+		}
+		// A hinting fault migrates the page toward the accessing node
+		// inside the fault, after the sample was written; under load (or
+		// emulation) the query can come before the migration is done, and
+		// the next access would then be classified against the old node.
+		// A page still not on the accessing node is asked again next round.
+		if q[i].acc >= 0 && !a.oneNode && ps.node != q[i].acc {
+			a.recheck = append(a.recheck, q[i].key)
 		}
 		if q[i].pend >= 0 {
 			a.considerHuge(&a.pending[q[i].pend], &ps)

@@ -245,10 +245,14 @@ func TestProfile(t *testing.T) {
 			0.9*float64((nodes-1)*pages), 3*float64((nodes-1)*pages)+50)
 		// The kernel counts the same thing: hinting faults, local when the
 		// page is on the faulting CPU's node. Its counters cover the whole
-		// VM (numascope's own few hinting faults too).
+		// VM (numascope's own few hinting faults too). numascope learns
+		// where a page went only at the end of its round: when the VM's
+		// vCPUs starve it and a round stretches over two scans of the same
+		// page, the access after a migration is still classified against
+		// the old node (docs/profile.md). Seen up to 6.4 % over in CI.
 		hint, hintLocal := hintDeltas(t, r, "serial")
 		within(t, "serial: remote accesses vs the kernel's numa_hint_faults - numa_hint_faults_local",
-			float64(p.Totals.Remote), 0.95*float64(hint-hintLocal)-20, 1.05*float64(hint-hintLocal)+20)
+			float64(p.Totals.Remote), 0.95*float64(hint-hintLocal)-20, 1.08*float64(hint-hintLocal)+20)
 		// The kernel's total also has numascope's own (local) hinting faults.
 		within(t, "serial: sampled accesses vs the kernel's numa_hint_faults",
 			float64(p.Totals.Local+p.Totals.Remote), 0.9*float64(hint)-20, 1.02*float64(hint)+200)
