@@ -9,7 +9,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"time"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -122,7 +121,6 @@ type analyzer struct {
 	// threadNodes are the matrix rows, pageNodes its columns.
 	threadNodes []int
 	pageSize    uint64
-	start       time.Time
 	startNs     uint64 // start on CLOCK_MONOTONIC, the clock of the samples
 	procRoot    string
 
@@ -178,7 +176,6 @@ func newAnalyzer(cpuNode []int, pageNodes, threadNodes []int) *analyzer {
 		nodeIdx:     map[int]int{},
 		rowIdx:      map[int]int{},
 		pageSize:    uint64(os.Getpagesize()),
-		start:       time.Now(),
 		procRoot:    "/proc",
 		pages:       map[pageKey]pageState{},
 		huge:        map[pageKey]int16{},
@@ -382,6 +379,10 @@ func (a *analyzer) affinityOf(t *threadState) (string, []int, bool) {
 	return list, cpus, true
 }
 
+// sinceStart is the seconds from the start of the profile to t, a
+// CLOCK_MONOTONIC time (a sample's or monotonicNs()).
+func (a *analyzer) sinceStart(t uint64) float64 { return float64(int64(t-a.startNs)) / 1e9 }
+
 // setAffinity applies an affinity to a thread and logs it if it changed.
 func (a *analyzer) setAffinity(t *threadState, list string, cpus []int, via string, at uint64) {
 	if list == t.status {
@@ -403,11 +404,10 @@ func (a *analyzer) setAffinity(t *threadState, list string, cpus []int, via stri
 	if len(t.nodes) == 1 {
 		t.node = t.nodes[0]
 	}
-	when := time.Since(a.start).Seconds()
-	if at != 0 && a.startNs != 0 {
-		when = float64(int64(at-a.startNs)) / 1e9
+	if at == 0 {
+		at = monotonicNs()
 	}
-	t.log = append(t.log, Binding{TimeS: when, CPUs: list, Nodes: append([]int(nil), t.nodes...), Via: via})
+	t.log = append(t.log, Binding{TimeS: a.sinceStart(at), CPUs: list, Nodes: append([]int(nil), t.nodes...), Via: via})
 }
 
 func readStatusField(path, key string) (string, bool) {
@@ -434,8 +434,8 @@ func (a *analyzer) handleBatch() { a.handleUntil(^uint64(0)) }
 // rings are read one after another, so a ring read last can hold records
 // newer than what a ring read first could show yet, and handling them now
 // would put them before records of the same moment still to come (a fault
-// handled before the munmap that preceded it brings back a page that is
-// gone).
+// that came before an munmap, handled after it, would bring back a page
+// that is gone).
 func (a *analyzer) handleUntil(horizon uint64) {
 	a.stamp++
 	// Each ring's records are in time order already, and pdqsort is quick
@@ -524,10 +524,8 @@ func (a *analyzer) forgetProcess(pid int32) {
 // handleFault classifies a page fault: a first touch or a sampled access.
 func (a *analyzer) handleFault(s *rawSample) {
 	t := a.thread(s.pid, s.tid)
-	if t.status == "" && t.seen != a.stamp {
-		// Not seen at a fork (its parent's affinity unknown): read it.
-		t.seen = a.stamp
-		a.readAffinity(t, "start", 0)
+	if t.status == "" {
+		a.pollAffinity(t) // not seen at a fork (its parent's affinity unknown): its start
 	}
 	key := pageKey{s.pid, s.addr &^ (a.pageSize - 1)}
 	lk := locKey{pid: s.pid, ip: s.ip, caller: s.caller}
@@ -542,7 +540,7 @@ func (a *analyzer) handleFault(s *rawSample) {
 	}
 	if !touched {
 		site := a.siteAt(s.pid, s.addr)
-		if rk := regionOf(key); a.thp.firsts[rk] < ^uint16(0) {
+		if rk := regionOf(key); !a.thp.off && a.thp.firsts[rk] < ^uint16(0) {
 			a.thp.firsts[rk]++
 		}
 		// Where the memory came from: /proc/PID/maps, read again at most
@@ -555,9 +553,7 @@ func (a *analyzer) handleFault(s *rawSample) {
 		if t.node < 0 {
 			d.UnpinnedFirstTouch = 1
 		}
-		a.credit(t, lk, &d)
-		a.sites[site].metrics.add(&d)
-		a.mappings[mapping].Metrics.add(&d)
+		a.credit(t, lk, mapping, site, &d)
 		a.pending = append(a.pending, pendingFirst{key: key, loc: lk, tid: t.tid, unpinned: t.node < 0})
 		return
 	}
@@ -577,9 +573,7 @@ func (a *analyzer) handleFault(s *rawSample) {
 	case ps.unpinnedOwner:
 		d.UnpinnedPage = 1
 	}
-	a.credit(t, lk, &d)
-	a.mappings[ps.mapping].Metrics.add(&d)
-	a.sites[ps.site].metrics.add(&d)
+	a.credit(t, lk, ps.mapping, ps.site, &d)
 	if r, ok := a.rowIdx[t.node]; ok {
 		if c, ok := a.nodeIdx[int(ps.node)]; ok {
 			a.matrix[r][c]++
@@ -596,10 +590,16 @@ type refreshQ struct {
 	acc int16
 }
 
-func (a *analyzer) credit(t *threadState, lk locKey, d *Metrics) {
+// credit adds d to the whole run and to the code, thread (if still known),
+// mapping and allocation site it belongs to.
+func (a *analyzer) credit(t *threadState, lk locKey, mapping, site uint32, d *Metrics) {
 	a.totals.add(d)
-	t.metrics.add(d)
+	if t != nil {
+		t.metrics.add(d)
+	}
 	a.loc(lk).add(d)
+	a.mappings[mapping].Metrics.add(d)
+	a.sites[site].metrics.add(d)
 }
 
 // nodeQuery is a page whose node is asked at the end of a round: a first

@@ -230,7 +230,7 @@ func Run(args []string, opt Options) (*Profile, error) {
 	// The program is gone: no more syscall events. Their slow close
 	// starts now, in the background.
 	ps.closeSyscallsVia(opt.Closer)
-	p.Duration = time.Since(a.start).Seconds()
+	p.Duration = a.sinceStart(monotonicNs())
 	var ee *exec.ExitError
 	switch {
 	case errors.As(werr, &ee):

@@ -430,6 +430,12 @@ func (a *analyzer) addAlloc(pid int32, start, end uint64, site uint32) {
 	st := &a.sites[site]
 	st.calls++
 	st.bytes += end - start
+	a.placeAlloc(pid, start, end, site)
+}
+
+// placeAlloc makes [start, end) of pid belong to site, replacing what was
+// there.
+func (a *analyzer) placeAlloc(pid int32, start, end uint64, site uint32) {
 	a.cutAlloc(pid, start, end)
 	rs := a.allocs[pid]
 	i := sort.Search(len(rs), func(i int) bool { return rs[i].start >= start })
@@ -536,14 +542,10 @@ func (a *analyzer) remap(pid int32, old, oldLen, addr, newLen uint64) {
 	} else if newLen < oldLen {
 		a.freeRange(pid, old+newLen, old+oldLen, true)
 	}
-	a.cutAlloc(pid, addr, addr+newLen)
 	if site != 0 {
-		rs := a.allocs[pid]
-		i := sort.Search(len(rs), func(i int) bool { return rs[i].start >= addr })
-		rs = append(rs, allocRange{})
-		copy(rs[i+1:], rs[i:])
-		rs[i] = allocRange{start: addr, end: addr + newLen, site: site}
-		a.allocs[pid] = rs
+		a.placeAlloc(pid, addr, addr+newLen, site)
+	} else {
+		a.cutAlloc(pid, addr, addr+newLen)
 	}
 }
 

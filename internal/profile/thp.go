@@ -178,13 +178,7 @@ func (a *analyzer) creditHuge(c *thpCandidate) {
 	if c.unpinned {
 		d.UnpinnedFirstTouch = extra
 	}
-	a.totals.add(&d)
-	a.loc(c.loc).add(&d)
-	if t := a.threads[c.tid]; t != nil {
-		t.metrics.add(&d)
-	}
-	a.mappings[c.mapping].Metrics.add(&d)
-	a.sites[c.site].metrics.add(&d)
+	a.credit(a.threads[c.tid], c.loc, c.mapping, c.site, &d)
 }
 
 // thpAt says whether the 2 MiB region at region of pid is one transparent
