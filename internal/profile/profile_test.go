@@ -134,6 +134,9 @@ func TestFirstTouchAttributed(t *testing.T) {
 			if p.ExitStatus != 0 {
 				t.Fatalf("exit status %d, want 0", p.ExitStatus)
 			}
+			if onlineNodes(t) == 1 && !strings.Contains(strings.Join(p.Notes, "\n"), "this machine has one NUMA node") {
+				t.Errorf("on one node the profile must say there are no sampled accesses; notes %q", p.Notes)
+			}
 			l, ok := findLocation(p, "profnuma.c", initLine)
 			if !ok {
 				t.Fatalf("no location profnuma.c:%d; locations: %+v", initLine, p.Locations)

@@ -31,6 +31,7 @@ type profDoc struct {
 	ExitStatus    int         `json:"exit_status"`
 	Signal        string      `json:"signal"`
 	NUMABalancing bool        `json:"numa_balancing"`
+	Notes         []string    `json:"notes"`
 	Lost          int64       `json:"lost"`
 	Totals        profMetrics `json:"totals"`
 	AccessMatrix  struct {
@@ -472,7 +473,11 @@ func TestProfileCPULess(t *testing.T) {
 	script := fmt.Sprintf("sec topo numascope topology --format json\n"+
 		"sec prof timeout 60 taskset -c 0 numascope profile -o /tmp/c.json --scan-rate 200ms -- profnuma-g --parallel --membind 2 --mb %d --seconds 3 --lead 0 --linger 0\n"+
 		"sec prof.json cat /tmp/c.json\n"+
-		"sec report numascope report /tmp/c.json\n", mb)
+		"sec report numascope report /tmp/c.json\n"+
+		// Balancing off: said plainly, first touches still reported.
+		"echo 0 > /proc/sys/kernel/numa_balancing\n"+
+		"sec off sh -c 'timeout 60 numascope profile -o /tmp/off.json -- profnuma-g --serial --mb %d --seconds 1 --lead 0 --linger 0 2>&1 >/dev/null'\n"+
+		"sec off.json cat /tmp/off.json\n", mb, mb)
 	r := runVM(t, []string{"--nodes", "3", "--cpuless", "1", "--add", bin}, script)
 
 	var topo struct {
@@ -516,4 +521,21 @@ func TestProfileCPULess(t *testing.T) {
 	if rep := r.section(t, "report"); !strings.Contains(rep, "went to pages on node 2") {
 		t.Errorf("report: no hint about node 2:\n%s", rep)
 	}
+
+	t.Run("balancing-off", func(t *testing.T) {
+		if s := r.section(t, "off"); !strings.Contains(s, "automatic NUMA balancing is off") {
+			t.Errorf("numascope profile with kernel.numa_balancing=0 did not say so on stderr:\n%s", s)
+		}
+		var off profDoc
+		if err := json.Unmarshal([]byte(r.section(t, "off.json")), &off); err != nil {
+			t.Fatalf("the profile is not valid JSON: %v", err)
+		}
+		if off.NUMABalancing || !strings.Contains(strings.Join(off.Notes, "\n"), "automatic NUMA balancing is off") {
+			t.Errorf("profile with kernel.numa_balancing=0: numa_balancing %v, notes %q", off.NUMABalancing, off.Notes)
+		}
+		// Two workers (nodes 0 and 1), each buffer first-touched at @init.
+		if in := off.at(initLine); in.FirstTouch != 2*pages || in.Local+in.Remote != 0 {
+			t.Errorf("init line with balancing off: %+v, want %d first touches and no sampled access", in, 2*pages)
+		}
+	})
 }
