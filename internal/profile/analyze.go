@@ -162,6 +162,10 @@ type analyzer struct {
 	sites    []allocSite      // [0] is "no site"
 	siteIdx  map[siteKey]uint32
 	appRet   map[pageKey]bool // isAppReturn's answers
+	lineAt   map[pageKey]bool // hasLine's answers
+	// lastCall is, by thread, the last call into code without lines whose
+	// caller faultCaller found in the stack copy.
+	lastCall map[int32]routineCall
 
 	thp     thpState
 	queries []nodeQuery // queryNodes' buffer
@@ -197,6 +201,8 @@ func newAnalyzer(cpuNode []int, pageNodes, threadNodes []int) *analyzer {
 		sites:       []allocSite{{}},
 		siteIdx:     map[siteKey]uint32{},
 		appRet:      map[pageKey]bool{},
+		lineAt:      map[pageKey]bool{},
+		lastCall:    map[int32]routineCall{},
 		thp:         thpState{firsts: map[pageKey]uint16{}},
 		oneNode:     len(pageNodes) == 1,
 	}
@@ -236,20 +242,8 @@ func (a *analyzer) record(rec []byte) {
 		}
 		a.samples++
 		r := rawSample{ip: s.ip, addr: s.addr, time: s.time, pid: s.pid, tid: s.tid, cpu: s.cpu}
-		// The chain starts with PERF_CONTEXT_USER and the leaf IP; the
-		// next address is the caller's return address.
-		seenLeaf := false
-		for i := 0; i < chainLen(s.chain); i++ {
-			ip := chainAt(s.chain, i)
-			if isContext(ip) {
-				continue
-			}
-			if !seenLeaf {
-				seenLeaf = true
-				continue
-			}
-			r.caller = ip - 1 // inside the call instruction
-			break
+		if !a.hasLine(s.pid, s.ip) {
+			r.caller = a.faultCaller(&s)
 		}
 		a.batch = append(a.batch, r)
 	case unix.PERF_RECORD_MMAP2:
@@ -299,14 +293,83 @@ func (a *analyzer) record(rec []byte) {
 		if len(rec) < 32 {
 			return
 		}
-		if t, ok := a.threads[int32(le32(rec, 16))]; ok {
+		tid := int32(le32(rec, 16))
+		if t, ok := a.threads[tid]; ok {
 			t.exited = true
 		}
+		delete(a.lastCall, tid) // its number may be reused
 	case unix.PERF_RECORD_LOST:
 		if len(rec) >= 24 {
 			a.lost += le64(rec, 16)
 		}
 	}
+}
+
+// hasLine says whether a faulting instruction has line information, so that
+// it is its own location. Answers are cached per address; an address not
+// yet in a known mapping is asked again next time.
+func (a *analyzer) hasLine(pid int32, ip uint64) bool {
+	key := pageKey{pid, ip}
+	if v, ok := a.lineAt[key]; ok {
+		return v
+	}
+	fr, ok := a.resolve(a.sym, pid, ip)
+	if ok && len(a.lineAt) < 1<<16 {
+		a.lineAt[key] = fr.Line > 0
+	}
+	return ok && fr.Line > 0
+}
+
+// routineCall is a fault in code without lines and the call that led to it.
+type routineCall struct{ leaf, caller uint64 }
+
+// routineSpan bounds how far apart two faulting instructions may be to be
+// taken as the same routine (libc's string routines are a few hundred bytes
+// to a few KiB).
+const routineSpan = 1024
+
+// faultCaller finds the application's call that led to a fault in code
+// without line information (libc's memset, memcpy): the first word of the
+// fault's stack copy that is a return address into code with lines, else
+// the call chain's caller. The stack comes first because the chain's
+// frame-pointer walk misses the innermost caller of a routine that sets up
+// no frame, reporting its caller's caller. The result points inside the
+// call instruction (0: none).
+func (a *analyzer) faultCaller(s *sample) uint64 {
+	for off := 0; off+8 <= len(s.stack); off += 8 {
+		if ip := le64(s.stack, off); a.isAppReturn(s.pid, ip) {
+			if c := (routineCall{s.ip, ip - 1}); a.lastCall[s.tid] != c {
+				a.lastCall[s.tid] = c
+			}
+			return ip - 1
+		}
+	}
+	if len(s.stack) < faultStackCopy {
+		// The kernel's copy stopped short: it copies without faulting, and
+		// a stack page was not mapped. The call into the routine wrote its
+		// return address there, so the page was unmapped since, by the
+		// NUMA balancing scanner, while the thread stayed in the routine:
+		// the thread's last fault in the same routine (|leaf - ip| <
+		// routineSpan) had the caller.
+		if c, ok := a.lastCall[s.tid]; ok && c.leaf-s.ip+routineSpan < 2*routineSpan {
+			return c.caller
+		}
+	}
+	// The chain starts with PERF_CONTEXT_USER and the leaf IP; the next
+	// address is the caller's return address.
+	seenLeaf := false
+	for i := 0; i < chainLen(s.chain); i++ {
+		ip := chainAt(s.chain, i)
+		if isContext(ip) {
+			continue
+		}
+		if !seenLeaf {
+			seenLeaf = true
+			continue
+		}
+		return ip - 1
+	}
+	return 0
 }
 
 func (a *analyzer) thread(pid, tid int32) *threadState {

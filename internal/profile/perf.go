@@ -30,6 +30,17 @@ const maxStack = 16
 // stack for every entry, in the faulting thread, so each one costs).
 const faultStack = 3
 
+// faultStackCopy is how many bytes of the user stack, from the stack
+// pointer up, each page fault carries (PERF_SAMPLE_STACK_USER). When the
+// fault is in code without line information (libc's memset, memcpy), the
+// application's call into it is found there: a leaf routine keeps its
+// return address at [SP], and the call chain cannot see it, because the
+// frame-pointer walk starts from the caller's frame (and Debian's libc
+// keeps no frame pointers). 128 bytes also reach through one small libc
+// frame (calloc's memset); each byte is copied on every fault and takes
+// ring space, so the copy stays small.
+const faultStackCopy = 256
+
 // sampleIDSize is the size of the sample_id trailer of non-sample records
 // (sample_id_all): pid, tid, time, cpu, reserved.
 const sampleIDSize = 24
@@ -91,12 +102,13 @@ func openPerf(pid int, cpus []int) (*perfSession, error) {
 		Size:        uint32(unsafe.Sizeof(unix.PerfEventAttr{})),
 		Config:      unix.PERF_COUNT_SW_PAGE_FAULTS,
 		Sample:      1, // sample_period: every fault
-		Sample_type: sampleType,
+		Sample_type: sampleType | unix.PERF_SAMPLE_STACK_USER,
 		Bits: unix.PerfBitExcludeKernel | unix.PerfBitExcludeHv | unix.PerfBitInherit |
 			unix.PerfBitMmap | unix.PerfBitComm | unix.PerfBitTask | unix.PerfBitSampleIDAll |
 			unix.PerfBitMmap2 | unix.PerfBitExcludeCallchainKernel | unix.PerfBitWatermark | unix.PerfBitUseClockID,
-		Wakeup:           ringPages * uint32(os.Getpagesize()) / 4, // wakeup_watermark, in bytes (the kernel caps it at a smaller ring's size)
-		Sample_max_stack: faultStack,
+		Wakeup:            ringPages * uint32(os.Getpagesize()) / 4, // wakeup_watermark, in bytes (the kernel caps it at a smaller ring's size)
+		Sample_max_stack:  faultStack,
+		Sample_stack_user: faultStackCopy,
 		// CLOCK_MONOTONIC: sample times compare with numascope's own clock
 		// (binding log times); events that share a ring must agree on it.
 		Clockid: unix.CLOCK_MONOTONIC,
@@ -135,6 +147,25 @@ func (ps *perfSession) close() {
 		unix.Close(r.fd)
 	}
 	ps.rings = nil
+}
+
+// faults reads how many page faults the events counted, the exited threads
+// and processes they followed included (the kernel adds an inherited
+// event's count to its parent's when the thread exits). With a sample
+// period of 1, and software events never throttled on their first overflow,
+// each was a sample: those that never reached numascope were dropped, even
+// when no PERF_RECORD_LOST says so (the kernel writes that record only once
+// there is room again, which a ring full at the program's end never has).
+func (ps *perfSession) faults() (uint64, error) {
+	var n uint64
+	var b [8]byte
+	for _, r := range ps.rings {
+		if k, err := unix.Read(r.fd, b[:]); err != nil || k != len(b) {
+			return 0, fmt.Errorf("reading the page-fault count of cpu %d: %d bytes, %v", r.cpu, k, err)
+		}
+		n += binary.LittleEndian.Uint64(b[:])
+	}
+	return n, nil
 }
 
 // wait blocks until a ring passes its watermark or timeoutMs pass.
@@ -191,8 +222,9 @@ type sample struct {
 	chain []byte
 	// raw is a tracepoint's record (PERF_SAMPLE_RAW), nil for a page
 	// fault; rest is what follows it (REGS_USER and STACK_USER, for the
-	// events that ask for them: see userStack). Both alias the record.
-	raw, rest []byte
+	// events that ask for them: see userStack). stack is a page fault's
+	// copy of the user stack from SP (STACK_USER). All alias the record.
+	raw, rest, stack []byte
 }
 
 func le64(b []byte, off int) uint64 { return binary.LittleEndian.Uint64(b[off:]) }
@@ -215,14 +247,23 @@ func decodeSample(rec []byte, s *sample) bool {
 		return false
 	}
 	s.chain = rec[fixed : fixed+int(nr)*8]
-	// A tracepoint's sample goes on with RAW: u32 size, then the data,
-	// padded so that the record stays 8-byte aligned.
-	s.raw, s.rest = nil, nil
+	s.raw, s.rest, s.stack = nil, nil, nil
 	rest := rec[fixed+int(nr)*8:]
 	if len(rest) < 4 {
 		return true
 	}
+	// What follows tells the two kinds of sample apart. A tracepoint's
+	// goes on with RAW: a u32 size, then the data, padded so that the
+	// record stays 8-byte aligned, which makes the size 4 more than a
+	// multiple of 8 (the kernel's perf_prepare_sample rounds size+4 up to
+	// 8). A page fault's goes on with STACK_USER: a u64 size that is a
+	// multiple of 8.
 	n := uint64(le32(rest, 0))
+	if n%8 != 4 {
+		_, stack, ok := userStack(rest, 0)
+		s.stack = stack
+		return ok
+	}
 	if n > uint64(len(rest)-4) {
 		return false
 	}

@@ -44,8 +44,9 @@ type Profile struct {
 	// with one node) there are no sampled accesses, only first touches.
 	NUMABalancing bool     `json:"numa_balancing"`
 	Notes         []string `json:"notes"`
-	// Samples are the page faults seen; Lost those the kernel dropped
-	// because the ring buffer was full.
+	// Samples are the page faults seen; Lost the records the kernel
+	// dropped because a ring buffer was full (at least the page faults its
+	// count has that never arrived).
 	Samples      uint64     `json:"samples"`
 	Lost         uint64     `json:"lost"`
 	HugePages    uint64     `json:"huge_pages"`
@@ -227,6 +228,11 @@ func Run(args []string, opt Options) (*Profile, error) {
 			a.handleBatch()
 		}
 	}
+	// Samples the kernel dropped without a PERF_RECORD_LOST to say so are
+	// told by the events' own count.
+	if n, err := ps.faults(); err == nil && n > a.samples && n-a.samples > a.lost {
+		a.lost = n - a.samples
+	}
 	// The program is gone: no more syscall events. Their slow close
 	// starts now, in the background.
 	ps.closeSyscallsVia(opt.Closer)
@@ -312,6 +318,11 @@ func (a *analyzer) seed(pid int, name string) {
 		for sc.Scan() {
 			if m, ok := parseMapsLine(sc.Text()); ok {
 				a.maps[int32(pid)] = append(a.maps[int32(pid)], m)
+				// Read the program's line tables now, while it is
+				// stopped: the first faults ask for them, and reading a
+				// large table while the program runs would let its rings
+				// overflow.
+				a.sym.load(m.file)
 			}
 		}
 		f.Close()

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -189,6 +190,39 @@ func TestFirstTouchAttributed(t *testing.T) {
 	}
 }
 
+// TestLibcCallerAttributed: when the first touch happens inside libc
+// (memset, memcpy: no line information), the pages go to the application's
+// line that called it, not to libc, nor to the caller's caller (where the
+// frame-pointer call chain alone would point), static and PIE.
+func TestLibcCallerAttributed(t *testing.T) {
+	for _, static := range []bool{true, false} {
+		bin := buildWorkload(t, static)
+		for _, routine := range []string{"memset", "memcpy"} {
+			name := map[bool]string{true: "static", false: "pie"}[static] + "/" + routine
+			t.Run(name, func(t *testing.T) {
+				line := markedLine(t, workloadSrc, routine)
+				const mb = 3
+				want := uint64(onlineNodes(t) * mb << 20 / os.Getpagesize())
+				p := runProfile(t, bin, "--serial", "--"+routine, "--mb", "3", "--seconds", "0", "--lead", "0", "--linger", "0")
+				if p.ExitStatus != 0 {
+					t.Fatalf("exit status %d, want 0", p.ExitStatus)
+				}
+				l, ok := findLocation(p, "profnuma.c", line)
+				if !ok || l.Function != "init_buffer" || l.Metrics.FirstTouch != want {
+					var top []string
+					for _, l := range p.Locations {
+						if l.Metrics.FirstTouch >= want/10 {
+							top = append(top, fmt.Sprintf("%s %s:%d: %d", l.Function, filepath.Base(l.File), l.Line, l.Metrics.FirstTouch))
+						}
+					}
+					t.Errorf("profnuma.c:%d (found %v) in %q has %d first touches, want the buffers' %d in init_buffer; "+
+						"locations with many: %q", line, ok, l.Function, l.Metrics.FirstTouch, want, top)
+				}
+			})
+		}
+	}
+}
+
 // TestCrashKeepsProfile: a program killed by SIGSEGV after its first touch
 // still yields its complete profile and its status.
 func TestCrashKeepsProfile(t *testing.T) {
@@ -357,36 +391,56 @@ func FuzzRecord(f *testing.F) {
 }
 
 // BenchmarkRecord measures decoding and classifying one page-fault sample
-// (the hot path: one per fault), on pages already touched.
+// (the hot path: one per fault), on pages already touched, with the
+// address lookups' caches warm: a fault in code with lines ("app"), and one
+// in libc's memset, whose caller is the first word of the stack copy
+// ("libc").
 func BenchmarkRecord(b *testing.B) {
-	a := newAnalyzer([]int{0, 1}, []int{0, 1}, []int{-1, 0, 1})
-	a.procRoot = "/nonexistent"
-	body := make([]byte, 48+24)
-	binary.LittleEndian.PutUint64(body[0:], 0x401000)      // ip
-	binary.LittleEndian.PutUint32(body[8:], 1<<23)         // pid (not a live process)
-	binary.LittleEndian.PutUint32(body[12:], 1<<23)        // tid
-	binary.LittleEndian.PutUint64(body[40:], 3)            // chain: nr
-	binary.LittleEndian.PutUint64(body[48:], ^uint64(511)) // PERF_CONTEXT_USER
-	binary.LittleEndian.PutUint64(body[56:], 0x401000)     // leaf
-	binary.LittleEndian.PutUint64(body[64:], 0x402000)     // caller
-	r := rec(unix.PERF_RECORD_SAMPLE, body)[:8+len(body)]
-	binary.LittleEndian.PutUint16(r[6:], uint16(len(r)))
-	const pages = 4096
-	b.ReportAllocs()
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		binary.LittleEndian.PutUint64(r[8+16:], uint64(i))            // time
-		binary.LittleEndian.PutUint64(r[8+24:], uint64(i%pages)*4096) // addr
-		binary.LittleEndian.PutUint32(r[8+32:], uint32(i&1))          // cpu
-		a.record(r)
-		if len(a.batch) == 1024 {
-			for j := range a.batch {
-				a.handle(&a.batch[j])
+	const pid, leaf, ret = 1 << 23, 0x401000, 0x402005
+	for _, bc := range []struct {
+		name string
+		line bool
+	}{{"app", true}, {"libc", false}} {
+		b.Run(bc.name, func(b *testing.B) {
+			a := newAnalyzer([]int{0, 1}, []int{0, 1}, []int{-1, 0, 1})
+			a.procRoot = "/nonexistent"
+			a.lineAt[pageKey{pid, leaf}] = bc.line
+			a.appRet[pageKey{pid, ret}] = true
+			le := binary.LittleEndian
+			r := faultRecordStack(pid, 0, 0, 0, le.AppendUint64(nil, ret))
+			// A three-entry chain, as the kernel writes: PERF_CONTEXT_USER,
+			// the leaf, its caller.
+			chain := le.AppendUint64(nil, 3)
+			chain = le.AppendUint64(chain, ^uint64(511))
+			chain = le.AppendUint64(chain, leaf)
+			chain = le.AppendUint64(chain, 0x403000)
+			r = append(r[:48], append(chain, r[56:]...)...)
+			le.PutUint16(r[6:], uint16(len(r)))
+			want := uint64(ret - 1) // inside the call into memset
+			if bc.line {
+				want = 0 // not needed: the leaf is its own location
 			}
-			a.batch = a.batch[:0]
-			a.refresh = a.refresh[:0]
-			a.pending = a.pending[:0]
-		}
+			const pages = 4096
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				le.PutUint64(r[8+16:], uint64(i))            // time
+				le.PutUint64(r[8+24:], uint64(i%pages)*4096) // addr
+				le.PutUint32(r[8+32:], uint32(i&1))          // cpu
+				a.record(r)
+				if len(a.batch) == 1024 {
+					if a.batch[0].caller != want {
+						b.Fatalf("caller %#x, want %#x", a.batch[0].caller, want)
+					}
+					for j := range a.batch {
+						a.handle(&a.batch[j])
+					}
+					a.batch = a.batch[:0]
+					a.refresh = a.refresh[:0]
+					a.pending = a.pending[:0]
+				}
+			}
+		})
 	}
 }
 

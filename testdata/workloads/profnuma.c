@@ -2,7 +2,7 @@
  * profnuma: known answers for numascope profile, by source line.
  *
  *   profnuma --serial|--parallel [--unpinned] [--crash] [--thp] [--malloc] [--again]
- *            [--pin-cpu C] [--membind M] [--mb N] [--seconds S] [--out FILE] [--lead S] [--linger S]
+ *            [--memset|--memcpy] [--pin-cpu C] [--membind M] [--mb N] [--seconds S] [--out FILE] [--lead S] [--linger S]
  *
  * One worker thread per node with CPUs owns a buffer of N MiB (default 16) of
  * small pages, pinned to its node's CPUs (unless --unpinned).
@@ -23,13 +23,19 @@
  *               again: freed and malloc'ed anew with --malloc (glibc unmaps and
  *               maps them), otherwise madvise(MADV_DONTNEED); so @init places
  *               every page twice.
+ *   --memset    the first touch is a call to libc's memset, at the line marked
+ *               @memset instead of @init;
+ *   --memcpy    it is a memcpy of a page-sized pattern into each page, at the
+ *               line marked @memcpy: numascope must name these calls into libc,
+ *               not libc's code, nor the caller of init_buffer.
  *   --pin-cpu C the main thread first pins itself to CPU C, at the line marked
  *               @pin.
  *   --membind M all memory comes from node M (MPOL_BIND, with
  *               MPOL_F_NUMA_BALANCING so that balancing still samples it),
  *               e.g. a CPU-less (CXL-like) node: every access is remote.
  * Built with -g, numascope profile's tests find the marked lines in this file
- * and expect every first touch at @init and every sampled access at @compute.
+ * and expect every first touch at @init (or @memset, @memcpy) and every
+ * sampled access at @compute.
  */
 #include "workload.h"
 
@@ -45,6 +51,13 @@ struct worker {
 
 static struct worker workers[MAX_NODES];
 static int nworkers, parallel = -1, unpinned, crash, thp, use_malloc, again;
+static enum { INIT_LOOP, INIT_MEMSET, INIT_MEMCPY } init_with;
+/* pattern is what --memcpy copies: initialised, so it lies in .data, and on a
+ * page of its own, touched before the first touch starts. */
+static char pattern[PAGE] __attribute__((aligned(PAGE))) = {1};
+/* chunk is how much of it each memcpy copies: volatile, or the compiler
+ * would copy inline instead of calling libc. */
+static volatile long chunk = PAGE;
 static long len;
 static double seconds = 4;
 static pthread_barrier_t touched;
@@ -80,6 +93,15 @@ static char *alloc_buffer(void)
 
 __attribute__((noinline)) static void init_buffer(char *buf, long n)
 {
+	if (init_with == INIT_MEMSET) {
+		memset(buf, 1, n); /* @memset */
+		return;
+	}
+	if (init_with == INIT_MEMCPY) {
+		for (long off = 0; off < n; off += PAGE)
+			memcpy(buf + off, pattern, chunk); /* @memcpy */
+		return;
+	}
 	for (long off = 0; off < n; off += PAGE)
 		((volatile char *)buf)[off] = 1; /* @init */
 }
@@ -125,6 +147,10 @@ int main(int argc, char **argv)
 			use_malloc = 1;
 		else if (!strcmp(argv[i], "--again"))
 			again = 1;
+		else if (!strcmp(argv[i], "--memset"))
+			init_with = INIT_MEMSET;
+		else if (!strcmp(argv[i], "--memcpy"))
+			init_with = INIT_MEMCPY;
 		else if (!strcmp(argv[i], "--pin-cpu") && i + 1 < argc) {
 			cpu_set_t set;
 			CPU_ZERO(&set);
@@ -146,7 +172,7 @@ int main(int argc, char **argv)
 			seconds = atof(argv[++i]);
 		else
 			wl_die("usage: profnuma --serial|--parallel [--unpinned] [--crash] [--thp] [--malloc] [--again] "
-			       "[--pin-cpu C] [--membind M] [--mb N] [--seconds S] [--out FILE] [--lead S] [--linger S]");
+			       "[--memset|--memcpy] [--pin-cpu C] [--membind M] [--mb N] [--seconds S] [--out FILE] [--lead S] [--linger S]");
 	}
 	if (parallel < 0)
 		wl_die("say --serial or --parallel");
@@ -156,6 +182,7 @@ int main(int argc, char **argv)
 		wl_die("--thp goes with neither --malloc nor --again");
 	if (again && parallel)
 		wl_die("--again goes with --serial");
+	pattern[PAGE - 1] = 1;
 	wl_start();
 
 	int ids[MAX_NODES];
