@@ -18,6 +18,7 @@ func init() { extraCommands = append(extraCommands, newProfileCmd) }
 func newProfileCmd(g *globals) *cobra.Command {
 	var out, format string
 	var scanRate time.Duration
+	var stackCopy int
 	cmd := &cobra.Command{
 		Use:   "profile [-o FILE] [--format json] -- CMD [ARGS...]",
 		Short: "Profile a command: who first-touched each page, which accesses were remote, per source line",
@@ -38,6 +39,10 @@ numascope returns CMD's exit status (128+N if a signal killed it); the profile i
 then. Needs root or kernel.perf_event_paranoid <= 1 (without root: no allocation sites, and
 affinities are polled).
 
+A fault inside a routine without line information (libc's memset, memcpy) is credited to the
+application line that called it, found in a copy of the user stack taken with each fault
+(--stack-copy bytes).
+
 --scan-rate makes the kernel's balancing scanner start and rescan sooner, so that a short run
 gets more sampled accesses; the scanner's settings are put back when numascope ends, however
 it ends.`,
@@ -54,6 +59,9 @@ it ends.`,
 			}
 			if format != "json" {
 				return fmt.Errorf("unknown --format %q: the only format is json", format)
+			}
+			if stackCopy < 0 || stackCopy > profile.MaxStackCopy || stackCopy%8 != 0 {
+				return fmt.Errorf("--stack-copy %d: give a multiple of 8 from 0 (none) to %d bytes", stackCopy, profile.MaxStackCopy)
 			}
 			fs, err := g.fs()
 			if err != nil {
@@ -72,7 +80,12 @@ it ends.`,
 			defer os.Remove(tmp.Name())
 			defer tmp.Close()
 			closer, _ := os.Executable() // closes the tracepoint events in the background (profile.CloserArg)
-			p, err := profile.Run(args, profile.Options{Topology: topo, Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr, ScanRate: scanRate, Closer: closer})
+			copyOpt := stackCopy
+			if copyOpt == 0 {
+				copyOpt = -1 // none
+			}
+			p, err := profile.Run(args, profile.Options{Topology: topo, Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr,
+				ScanRate: scanRate, Closer: closer, StackCopy: copyOpt})
 			if err != nil {
 				return err
 			}
@@ -103,6 +116,8 @@ it ends.`,
 	}
 	cmd.Flags().StringVarP(&out, "output", "o", "numascope-profile.json", "profile file to write")
 	cmd.Flags().StringVar(&format, "format", "json", "output format (json)")
+	cmd.Flags().IntVar(&stackCopy, "stack-copy", profile.DefaultStackCopy, "bytes of user stack each page fault copies, where the application's call into libc (memset, memcpy) is found; "+
+		"0 turns it off; more reaches through libc's own frames (256: calloc's) but fills the ring buffers sooner")
 	cmd.Flags().DurationVar(&scanRate, "scan-rate", 0, "as root, run the NUMA balancing scanner every DURATION (e.g. 100ms) during the run; the previous settings are restored after, even if numascope is killed")
 	return cmd
 }

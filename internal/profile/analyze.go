@@ -344,7 +344,7 @@ func (a *analyzer) faultCaller(s *sample) uint64 {
 			return ip - 1
 		}
 	}
-	if len(s.stack) < faultStackCopy {
+	if s.stackCut {
 		// The kernel's copy stopped short: it copies without faulting, and
 		// a stack page was not mapped. The call into the routine wrote its
 		// return address there, so the page was unmapped since, by the

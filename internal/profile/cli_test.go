@@ -56,6 +56,9 @@ func TestCommandLine(t *testing.T) {
 		{"profile", "-o", bad},
 		{"profile", "-o", bad, "--format", "csv", "--", "true"},
 		{"profile", "-o", bad, "true"},
+		{"profile", "-o", bad, "--stack-copy", "12", "--", "true"},
+		{"profile", "-o", bad, "--stack-copy", "-8", "--", "true"},
+		{"profile", "-o", bad, "--stack-copy", "16384", "--", "true"},
 		{"profile", "-o", filepath.Join(t.TempDir(), "no", "dir.json"), "--", "true"},
 	} {
 		if rc := cli.Main(args); rc == 0 {

@@ -30,24 +30,31 @@ const maxStack = 16
 // stack for every entry, in the faulting thread, so each one costs).
 const faultStack = 3
 
-// faultStackCopy is how many bytes of the user stack, from the stack
-// pointer up, each page fault carries (PERF_SAMPLE_STACK_USER). When the
-// fault is in code without line information (libc's memset, memcpy), the
-// application's call into it is found there: a leaf routine keeps its
-// return address at [SP], and the call chain cannot see it, because the
-// frame-pointer walk starts from the caller's frame (and Debian's libc
-// keeps no frame pointers). 128 bytes also reach through one small libc
-// frame (calloc's memset); each byte is copied on every fault and takes
-// ring space, so the copy stays small.
-const faultStackCopy = 256
+// DefaultStackCopy is how many bytes of the user stack, from the stack
+// pointer up, each page-fault sample carries (PERF_SAMPLE_STACK_USER) unless
+// Options.StackCopy says otherwise. When the fault is in code without line
+// information (libc's memset, memcpy), the application's call into it is
+// found there: a leaf routine keeps its return address at [SP], and the
+// call chain cannot see it, because the frame-pointer walk starts from the
+// caller's frame (and Debian's libc keeps no frame pointers). 64 bytes
+// cover leaf routines that push a few registers. Reaching through libc's
+// own frames takes more (calloc's first touches inside _int_malloc: 97 %
+// found with 256 bytes, 4 % with 128), but every byte is copied on every
+// fault and takes ring space: a sample grows from 80 bytes to 160 with 64
+// bytes, 352 with 256, and a 4-node VM under a fast NUMA balancing scanner
+// lost a third of its samples with 256.
+const DefaultStackCopy = 64
+
+// MaxStackCopy bounds Options.StackCopy (the kernel caps a sample at 64 KiB).
+const MaxStackCopy = 8192
 
 // sampleIDSize is the size of the sample_id trailer of non-sample records
 // (sample_id_all): pid, tid, time, cpu, reserved.
 const sampleIDSize = 24
 
 // ringPages is the size of each CPU's data area in pages (a power of two).
-// At about 80 bytes a sample, 4 MiB hold some 50,000 page faults: a 200 MiB
-// first touch between two drains.
+// At 160 bytes a page-fault sample (with the default stack copy), 4 MiB
+// hold some 26,000 page faults: a 100 MiB first touch between two drains.
 const ringPages = 1024
 
 // minRingPages is the smallest ring tried when the locked-memory limit
@@ -96,22 +103,25 @@ type perfSession struct {
 // openPerf opens the page-fault sampling event on pid, one per CPU in cpus.
 // The event is inherited by the threads and processes pid creates after this
 // call, so pid must not have started yet (see startStopped).
-func openPerf(pid int, cpus []int) (*perfSession, error) {
+func openPerf(pid int, cpus []int, stackCopy int) (*perfSession, error) {
 	attr := unix.PerfEventAttr{
 		Type:        unix.PERF_TYPE_SOFTWARE,
 		Size:        uint32(unsafe.Sizeof(unix.PerfEventAttr{})),
 		Config:      unix.PERF_COUNT_SW_PAGE_FAULTS,
 		Sample:      1, // sample_period: every fault
-		Sample_type: sampleType | unix.PERF_SAMPLE_STACK_USER,
+		Sample_type: sampleType,
 		Bits: unix.PerfBitExcludeKernel | unix.PerfBitExcludeHv | unix.PerfBitInherit |
 			unix.PerfBitMmap | unix.PerfBitComm | unix.PerfBitTask | unix.PerfBitSampleIDAll |
 			unix.PerfBitMmap2 | unix.PerfBitExcludeCallchainKernel | unix.PerfBitWatermark | unix.PerfBitUseClockID,
-		Wakeup:            ringPages * uint32(os.Getpagesize()) / 4, // wakeup_watermark, in bytes (the kernel caps it at a smaller ring's size)
-		Sample_max_stack:  faultStack,
-		Sample_stack_user: faultStackCopy,
+		Wakeup:           ringPages * uint32(os.Getpagesize()) / 4, // wakeup_watermark, in bytes (the kernel caps it at a smaller ring's size)
+		Sample_max_stack: faultStack,
 		// CLOCK_MONOTONIC: sample times compare with numascope's own clock
 		// (binding log times); events that share a ring must agree on it.
 		Clockid: unix.CLOCK_MONOTONIC,
+	}
+	if stackCopy > 0 {
+		attr.Sample_type |= unix.PERF_SAMPLE_STACK_USER
+		attr.Sample_stack_user = uint32(stackCopy)
 	}
 	ps := &perfSession{}
 	pg := os.Getpagesize()
@@ -225,6 +235,9 @@ type sample struct {
 	// events that ask for them: see userStack). stack is a page fault's
 	// copy of the user stack from SP (STACK_USER). All alias the record.
 	raw, rest, stack []byte
+	// stackCut: the kernel copied less of the stack than asked (it copies
+	// without faulting, and stopped at a page that was not mapped).
+	stackCut bool
 }
 
 func le64(b []byte, off int) uint64 { return binary.LittleEndian.Uint64(b[off:]) }
@@ -247,7 +260,7 @@ func decodeSample(rec []byte, s *sample) bool {
 		return false
 	}
 	s.chain = rec[fixed : fixed+int(nr)*8]
-	s.raw, s.rest, s.stack = nil, nil, nil
+	s.raw, s.rest, s.stack, s.stackCut = nil, nil, nil, false
 	rest := rec[fixed+int(nr)*8:]
 	if len(rest) < 4 {
 		return true
@@ -261,7 +274,7 @@ func decodeSample(rec []byte, s *sample) bool {
 	n := uint64(le32(rest, 0))
 	if n%8 != 4 {
 		_, stack, ok := userStack(rest, 0)
-		s.stack = stack
+		s.stack, s.stackCut = stack, uint64(len(stack)) < n
 		return ok
 	}
 	if n > uint64(len(rest)-4) {

@@ -117,6 +117,11 @@ type Options struct {
 	// tracepoint events in the background (see CloserArg): their close
 	// costs a third of a second otherwise.
 	Closer string
+	// StackCopy is how many bytes of the user stack each page-fault
+	// sample copies, to find the application's call into libc (see
+	// DefaultStackCopy): 0 is DefaultStackCopy, negative none, at most
+	// MaxStackCopy, a multiple of 8.
+	StackCopy int
 }
 
 // pollMs is how often the rings are drained when they fill slowly: it bounds
@@ -137,6 +142,15 @@ func Run(args []string, opt Options) (*Profile, error) {
 	procRoot := opt.ProcRoot
 	if procRoot == "" {
 		procRoot = "/proc"
+	}
+	stackCopy := opt.StackCopy
+	switch {
+	case stackCopy == 0:
+		stackCopy = DefaultStackCopy
+	case stackCopy < 0:
+		stackCopy = 0
+	case stackCopy > MaxStackCopy || stackCopy%8 != 0:
+		return nil, fmt.Errorf("a stack copy of %d bytes: give a multiple of 8 from 0 to %d", stackCopy, MaxStackCopy)
 	}
 	cpuNode, cpus := cpuNodes(topo)
 	pageNodes, threadNodes := []int{}, []int{-1}
@@ -183,7 +197,7 @@ func Run(args []string, opt Options) (*Profile, error) {
 	var ps *perfSession
 	err = startStopped(cmd, func(pid int) error {
 		var err error
-		if ps, err = openPerf(pid, cpus); err != nil {
+		if ps, err = openPerf(pid, cpus, stackCopy); err != nil {
 			return err
 		}
 		if a.syscalls, err = ps.openSyscalls(pid); err != nil {

@@ -73,7 +73,14 @@ func liveTopology(t *testing.T) *topology.Topology {
 // runProfile profiles args, skipping when perf sampling is not allowed here.
 func runProfile(t *testing.T, args ...string) *Profile {
 	t.Helper()
-	p, err := Run(args, Options{Topology: liveTopology(t)})
+	return runProfileWith(t, Options{}, args...)
+}
+
+// runProfileWith is runProfile with options (the live topology added).
+func runProfileWith(t *testing.T, opt Options, args ...string) *Profile {
+	t.Helper()
+	opt.Topology = liveTopology(t)
+	p, err := Run(args, opt)
 	if err != nil {
 		if errors.Is(err, unix.EACCES) || errors.Is(err, unix.EPERM) {
 			t.Skipf("perf sampling not permitted here: %v", err)
@@ -193,20 +200,31 @@ func TestFirstTouchAttributed(t *testing.T) {
 // TestLibcCallerAttributed: when the first touch happens inside libc
 // (memset, memcpy: no line information), the pages go to the application's
 // line that called it, not to libc, nor to the caller's caller (where the
-// frame-pointer call chain alone would point), static and PIE.
+// frame-pointer call chain alone would point), static and PIE. Without the
+// stack copy (--stack-copy 0) they stay in libc.
 func TestLibcCallerAttributed(t *testing.T) {
 	for _, static := range []bool{true, false} {
 		bin := buildWorkload(t, static)
 		for _, routine := range []string{"memset", "memcpy"} {
 			name := map[bool]string{true: "static", false: "pie"}[static] + "/" + routine
-			t.Run(name, func(t *testing.T) {
-				line := markedLine(t, workloadSrc, routine)
+			run := func(t *testing.T, opt Options) (*Profile, int, uint64) {
 				const mb = 3
 				want := uint64(onlineNodes(t) * mb << 20 / os.Getpagesize())
-				p := runProfile(t, bin, "--serial", "--"+routine, "--mb", "3", "--seconds", "0", "--lead", "0", "--linger", "0")
+				p := runProfileWith(t, opt, bin, "--serial", "--"+routine, "--mb", "3", "--seconds", "0", "--lead", "0", "--linger", "0")
 				if p.ExitStatus != 0 {
 					t.Fatalf("exit status %d, want 0", p.ExitStatus)
 				}
+				return p, markedLine(t, workloadSrc, routine), want
+			}
+			t.Run(name+"/no-copy", func(t *testing.T) {
+				p, line, want := run(t, Options{StackCopy: -1})
+				if l, _ := findLocation(p, "profnuma.c", line); l.Metrics.FirstTouch > want/100 {
+					t.Errorf("without the stack copy profnuma.c:%d still has %d of the %d first touches; "+
+						"then this test would not show the copy at work", line, l.Metrics.FirstTouch, want)
+				}
+			})
+			t.Run(name, func(t *testing.T) {
+				p, line, want := run(t, Options{})
 				l, ok := findLocation(p, "profnuma.c", line)
 				if !ok || l.Function != "init_buffer" || l.Metrics.FirstTouch != want {
 					var top []string
@@ -407,7 +425,9 @@ func BenchmarkRecord(b *testing.B) {
 			a.lineAt[pageKey{pid, leaf}] = bc.line
 			a.appRet[pageKey{pid, ret}] = true
 			le := binary.LittleEndian
-			r := faultRecordStack(pid, 0, 0, 0, le.AppendUint64(nil, ret))
+			stack := make([]byte, DefaultStackCopy) // a whole copy, the return address first
+			le.PutUint64(stack, ret)
+			r := faultRecordStack(pid, 0, 0, 0, stack, DefaultStackCopy)
 			// A three-entry chain, as the kernel writes: PERF_CONTEXT_USER,
 			// the leaf, its caller.
 			chain := le.AppendUint64(nil, 3)

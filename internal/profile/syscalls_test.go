@@ -77,18 +77,19 @@ func syscallRecord(kind evKind, pid int32, time uint64, args [3]uint64, sp uint6
 	return b
 }
 
-// faultRecord builds a page-fault sample with no call chain and an empty
-// stack copy.
+// faultRecord builds a page-fault sample with no call chain and no stack
+// copy (--stack-copy 0).
 func faultRecord(pid int32, time, addr uint64, cpu uint32) []byte {
-	return faultRecordStack(pid, time, addr, cpu, nil)
+	return faultRecordStack(pid, time, addr, cpu, nil, 0)
 }
 
 // faultRecordStack builds a page-fault sample whose stack copy
-// (PERF_SAMPLE_STACK_USER) is stack, laid out as the kernel does: the size
-// asked for (faultStackCopy), that many bytes, then the size copied.
-func faultRecordStack(pid int32, time, addr uint64, cpu uint32, stack []byte) []byte {
+// (PERF_SAMPLE_STACK_USER) of asked bytes (0: none) is stack, laid out as
+// the kernel does: the size asked for, that many bytes, then the size
+// copied.
+func faultRecordStack(pid int32, time, addr uint64, cpu uint32, stack []byte, asked int) []byte {
 	le := binary.LittleEndian
-	b := make([]byte, 8, 96+faultStackCopy)
+	b := make([]byte, 8, 96+asked)
 	b = le.AppendUint64(b, 0x401000)
 	b = le.AppendUint32(b, uint32(pid))
 	b = le.AppendUint32(b, uint32(pid))
@@ -96,10 +97,12 @@ func faultRecordStack(pid int32, time, addr uint64, cpu uint32, stack []byte) []
 	b = le.AppendUint64(b, addr)
 	b = le.AppendUint64(b, uint64(cpu))
 	b = le.AppendUint64(b, 0) // no chain
-	b = le.AppendUint64(b, faultStackCopy)
-	b = append(b, stack...)
-	b = append(b, make([]byte, faultStackCopy-len(stack))...)
-	b = le.AppendUint64(b, uint64(len(stack)))
+	if asked > 0 {
+		b = le.AppendUint64(b, uint64(asked))
+		b = append(b, stack...)
+		b = append(b, make([]byte, asked-len(stack))...)
+		b = le.AppendUint64(b, uint64(len(stack)))
+	}
 	le.PutUint32(b[0:], unix.PERF_RECORD_SAMPLE)
 	le.PutUint16(b[6:], uint16(len(b)))
 	return b
@@ -121,7 +124,7 @@ func TestFaultCaller(t *testing.T) {
 		a.lineAt[pageKey{pid, ip}] = false
 	}
 	fault := func(tid int32, ip uint64, stack []byte) uint64 {
-		r := faultRecordStack(pid, 1, 0x1000, 0, stack)
+		r := faultRecordStack(pid, 1, 0x1000, 0, stack, DefaultStackCopy)
 		binary.LittleEndian.PutUint64(r[8:], ip)
 		binary.LittleEndian.PutUint32(r[20:], uint32(tid))
 		a.batch = a.batch[:0]
@@ -132,7 +135,9 @@ func TestFaultCaller(t *testing.T) {
 		return a.batch[0].caller
 	}
 	le := binary.LittleEndian
-	words := le.AppendUint64(le.AppendUint64(nil, 0x1234), ret) // a saved register, then the return address
+	words := make([]byte, DefaultStackCopy) // a whole copy: a saved register, then the return address
+	le.PutUint64(words, 0x1234)
+	le.PutUint64(words[8:], ret)
 	for _, c := range []struct {
 		what       string
 		tid        int32
@@ -158,14 +163,21 @@ func TestFaultCaller(t *testing.T) {
 func TestDecodeSampleKinds(t *testing.T) {
 	stack := binary.LittleEndian.AppendUint64(nil, 0x401234)
 	var s sample
-	if !decodeSample(faultRecordStack(7, 1, 0x1000, 0, stack), &s) {
+	if !decodeSample(faultRecordStack(7, 1, 0x1000, 0, stack, DefaultStackCopy), &s) {
 		t.Fatal("fault sample not decoded")
 	}
 	if s.raw != nil || len(s.stack) != 8 || le64(s.stack, 0) != 0x401234 {
 		t.Errorf("fault sample: raw %v, stack %x; want no raw and the 8 bytes copied", s.raw, s.stack)
 	}
-	if !decodeSample(faultRecord(7, 1, 0x1000, 0), &s) || s.raw != nil || len(s.stack) != 0 {
-		t.Errorf("fault sample with nothing copied: raw %v, stack %x", s.raw, s.stack)
+	if !decodeSample(faultRecordStack(7, 1, 0x1000, 0, nil, DefaultStackCopy), &s) || s.raw != nil || len(s.stack) != 0 || !s.stackCut {
+		t.Errorf("fault sample with nothing copied: raw %v, stack %x, cut %v", s.raw, s.stack, s.stackCut)
+	}
+	full := make([]byte, DefaultStackCopy)
+	if !decodeSample(faultRecordStack(7, 1, 0x1000, 0, full, DefaultStackCopy), &s) || len(s.stack) != len(full) || s.stackCut {
+		t.Errorf("fault sample with a whole copy: stack of %d bytes, cut %v", len(s.stack), s.stackCut)
+	}
+	if !decodeSample(faultRecord(7, 1, 0x1000, 0), &s) || s.raw != nil || s.stack != nil || s.stackCut {
+		t.Errorf("fault sample without a stack copy (--stack-copy 0): raw %v, stack %x, cut %v", s.raw, s.stack, s.stackCut)
 	}
 	if !decodeSample(syscallRecord(evMmapEnter, 7, 1, [3]uint64{0, 4096, 0}, 0x7f00, make([]byte, 64)), &s) {
 		t.Fatal("tracepoint sample not decoded")
@@ -174,8 +186,8 @@ func TestDecodeSampleKinds(t *testing.T) {
 		t.Errorf("tracepoint sample: raw of %d bytes, stack %x; want 44 bytes and no fault stack", len(s.raw), s.stack)
 	}
 	// A record cut inside its stack copy is refused, not read past.
-	r := faultRecordStack(7, 1, 0x1000, 0, stack)
-	if decodeSample(r[:len(r)-faultStackCopy], &s) {
+	r := faultRecordStack(7, 1, 0x1000, 0, stack, DefaultStackCopy)
+	if decodeSample(r[:len(r)-DefaultStackCopy], &s) {
 		t.Error("a truncated stack copy was decoded")
 	}
 }
@@ -457,7 +469,7 @@ func FuzzSyscallRecord(f *testing.F) {
 	for i := range syscallEvents {
 		f.Add(syscallRecord(syscallEvents[i].kind, 1<<23, 1, [3]uint64{0x7f0000000000, 4096, 0x7f0000001000}, 0x7f0000001000, make([]byte, 64)))
 	}
-	f.Add(faultRecordStack(1<<23, 1, 0x7f0000000000, 0, binary.LittleEndian.AppendUint64(nil, 0x401005)))
+	f.Add(faultRecordStack(1<<23, 1, 0x7f0000000000, 0, binary.LittleEndian.AppendUint64(nil, 0x401005), DefaultStackCopy))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		if len(b) < 8 {
 			return
