@@ -30,7 +30,8 @@ func numavm(t *testing.T, env []string, args ...string) (string, string, int) {
 // TestNumavmContract checks the interface scripts/numavm promises: CMD's
 // output streams back on the right descriptors, its exit status becomes
 // numavm's, --add files appear in /data, and a timeout, bad options or a
-// kernel that does not boot give a non-zero status and a clear message.
+// kernel that does not boot or locks up give a non-zero status and a clear
+// message.
 func TestNumavmContract(t *testing.T) {
 	requireVM(t)
 	small := []string{"--nodes", "2", "--cpus-per-node", "1", "--mem-per-node", "256M"}
@@ -52,6 +53,17 @@ func TestNumavmContract(t *testing.T) {
 	_, errs, code = numavm(t, noBin, args...)
 	if code != 124 || !strings.Contains(strings.ToLower(errs), "time") {
 		t.Errorf("timeout: exit %d, stderr %q; want 124 and a message", code, tail(errs, 500))
+	}
+
+	// A guest kernel that reports a soft lockup is stopped at once: 123,
+	// which runVM answers by running the VM again. (The report is
+	// simulated through /dev/kmsg; a real one comes from the kernel's
+	// watchdog.)
+	args = append(append([]string{}, small...), "--timeout", "120", "--", "sh", "-c",
+		"echo '<0>watchdog: BUG: soft lockup - CPU#0 stuck for 22s! [simulated:1]' >/dev/kmsg; sleep 600")
+	_, errs, code = numavm(t, noBin, args...)
+	if code != numavmLockedUp || !strings.Contains(errs, "locked up") {
+		t.Errorf("soft lockup: exit %d, stderr %q; want %d and a message", code, tail(errs, 500), numavmLockedUp)
 	}
 
 	// Bad options are refused before anything boots.
