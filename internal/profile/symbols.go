@@ -21,11 +21,26 @@ type Frame struct {
 	Line     int
 }
 
-// elfBinary is the symbol and line tables of one ELF file.
+// elfBinary is the symbol and line tables of one ELF file. Line tables are
+// read one compilation unit at a time, when an address in it is first
+// asked for: a large library's whole table takes a tenth of a second or
+// more to read (libpython: 170 ms), and addresses are resolved while the
+// program runs, when such a pause lets the ring buffers overflow.
 type elfBinary struct {
 	loads []elf.ProgHeader // PT_LOAD segments: file offset -> link-time address
 	syms  []elf.Symbol     // functions, by address
-	lines []lineEntry      // DWARF line table rows, by address
+	dwarf *dwarf.Data      // nil: no line information
+	// reader finds the unit of an address (SeekPC starts from the last
+	// unit it found, so nearby addresses are found at once).
+	reader *dwarf.Reader
+	spans  []cuSpan                     // address ranges of the units found so far, by start
+	units  map[dwarf.Offset][]lineEntry // their line rows, by address
+}
+
+// cuSpan is an address range of a compilation unit.
+type cuSpan struct {
+	lo, hi uint64
+	unit   dwarf.Offset
 }
 
 type lineEntry struct {
@@ -35,9 +50,10 @@ type lineEntry struct {
 	end  bool // end_sequence: no code from here
 }
 
-// openBinary reads the function symbols and, when the file has DWARF, its
-// line table. A file without either still maps addresses to nothing, not to
-// an error: a stripped library is common and the rest of the profile stands.
+// openBinary reads the function symbols and, when the file has DWARF,
+// prepares its line tables (read later, see elfBinary). A file without
+// either still maps addresses to nothing, not to an error: a stripped
+// library is common and the rest of the profile stands.
 func openBinary(path string) (*elfBinary, error) {
 	f, err := elf.Open(path)
 	if err != nil {
@@ -58,41 +74,65 @@ func openBinary(path string) (*elfBinary, error) {
 		}
 	}
 	sort.Slice(b.syms, func(i, j int) bool { return b.syms[i].Value < b.syms[j].Value })
-	if d, err := f.DWARF(); err == nil {
-		b.readLines(d)
+	if d, err := f.DWARF(); err == nil { // the sections are read into memory: f may close
+		b.dwarf, b.reader, b.units = d, d.Reader(), map[dwarf.Offset][]lineEntry{}
 	}
 	return b, nil
 }
 
-func (b *elfBinary) readLines(d *dwarf.Data) {
-	r := d.Reader()
-	for {
-		cu, err := r.Next()
+// line finds the line table row of a link-time address: the last row at or
+// before it in its compilation unit (none after an end_sequence).
+func (b *elfBinary) line(addr uint64) (file string, line int) {
+	if b.dwarf == nil {
+		return "", 0
+	}
+	k := sort.Search(len(b.spans), func(k int) bool { return b.spans[k].hi > addr })
+	var unit dwarf.Offset
+	if k < len(b.spans) && b.spans[k].lo <= addr {
+		unit = b.spans[k].unit
+	} else {
+		cu, err := b.reader.SeekPC(addr)
 		if err != nil || cu == nil {
-			break
+			return "", 0 // no unit has it (libc's code in a static binary)
 		}
-		if cu.Tag != dwarf.TagCompileUnit {
-			r.SkipChildren()
-			continue
-		}
-		lr, err := d.LineReader(cu)
-		r.SkipChildren()
-		if err != nil || lr == nil {
-			continue
-		}
-		var e dwarf.LineEntry
-		for {
-			if err := lr.Next(&e); err != nil {
-				break // io.EOF, or a malformed table: keep the rows read so far
+		unit = cu.Offset
+		if _, seen := b.units[unit]; !seen { // else its ranges overlap another unit's
+			b.units[unit] = unitLines(b.dwarf, cu)
+			ranges, _ := b.dwarf.Ranges(cu)
+			for _, r := range ranges {
+				b.spans = append(b.spans, cuSpan{lo: r[0], hi: r[1], unit: unit})
 			}
-			name := ""
-			if e.File != nil {
-				name = e.File.Name
-			}
-			b.lines = append(b.lines, lineEntry{addr: e.Address, file: name, line: e.Line, end: e.EndSequence})
+			sort.Slice(b.spans, func(i, j int) bool { return b.spans[i].lo < b.spans[j].lo })
 		}
 	}
-	sort.SliceStable(b.lines, func(i, j int) bool { return b.lines[i].addr < b.lines[j].addr })
+	rows := b.units[unit]
+	j := sort.Search(len(rows), func(j int) bool { return rows[j].addr > addr }) - 1
+	if j < 0 || rows[j].end {
+		return "", 0
+	}
+	return rows[j].file, rows[j].line
+}
+
+// unitLines reads the line table of one compilation unit, by address.
+func unitLines(d *dwarf.Data, cu *dwarf.Entry) []lineEntry {
+	lr, err := d.LineReader(cu)
+	if err != nil || lr == nil {
+		return nil
+	}
+	var rows []lineEntry
+	var e dwarf.LineEntry
+	for {
+		if err := lr.Next(&e); err != nil {
+			break // io.EOF, or a malformed table: keep the rows read so far
+		}
+		name := ""
+		if e.File != nil {
+			name = e.File.Name
+		}
+		rows = append(rows, lineEntry{addr: e.Address, file: name, line: e.Line, end: e.EndSequence})
+	}
+	sort.SliceStable(rows, func(i, j int) bool { return rows[i].addr < rows[j].addr })
+	return rows
 }
 
 // vaddr converts a file offset to the link-time address of the segment
@@ -116,10 +156,7 @@ func (b *elfBinary) lookup(addr uint64) Frame {
 			fr.Function = s.Name
 		}
 	}
-	j := sort.Search(len(b.lines), func(j int) bool { return b.lines[j].addr > addr }) - 1
-	if j >= 0 && !b.lines[j].end {
-		fr.File, fr.Line = b.lines[j].file, b.lines[j].line
-	}
+	fr.File, fr.Line = b.line(addr)
 	return fr
 }
 
