@@ -60,8 +60,8 @@ it ends.`,
 			if format != "json" {
 				return fmt.Errorf("unknown --format %q: the only format is json", format)
 			}
-			if stackCopy < 0 || stackCopy > profile.MaxStackCopy || stackCopy%8 != 0 {
-				return fmt.Errorf("--stack-copy %d: give a multiple of 8 from 0 (none) to %d bytes", stackCopy, profile.MaxStackCopy)
+			if err := profile.CheckStackCopy(stackCopy); err != nil {
+				return fmt.Errorf("--stack-copy %w", err)
 			}
 			fs, err := g.fs()
 			if err != nil {

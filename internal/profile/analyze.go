@@ -336,13 +336,11 @@ const routineSpan = 1024
 // no frame, reporting its caller's caller. The result points inside the
 // call instruction (0: none).
 func (a *analyzer) faultCaller(s *sample) uint64 {
-	for off := 0; off+8 <= len(s.stack); off += 8 {
-		if ip := le64(s.stack, off); a.isAppReturn(s.pid, ip) {
-			if c := (routineCall{s.ip, ip - 1}); a.lastCall[s.tid] != c {
-				a.lastCall[s.tid] = c
-			}
-			return ip - 1
+	if ip, ok := a.appReturnIn(s.pid, s.stack); ok {
+		if c := (routineCall{s.ip, ip - 1}); a.lastCall[s.tid] != c {
+			a.lastCall[s.tid] = c
 		}
+		return ip - 1
 	}
 	if s.stackCut {
 		// The kernel's copy stopped short: it copies without faulting, and

@@ -48,6 +48,15 @@ const DefaultStackCopy = 64
 // MaxStackCopy bounds Options.StackCopy (the kernel caps a sample at 64 KiB).
 const MaxStackCopy = 8192
 
+// CheckStackCopy says whether n bytes is a stack copy numascope asks the
+// kernel for: a multiple of 8 from 0 (none) to MaxStackCopy.
+func CheckStackCopy(n int) error {
+	if n < 0 || n > MaxStackCopy || n%8 != 0 {
+		return fmt.Errorf("%d bytes: give a multiple of 8 from 0 (none) to %d", n, MaxStackCopy)
+	}
+	return nil
+}
+
 // sampleIDSize is the size of the sample_id trailer of non-sample records
 // (sample_id_all): pid, tid, time, cpu, reserved.
 const sampleIDSize = 24

@@ -149,8 +149,9 @@ func Run(args []string, opt Options) (*Profile, error) {
 		stackCopy = DefaultStackCopy
 	case stackCopy < 0:
 		stackCopy = 0
-	case stackCopy > MaxStackCopy || stackCopy%8 != 0:
-		return nil, fmt.Errorf("a stack copy of %d bytes: give a multiple of 8 from 0 to %d", stackCopy, MaxStackCopy)
+	}
+	if err := CheckStackCopy(stackCopy); err != nil {
+		return nil, fmt.Errorf("stack copy of %w", err)
 	}
 	cpuNode, cpus := cpuNodes(topo)
 	pageNodes, threadNodes := []int{}, []int{-1}

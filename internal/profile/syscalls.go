@@ -265,9 +265,8 @@ func (a *analyzer) siteOf(s *sample, stack []byte, kind evKind) uint32 {
 		app = a.isAppReturn(s.pid, ip)
 		k.ip = ip
 	}
-	for off := 0; !app && off+8 <= len(stack); off += 8 {
-		ip := le64(stack, off)
-		if a.isAppReturn(s.pid, ip) {
+	if !app {
+		if ip, ok := a.appReturnIn(s.pid, stack); ok {
 			app, k.ip = true, ip
 		}
 	}
@@ -281,6 +280,18 @@ func (a *analyzer) siteOf(s *sample, stack []byte, kind evKind) uint32 {
 	i := uint32(len(a.sites) - 1)
 	a.siteIdx[k] = i
 	return i
+}
+
+// appReturnIn returns the first word of a copy of the user stack that is a
+// return address into code with line information (see isAppReturn): the
+// application's call that led to a syscall or a fault inside libc.
+func (a *analyzer) appReturnIn(pid int32, stack []byte) (uint64, bool) {
+	for off := 0; off+8 <= len(stack); off += 8 {
+		if ip := le64(stack, off); a.isAppReturn(pid, ip) {
+			return ip, true
+		}
+	}
+	return 0, false
 }
 
 // isAppReturn says whether ip is a return address into code with line
