@@ -131,9 +131,10 @@ func runVM(t *testing.T, opts []string, script string) *vmResult {
 		res, err := runVMOnce(t, opts, script)
 		var ee *exec.ExitError
 		if err != nil && errors.As(err, &ee) && ee.ExitCode() == numavmLockedUp && attempt < 2 {
-			// The guest kernel locked up, a testbed problem numavm
-			// recognises (scripts/numavm's header): run the VM again.
-			t.Logf("numavm %s: the guest kernel locked up; running the VM again\n%s", strings.Join(opts, " "), res.Stderr)
+			// The guest kernel locked up or hung while booting, a
+			// testbed problem numavm recognises (scripts/numavm's
+			// header): run the VM again.
+			t.Logf("numavm %s: the guest locked up or hung; running the VM again\n%s", strings.Join(opts, " "), res.Stderr)
 			continue
 		}
 		if err != nil {
@@ -145,7 +146,8 @@ func runVM(t *testing.T, opts []string, script string) *vmResult {
 	}
 }
 
-// numavmLockedUp is numavm's exit status when the guest kernel locked up.
+// numavmLockedUp is numavm's exit status when the guest kernel locked up or
+// hung while booting.
 const numavmLockedUp = 123
 
 // runVMOnce runs script in one VM.

@@ -5,6 +5,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -62,9 +64,24 @@ func TestNumavmContract(t *testing.T) {
 	args = append(append([]string{}, small...), "--timeout", "120", "--", "sh", "-c",
 		"echo '<0>watchdog: BUG: soft lockup - CPU#0 stuck for 22s! [simulated:1]' >/dev/kmsg; sleep 600")
 	_, errs, code = numavm(t, noBin, args...)
-	if code != numavmLockedUp || !strings.Contains(errs, "locked up") {
-		t.Errorf("soft lockup: exit %d, stderr %q; want %d and a message", code, tail(errs, 500), numavmLockedUp)
+	if code != numavmLockedUp || !strings.Contains(errs, "locked up") || !strings.Contains(errs, "simulated:1") {
+		t.Errorf("soft lockup: exit %d, stderr %q; want %d, a message and the kernel's report", code, tail(errs, 500), numavmLockedUp)
 	}
+	checkVCPUReport(t, "soft lockup", errs, 2)
+	// Kernel addresses are named from the kernel's own /proc/kallsyms.
+	if !regexp.MustCompile(`(?m)^  vCPU [0-9]+: RIP=ffffffff[0-9a-f]{8} CPL=0 HLT=[01] [A-Za-z_][A-Za-z0-9_.]*\+0x[0-9a-f]+$`).MatchString(errs) {
+		t.Errorf("soft lockup: no vCPU in the kernel has its address named by a symbol:\n%s", tail(errs, 1500))
+	}
+
+	// A guest that has not reached the command within --boot-timeout has
+	// hung while booting: 123 too. QEMU's -S holds the vCPUs at reset, a
+	// boot that never starts.
+	args = append(append([]string{}, small...), "--timeout", "120", "--boot-timeout", "3", "--", "true")
+	_, errs, code = numavm(t, append(noBin, "NUMAVM_QEMU_ARGS=-S"), args...)
+	if code != numavmLockedUp || !strings.Contains(errs, "hung while booting") {
+		t.Errorf("boot hang: exit %d, stderr %q; want %d and a message", code, tail(errs, 500), numavmLockedUp)
+	}
+	checkVCPUReport(t, "boot hang", errs, 2)
 
 	// Bad options are refused before anything boots.
 	_, errs, code = numavm(t, noBin, "--nodes", "2", "--distances", "10,20;20", "--", "true")
@@ -81,5 +98,16 @@ func TestNumavmContract(t *testing.T) {
 	_, errs, code = numavm(t, append(noBin, "NUMAVM_KERNEL="+bogus), args...)
 	if code == 0 || len(strings.TrimSpace(errs)) == 0 {
 		t.Errorf("bogus kernel: exit %d, stderr %q; want a failure with a message", code, tail(errs, 500))
+	}
+}
+
+// checkVCPUReport checks that a stopped VM's report names where each of its
+// cpus vCPUs was, from QEMU's monitor.
+func checkVCPUReport(t *testing.T, what, stderr string, cpus int) {
+	t.Helper()
+	for i := 0; i < cpus; i++ {
+		if !regexp.MustCompile(`(?m)^  vCPU ` + strconv.Itoa(i) + `: [ER]IP=[0-9a-f]+ CPL=[0-3] HLT=[01]( \S+)?$`).MatchString(stderr) {
+			t.Errorf("%s: no registers of vCPU %d in the report:\n%s", what, i, tail(stderr, 1500))
+		}
 	}
 }
