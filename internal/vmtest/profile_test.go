@@ -33,6 +33,7 @@ type profDoc struct {
 	NUMABalancing bool        `json:"numa_balancing"`
 	Notes         []string    `json:"notes"`
 	Lost          int64       `json:"lost"`
+	HugePages     int64       `json:"huge_pages"`
 	Totals        profMetrics `json:"totals"`
 	AccessMatrix  struct {
 		ThreadNodes []int     `json:"thread_nodes"`
@@ -350,7 +351,8 @@ func TestProfile(t *testing.T) {
 			if th.Metrics.FirstTouch >= pages {
 				spread++
 				if th.Metrics.FirstTouch > pages+100 {
-					t.Errorf("thread %d first-touched %d pages, want its own %d", th.TID, th.Metrics.FirstTouch, pages)
+					t.Errorf("thread %d first-touched %d pages, want its own %d (transparent huge pages in the run: %d)",
+						th.TID, th.Metrics.FirstTouch, pages, p.HugePages)
 				}
 			}
 		}

@@ -33,6 +33,8 @@
  *   --membind M all memory comes from node M (MPOL_BIND, with
  *               MPOL_F_NUMA_BALANCING so that balancing still samples it),
  *               e.g. a CPU-less (CXL-like) node: every access is remote.
+ * Workers run on 1 MiB stacks without transparent huge pages (spawn), so
+ * that each one's first touches are its buffer and a few pages more.
  * Built with -g, numascope profile's tests find the marked lines in this file
  * and expect every first touch at @init (or @memset, @memcpy) and every
  * sampled access at @compute.
@@ -127,6 +129,25 @@ static void *work(void *arg)
 	return NULL;
 }
 
+/* spawn starts w's thread on a stack that never gets transparent huge pages.
+ * Linux before 6.8 may back a pthread stack with one (MAP_STACK did not yet
+ * imply MADV_NOHUGEPAGE), and the worker's first touches would then count 512
+ * pages beyond its buffer, now and then. */
+static void spawn(struct worker *w)
+{
+	const size_t size = 1L << 20;
+	void *stack = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
+	if (stack == MAP_FAILED)
+		wl_die("mmap a thread stack: %s", strerror(errno));
+	if (madvise(stack, size, MADV_NOHUGEPAGE) < 0)
+		wl_die("madvise(MADV_NOHUGEPAGE) on a thread stack: %s", strerror(errno));
+	pthread_attr_t attr;
+	if (pthread_attr_init(&attr) || pthread_attr_setstack(&attr, stack, size) ||
+	    pthread_create(&w->th, &attr, work, w))
+		wl_die("pthread_create failed");
+	pthread_attr_destroy(&attr);
+}
+
 int main(int argc, char **argv)
 {
 	long mb = 16;
@@ -210,8 +231,7 @@ int main(int argc, char **argv)
 		*(volatile int *)0 = 0; /* @crash */
 	}
 	for (int i = 0; i < nworkers; i++)
-		if (pthread_create(&workers[i].th, NULL, work, &workers[i]))
-			wl_die("pthread_create failed");
+		spawn(&workers[i]);
 	pthread_barrier_wait(&touched);
 	wl_sleep(seconds);
 	atomic_store(&stop, 1);
