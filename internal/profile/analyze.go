@@ -62,6 +62,9 @@ type pageKey struct {
 // pageState is what the profiler knows about one touched base page.
 type pageState struct {
 	node int16 // current node; the first toucher's CPU's node until move_pages says
+	// assumed: node is still the first toucher's CPU's node, not yet read
+	// from the kernel (move_pages or pagemap).
+	assumed bool
 	// unpinnedOwner: the thread that first touched it was unpinned.
 	unpinnedOwner bool
 	// mapping is the index of the Mapping the page belongs to.
@@ -138,10 +141,14 @@ type analyzer struct {
 	pending []pendingFirst
 	refresh []refreshQ
 	// recheck are remotely accessed pages whose node did not change when
-	// asked: asked again next round (see queryNodes).
+	// asked, and pages not placed yet: asked again next round (see
+	// queryNodes).
 	recheck []pageKey
-	samples uint64
-	lost    uint64
+	// unplaced counts, for each page move_pages could not place yet, the
+	// rounds it was asked again.
+	unplaced map[pageKey]uint8
+	samples  uint64
+	lost     uint64
 	// hugePages counts the 2 MiB regions found placed by one fault.
 	hugePages uint64
 
@@ -203,6 +210,7 @@ func newAnalyzer(cpuNode []int, pageNodes, threadNodes []int) *analyzer {
 		appRet:      map[pageKey]bool{},
 		lineAt:      map[pageKey]bool{},
 		lastCall:    map[int32]routineCall{},
+		unplaced:    map[pageKey]uint8{},
 		thp:         thpState{firsts: map[pageKey]uint16{}},
 		oneNode:     len(pageNodes) == 1,
 	}
@@ -595,7 +603,8 @@ func (a *analyzer) handleFault(s *rawSample) {
 		if n, ok := a.huge[pageKey{s.pid, s.addr &^ (hugeSize - 1)}]; ok {
 			// Placed by an earlier huge-page fault, counted there; a fault
 			// here now is an access (after a split or a hinting unmap).
-			ps, touched = pageState{node: n, mapping: a.mappingOf(s.pid, key.page), site: a.siteAt(s.pid, s.addr)}, true
+			site := a.siteAt(s.pid, s.addr)
+			ps, touched = pageState{node: n, mapping: a.mappingFor(s.pid, key.page, site), site: site}, true
 			a.pages[key] = ps
 		}
 	}
@@ -607,8 +616,8 @@ func (a *analyzer) handleFault(s *rawSample) {
 		// Where the memory came from: /proc/PID/maps, read again at most
 		// once a round, after the drain, so it has every mapping made
 		// before this fault (unless already unmapped again).
-		mapping := a.mappingOf(s.pid, key.page)
-		a.pages[key] = pageState{node: int16(a.nodeOfCPU(s.cpu)), unpinnedOwner: t.node < 0, site: site, mapping: mapping}
+		mapping := a.mappingFor(s.pid, key.page, site)
+		a.pages[key] = pageState{node: int16(a.nodeOfCPU(s.cpu)), assumed: !a.oneNode, unpinnedOwner: t.node < 0, site: site, mapping: mapping}
 		var d Metrics
 		d.FirstTouch = 1
 		if t.node < 0 {
@@ -619,6 +628,18 @@ func (a *analyzer) handleFault(s *rawSample) {
 		return
 	}
 	// A later fault on a touched page: a NUMA hinting fault, a sampled access.
+	if ps.assumed {
+		// First touched earlier in this round (or not found since): its
+		// node is only assumed. The scanner can unmap a page soon after
+		// its first touch, and the access must be judged against where
+		// the page really is (bound to another node, say), so ask now,
+		// once; the end-of-round queries go on asking.
+		if n := a.nodeNow(s.pid, key.page); n >= 0 {
+			ps.node = int16(n)
+		}
+		ps.assumed = false
+		a.pages[key] = ps
+	}
 	acc := a.nodeOfCPU(s.cpu)
 	var d Metrics
 	if int(ps.node) == acc {
@@ -674,6 +695,10 @@ type nodeQuery struct {
 	node int16 // the answer, -1 when unknown
 }
 
+// maxUnplacedRounds bounds how many rounds a page move_pages does not find
+// is asked again (see queryNodes).
+const maxUnplacedRounds = 8
+
 // queryNodes asks move_pages(2) where the pages first touched or accessed
 // in this round are now, and hands the first touches that may have placed
 // a transparent huge page to the huge-page checks (thp.go).
@@ -699,19 +724,43 @@ func (a *analyzer) queryNodes() {
 	for i := range q {
 		ps, ok := a.pages[q[i].key]
 		if !ok {
+			if len(a.unplaced) > 0 {
+				delete(a.unplaced, q[i].key)
+			}
 			continue // freed in the same round (munmap): nothing to update
 		}
-		if q[i].node >= 0 && ps.node != q[i].node {
-			ps.node = q[i].node
+		if q[i].node >= 0 && (ps.node != q[i].node || ps.assumed) {
+			ps.node, ps.assumed = q[i].node, false
 			a.pages[q[i].key] = ps
 		}
-		// A hinting fault migrates the page toward the accessing node
-		// inside the fault, after the sample was written; under load (or
-		// emulation) the query can come before the migration is done, and
-		// the next access would then be classified against the old node.
-		// A page still not on the accessing node is asked again next round.
-		if q[i].acc >= 0 && !a.oneNode && ps.node != q[i].acc {
-			a.recheck = append(a.recheck, q[i].key)
+		// The sample is written as the fault begins; a query that comes
+		// before the kernel has placed the page finds no page (under load,
+		// or emulation, or for memory bound to a far node). Until it is
+		// found the page keeps its first toucher's CPU's node, wrong for
+		// memory bound elsewhere, so it is asked again next round, a few
+		// times.
+		switch {
+		case a.oneNode:
+		case q[i].node < 0:
+			if n := a.unplaced[q[i].key]; n < maxUnplacedRounds {
+				a.unplaced[q[i].key] = n + 1
+				a.recheck = append(a.recheck, q[i].key)
+			} else {
+				delete(a.unplaced, q[i].key)
+			}
+		default:
+			if len(a.unplaced) > 0 {
+				delete(a.unplaced, q[i].key)
+			}
+			// A hinting fault migrates the page toward the accessing
+			// node inside the fault, after the sample was written; under
+			// load (or emulation) the query can come before the migration
+			// is done, and the next access would then be classified
+			// against the old node. A page still not on the accessing
+			// node is asked again next round.
+			if q[i].acc >= 0 && ps.node != q[i].acc {
+				a.recheck = append(a.recheck, q[i].key)
+			}
 		}
 		if q[i].pend >= 0 {
 			a.considerHuge(&a.pending[q[i].pend], &ps)
@@ -754,6 +803,17 @@ func (a *analyzer) lookupNodes(q []nodeQuery) {
 
 // movePagesBatch bounds one move_pages call.
 const movePagesBatch = 4096
+
+// nodeNow asks where one page of pid is now: move_pages, then pagemap;
+// -1 when neither knows.
+func (a *analyzer) nodeNow(pid int32, page uint64) int {
+	ptr, st := uintptr(page), int32(-1)
+	_, _, errno := unix.Syscall6(unix.SYS_MOVE_PAGES, uintptr(pid), 1, uintptr(unsafe.Pointer(&ptr)), 0, uintptr(unsafe.Pointer(&st)), 0)
+	if errno == 0 && st >= 0 {
+		return int(st)
+	}
+	return a.pagemapNode(pid, page)
+}
 
 // movePages returns the node of each page of pid (nodes == NULL: query
 // only), or a negative errno for a page that is not present; nil when the

@@ -11,9 +11,11 @@ import (
 // Mapping is the memory a set of pages belongs to, with their metrics: where
 // the memory came from.
 type Mapping struct {
-	// Kind is heap (brk), stack (the main thread's), anon (anonymous mmap:
-	// malloc's large blocks and arenas, thread stacks), file (a mapped file),
-	// other ([vdso] and the like) or unknown (gone before it was looked up).
+	// Kind is heap (brk), stack (the main thread's, and the other threads'
+	// stacks: anonymous memory mapped with MAP_STACK), anon (the rest of
+	// anonymous mmap: malloc's large blocks and arenas), file (a mapped
+	// file), other ([vdso] and the like) or unknown (gone before it was
+	// looked up).
 	Kind    string  `json:"kind"`
 	File    string  `json:"file,omitempty"`
 	Metrics Metrics `json:"metrics"`
@@ -60,6 +62,17 @@ func (a *analyzer) hugeCandidate(pid int32, page uint64) bool {
 	rs := a.regions[pid]
 	i := sort.Search(len(rs), func(i int) bool { return rs[i].end > page })
 	return i < len(rs) && rs[i].start <= region && region+hugeSize <= rs[i].end
+}
+
+// mappingFor is mappingOf for a page whose allocation site is site: pages
+// of a thread's stack (an mmap with MAP_STACK) are in the stack mapping,
+// which /proc/PID/maps cannot tell from other anonymous memory.
+func (a *analyzer) mappingFor(pid int32, page uint64, site uint32) uint32 {
+	idx := a.mappingOf(pid, page)
+	if site != 0 && a.sites[site].kind == "stack" && a.mappings[idx].Kind == "anon" {
+		return a.mappingIndex(mapKey{kind: "stack"})
+	}
+	return idx
 }
 
 func findRegion(rs []region, addr uint64) (uint32, bool) {

@@ -172,6 +172,37 @@ func TestFirstTouchAttributed(t *testing.T) {
 			if anon < want || anon > want+100 {
 				t.Errorf("first touches in anonymous mappings: %d, want the buffers' %d (mappings %+v)", anon, want, p.Mappings)
 			}
+			// The workers' stacks (mmap with MAP_STACK, at @stack) are
+			// stack memory, not anonymous, and their own allocation site.
+			workers := uint64(onlineNodes(t))
+			var stack uint64
+			for _, m := range p.Mappings {
+				if m.Kind == "stack" {
+					stack += m.Metrics.FirstTouch
+				}
+			}
+			// spawn first-touches the top 64 KiB of each worker's stack.
+			touched := workers * 64 << 10 / uint64(os.Getpagesize())
+			if stack <= touched { // and the main thread's stack
+				t.Errorf("first touches in stack mappings: %d, want more than the workers' %d (mappings %+v)", stack, touched, p.Mappings)
+			}
+			stackLine := markedLine(t, workloadSrc, "stack")
+			var site *Allocation
+			for i, al := range p.Allocations {
+				if al.Kind == "stack" {
+					if site != nil {
+						t.Errorf("two stack allocation sites: %+v and %+v", *site, al)
+					}
+					site = &p.Allocations[i]
+				}
+			}
+			switch {
+			case site == nil:
+				t.Errorf("no allocation site of kind stack; allocations %+v", p.Allocations)
+			case filepath.Base(site.File) != "profnuma.c" || site.Line != stackLine || site.Calls != workers || site.Bytes != workers<<20 ||
+				site.Metrics.FirstTouch < touched:
+				t.Errorf("stack allocation site %+v, want profnuma.c:%d with %d calls of 1 MiB and at least %d first touches", *site, stackLine, workers, touched)
+			}
 			if all != p.Totals.FirstTouch {
 				t.Errorf("first touches over the mappings %d, totals %d", all, p.Totals.FirstTouch)
 			}
@@ -234,7 +265,7 @@ func TestLibcCallerAttributed(t *testing.T) {
 						}
 					}
 					t.Errorf("profnuma.c:%d (found %v) in %q has %d first touches, want the buffers' %d in init_buffer; "+
-						"locations with many: %q", line, ok, l.Function, l.Metrics.FirstTouch, want, top)
+						"locations with many: %q; first touches by mapping: %v", line, ok, l.Function, l.Metrics.FirstTouch, want, top, firstTouchByMapping(p))
 				}
 			})
 		}
@@ -529,4 +560,14 @@ func TestHugePages(t *testing.T) {
 	if p.HugePages > huge || p.HugePages < huge/2 {
 		t.Errorf("%d huge pages found, want between half and all of the buffers' %d", p.HugePages, huge)
 	}
+}
+
+// firstTouchByMapping lists a profile's first touches by kind of memory, for
+// failure messages.
+func firstTouchByMapping(p *Profile) []string {
+	var out []string
+	for _, m := range p.Mappings {
+		out = append(out, fmt.Sprintf("%s%s: %d", m.Kind, m.File, m.Metrics.FirstTouch))
+	}
+	return out
 }

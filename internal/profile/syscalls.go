@@ -196,7 +196,7 @@ func (a *analyzer) syscallSample(s *sample) {
 	}
 	switch oe.ev.kind {
 	case evMmapEnter, evBrkEnter:
-		r.site = a.siteOf(s, stack, oe.ev.kind)
+		r.site = a.siteOf(s, stack, oe.ev.kind, r.a1)
 	case evAffinityEnter:
 		// The mask as it was at the call, when it lies in the stack copy
 		// (a local cpu_set_t): reading it later could see a newer one.
@@ -227,7 +227,7 @@ type allocRange struct {
 // allocSite is where memory was asked for, before symbolization.
 type allocSite struct {
 	pid  int32
-	kind string // "mmap" or "heap"
+	kind string // "mmap", "stack" (mmap with MAP_STACK) or "heap"
 	// ip is the return address into the application's code (app true), or
 	// the syscall's own address when no application frame was found.
 	ip           uint64
@@ -245,11 +245,16 @@ type siteKey struct {
 // siteOf finds the allocation site of an allocating syscall: the first
 // address of its call chain, then of its stack copy, that is a return
 // address into code with line information (the application's, since libc
-// has none). The result is an index into a.sites (never 0).
-func (a *analyzer) siteOf(s *sample, stack []byte, kind evKind) uint32 {
+// has none). flags are mmap's: MAP_STACK marks a thread's stack (glibc's
+// pthread_create maps each one so). The result is an index into a.sites
+// (never 0).
+func (a *analyzer) siteOf(s *sample, stack []byte, kind evKind, flags uint64) uint32 {
 	k := siteKey{pid: s.pid, kind: "mmap"}
-	if kind == evBrkEnter {
+	switch {
+	case kind == evBrkEnter:
 		k.kind = "heap"
+	case flags&unix.MAP_STACK != 0:
+		k.kind = "stack"
 	}
 	leaf := uint64(0)
 	app := false
@@ -567,8 +572,9 @@ type Allocation struct {
 	Function string `json:"function"`
 	File     string `json:"file"`
 	Line     int    `json:"line"`
-	// Kind is "mmap" (anonymous or file mmap: malloc's large blocks, thread
-	// stacks, explicit mmaps) or "heap" (brk growth: malloc's main arena).
+	// Kind is "mmap" (anonymous or file mmap: malloc's large blocks,
+	// explicit mmaps), "stack" (an mmap with MAP_STACK: a thread's stack,
+	// at the pthread_create) or "heap" (brk growth: malloc's main arena).
 	Kind string `json:"kind"`
 	// Calls and Bytes count the system calls and the memory they mapped.
 	Calls   uint64  `json:"calls"`

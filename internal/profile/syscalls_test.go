@@ -197,28 +197,51 @@ func TestDecodeSampleKinds(t *testing.T) {
 // pages, and checks what counts as a first touch and what as an access, and
 // which allocation site owns the pages. The pid is fake (beyond pid_max), so
 // the pages keep the faulting CPU's node.
-func TestSyscallsFollowMemory(t *testing.T) {
-	const pid = 1 << 23
+// syscallRig is a one-node analyzer with the syscall events as if opened,
+// for process pid (made up), and records for it in time order.
+type syscallRig struct {
+	a   *analyzer
+	now uint64
+}
+
+const rigPid = 1 << 23
+
+func newSyscallRig(t *testing.T) *syscallRig {
 	a := newAnalyzer([]int{0}, []int{0}, []int{-1, 0})
 	a.procRoot = t.TempDir()
-	writeStatus(t, a.procRoot, pid, pid, "0")
+	writeStatus(t, a.procRoot, rigPid, rigPid, "0")
 	fakeSyscalls(a)
+	return &syscallRig{a: a}
+}
+
+// sys is a sample of a syscall event with the given arguments.
+func (sb *syscallRig) sys(kind evKind, args ...uint64) []byte {
+	sb.now++
+	var v [3]uint64
+	copy(v[:], args)
+	return syscallRecord(kind, rigPid, sb.now, v, 0, nil)
+}
+
+// fault is a page fault at addr.
+func (sb *syscallRig) fault(addr uint64) []byte {
+	sb.now++
+	return faultRecord(rigPid, sb.now, addr, 0)
+}
+
+// step handles recs as one round.
+func (sb *syscallRig) step(recs ...[]byte) {
+	for _, r := range recs {
+		sb.a.record(r)
+	}
+	sb.a.handleBatch()
+}
+
+func TestSyscallsFollowMemory(t *testing.T) {
+	const pid = rigPid
+	sb := newSyscallRig(t)
+	a, sys, fault, step := sb.a, sb.sys, sb.fault, sb.step
 	pg := a.pageSize
 	const base = 0x7f0000000000
-	var now uint64
-	step := func(recs ...[]byte) {
-		for _, r := range recs {
-			a.record(r)
-		}
-		a.handleBatch()
-	}
-	sys := func(kind evKind, args ...uint64) []byte {
-		now++
-		var v [3]uint64
-		copy(v[:], args)
-		return syscallRecord(kind, pid, now, v, 0, nil)
-	}
-	fault := func(addr uint64) []byte { now++; return faultRecord(pid, now, addr, 0) }
 
 	// mmap 4 pages, touch them all: 4 first touches, owned by the mmap site.
 	step(sys(evMmapEnter, 4*pg, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS), sys(evMmapExit, base))
@@ -565,5 +588,100 @@ func TestRunCloser(t *testing.T) {
 	}
 	if _, err := unix.FcntlInt(f.Fd(), unix.F_GETFD, 0); err != nil {
 		t.Errorf("a regular file was closed too: %v", err)
+	}
+}
+
+// TestThreadStacks: memory mapped with MAP_STACK (glibc's thread stacks) is
+// in the stack mapping with an allocation site of kind stack, though
+// /proc/PID/maps shows it as anonymous memory like the mmap beside it.
+func TestThreadStacks(t *testing.T) {
+	sb := newSyscallRig(t)
+	a, sys, fault := sb.a, sb.sys, sb.fault
+	pg := a.pageSize
+	const stack, buf = 0x7f0000000000, 0x7f0000100000
+	maps := fmt.Sprintf("%x-%x rw-p 00000000 00:00 0 \n%x-%x rw-p 00000000 00:00 0 \n", stack, stack+16*pg, buf, buf+16*pg)
+	if err := os.WriteFile(filepath.Join(a.procRoot, fmt.Sprint(rigPid), "maps"), []byte(maps), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	sb.step(
+		sys(evMmapEnter, 16*pg, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS|unix.MAP_STACK), sys(evMmapExit, stack),
+		sys(evMmapEnter, 16*pg, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS), sys(evMmapExit, buf),
+		fault(stack+15*pg), fault(stack+14*pg), fault(buf),
+	)
+
+	got := map[string]uint64{}
+	for _, m := range a.mappings {
+		got[m.Kind] += m.Metrics.FirstTouch
+	}
+	if got["stack"] != 2 || got["anon"] != 1 {
+		t.Errorf("first touches by mapping kind %v, want 2 in stack and 1 in anon", got)
+	}
+	kinds := map[string]uint64{}
+	for _, s := range a.sites[1:] {
+		kinds[s.kind] += s.metrics.FirstTouch
+	}
+	if kinds["stack"] != 2 || kinds["mmap"] != 1 {
+		t.Errorf("first touches by allocation kind %v, want 2 at the stack site and 1 at the mmap site", kinds)
+	}
+}
+
+// TestUnplacedPageAskedAgain: a first-touched page that move_pages does not
+// find (the kernel had not placed it yet when asked; here the process does
+// not exist at all) is asked again in each of the next maxUnplacedRounds
+// rounds, then given up, and one that is freed meanwhile is forgotten.
+func TestUnplacedPageAskedAgain(t *testing.T) {
+	const pid = 1 << 23 // no such process: move_pages finds nothing
+	a := newAnalyzer([]int{0, 1}, []int{0, 1}, []int{-1, 0, 1})
+	a.procRoot = t.TempDir()
+	writeStatus(t, a.procRoot, pid, pid, "1")
+	const page, freed = 0x7f0000000000, 0x7f0000100000
+	a.record(faultRecord(pid, 1, page, 1))
+	a.record(faultRecord(pid, 2, freed, 1))
+	a.handleBatch()
+	if len(a.recheck) != 2 || a.pages[pageKey{pid, page}].node != 1 {
+		t.Fatalf("after the first touches: recheck %v, page %+v; want both pages asked again, on the CPU's node meanwhile",
+			a.recheck, a.pages[pageKey{pid, page}])
+	}
+	a.freeRange(pid, freed, freed+a.pageSize, true)
+	for round := 2; round <= maxUnplacedRounds; round++ {
+		a.handleBatch()
+		if len(a.recheck) != 1 || a.recheck[0] != (pageKey{pid, page}) {
+			t.Fatalf("round %d: recheck %v, want only the page still mapped", round, a.recheck)
+		}
+	}
+	a.handleBatch()
+	if len(a.recheck) != 0 || len(a.unplaced) != 0 {
+		t.Errorf("after %d rounds: recheck %v, unplaced %v; want the page given up", maxUnplacedRounds+1, a.recheck, a.unplaced)
+	}
+}
+
+// TestSameRoundAccessUsesRealNode: a page first-touched and then accessed
+// within one round (the balancing scanner unmapped it soon after) is judged
+// against the node the kernel reports, not the first toucher's CPU's node:
+// here CPU 1 is said to be on node 1, but the page (of this process, on the
+// machine's node 0) is on node 0, so the access is remote.
+func TestSameRoundAccessUsesRealNode(t *testing.T) {
+	mem, err := unix.Mmap(-1, 0, os.Getpagesize(), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Munmap(mem)
+	mem[0] = 1
+	page := uint64(uintptr(unsafe.Pointer(&mem[0])))
+	if n := movePages(os.Getpid(), []uint64{page}); n == nil || n[0] != 0 {
+		t.Skipf("move_pages on this process says %v, want node 0", n)
+	}
+	pid := int32(os.Getpid())
+	a := newAnalyzer([]int{0, 1}, []int{0, 1}, []int{-1, 0, 1})
+	a.procRoot = t.TempDir()
+	writeStatus(t, a.procRoot, int(pid), int(pid), "1")
+	a.record(faultRecord(pid, 1, page, 1)) // first touch from CPU 1 (node 1)
+	a.record(faultRecord(pid, 2, page, 1)) // an access, same round
+	a.handleBatch()
+	if a.totals.FirstTouch != 1 || a.totals.Remote != 1 || a.totals.Local != 0 {
+		t.Errorf("totals %+v, want 1 first touch and 1 remote access (the page is on node 0)", a.totals)
+	}
+	if ps := a.pages[pageKey{pid, page}]; ps.node != 0 || ps.assumed {
+		t.Errorf("page state %+v, want node 0, read from the kernel", ps)
 	}
 }

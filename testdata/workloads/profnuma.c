@@ -33,8 +33,10 @@
  *   --membind M all memory comes from node M (MPOL_BIND, with
  *               MPOL_F_NUMA_BALANCING so that balancing still samples it),
  *               e.g. a CPU-less (CXL-like) node: every access is remote.
- * Workers run on 1 MiB stacks without transparent huge pages (spawn), so
- * that each one's first touches are its buffer and a few pages more.
+ * Workers run on 1 MiB stacks without transparent huge pages, whose top the
+ * main thread first-touches (spawn), and the main thread first touches 64 KiB
+ * of its own stack at the start (touch_stack), so that the marked lines'
+ * first touches are exactly the buffers.
  * Built with -g, numascope profile's tests find the marked lines in this file
  * and expect every first touch at @init (or @memset, @memcpy) and every
  * sampled access at @compute.
@@ -132,15 +134,20 @@ static void *work(void *arg)
 /* spawn starts w's thread on a stack that never gets transparent huge pages.
  * Linux before 6.8 may back a pthread stack with one (MAP_STACK did not yet
  * imply MADV_NOHUGEPAGE), and the worker's first touches would then count 512
- * pages beyond its buffer, now and then. */
+ * pages beyond its buffer, now and then. The top STACK_TOUCHED bytes, all a
+ * worker uses, are first-touched here, so that each worker's own first
+ * touches are exactly its buffer. */
+#define STACK_TOUCHED (64L << 10)
 static void spawn(struct worker *w)
 {
 	const size_t size = 1L << 20;
-	void *stack = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
+	char *stack = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0); /* @stack */
 	if (stack == MAP_FAILED)
 		wl_die("mmap a thread stack: %s", strerror(errno));
 	if (madvise(stack, size, MADV_NOHUGEPAGE) < 0)
 		wl_die("madvise(MADV_NOHUGEPAGE) on a thread stack: %s", strerror(errno));
+	for (size_t off = size - STACK_TOUCHED; off < size; off += PAGE)
+		((volatile char *)stack)[off] = 0;
 	pthread_attr_t attr;
 	if (pthread_attr_init(&attr) || pthread_attr_setstack(&attr, stack, size) ||
 	    pthread_create(&w->th, &attr, work, w))
@@ -148,8 +155,30 @@ static void spawn(struct worker *w)
 	pthread_attr_destroy(&attr);
 }
 
+/* touch_stack first-touches the STACK_TOUCHED bytes of the main thread's
+ * stack below its caller, so that no call later first-touches a stack page:
+ * one at @memset would now and then, where the randomised top of the stack
+ * makes its return address cross into a new page. */
+static __attribute__((noinline)) void touch_stack(void)
+{
+	volatile char pad[STACK_TOUCHED];
+	for (long off = 0; off < STACK_TOUCHED; off += PAGE)
+		pad[off] = 0;
+	(void)pad[0];
+}
+
 int main(int argc, char **argv)
 {
+	touch_stack();
+	/* Map every page mapped so far (the program's code and data, libc's,
+	 * ld.so's, the stack) without faults: a call at a marked line would
+	 * otherwise now and then take the fault on the code page of the libc
+	 * routine it calls, one page more at that line (fault-around maps a
+	 * file's neighbouring pages in 64 KiB windows, and where the window
+	 * falls depends on where libc was loaded). mlockall populates the page
+	 * tables; they stay after munlockall. */
+	if (mlockall(MCL_CURRENT) == 0)
+		munlockall();
 	long mb = 16;
 	for (int i = 1; i < argc; i++) {
 		if (wl_common(argc, argv, &i))

@@ -863,7 +863,7 @@ class ProfileView {
   memory(): void {
     const sec = this.pages.get("memory")!;
     sec.append(el("h3", {}, "Where the memory came from"));
-    sec.append(el("p", { class: "muted" }, "Metrics per kind of memory: heap (brk), stack (the main thread's), anon (anonymous mmap: large mallocs, arenas, thread stacks), file, other, unknown (the process ended before the lookup)."));
+    sec.append(el("p", { class: "muted" }, "Metrics per kind of memory: heap (brk), stack (every thread's: the main one's, and those mapped with MAP_STACK), anon (anonymous mmap: large mallocs, arenas), file, other, unknown (the process ended before the lookup)."));
     const maps: any[] = this.p.mappings ?? [];
     const mt = new SortTable<any>(
       [{ key: "kind", label: "kind", get: (r) => r.kind ?? "" }, { key: "file", label: "file", get: (r) => r.file ?? "" }, ...metricCols<any>((r) => r.metrics)],
