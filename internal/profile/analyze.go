@@ -62,9 +62,10 @@ type pageKey struct {
 // pageState is what the profiler knows about one touched base page.
 type pageState struct {
 	node int16 // current node; the first toucher's CPU's node until move_pages says
-	// assumed: node is still the first toucher's CPU's node, not yet read
-	// from the kernel (move_pages or pagemap).
-	assumed bool
+	// unsure: node may be out of date until the end-of-round query: it is
+	// still the first toucher's CPU's node (not yet read from the kernel),
+	// or a remote access in this round may have migrated the page.
+	unsure bool
 	// unpinnedOwner: the thread that first touched it was unpinned.
 	unpinnedOwner bool
 	// mapping is the index of the Mapping the page belongs to.
@@ -617,7 +618,7 @@ func (a *analyzer) handleFault(s *rawSample) {
 		// once a round, after the drain, so it has every mapping made
 		// before this fault (unless already unmapped again).
 		mapping := a.mappingFor(s.pid, key.page, site)
-		a.pages[key] = pageState{node: int16(a.nodeOfCPU(s.cpu)), assumed: !a.oneNode, unpinnedOwner: t.node < 0, site: site, mapping: mapping}
+		a.pages[key] = pageState{node: int16(a.nodeOfCPU(s.cpu)), unsure: !a.oneNode, unpinnedOwner: t.node < 0, site: site, mapping: mapping}
 		var d Metrics
 		d.FirstTouch = 1
 		if t.node < 0 {
@@ -628,16 +629,18 @@ func (a *analyzer) handleFault(s *rawSample) {
 		return
 	}
 	// A later fault on a touched page: a NUMA hinting fault, a sampled access.
-	if ps.assumed {
-		// First touched earlier in this round (or not found since): its
-		// node is only assumed. The scanner can unmap a page soon after
-		// its first touch, and the access must be judged against where
-		// the page really is (bound to another node, say), so ask now,
-		// once; the end-of-round queries go on asking.
+	if ps.unsure {
+		// First touched, or accessed remotely, earlier in this round (or
+		// not found since): where the page is now is not known. The
+		// scanner can unmap a page soon after its first touch, and when
+		// the profiler is short of CPU a round spans several scans; the
+		// access must be judged against where the page really is (bound
+		// to another node, or migrated by the last hinting fault), so ask
+		// now, once; the end-of-round queries go on asking.
 		if n := a.nodeNow(s.pid, key.page); n >= 0 {
 			ps.node = int16(n)
 		}
-		ps.assumed = false
+		ps.unsure = false
 		a.pages[key] = ps
 	}
 	acc := a.nodeOfCPU(s.cpu)
@@ -646,6 +649,9 @@ func (a *analyzer) handleFault(s *rawSample) {
 		d.Local = 1
 	} else {
 		d.Remote = 1
+		// The hinting fault may migrate the page toward acc.
+		ps.unsure = true
+		a.pages[key] = ps
 	}
 	switch {
 	case t.node < 0 && ps.unpinnedOwner:
@@ -729,8 +735,8 @@ func (a *analyzer) queryNodes() {
 			}
 			continue // freed in the same round (munmap): nothing to update
 		}
-		if q[i].node >= 0 && (ps.node != q[i].node || ps.assumed) {
-			ps.node, ps.assumed = q[i].node, false
+		if q[i].node >= 0 && (ps.node != q[i].node || ps.unsure) {
+			ps.node, ps.unsure = q[i].node, false
 			a.pages[q[i].key] = ps
 		}
 		// The sample is written as the fault begins; a query that comes

@@ -661,11 +661,45 @@ func TestUnplacedPageAskedAgain(t *testing.T) {
 // here CPU 1 is said to be on node 1, but the page (of this process, on the
 // machine's node 0) is on node 0, so the access is remote.
 func TestSameRoundAccessUsesRealNode(t *testing.T) {
+	a, pid, page := ownPageOnTwoNodes(t, "1")
+	a.record(faultRecord(pid, 1, page, 1)) // first touch from CPU 1 (node 1)
+	a.record(faultRecord(pid, 2, page, 1)) // an access, same round
+	a.handleBatch()
+	if a.totals.FirstTouch != 1 || a.totals.Remote != 1 || a.totals.Local != 0 {
+		t.Errorf("totals %+v, want 1 first touch and 1 remote access (the page is on node 0)", a.totals)
+	}
+	if ps := a.pages[pageKey{pid, page}]; ps.node != 0 || ps.unsure {
+		t.Errorf("page state %+v, want node 0, read from the kernel", ps)
+	}
+}
+
+// TestAccessAfterRemoteAccessAsksAgain: after a remote access the page may
+// have migrated toward the accessor (the hinting fault migrates it), so a
+// second access in the same round (the profiler short of CPU, a round
+// spanning two scans) is judged against where the page is then. Here the
+// page of this process is on node 0 but was last known on node 1: the
+// first access from node 0 is remote, the second, asked anew, local.
+func TestAccessAfterRemoteAccessAsksAgain(t *testing.T) {
+	a, pid, page := ownPageOnTwoNodes(t, "0")
+	a.pages[pageKey{pid, page}] = pageState{node: 1} // as of the last round
+	a.record(faultRecord(pid, 1, page, 0))
+	a.record(faultRecord(pid, 2, page, 0))
+	a.handleBatch()
+	if a.totals.Remote != 1 || a.totals.Local != 1 {
+		t.Errorf("totals %+v, want the first access remote and the second local", a.totals)
+	}
+}
+
+// ownPageOnTwoNodes maps and touches a page of this process, which
+// move_pages must place on node 0, and returns an analyzer that takes CPU 0
+// for node 0 and CPU 1 for node 1, with this thread's affinity cpus.
+func ownPageOnTwoNodes(t *testing.T, cpus string) (*analyzer, int32, uint64) {
+	t.Helper()
 	mem, err := unix.Mmap(-1, 0, os.Getpagesize(), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer unix.Munmap(mem)
+	t.Cleanup(func() { unix.Munmap(mem) })
 	mem[0] = 1
 	page := uint64(uintptr(unsafe.Pointer(&mem[0])))
 	if n := movePages(os.Getpid(), []uint64{page}); n == nil || n[0] != 0 {
@@ -674,14 +708,6 @@ func TestSameRoundAccessUsesRealNode(t *testing.T) {
 	pid := int32(os.Getpid())
 	a := newAnalyzer([]int{0, 1}, []int{0, 1}, []int{-1, 0, 1})
 	a.procRoot = t.TempDir()
-	writeStatus(t, a.procRoot, int(pid), int(pid), "1")
-	a.record(faultRecord(pid, 1, page, 1)) // first touch from CPU 1 (node 1)
-	a.record(faultRecord(pid, 2, page, 1)) // an access, same round
-	a.handleBatch()
-	if a.totals.FirstTouch != 1 || a.totals.Remote != 1 || a.totals.Local != 0 {
-		t.Errorf("totals %+v, want 1 first touch and 1 remote access (the page is on node 0)", a.totals)
-	}
-	if ps := a.pages[pageKey{pid, page}]; ps.node != 0 || ps.assumed {
-		t.Errorf("page state %+v, want node 0, read from the kernel", ps)
-	}
+	writeStatus(t, a.procRoot, int(pid), int(pid), cpus)
+	return a, pid, page
 }
