@@ -178,6 +178,9 @@ type analyzer struct {
 	thp     thpState
 	queries []nodeQuery // queryNodes' buffer
 	pageBuf []uint64    // lookupNodes' buffer
+	// statusBuf is movePages' buffer; oneQuery nodeNow's.
+	statusBuf []int32
+	oneQuery  [1]nodeQuery
 	// oneNode: every page is on the one node; nothing to ask move_pages.
 	oneNode bool
 }
@@ -629,7 +632,8 @@ func (a *analyzer) handleFault(s *rawSample) {
 		return
 	}
 	// A later fault on a touched page: a NUMA hinting fault, a sampled access.
-	if ps.unsure {
+	wasUnsure := ps.unsure
+	if wasUnsure {
 		// First touched, or accessed remotely, earlier in this round (or
 		// not found since): where the page is now is not known. The
 		// scanner can unmap a page soon after its first touch, and when
@@ -637,11 +641,9 @@ func (a *analyzer) handleFault(s *rawSample) {
 		// access must be judged against where the page really is (bound
 		// to another node, or migrated by the last hinting fault), so ask
 		// now, once; the end-of-round queries go on asking.
-		if n := a.nodeNow(s.pid, key.page); n >= 0 {
+		if n := a.nodeNow(key); n >= 0 {
 			ps.node = int16(n)
 		}
-		ps.unsure = false
-		a.pages[key] = ps
 	}
 	acc := a.nodeOfCPU(s.cpu)
 	var d Metrics
@@ -649,8 +651,10 @@ func (a *analyzer) handleFault(s *rawSample) {
 		d.Local = 1
 	} else {
 		d.Remote = 1
-		// The hinting fault may migrate the page toward acc.
-		ps.unsure = true
+	}
+	// A remote access's hinting fault may migrate the page toward acc.
+	ps.unsure = d.Remote != 0
+	if wasUnsure || ps.unsure {
 		a.pages[key] = ps
 	}
 	switch {
@@ -790,7 +794,7 @@ func (a *analyzer) lookupNodes(q []nodeQuery) {
 			pages = append(pages, q[end].key.page)
 		}
 		a.pageBuf = pages
-		st := movePages(int(pid), pages)
+		st := a.movePages(pid, pages)
 		for i := start; i < end; i++ {
 			n := -1
 			if st != nil {
@@ -810,31 +814,31 @@ func (a *analyzer) lookupNodes(q []nodeQuery) {
 // movePagesBatch bounds one move_pages call.
 const movePagesBatch = 4096
 
-// nodeNow asks where one page of pid is now: move_pages, then pagemap;
-// -1 when neither knows.
-func (a *analyzer) nodeNow(pid int32, page uint64) int {
-	ptr, st := uintptr(page), int32(-1)
-	_, _, errno := unix.Syscall6(unix.SYS_MOVE_PAGES, uintptr(pid), 1, uintptr(unsafe.Pointer(&ptr)), 0, uintptr(unsafe.Pointer(&st)), 0)
-	if errno == 0 && st >= 0 {
-		return int(st)
-	}
-	return a.pagemapNode(pid, page)
+// nodeNow asks where one page is now (lookupNodes for one page): -1 when
+// neither move_pages nor pagemap knows.
+func (a *analyzer) nodeNow(key pageKey) int {
+	a.oneQuery[0] = nodeQuery{key: key, pend: -1, acc: -1, node: -1}
+	a.lookupNodes(a.oneQuery[:])
+	return int(a.oneQuery[0].node)
 }
+
+// move_pages reads an array of user pointers: the pages' addresses are
+// passed as they are, which needs 64-bit pointers (a 32-bit build fails
+// here).
+const _ = uint64(unsafe.Sizeof(uintptr(0))) - 8
 
 // movePages returns the node of each page of pid (nodes == NULL: query
 // only), or a negative errno for a page that is not present; nil when the
-// process is gone.
-func movePages(pid int, pages []uint64) []int32 {
-	status := make([]int32, len(pages))
-	ptrs := make([]uintptr, 0, movePagesBatch)
+// process is gone. The result is a.statusBuf, valid until the next call.
+func (a *analyzer) movePages(pid int32, pages []uint64) []int32 {
+	if cap(a.statusBuf) < len(pages) {
+		a.statusBuf = make([]int32, len(pages))
+	}
+	status := a.statusBuf[:len(pages)]
 	for off := 0; off < len(pages); off += movePagesBatch {
 		end := min(off+movePagesBatch, len(pages))
-		ptrs = ptrs[:0]
-		for _, p := range pages[off:end] {
-			ptrs = append(ptrs, uintptr(p))
-		}
-		_, _, errno := unix.Syscall6(unix.SYS_MOVE_PAGES, uintptr(pid), uintptr(len(ptrs)),
-			uintptr(unsafe.Pointer(&ptrs[0])), 0, uintptr(unsafe.Pointer(&status[off])), 0)
+		_, _, errno := unix.Syscall6(unix.SYS_MOVE_PAGES, uintptr(pid), uintptr(end-off),
+			uintptr(unsafe.Pointer(&pages[off])), 0, uintptr(unsafe.Pointer(&status[off])), 0)
 		if errno != 0 {
 			return nil
 		}

@@ -702,11 +702,11 @@ func ownPageOnTwoNodes(t *testing.T, cpus string) (*analyzer, int32, uint64) {
 	t.Cleanup(func() { unix.Munmap(mem) })
 	mem[0] = 1
 	page := uint64(uintptr(unsafe.Pointer(&mem[0])))
-	if n := movePages(os.Getpid(), []uint64{page}); n == nil || n[0] != 0 {
-		t.Skipf("move_pages on this process says %v, want node 0", n)
-	}
 	pid := int32(os.Getpid())
 	a := newAnalyzer([]int{0, 1}, []int{0, 1}, []int{-1, 0, 1})
+	if n := a.movePages(pid, []uint64{page}); n == nil || n[0] != 0 {
+		t.Skipf("move_pages on this process says %v, want node 0", n)
+	}
 	a.procRoot = t.TempDir()
 	writeStatus(t, a.procRoot, int(pid), int(pid), cpus)
 	return a, pid, page

@@ -127,7 +127,7 @@ func (a *analyzer) probeHuge() {
 	}
 	where := map[pageKey]int{}
 	for pid, pages := range byPid {
-		st := movePages(int(pid), pages)
+		st := a.movePages(pid, pages)
 		for i, p := range pages {
 			// Not pagemap: it also shows the shared zero page that a read
 			// of untouched memory maps, which would look like a placed page.
