@@ -157,8 +157,9 @@ static void spawn(struct worker *w)
 
 /* touch_stack first-touches the STACK_TOUCHED bytes of the main thread's
  * stack below its caller, so that no call later first-touches a stack page:
- * one at @memset would now and then, where the randomised top of the stack
- * makes its return address cross into a new page. */
+ * a call at a marked line could, where the randomised top of the stack makes
+ * its return address cross into a new page (not seen so far: the extra page
+ * once seen at @memset was libc's code, see main). */
 static __attribute__((noinline)) void touch_stack(void)
 {
 	volatile char pad[STACK_TOUCHED];
