@@ -7,6 +7,7 @@ import "uplot/dist/uPlot.min.css";
 import "./style.css";
 import { Store, decimate, totals, totalsCSV, type Column, type Mark, type Total } from "./data";
 import { parseFile } from "./parse";
+import { el } from "./dom";
 import { renderReport, asExperiment, type Experiment } from "./report";
 import { renderProfile, profileIn, profileMessage, profileDisconnected, serverSource, type ProfileOptions } from "./profile";
 
@@ -315,7 +316,7 @@ function buildPlots(gs: Group[]): void {
   }
   plots = [];
   const root = $("plots");
-  root.innerHTML = "";
+  root.replaceChildren();
   root.classList.toggle("multi", gs.length > 1);
   for (const g of gs) {
     const card = document.createElement("div");
@@ -523,7 +524,7 @@ function updateTotals(gs: Group[]): void {
   }
   app.lastTotals = rows;
   const tb = $("totals").querySelector("tbody")!;
-  tb.innerHTML = "";
+  tb.replaceChildren();
   for (const r of rows) {
     const tr = document.createElement("tr");
     for (const v of [r.name, r.node, r.unit, String(r.n), fmt(r.count), fmt(r.mean), fmt(r.max)]) {
@@ -566,7 +567,7 @@ function exportCSV(): void {
 
 function renderLabels(): void {
   const ul = $("labels");
-  ul.innerHTML = "";
+  ul.replaceChildren();
   for (const m of app.store.marks) {
     if (m.mark !== "label") continue;
     const li = document.createElement("li");
@@ -591,39 +592,43 @@ function cpuList(cpus: number[]): string {
   return out.join(",") || "none";
 }
 
+/** renderTopology draws the nodes and the distance heatmap; ids and values go in as text (they are the file's). */
 function renderTopology(topo: any): void {
-  const el = $("topology");
+  const box = $("topology");
   if (!topo || !topo.nodes?.length) {
-    el.textContent = "no topology in this data";
+    box.textContent = "no topology in this data";
     return;
   }
   const gib = (b: number) => (b / 2 ** 30).toFixed(1);
-  let html = `<table class="nodes"><tr><th>node</th><th>CPUs</th><th>memory GiB</th><th>free</th></tr>`;
+  const row = (...cells: HTMLElement[]) => el("tr", {}, ...cells);
+  // Rows in a tbody, as the HTML parser puts them.
+  const nodes = el("tbody", {}, row(el("th", {}, "node"), el("th", {}, "CPUs"), el("th", {}, "memory GiB"), el("th", {}, "free")));
   for (const n of topo.nodes) {
-    html += `<tr><td>${n.id}</td><td>${cpuList(n.cpus ?? [])}</td><td>${gib(n.memory_total_bytes ?? 0)}</td><td>${gib(n.memory_free_bytes ?? 0)}</td></tr>`;
+    nodes.append(row(el("td", {}, String(n.id)), el("td", {}, cpuList(n.cpus ?? [])), el("td", {}, gib(n.memory_total_bytes ?? 0)), el("td", {}, gib(n.memory_free_bytes ?? 0))));
   }
-  html += `</table><p>distances</p><table class="heat"><tr><th></th>${topo.nodes.map((n: any) => `<th>${n.id}</th>`).join("")}</tr>`;
+  const heat = el("tbody", {}, row(el("th"), ...topo.nodes.map((n: any) => el("th", {}, String(n.id)))));
   const all = topo.nodes.flatMap((n: any) => Object.values(n.distances ?? {}) as number[]);
   const lo = Math.min(...all, 10),
     hi = Math.max(...all, 10);
   for (const a of topo.nodes) {
-    html += `<tr><th>${a.id}</th>`;
+    const tr = row(el("th", {}, String(a.id)));
     for (const b of topo.nodes) {
       const d = a.distances?.[String(b.id)];
       const x = d === undefined || hi === lo ? 0 : (d - lo) / (hi - lo);
-      const bg = `hsl(${Math.round(130 - 130 * x)} 70% ${Math.round(85 - 25 * x)}%)`;
-      html += `<td style="background:${bg}" title="node ${a.id} → node ${b.id}: ${d ?? "?"}">${d ?? "?"}</td>`;
+      const td = el("td", { title: `node ${a.id} → node ${b.id}: ${d ?? "?"}` }, String(d ?? "?"));
+      td.style.background = `hsl(${Math.round(130 - 130 * x)} 70% ${Math.round(85 - 25 * x)}%)`;
+      tr.append(td);
     }
-    html += "</tr>";
+    heat.append(tr);
   }
-  el.innerHTML = html + "</table>";
+  box.replaceChildren(el("table", { class: "nodes" }, nodes), el("p", {}, "distances"), el("table", { class: "heat" }, heat));
 }
 
 /** renderPicker lists the events, grouped by sensor, with search. */
 function renderPicker(): void {
   const root = $("events");
   const q = ($("search") as HTMLInputElement).value.trim().toLowerCase();
-  root.innerHTML = "";
+  root.replaceChildren();
   interface Ev {
     sensor: string;
     name: string;
@@ -668,7 +673,7 @@ function renderPicker(): void {
     if (!match.length) continue;
     const det = document.createElement("details");
     det.open = true;
-    det.innerHTML = `<summary>${sensor} <small>(${match.length})</small></summary>`;
+    det.append(el("summary", {}, sensor, " ", el("small", {}, `(${match.length})`)));
     for (const e of match) {
       const key = `${e.sensor}.${e.name}`;
       const lab = document.createElement("label");

@@ -9,6 +9,8 @@
 // Plain DOM tables: every view here is a table or a grid of counts, and
 // tables stay searchable, selectable and copyable.
 
+import { el } from "./dom";
+
 /** The seven metrics of docs/profile.md, in its order. */
 export const METRICS = [
   ["first_touch", "first touch", "FT", "base pages placed by first-touch faults (512 per huge page)"],
@@ -56,12 +58,7 @@ function add(into: Metrics, m: any): void {
 
 // ---------------------------------------------------------------- DOM helpers
 
-function el<K extends keyof HTMLElementTagNameMap>(tag: K, attrs: Record<string, string> = {}, ...kids: (Node | string)[]): HTMLElementTagNameMap[K] {
-  const e = document.createElement(tag);
-  for (const [k, v] of Object.entries(attrs)) e.setAttribute(k, v);
-  for (const k of kids) e.append(k);
-  return e;
-}
+// el (src/dom.ts) puts names into the page as text: they are the profile's.
 
 /** maxOf is the largest of vs, at least 0 (Math.max(...vs) overflows the stack on big arrays). */
 function maxOf(vs: Iterable<number>): number {
@@ -207,7 +204,7 @@ class SortTable<R> {
     const rows = this.sorted();
     const max = new Map<string, number>();
     for (const c of this.cols) if (c.bar) max.set(c.key, maxOf(rows.map((r) => Number(c.get(r)) || 0)));
-    this.tbody.innerHTML = "";
+    this.tbody.replaceChildren();
     if (!rows.length) {
       this.tbody.append(el("tr", { class: "none" }, el("td", { colspan: String(this.cols.length) }, this.o.empty ?? "nothing to show")));
       return;
@@ -326,7 +323,7 @@ class ProfileView {
     this.root = root;
     this.p = p;
     this.o = o;
-    root.innerHTML = "";
+    root.replaceChildren();
     const nav = el("nav", { class: "ptabs", role: "tablist" });
     for (const [id, label] of PAGES) {
       const b = el("button", { "data-page": id, role: "tab" }, label);
@@ -796,9 +793,6 @@ class ProfileView {
     for (const [k, , short, title] of METRICS) hr.append(el("th", { class: "num", title: `${k}: ${title}` }, short));
     hr.append(el("th", { class: "code" }, src ? "" : "(source not available)"));
     tbl.append(el("thead", {}, hr));
-    // One HTML string: a 4 MiB file has about 100,000 lines, too many for one
-    // createElement per cell. Lines without counts get one empty cell for the metrics.
-    const esc = (x: string) => x.replace(/[&<>"]/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;" })[c]!);
     // Big files are drawn SOURCE_WINDOW lines at a time around the line asked
     // for (laying out 100,000 table rows takes seconds), with buttons for more.
     let [lo, hi] = this.srcWin ?? [0, shown.length];
@@ -818,27 +812,33 @@ class ProfileView {
       return el("p", { class: "more" }, b);
     };
     if (lo > 0) code.append(more("up", Math.min(lo, SOURCE_WINDOW)));
-    const parts: string[] = [];
+    // Plain DOM, the code and every name as text: the file and the profile are the program's.
+    // Drawing SOURCE_WINDOW lines at a time keeps this quick. Lines without counts get one
+    // empty cell for the metrics.
+    const tb = el("tbody");
     for (const n of shown.slice(lo, hi)) {
       const m = per.get(n);
-      const text = src ? (lines[n - 1] ?? "") : "";
-      let alloc = "";
-      for (const a of allocAt.get(n) ?? []) alloc += `<span class="alloc" title="allocation site: ${esc(`${a.kind ?? ""} ${int(a.calls ?? 0)} calls, ${int(a.bytes ?? 0)} bytes`)}"> ◂ ${esc(a.kind ?? "alloc")} ${int(a.calls ?? 0)}×</span>`;
+      const cell = el("td", { class: "code" }, src ? (lines[n - 1] ?? "") : "");
+      for (const a of allocAt.get(n) ?? []) {
+        cell.append(el("span", { class: "alloc", title: `allocation site: ${a.kind ?? ""} ${int(a.calls ?? 0)} calls, ${int(a.bytes ?? 0)} bytes` }, ` ◂ ${a.kind ?? "alloc"} ${int(a.calls ?? 0)}×`));
+      }
+      const tr = el("tr", { "data-line": String(n) }, el("td", { class: "ln" }, String(n)));
       if (!m) {
-        parts.push(`<tr data-line="${n}"><td class="ln">${n}</td><td class="num zero" colspan="${METRICS.length}"></td><td class="code">${esc(text)}${alloc}</td></tr>`);
+        tr.append(el("td", { class: "num zero", colspan: String(METRICS.length) }), cell);
+        tb.append(tr);
         continue;
       }
       const h = heatMax ? value(m, this.heatBy) / heatMax : 0;
-      const title = `${[...(fns.get(n) ?? [])].join(", ")}: ` + METRICS.filter(([k]) => value(m, k)).map(([k, label]) => `${label} ${int(value(m, k))}`).join(", ");
-      let row = `<tr data-line="${n}" class="hasdata"${h > 0 ? ` style="--heat:${Math.round(8 + 40 * Math.sqrt(h))}%"` : ""} title="${esc(title)}"><td class="ln">${n}</td>`;
+      tr.className = "hasdata";
+      if (h > 0) tr.style.setProperty("--heat", `${Math.round(8 + 40 * Math.sqrt(h))}%`);
+      tr.title = `${[...(fns.get(n) ?? [])].join(", ")}: ` + METRICS.filter(([k]) => value(m, k)).map(([k, label]) => `${label} ${int(value(m, k))}`).join(", ");
       for (const [k] of METRICS) {
         const v = value(m, k);
-        row += `<td class="num${v ? "" : " zero"}" data-metric="${k}">${v ? int(v) : ""}</td>`;
+        tr.append(el("td", { class: v ? "num" : "num zero", "data-metric": k }, v ? int(v) : ""));
       }
-      parts.push(row + `<td class="code">${esc(text)}${alloc}</td></tr>`);
+      tr.append(cell);
+      tb.append(tr);
     }
-    const tb = el("tbody");
-    tb.innerHTML = parts.join("");
     tbl.append(tb);
     code.append(tbl);
     if (hi < shown.length) code.append(more("down", Math.min(shown.length - hi, SOURCE_WINDOW)));
@@ -848,7 +848,7 @@ class ProfileView {
   /** jump outlines line n and scrolls to it; false when it is not drawn. */
   jump(code: HTMLElement, n: number): boolean {
     for (const x of code.querySelectorAll("tr.target")) x.classList.remove("target");
-    const tr = code.querySelector(`tr[data-line="${n}"]`) as HTMLElement | null;
+    const tr = code.querySelector(`tr[data-line="${CSS.escape(String(n))}"]`) as HTMLElement | null;
     if (!tr) return false;
     tr.classList.add("target");
     // Scroll the code box only, not the page (the table is wider than the screen).

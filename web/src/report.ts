@@ -247,7 +247,7 @@ function runLabel(r: any, factors: { name: string }[]): string {
 /** renderReport fills root with the experiment page. */
 export function renderReport(root: HTMLElement, x: Experiment, file: string): void {
   const a = x.analysis;
-  root.innerHTML = "";
+  root.replaceChildren();
   // experiment.Factor has no JSON tags: its keys are "Name" and "Levels".
   const factors: { name: string; levels: string[] }[] = (a.factors ?? []).map((f: any) => ({ name: f.name ?? f.Name, levels: f.levels ?? f.Levels ?? [] }));
   root.appendChild(el("h2", {}, `Experiment ${a.name}`));
