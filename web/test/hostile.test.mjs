@@ -39,16 +39,18 @@ async function check(page, want, shown) {
   const r = await page.evaluate(() => ({
     title: document.title,
     pwned: self.__pwned ?? null,
-    imgs: document.querySelectorAll("img").length,
-    scripts: document.scripts.length,
+    // Elements a payload made: its <img src=x>, its <svg onload>, its <script> (which innerHTML
+    // creates but never runs: no less a hole), any element with an event handler attribute.
+    made: document.querySelectorAll('img[src="x"], svg[onload]').length,
+    scripts: [...document.scripts].filter((s) => s.textContent.includes("__pwned")).length,
     handlers: [...document.querySelectorAll("*")].flatMap((e) => [...e.attributes].filter((a) => /^on/i.test(a.name)).map((a) => `<${e.localName} ${a.name}>`)),
   }));
-  assert.deepEqual(r, { title: "numascope", pwned: null, imgs: 0, scripts: 1, handlers: [] }, "a payload became HTML");
+  assert.deepEqual(r, { title: "numascope", pwned: null, made: 0, scripts: 0, handlers: [] }, "a payload became HTML");
   for (const [field, s] of want) assert.ok(shown.includes(s), `${field} is not shown literally: ${JSON.stringify(s)} not in the page's text`);
 }
 
 /** text is what the page shows now (rendered text: hidden elements left out). */
-const text = (page) => page.evaluate(() => document.body.innerText + "\n" + document.title);
+const text = (page) => page.evaluate(() => document.body.innerText);
 
 // ---------------------------------------------------------------- recordings
 
