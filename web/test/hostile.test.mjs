@@ -176,7 +176,8 @@ function profile(dir, srcDir) {
   const allocKind = H("alloc-kind", "img");
   const p = {
     command: [H("command", "table"), H("argument", "img")],
-    exit_status: 0,
+    exit_status: 137,
+    signal: H("signal", "svg"),
     duration_s: 1.5,
     nodes: [0, 1],
     numa_balancing: true,
@@ -314,6 +315,11 @@ test("an experiment report with HTML in its names, served by experiment --web an
   const analysis = JSON.parse(rename(json));
   for (const f of analysis.factors) if ((f.name ?? f.Name) === "b") f.name = f.Name = factor;
   for (const r of analysis.responses) for (const term of r.anova?.terms ?? []) term.name = term.name.replace(/\bb\b/, factor);
+  // A regime comparison and a per-regime distribution, as an experiment with regimes has.
+  const [base, other, cmpEvent, regime] = [H("regime-base", "img"), H("regime-other", "table"), H("comparison-event", "script"), H("regime", "svg")];
+  analysis.comparisons = [{ base, other, speedup: 1.5, events: [{ event: cmpEvent, base: 1, other: 2, change_percent: 100 }] }];
+  const box = { min: 1, q1: 1.5, median: 2, q3: 2.5, max: 3, max_node: "1", max_share: 0.75, outlier: false };
+  analysis.distributions = [{ event: ev, regime, distribution: box, per_node: { 0: 1, 1: 3 } }];
   // The runs of the results file, as experiment --web sends them: a boxplot per event.
   const runs = rename(readFileSync(join(dir, "x.results.jsonl"), "utf8"))
     .trim()
