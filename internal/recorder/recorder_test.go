@@ -134,7 +134,7 @@ func TestEmptyRunStillWritesAValidFile(t *testing.T) {
 	done := make(chan error)
 	go func() { done <- rec.Run() }()
 	ctx, cancel := context.WithCancel(context.Background())
-	cancel() // stop before the first sample
+	cancel() // stop before the first deadline
 	if err := smp.Run(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -145,7 +145,8 @@ func TestEmptyRunStillWritesAValidFile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r.End == nil || len(r.Samples) != 0 || len(r.Columns) != 2 {
-		t.Errorf("empty recording: end %v, %d samples, %d columns", r.End, len(r.Samples), len(r.Columns))
+	// Stopped at once, the run is still sampled once, over its whole length.
+	if r.End == nil || len(r.Samples) != 1 || r.End.Samples != 1 || len(r.Columns) != 2 {
+		t.Errorf("recording stopped at once: end %v, %d samples, %d columns; want one final sample", r.End, len(r.Samples), len(r.Columns))
 	}
 }
