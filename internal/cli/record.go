@@ -103,7 +103,8 @@ func recordCommand(s *session, out string, args []string) error {
 	return werr
 }
 
-// summary says on stderr what was recorded.
+// summary says on stderr what was recorded: the samples the files hold,
+// not the samples taken (a full disk loses the rest).
 func (s *session) summary(out string) {
 	st := s.smp.Stats()
 	files := s.rec.Files()
@@ -111,5 +112,5 @@ func (s *session) summary(out string) {
 		files = []string{out}
 	}
 	s.stderr.printf("recorded %d samples to %s (%d missed deadlines, %d dropped because writing fell behind, %d read errors)",
-		st.Samples-s.rec.Dropped(), strings.Join(files, ", "), st.MissedDeadlines, s.rec.Dropped(), st.ReadErrors)
+		s.rec.Written(), strings.Join(files, ", "), st.MissedDeadlines, s.rec.Dropped(), st.ReadErrors)
 }
