@@ -11,6 +11,8 @@ import (
 	"syscall"
 
 	"github.com/spf13/cobra"
+
+	"github.com/numascope/numascope/internal/sigfwd"
 )
 
 func newRecordCmd(g *globals) *cobra.Command {
@@ -24,7 +26,8 @@ func newRecordCmd(g *globals) *cobra.Command {
 
 Without a command, recording goes on until SIGINT or SIGTERM, which close the file cleanly.
 With a command, numascope runs it, stops when it exits and returns its exit status. While the
-command runs, SIGTERM and SIGHUP are passed on to it; Ctrl-C reaches it from the terminal.
+command runs, SIGINT, SIGTERM and SIGHUP sent to numascope are passed on to it (Ctrl-C at the
+terminal reaches it directly, and is not passed on a second time); numascope stops when it exits.
 An existing FILE is never overwritten unless --force is given. The control FIFO accepts
 label, pause, resume, interval and record FILE (switch files) commands.`,
 		Example: `  numascope record -o run.jsonl.zst -i 100ms -- ./my_app --threads 64
@@ -79,9 +82,7 @@ func recordCommand(s *session, out string, args []string) error {
 	for running := true; running; {
 		select {
 		case sig := <-sigs:
-			if sig != os.Interrupt { // Ctrl-C already reached the command from the terminal
-				_ = c.Process.Signal(sig)
-			}
+			_ = sigfwd.Relay(c.Process, sig) // the command stops; sampling ends when it exits
 		case werr = <-waited:
 			running = false
 		}

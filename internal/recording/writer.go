@@ -104,11 +104,17 @@ func createError(path string, err error) error {
 	if errors.As(err, &pe) {
 		cause = pe.Err
 	}
+	isDir := errors.Is(err, syscall.EISDIR)
+	if errors.Is(err, fs.ErrExist) {
+		// O_EXCL reports a directory as existing, like a file.
+		fi, serr := os.Stat(path)
+		isDir = serr == nil && fi.IsDir()
+	}
 	switch {
+	case isDir:
+		return fmt.Errorf("cannot create recording %s: it is a directory; give a file name", path)
 	case errors.Is(err, fs.ErrExist):
 		return fmt.Errorf("recording %s already exists; use --force to overwrite it: %w", path, fs.ErrExist)
-	case errors.Is(err, syscall.EISDIR):
-		return fmt.Errorf("cannot create recording %s: it is a directory; give a file name", path)
 	case errors.Is(err, fs.ErrPermission) || errors.Is(err, syscall.EROFS):
 		return fmt.Errorf("cannot create recording %s: %v; choose a writable directory: %w", path, cause, err)
 	case errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR):
