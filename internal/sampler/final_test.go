@@ -108,3 +108,20 @@ func TestFinalSampleCoversTheWholeRun(t *testing.T) {
 		})
 	}
 }
+
+// TestAbortTakesNoFinalSample: Abort undoes a start, so it adds no sample.
+func TestAbortTakesNoFinalSample(t *testing.T) {
+	cat, _ := newStepCatalog()
+	cols, _ := cat.Select([]string{"step.hits"}, false)
+	s, err := New(cols, Config{Interval: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, n, end := runAndSum(t, s, func(func()) {
+		time.Sleep(20 * time.Millisecond)
+		s.Abort()
+	})
+	if n != 0 || end.Stats.Samples != 0 {
+		t.Errorf("Abort delivered %d samples (end counts %d), want none", n, end.Stats.Samples)
+	}
+}

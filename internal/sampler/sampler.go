@@ -340,6 +340,7 @@ const (
 	opResume
 	opMark
 	opStop
+	opAbort
 )
 
 type control struct {
@@ -386,6 +387,10 @@ func (s *Sampler) Rotate(path string) {
 
 // Stop ends Run with a final sample over the time since the last one.
 func (s *Sampler) Stop() { s.send(control{op: opStop}) }
+
+// Abort ends Run without a final sample. It is for undoing a start that
+// failed (nothing was meant to be sampled); a stop of a real run is Stop.
+func (s *Sampler) Abort() { s.send(control{op: opAbort}) }
 
 // maxSleep bounds one sleep so that commands are handled promptly even when
 // the interval is hours long.
@@ -464,6 +469,8 @@ func (s *Sampler) Run(ctx context.Context) error {
 				switch c.op {
 				case opStop:
 					final()
+					return nil
+				case opAbort:
 					return nil
 				case opInterval:
 					interval = int64(c.interval)
