@@ -2,7 +2,9 @@ package cli
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"time"
@@ -19,10 +21,12 @@ func newProfileCmd(g *globals) *cobra.Command {
 	var out, format string
 	var scanRate time.Duration
 	var stackCopy int
+	var force bool
 	cmd := &cobra.Command{
 		Use:   "profile [-o FILE] [--format json] -- CMD [ARGS...]",
 		Short: "Profile a command: who first-touched each page, which accesses were remote, per source line",
 		Long: `Run CMD under the NUMA profiler and write its profile to FILE (default numascope-profile.json).
+An existing FILE is never overwritten unless --force is given; FILE is checked before CMD runs.
 
 Every user-space page fault of CMD, its threads and its children is sampled with a perf software
 event: the first fault on a page is its first touch (the code and thread that placed it); with
@@ -63,6 +67,12 @@ it ends.`,
 			if err := profile.CheckStackCopy(stackCopy); err != nil {
 				return fmt.Errorf("--stack-copy %w", err)
 			}
+			// The output is checked before the run, as record does: a
+			// profile that cannot be written is found out before the
+			// program runs, not after.
+			if err := checkProfileOutput(out, force); err != nil {
+				return err
+			}
 			fs, err := g.fs()
 			if err != nil {
 				return err
@@ -100,8 +110,8 @@ it ends.`,
 			if err := tmp.Close(); err != nil {
 				return fmt.Errorf("writing the profile %s: %w", out, err)
 			}
-			if err := os.Rename(tmp.Name(), out); err != nil {
-				return fmt.Errorf("writing the profile %s: %w", out, err)
+			if err := placeProfile(tmp.Name(), out, force); err != nil {
+				return err
 			}
 			fmt.Fprintf(os.Stderr, "numascope profile: %d page faults, %d first touches, %d sampled accesses (%d remote), %d lost; wrote %s\n",
 				p.Samples, p.Totals.FirstTouch, p.Totals.Accesses(), p.Totals.Remote, p.Lost, out)
@@ -115,9 +125,45 @@ it ends.`,
 		},
 	}
 	cmd.Flags().StringVarP(&out, "output", "o", "numascope-profile.json", "profile file to write")
+	cmd.Flags().BoolVar(&force, "force", false, "overwrite FILE if it exists")
 	cmd.Flags().StringVar(&format, "format", "json", "output format (json)")
 	cmd.Flags().IntVar(&stackCopy, "stack-copy", profile.DefaultStackCopy, "bytes of user stack each page fault copies, where the application's call into libc (memset, memcpy) is found; "+
 		"0 turns it off; more reaches through libc's own frames (256: calloc's) but fills the ring buffers sooner")
 	cmd.Flags().DurationVar(&scanRate, "scan-rate", 0, "as root, run the NUMA balancing scanner every DURATION (e.g. 100ms) during the run; the previous settings are restored after, even if numascope is killed")
 	return cmd
+}
+
+// checkProfileOutput refuses, before anything runs, an output that is a
+// directory, or an existing file without force.
+func checkProfileOutput(out string, force bool) error {
+	fi, err := os.Stat(out)
+	switch {
+	case err == nil && fi.IsDir():
+		return fmt.Errorf("cannot write the profile to %s: it is a directory; give a file name, e.g. -o %s", out, filepath.Join(out, "profile.json"))
+	case err == nil && !force:
+		return fmt.Errorf("profile %s already exists; use --force to overwrite it", out)
+	case err != nil && !errors.Is(err, fs.ErrNotExist):
+		return fmt.Errorf("cannot write the profile to %s: %w", out, err)
+	}
+	return nil
+}
+
+// placeProfile moves the finished profile from tmp to out. Without force it
+// links rather than renames, so that a file that appeared at out during the
+// run is not replaced either; the profile then stays in tmp's place, named.
+func placeProfile(tmp, out string, force bool) error {
+	if force {
+		if err := os.Rename(tmp, out); err != nil {
+			return fmt.Errorf("writing the profile %s: %w", out, err)
+		}
+		return nil
+	}
+	if err := os.Link(tmp, out); err != nil {
+		kept := out + ".new"
+		if lerr := os.Link(tmp, kept); lerr == nil { // never replaces a file either
+			return fmt.Errorf("cannot write the profile to %s (%v); it is in %s instead", out, err, kept)
+		}
+		return fmt.Errorf("writing the profile %s: %w", out, err)
+	}
+	return os.Remove(tmp)
 }

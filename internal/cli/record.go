@@ -11,6 +11,8 @@ import (
 	"syscall"
 
 	"github.com/spf13/cobra"
+
+	"github.com/numascope/numascope/internal/sigfwd"
 )
 
 func newRecordCmd(g *globals) *cobra.Command {
@@ -24,7 +26,8 @@ func newRecordCmd(g *globals) *cobra.Command {
 
 Without a command, recording goes on until SIGINT or SIGTERM, which close the file cleanly.
 With a command, numascope runs it, stops when it exits and returns its exit status. While the
-command runs, SIGTERM and SIGHUP are passed on to it; Ctrl-C reaches it from the terminal.
+command runs, SIGINT, SIGTERM and SIGHUP sent to numascope are passed on to it (Ctrl-C at the
+terminal reaches it directly, and is not passed on a second time); numascope stops when it exits.
 An existing FILE is never overwritten unless --force is given. The control FIFO accepts
 label, pause, resume, interval and record FILE (switch files) commands.`,
 		Example: `  numascope record -o run.jsonl.zst -i 100ms -- ./my_app --threads 64
@@ -79,9 +82,7 @@ func recordCommand(s *session, out string, args []string) error {
 	for running := true; running; {
 		select {
 		case sig := <-sigs:
-			if sig != os.Interrupt { // Ctrl-C already reached the command from the terminal
-				_ = c.Process.Signal(sig)
-			}
+			_ = sigfwd.Relay(c.Process, sig) // the command stops; sampling ends when it exits
 		case werr = <-waited:
 			running = false
 		}
@@ -103,7 +104,8 @@ func recordCommand(s *session, out string, args []string) error {
 	return werr
 }
 
-// summary says on stderr what was recorded.
+// summary says on stderr what was recorded: the samples the files hold,
+// not the samples taken (a full disk loses the rest).
 func (s *session) summary(out string) {
 	st := s.smp.Stats()
 	files := s.rec.Files()
@@ -111,5 +113,5 @@ func (s *session) summary(out string) {
 		files = []string{out}
 	}
 	s.stderr.printf("recorded %d samples to %s (%d missed deadlines, %d dropped because writing fell behind, %d read errors)",
-		st.Samples-s.rec.Dropped(), strings.Join(files, ", "), st.MissedDeadlines, s.rec.Dropped(), st.ReadErrors)
+		s.rec.Written(), strings.Join(files, ", "), st.MissedDeadlines, s.rec.Dropped(), st.ReadErrors)
 }

@@ -28,6 +28,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/numascope/numascope/internal/sigfwd"
 	"github.com/numascope/numascope/internal/topology"
 )
 
@@ -224,9 +225,7 @@ func Run(args []string, opt Options) (*Profile, error) {
 	for running := true; running; {
 		select {
 		case sig := <-sigs:
-			if sig != os.Interrupt { // Ctrl-C reaches the program from the terminal itself
-				_ = cmd.Process.Signal(sig)
-			}
+			_ = sigfwd.Relay(cmd.Process, sig) // the program stops; profiling ends when it exits
 			continue
 		case werr = <-waited:
 			running = false

@@ -7,6 +7,7 @@ package recorder
 
 import (
 	"fmt"
+	"os"
 	"time"
 
 	"github.com/numascope/numascope/internal/recording"
@@ -21,12 +22,13 @@ type Recorder struct {
 	force  bool
 	report func(error)
 
-	w         *recording.Writer
-	pending   *recording.Writer // created, header not yet written
-	offset    time.Duration     // sampler time of the current file's t=0
-	samples   uint64
-	lastFlush time.Time
-	files     []string
+	w          *recording.Writer
+	pending    *recording.Writer // created, header not yet written
+	offset     time.Duration     // sampler time of the current file's t=0
+	lastSample time.Duration     // sampler time of the latest sample received
+	closedN    uint64            // samples in the files already closed
+	lastFlush  time.Time
+	files      []string
 }
 
 // New returns a recorder for sink. header is the template for every file's
@@ -51,6 +53,17 @@ func (r *Recorder) Dropped() uint64 { return r.sink.Dropped() }
 
 // Files lists the files written, in order.
 func (r *Recorder) Files() []string { return r.files }
+
+// Written is the number of samples that reached the files, all of them
+// together: what they hold, not what was sampled (a full disk loses the
+// rest). Call it after Run has returned.
+func (r *Recorder) Written() uint64 {
+	n := r.closedN
+	if r.w != nil {
+		n += r.w.Written()
+	}
+	return n
+}
 
 // zstdFlushEvery bounds how often a compressed file is flushed: each flush
 // ends a zstd block, and tiny blocks compress badly.
@@ -77,7 +90,8 @@ func (r *Recorder) Run() error {
 				r.begin(0) // sampling ended before any sample: still a valid file
 			}
 			if r.w != nil {
-				fail(r.w.Close(recording.End{Samples: r.samples, MissedDeadlines: rec.Stats.MissedDeadlines, Dropped: rec.Dropped}))
+				fail(r.w.Close(recording.End{MissedDeadlines: rec.Stats.MissedDeadlines, Dropped: rec.Dropped}))
+				r.closedN += r.w.Written()
 				r.w = nil
 			}
 			r.sink.Release(rec)
@@ -107,30 +121,38 @@ func (r *Recorder) compressed() bool {
 	return len(p) > 4 && p[len(p)-4:] == ".zst"
 }
 
-// begin writes the pending file's header, making sampler time t its time
-// zero: 0 for the first file, the switch instant for a file begun by ctl record.
+// begin makes the pending file the current one, starting at sampler time t:
+// 0 for the first file. A header that cannot be written is reported.
 func (r *Recorder) begin(t time.Duration) {
-	h := r.header
-	h.Start = r.smp.Start().Add(t)
-	h.Interval = r.smp.Interval().Seconds()
-	r.offset = t
-	r.samples = 0
 	w := r.pending
 	r.pending = nil
-	if err := w.WriteHeader(&h); err != nil {
+	if err := r.writeHeader(w, t); err != nil {
 		r.report(fmt.Errorf("recording %s: %w", w.Path(), err))
 		_ = w.Close(recording.End{})
 		return
 	}
 	r.w = w
+	r.offset = t
 	r.files = append(r.files, w.Path())
+}
+
+// writeHeader writes w's header, making sampler time t its time zero, and
+// flushes it: a file that cannot take its header is found out at once.
+func (r *Recorder) writeHeader(w *recording.Writer, t time.Duration) error {
+	h := r.header
+	h.Start = r.smp.Start().Add(t)
+	h.Interval = r.smp.Interval().Seconds()
+	if err := w.WriteHeader(&h); err != nil {
+		return err
+	}
+	return w.Flush()
 }
 
 func (r *Recorder) write(rec *sampler.Record) error {
 	t := rec.T - r.offset
 	switch rec.Kind {
 	case sampler.KindSample:
-		r.samples++
+		r.lastSample = rec.T
 		return r.w.WriteSample(t, rec.Values)
 	case sampler.KindLabel:
 		return r.w.WriteLabel(t, rec.Text)
@@ -144,27 +166,46 @@ func (r *Recorder) write(rec *sampler.Record) error {
 	return nil
 }
 
-// rotate switches to the file named by rec.Text. If the new file cannot be
-// created, the current one stays open: nothing recorded is lost.
+// rotate switches to the file named by rec.Text. The new file is created
+// and its header written and flushed before the current one is closed; if
+// any of that fails, the new file is removed and recording goes on in the
+// current one: nothing recorded is lost.
+//
+// The new file's t=0 is the instant of the last sample before the switch,
+// not the switch itself: its first sample's rates cover the time since that
+// sample, which then all lies within the new file.
 func (r *Recorder) rotate(rec *sampler.Record) {
 	w, err := recording.Create(rec.Text, r.force)
 	if err != nil {
 		r.report(fmt.Errorf("ctl record: %w; still recording to %s", err, r.current()))
 		return
 	}
+	if r.pending != nil {
+		// No sample yet: the first file has not begun; it is replaced, and
+		// the new one starts with sampling.
+		_ = r.pending.Close(recording.End{})
+		r.pending = w
+		r.begin(0)
+		return
+	}
+	t := r.lastSample
+	if err := r.writeHeader(w, t); err != nil {
+		_ = w.Close(recording.End{})
+		_ = os.Remove(rec.Text)
+		r.report(fmt.Errorf("ctl record: cannot write %s: %v; removed it, still recording to %s", rec.Text, err, r.current()))
+		return
+	}
 	if r.w != nil {
 		st := r.smp.Stats()
-		if err := r.w.Close(recording.End{Samples: r.samples, MissedDeadlines: st.MissedDeadlines, Dropped: r.sink.Dropped()}); err != nil {
+		if err := r.w.Close(recording.End{MissedDeadlines: st.MissedDeadlines, Dropped: r.sink.Dropped()}); err != nil {
 			r.report(fmt.Errorf("closing %s: %w", r.w.Path(), err))
 		}
-		r.report(fmt.Errorf("closed %s (%d samples); now recording to %s", r.w.Path(), r.samples, rec.Text))
-		r.w = nil
+		r.closedN += r.w.Written()
+		r.report(fmt.Errorf("closed %s (%d samples); now recording to %s", r.w.Path(), r.w.Written(), rec.Text))
 	}
-	if r.pending != nil {
-		_ = r.pending.Close(recording.End{})
-	}
-	r.pending = w
-	r.begin(rec.T)
+	r.w = w
+	r.offset = t
+	r.files = append(r.files, w.Path())
 }
 
 func (r *Recorder) current() string {

@@ -134,7 +134,7 @@ func TestEmptyRunStillWritesAValidFile(t *testing.T) {
 	done := make(chan error)
 	go func() { done <- rec.Run() }()
 	ctx, cancel := context.WithCancel(context.Background())
-	cancel() // stop before the first sample
+	cancel() // stop before the first deadline
 	if err := smp.Run(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -145,7 +145,51 @@ func TestEmptyRunStillWritesAValidFile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r.End == nil || len(r.Samples) != 0 || len(r.Columns) != 2 {
-		t.Errorf("empty recording: end %v, %d samples, %d columns", r.End, len(r.Samples), len(r.Columns))
+	// Stopped at once, the run is still sampled once, over its whole length.
+	if r.End == nil || len(r.Samples) != 1 || r.End.Samples != 1 || len(r.Columns) != 2 {
+		t.Errorf("recording stopped at once: end %v, %d samples, %d columns; want one final sample", r.End, len(r.Samples), len(r.Columns))
+	}
+}
+
+// TestRotatedFileStartsAtTheLastSample checks that the file begun by ctl
+// record has its t=0 at the last sample before the switch: its first sample's
+// rates cover the time since that sample, which must lie within the new file.
+func TestRotatedFileStartsAtTheLastSample(t *testing.T) {
+	dir := t.TempDir()
+	a, b := filepath.Join(dir, "a.jsonl"), filepath.Join(dir, "b.jsonl")
+	smp, rec, _ := setup(t, 30)
+	if err := rec.Create(a); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error)
+	go func() { done <- rec.Run() }()
+	go func() {
+		time.Sleep(105 * time.Millisecond)
+		smp.Rotate(b)
+	}()
+	if err := smp.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	ra, err := recording.Load(a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rb, err := recording.Load(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ra.Samples) == 0 || len(rb.Samples) == 0 {
+		t.Fatalf("%d and %d samples", len(ra.Samples), len(rb.Samples))
+	}
+	lastA := ra.Header.Start.Add(time.Duration(ra.Samples[len(ra.Samples)-1].T * 1e9))
+	if d := rb.Header.Start.Sub(lastA); d < -10*time.Microsecond || d > 10*time.Microsecond {
+		t.Errorf("b starts %v after a's last sample, want at it", d)
+	}
+	// The first sample is one interval (10 ms) after the previous one.
+	if first := rb.Samples[0].T; first < 0.009 {
+		t.Errorf("b's first sample at t=%v: its rates cover time before t=0", first)
 	}
 }

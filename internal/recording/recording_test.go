@@ -337,9 +337,11 @@ func TestCreate(t *testing.T) {
 		}
 	})
 	t.Run("directory", func(t *testing.T) {
-		_, err := Create(dir, true)
-		if err == nil || !strings.Contains(err.Error(), "is a directory") {
-			t.Errorf("Create on a directory: %v", err)
+		for _, force := range []bool{true, false} {
+			_, err := Create(dir, force)
+			if err == nil || !strings.Contains(err.Error(), "is a directory; give a file name") || strings.Contains(err.Error(), "--force") {
+				t.Errorf("Create on a directory (force %v): %v", force, err)
+			}
 		}
 	})
 	t.Run("missing", func(t *testing.T) {

@@ -37,6 +37,32 @@ type Writer struct {
 	closed bool
 	last   time.Duration // latest t written, for the end line
 	err    error
+
+	// Counting what reached the file: samples counts the sample lines
+	// handed to out; written those known to be in the file. For plain
+	// output dst counts the bytes the file accepted, emitted the bytes
+	// handed to out, and ends[head:] holds the stream offsets where the
+	// sample lines not yet known to be in the file end. For zstd output a
+	// sample is known to be in the file once a flush succeeded.
+	dst     *countWriter
+	emitted int64
+	ends    []int64
+	head    int
+	samples uint64
+	written uint64
+}
+
+// countWriter counts the bytes its writer accepted, even when a write fails
+// part way (a full disk).
+type countWriter struct {
+	w io.Writer
+	n int64
+}
+
+func (c *countWriter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	c.n += int64(n)
+	return n, err
 }
 
 // zstdOptions trade a little ratio for predictable latency: no goroutines
@@ -78,11 +104,17 @@ func createError(path string, err error) error {
 	if errors.As(err, &pe) {
 		cause = pe.Err
 	}
+	isDir := errors.Is(err, syscall.EISDIR)
+	if errors.Is(err, fs.ErrExist) {
+		// O_EXCL reports a directory as existing, like a file.
+		fi, serr := os.Stat(path)
+		isDir = serr == nil && fi.IsDir()
+	}
 	switch {
+	case isDir:
+		return fmt.Errorf("cannot create recording %s: it is a directory; give a file name", path)
 	case errors.Is(err, fs.ErrExist):
 		return fmt.Errorf("recording %s already exists; use --force to overwrite it: %w", path, fs.ErrExist)
-	case errors.Is(err, syscall.EISDIR):
-		return fmt.Errorf("cannot create recording %s: it is a directory; give a file name", path)
 	case errors.Is(err, fs.ErrPermission) || errors.Is(err, syscall.EROFS):
 		return fmt.Errorf("cannot create recording %s: %v; choose a writable directory: %w", path, cause, err)
 	case errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR):
@@ -108,10 +140,41 @@ func newWriter(w io.Writer, compress bool) *Writer {
 		wr.enc = enc
 		wr.out = enc
 	} else {
-		wr.buf = bufio.NewWriterSize(w, 64<<10)
+		wr.dst = &countWriter{w: w}
+		wr.buf = bufio.NewWriterSize(wr.dst, 64<<10)
 		wr.out = wr.buf
 	}
 	return wr
+}
+
+// Written returns the number of samples known to be in the output: for a
+// plain file every sample line the file accepted whole, for a compressed
+// file those up to the last successful Flush (or Close). After a write error
+// (a full disk) it stays at what got through, so that a summary can say what
+// the file really holds rather than what was sampled.
+func (w *Writer) Written() uint64 {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.written
+}
+
+// settle moves the sample lines that the file has accepted whole into
+// written. It does not allocate: ends is reused once drained.
+func (w *Writer) settle() {
+	if w.dst == nil {
+		return
+	}
+	for w.head < len(w.ends) && w.ends[w.head] <= w.dst.n {
+		w.head++
+		w.written++
+	}
+	switch {
+	case w.head == len(w.ends):
+		w.ends, w.head = w.ends[:0], 0
+	case w.head >= 1024 && 2*w.head >= len(w.ends):
+		n := copy(w.ends, w.ends[w.head:])
+		w.ends, w.head = w.ends[:n], 0
+	}
 }
 
 // Path returns the file name given to Create, or "" for NewWriter.
@@ -136,8 +199,10 @@ func (w *Writer) emit() error {
 	w.line = append(w.line, '\n')
 	if _, err := w.out.Write(w.line); err != nil {
 		w.err = w.wrapErr(err)
+		w.settle()
 		return w.err
 	}
+	w.emitted += int64(len(w.line))
 	return nil
 }
 
@@ -229,7 +294,15 @@ func (w *Writer) WriteSample(t time.Duration, v []float64) error {
 	}
 	w.line = append(b, ']')
 	w.advance(t)
-	return w.emit()
+	if err := w.emit(); err != nil {
+		return err
+	}
+	w.samples++
+	if w.dst != nil {
+		w.ends = append(w.ends, w.emitted)
+		w.settle()
+	}
+	return nil
 }
 
 func (w *Writer) advance(t time.Duration) {
@@ -347,12 +420,17 @@ func (w *Writer) flush() error {
 	}
 	if err != nil {
 		w.err = w.wrapErr(err)
+	} else if w.enc != nil {
+		w.written = w.samples
 	}
+	w.settle()
 	return w.err
 }
 
 // Close writes the end line (at the latest time written) with the summary
 // end, flushes, ends the zstd frame and closes the file if Create opened it.
+// The end line's samples is the number of sample lines before it, whatever
+// end.Samples says: the end line only reaches the file if they all did.
 // Without a header nothing is written. Closing twice is a no-op.
 func (w *Writer) Close(end End) error {
 	w.mu.Lock()
@@ -364,7 +442,7 @@ func (w *Writer) Close(end End) error {
 	err := w.err
 	if err == nil && w.header {
 		w.startMark("end", w.last)
-		b := appendUintField(w.line, "samples", end.Samples)
+		b := appendUintField(w.line, "samples", w.samples)
 		b = appendUintField(b, "missed_deadlines", end.MissedDeadlines)
 		b = appendUintField(b, "dropped", end.Dropped)
 		w.line = append(b, '}')
@@ -376,6 +454,8 @@ func (w *Writer) Close(end End) error {
 	if w.enc != nil {
 		if cerr := w.enc.Close(); cerr != nil && err == nil {
 			err = w.wrapErr(cerr)
+		} else if cerr == nil && err == nil {
+			w.written = w.samples
 		}
 	}
 	if w.file != nil {

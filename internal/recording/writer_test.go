@@ -263,3 +263,53 @@ func BenchmarkWriteSample(b *testing.B) {
 		})
 	}
 }
+
+// fullWriter accepts room bytes, then fails like a full disk, part way
+// through a write if need be.
+type fullWriter struct {
+	got  []byte
+	room int
+}
+
+func (f *fullWriter) Write(p []byte) (int, error) {
+	n := min(len(p), f.room-len(f.got))
+	f.got = append(f.got, p[:n]...)
+	if n < len(p) {
+		return n, fmt.Errorf("no space left on device")
+	}
+	return n, nil
+}
+
+// TestWrittenCountsWhatReachedTheOutput checks Written against the sample
+// lines that reached a writer which fills up part way through a line.
+func TestWrittenCountsWhatReachedTheOutput(t *testing.T) {
+	for _, room := range []int{0, 100, 1000, 5000, 1 << 20} {
+		out := &fullWriter{room: room}
+		w := NewWriter(out, false)
+		v := make([]float64, 8)
+		err := w.WriteHeader(wideHeader(8))
+		for i := 0; i < 200 && err == nil; i++ {
+			sampleValues(v, i)
+			if err = w.WriteSample(time.Duration(i)*time.Millisecond, v); err == nil && i%7 == 0 {
+				err = w.Flush()
+			}
+		}
+		cerr := w.Close(End{Samples: 12345})
+		whole := 0
+		for _, l := range strings.SplitAfter(string(out.got), "\n") {
+			if strings.HasPrefix(l, "[") && strings.HasSuffix(l, "]\n") {
+				whole++
+			}
+		}
+		if w.Written() != uint64(whole) {
+			t.Errorf("room %d: Written() = %d, the output holds %d whole sample lines", room, w.Written(), whole)
+		}
+		if room == 1<<20 {
+			if cerr != nil || whole != 200 || !strings.HasSuffix(string(out.got), `"samples":200,"missed_deadlines":0,"dropped":0}`+"\n") {
+				t.Errorf("room enough: %d lines, close %v, end %q", whole, cerr, out.got[max(0, len(out.got)-80):])
+			}
+		} else if cerr == nil && err == nil {
+			t.Errorf("room %d: no error from a full output", room)
+		}
+	}
+}

@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"math"
 	"runtime"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -23,21 +24,41 @@ import (
 )
 
 // group is one sensor in use: the events enabled on it and the raw values of
-// the current and previous reads.
+// the current and previous reads, with which of its sources each read got.
 type group struct {
 	entry  *Entry
 	events []int // indexes into entry.Events, in Enable order
 	cur    []int64
 	prev   []int64
-	errs   uint64
-	failed bool // the last read failed; reported once per failure streak
+	okCur  []bool // per source: the current read got it
+	okPrev []bool // per source: the previous read got it
+	clean  bool   // every source is ok in both reads: no column is missing
+	// failed says per source that its last read failed, so that a failure
+	// streak is reported once; errs counts the failed reads of the streak.
+	failed []bool
+	errs   []uint64
 }
 
 // sum is one event of one group summed over some of its sources.
 type sum struct {
 	g    *group
 	offs []int  // offsets into g.cur
+	srcs []int  // the source of each offset
 	mask uint64 // wrap-around mask for counters narrower than 64 bits, else 0
+}
+
+// ok reports whether every source of the sum was read, in both of the last
+// two reads for a counter (a rate needs two good reads).
+func (t *sum) ok(counter bool) bool {
+	if t.g.clean {
+		return true
+	}
+	for _, src := range t.srcs {
+		if !t.g.okCur[src] || (counter && !t.g.okPrev[src]) {
+			return false
+		}
+	}
+	return true
 }
 
 // delta is the counter's increase between the last two reads, wrap-around safe.
@@ -152,8 +173,11 @@ func New(cols []*Column, cfg Config) (*Sampler, error) {
 		if err := g.entry.Sensor.Enable(g.events); err != nil {
 			return nil, fmt.Errorf("%s: enabling events: %w", g.entry.Name, err)
 		}
-		n := len(g.events) * len(g.entry.Sources)
+		ns := len(g.entry.Sources)
+		n := len(g.events) * ns
 		g.cur, g.prev = make([]int64, n), make([]int64, n)
+		g.okCur, g.okPrev = make([]bool, ns), make([]bool, ns)
+		g.failed, g.errs = make([]bool, ns), make([]uint64, ns)
 	}
 	sumOf := func(c *Column) sum {
 		g := byEntry[c.entry]
@@ -164,6 +188,7 @@ func New(cols []*Column, cfg Config) (*Sampler, error) {
 		}
 		for _, src := range c.source {
 			t.offs = append(t.offs, k*len(g.entry.Sources)+src)
+			t.srcs = append(t.srcs, src)
 		}
 		return t
 	}
@@ -196,31 +221,94 @@ func (s *Sampler) Stats() Stats {
 	return Stats{Samples: s.samples.Load(), MissedDeadlines: s.missed.Load(), ReadErrors: s.readErrs.Load()}
 }
 
-// read reads every group; a group whose read fails keeps its previous values.
+// read reads every group. A source that could not be read (all of a
+// group's sources when its Read fails with anything but a
+// *sensor.SourceError) is marked missing in this read: its columns are NaN
+// rather than a stale value, and its next rate too.
 func (s *Sampler) read() {
 	for _, g := range s.groups {
 		g.prev, g.cur = g.cur, g.prev
-		if err := g.entry.Sensor.Read(g.cur); err != nil {
-			copy(g.cur, g.prev)
-			g.errs++
+		g.okPrev, g.okCur = g.okCur, g.okPrev
+		err := g.entry.Sensor.Read(g.cur)
+		for i := range g.okCur {
+			g.okCur[i] = true
+		}
+		if err != nil {
 			s.readErrs.Add(1)
-			if !g.failed {
-				g.failed = true
-				s.cfg.Errors(fmt.Errorf("%s: %w (keeping the previous values; sampling goes on)", g.entry.Name, err))
+			if se, ok := err.(*sensor.SourceError); ok {
+				for i, src := range se.Sources {
+					if src >= 0 && src < len(g.okCur) {
+						g.okCur[src] = false
+						s.sourceFailed(g, src, se.Errs[i])
+					}
+				}
+			} else {
+				for src := range g.okCur {
+					g.okCur[src] = false
+				}
+				if !slices.Contains(g.failed, true) {
+					s.cfg.Errors(fmt.Errorf("%s: %w (its values are missing until it reads again; sampling goes on)", g.entry.Name, err))
+				}
+				for src := range g.failed {
+					g.failed[src] = true
+					g.errs[src]++
+				}
 			}
-		} else if g.failed {
-			g.failed = false
-			s.cfg.Errors(fmt.Errorf("%s: reading works again after %d failed samples", g.entry.Name, g.errs))
+		}
+		g.clean = true
+		recovered := 0
+		for src, ok := range g.okCur {
+			if ok && g.failed[src] {
+				recovered++
+			}
+			g.clean = g.clean && ok && g.okPrev[src]
+		}
+		if recovered == 0 {
+			continue
+		}
+		if recovered == len(g.failed) { // the whole sensor: one line
+			s.cfg.Errors(fmt.Errorf("%s: reading works again after %d failed samples", g.entry.Name, slices.Max(g.errs)))
+			clear(g.failed)
+			clear(g.errs)
+			continue
+		}
+		for src, ok := range g.okCur {
+			if ok && g.failed[src] {
+				g.failed[src] = false
+				s.cfg.Errors(fmt.Errorf("%s: source %s: reading works again after %d failed samples",
+					g.entry.Name, sourceName(g.entry.Sources[src]), g.errs[src]))
+				g.errs[src] = 0
+			}
 		}
 	}
 }
 
-// compute fills s.values from the last two reads, dt seconds apart.
+// sourceFailed counts a failed read of one source and reports the first of a streak.
+func (s *Sampler) sourceFailed(g *group, src int, err error) {
+	g.errs[src]++
+	if !g.failed[src] {
+		g.failed[src] = true
+		s.cfg.Errors(fmt.Errorf("%s: source %s: %w (its values are missing until it reads again; sampling goes on)",
+			g.entry.Name, sourceName(g.entry.Sources[src]), err))
+	}
+}
+
+func sourceName(s string) string {
+	if s == "" {
+		return `""`
+	}
+	return s
+}
+
+// compute fills s.values from the last two reads, dt seconds apart. A value
+// whose sources were not all read is NaN (a rate needs both reads).
 func (s *Sampler) compute(dt float64) {
 	inv := 1 / dt
 	for i := range s.plans {
 		p := &s.plans[i]
 		switch {
+		case !p.num.ok(p.counter) || (p.div != nil && !p.div.ok(true)):
+			s.values[i] = math.NaN()
 		case !p.counter:
 			s.values[i] = float64(p.num.level()) * p.scale
 		case p.div != nil:
@@ -252,6 +340,7 @@ const (
 	opResume
 	opMark
 	opStop
+	opAbort
 )
 
 type control struct {
@@ -296,14 +385,20 @@ func (s *Sampler) Rotate(path string) {
 	s.send(control{op: opMark, mark: Record{Kind: KindRotate, Text: path}})
 }
 
-// Stop ends Run after the current sample.
+// Stop ends Run with a final sample over the time since the last one.
 func (s *Sampler) Stop() { s.send(control{op: opStop}) }
+
+// Abort ends Run without a final sample. It is for undoing a start that
+// failed (nothing was meant to be sampled); a stop of a real run is Stop.
+func (s *Sampler) Abort() { s.send(control{op: opAbort}) }
 
 // maxSleep bounds one sleep so that commands are handled promptly even when
 // the interval is hours long.
 const maxSleep = 20 * time.Millisecond
 
 // Run samples until ctx is done, Stop is called or Count samples were taken.
+// When ctx or Stop ends it between deadlines, it takes a final sample over
+// the partial interval, so no part of the run goes unrecorded.
 // It locks itself to one OS thread (pinned when Config.PinCPUs is set) and
 // sleeps to absolute CLOCK_MONOTONIC deadlines, so it does not drift; a
 // deadline that has already passed when the previous sample is done is
@@ -329,25 +424,53 @@ func (s *Sampler) Run(ctx context.Context) error {
 	}
 	s.start = time.Now()
 	base := mono()
-	defer close(s.stopped)
-	defer s.finish()
-
 	// Prime: counters need a previous read before the first rate.
 	s.read()
 	last := base
 	interval := int64(s.cfg.Interval)
 	deadline := base + interval
 	paused := false
+
+	// sample takes one sample over the time since the previous one: its rate
+	// is the counters' change over exactly that time, so that rate × length
+	// summed over the samples is each counter's change over the whole run.
+	sample := func() uint64 {
+		s.read()
+		now := mono()
+		s.compute(float64(now-last) / 1e9)
+		last = now
+		n := s.samples.Add(1)
+		if !paused {
+			s.publish(time.Duration(now - base))
+		}
+		return n
+	}
+	// However sampling stops (context, Stop, or the count), the end is the
+	// last sample's instant. A stop between deadlines first takes a final
+	// sample over the partial interval, so that the end of a run (all of a
+	// run shorter than one interval) is recorded too.
+	defer close(s.stopped)
+	defer func() { s.finish(time.Duration(last - base)) }()
+	final := func() {
+		if mono() > last {
+			sample()
+		}
+	}
+
 	for {
 		// Sleep to the deadline in bounded steps, handling commands between.
 		for {
 			select {
 			case <-done:
+				final()
 				return nil
 			case c := <-s.ctl:
 				now := mono()
 				switch c.op {
 				case opStop:
+					final()
+					return nil
+				case opAbort:
 					return nil
 				case opInterval:
 					interval = int64(c.interval)
@@ -385,18 +508,12 @@ func (s *Sampler) Run(ctx context.Context) error {
 			_ = unix.ClockNanosleep(unix.CLOCK_MONOTONIC, unix.TIMER_ABSTIME, &ts, nil)
 		}
 
-		s.read()
-		now := mono()
-		s.compute(float64(now-last) / 1e9)
-		last = now
-		n := s.samples.Add(1)
-		if !paused {
-			s.publish(time.Duration(now - base))
-		}
+		n := sample()
 		if s.cfg.Count > 0 && n >= s.cfg.Count {
-			return nil
+			return nil // the count's last sample is the final one
 		}
 
+		now := last
 		deadline += interval
 		if late := now - deadline; late >= 0 {
 			skipped := late/interval + 1
@@ -406,13 +523,13 @@ func (s *Sampler) Run(ctx context.Context) error {
 	}
 }
 
-// finish tells every sink that sampling ended and closes their queues.
-func (s *Sampler) finish() {
+// finish tells every sink that sampling ended at end and closes their queues.
+func (s *Sampler) finish(end time.Duration) {
 	s.sinkMu.Lock()
 	defer s.sinkMu.Unlock()
 	st := s.Stats()
 	for _, k := range *s.sinks.Load() {
-		k.push(Record{Kind: KindEnd, T: time.Since(s.start), Stats: st, Dropped: k.Dropped()})
+		k.push(Record{Kind: KindEnd, T: end, Stats: st, Dropped: k.Dropped()})
 		close(k.queue)
 	}
 	s.sinks.Store(&[]*Sink{})

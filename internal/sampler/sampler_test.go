@@ -169,7 +169,7 @@ func TestComputeRatesSumsWrapAndPercent(t *testing.T) {
 	}
 }
 
-func TestReadErrorKeepsPreviousValues(t *testing.T) {
+func TestReadErrorMakesValuesMissing(t *testing.T) {
 	c, st := newStepCatalog()
 	cols, _ := c.Select([]string{"step.hits", "step.free"}, false)
 	var got []error
@@ -179,13 +179,17 @@ func TestReadErrorKeepsPreviousValues(t *testing.T) {
 	}
 	st.failAt = 2
 	s.Sample(time.Second)
-	v := s.Sample(time.Second) // fails: counters show 0 rate, gauges keep their level
-	if v[0] != 0 || v[1] != 12 {
-		t.Errorf("after failed read: %v", v)
+	v := s.Sample(time.Second) // fails: no value is made up, neither a 0 rate nor a stale level
+	if !math.IsNaN(v[0]) || !math.IsNaN(v[1]) {
+		t.Errorf("after failed read: %v, want NaN NaN", v)
+	}
+	v = s.Sample(time.Second) // the level is back; the rate needs a second good read
+	if !math.IsNaN(v[0]) || v[1] != 12 {
+		t.Errorf("first read after recovery: %v, want NaN 12", v)
 	}
 	v = s.Sample(time.Second)
-	if v[0] != 40 {
-		t.Errorf("after recovery: %v", v)
+	if v[0] != 40 || v[1] != 12 {
+		t.Errorf("second read after recovery: %v, want 40 12 (one read's worth, no burst)", v)
 	}
 	if len(got) != 2 || !strings.Contains(got[0].Error(), "injected failure") || !strings.Contains(got[1].Error(), "works again") {
 		t.Errorf("errors reported: %v", got)

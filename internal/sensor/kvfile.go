@@ -332,8 +332,12 @@ func (k *kvFile) sortOrder() {
 	}
 }
 
-// errLayout says that a line did not carry the expected name.
-var errLayout = errors.New("layout changed")
+// errLayout says that a line did not carry the expected name; errMissing
+// that some names were not found at all (their slots got their last values).
+var (
+	errLayout  = errors.New("layout changed")
+	errMissing = errors.New("lines missing")
+)
 
 // read reads the file and stores every slot's value into dst.
 func (k *kvFile) read(dst []int64) error {
@@ -345,15 +349,27 @@ func (k *kvFile) read(dst []int64) error {
 }
 
 // parse stores every slot's value from the file content data into dst.
+//
+// A name the file no longer carries keeps its last value, so that a counter
+// never drops, and is looked for again at every read. A file that carries
+// none of the names is not the file read at Open (garbage, or a different
+// file under the same name): that is an error, not a frozen set of values.
 func (k *kvFile) parse(data []byte, dst []int64) error {
-	if err := k.scan(data, dst); err != errLayout {
+	if err := k.scan(data, dst); err != errLayout && err != errMissing {
 		return err
 	}
 	k.resync(data)
-	if err := k.scan(data, dst); err != errLayout {
+	switch err := k.scan(data, dst); err {
+	case errLayout:
+		return fmt.Errorf("%s: the layout changed while reading it", k.path)
+	case errMissing:
+		if len(k.order) > 0 && k.slots[k.order[0]].line == noLine {
+			return fmt.Errorf("%s: none of the expected lines is there (%s, ...): not the statistics file read at start", k.path, strconv.Quote(k.slots[k.order[0]].name))
+		}
+		return nil
+	default:
 		return err
 	}
-	return fmt.Errorf("%s: the layout changed while reading it", k.path)
 }
 
 // scan walks data once, taking each slot's value from the line the slot
@@ -402,11 +418,14 @@ func (k *kvFile) scan(data []byte, dst []int64) error {
 		pos = next
 		line++
 	}
+	if j == len(k.order) {
+		return nil
+	}
 	for ; j < len(k.order); j++ {
 		s := &k.slots[k.order[j]]
 		dst[s.out] = s.last
 	}
-	return nil
+	return errMissing
 }
 
 // fast parses the line at data[pos:] if it has exactly the shape the kernel

@@ -31,7 +31,9 @@ type nodeSensor struct {
 	evs     []nodeEvent
 	events  []Event
 	open    []*kvFile
+	openSrc []int // per open file, the index of its source (node)
 	zeros   []int // dst indexes of enabled events a node does not have
+	srcErr  SourceError
 }
 
 type nodeKind uint8
@@ -216,6 +218,7 @@ func (n *nodeSensor) Enable(events []int) error {
 						return fmt.Errorf("opening %s: %w", nf.path, err)
 					}
 					n.open = append(n.open, kv)
+					n.openSrc = append(n.openSrc, s)
 				}
 				kv.add(ev.name, line, out)
 			}
@@ -224,14 +227,21 @@ func (n *nodeSensor) Enable(events []int) error {
 	return nil
 }
 
+// Read reads every node's files. Each node is its own source: a file that
+// cannot be read or parsed fails only its node, which Read reports in a
+// *SourceError while the other nodes' values are fresh.
 func (n *nodeSensor) Read(dst []int64) error {
-	for _, f := range n.open {
+	n.srcErr.Reset()
+	for i, f := range n.open {
 		if err := f.read(dst); err != nil {
-			return err
+			n.srcErr.Add(n.openSrc[i], err)
 		}
 	}
 	for _, i := range n.zeros {
 		dst[i] = 0
+	}
+	if n.srcErr.Failed() {
+		return &n.srcErr
 	}
 	return nil
 }
@@ -250,7 +260,7 @@ func (n *nodeSensor) closeFiles() error {
 	for _, f := range n.open {
 		errs = append(errs, f.close())
 	}
-	n.open, n.zeros = nil, nil
+	n.open, n.openSrc, n.zeros = nil, nil, nil
 	return errors.Join(errs...)
 }
 

@@ -409,3 +409,53 @@ func BenchmarkBaselineNode(b *testing.B) {
 	enableAll(b, s)
 	benchBaseline(b, s)
 }
+
+// TestNodeBadFileFailsOnlyItsNode puts garbage into node 1's meminfo, first a
+// value that is not a number, then a file with none of the expected lines:
+// Read reports node 1 alone in a *SourceError, node 0's values are fresh, and
+// once the file is good again Read succeeds with its new values.
+func TestNodeBadFileFailsOnlyItsNode(t *testing.T) {
+	root := copyTree(t, "testdata/twonode")
+	s := openSensor(t, "node", root, treeTopology(t, root))
+	dst := enableAll(t, s)
+	if err := s.Read(dst); err != nil {
+		t.Fatal(err)
+	}
+	meminfo := filepath.Join(root, nodeDir, "node1/meminfo")
+	good, err := os.ReadFile(meminfo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bumpNode0 := func(v int) {
+		rewrite(t, filepath.Join(root, nodeDir, "node0/numastat"), func(string) string {
+			return "numa_hit " + strconv.Itoa(v) + "\nnuma_miss 0\nnuma_foreign 0\ninterleave_hit 0\nlocal_node 0\nother_node 0\n"
+		})
+	}
+	hit := eventIndex(t, s, "numa_hit")
+	for i, garbage := range []string{
+		strings.Replace(string(good), "MemFree:         3543052", "MemFree:         35x3052", 1),
+		"\x00\x01 this is not a meminfo file\n",
+	} {
+		rewrite(t, meminfo, func(string) string { return garbage })
+		bumpNode0(1000 + i)
+		err := s.Read(dst)
+		se, ok := err.(*SourceError)
+		if !ok {
+			t.Fatalf("garbage %d: Read returned %T %v, want a *SourceError", i, err, err)
+		}
+		if !reflect.DeepEqual(se.Sources, []int{1}) || !strings.Contains(se.Error(), meminfo) {
+			t.Errorf("garbage %d: failed sources %v, error %q; want node 1's meminfo", i, se.Sources, se)
+		}
+		if got := dst[hit*2+0]; got != int64(1000+i) {
+			t.Errorf("garbage %d: node 0 numa_hit = %d, want the fresh 1000+%d", i, got, i)
+		}
+	}
+	if err := os.WriteFile(meminfo, good, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	bumpNode0(2000)
+	if err := s.Read(dst); err != nil {
+		t.Fatalf("after the file was restored: %v", err)
+	}
+	checkNodeRead(t, root, s)
+}

@@ -12,6 +12,7 @@ package sensor
 import (
 	"fmt"
 	"sort"
+	"strings"
 
 	"github.com/numascope/numascope/internal/sysfs"
 	"github.com/numascope/numascope/internal/topology"
@@ -89,8 +90,17 @@ type Sensor interface {
 	Enable(events []int) error
 	// Read stores the current raw values of the enabled events in dst:
 	// dst[k*len(Sources())+s] is the k-th enabled event at source s. It must
-	// not allocate in steady state. On error the sampler keeps the previous
-	// values and reports the error.
+	// not allocate in steady state.
+	//
+	// A sensor whose sources are read separately (one file per node) returns
+	// a *SourceError, unwrapped, when only some of them could not be read:
+	// the other sources' values in dst are fresh and are used as usual. Any
+	// other error means that no source was read. Either way the sampler
+	// reports the failure once, shows the failed sources' columns as missing
+	// (NaN, written as null) instead of stale or zero values, and reads them
+	// again at the next sample. A counter's first rate after a source recovers
+	// is missing too, since its previous read failed: a rate is only ever
+	// computed from two good reads, so recovery never shows as a burst.
 	Read(dst []int64) error
 	// Close releases file descriptors and other resources.
 	Close() error
@@ -135,4 +145,47 @@ func New(name string) (Sensor, bool) {
 		return nil, false
 	}
 	return f(), true
+}
+
+// SourceError is what Read returns when some of a sensor's sources could not
+// be read and the others were (see Sensor.Read). A sensor keeps one and
+// reuses it (Reset, then Add), so that a failing source does not make every
+// Read allocate; the sampler is done with it before the next Read.
+type SourceError struct {
+	// Sources lists the indexes into Sources() that failed, each once.
+	Sources []int
+	// Errs holds, parallel to Sources, why each one failed.
+	Errs []error
+}
+
+// Reset empties e for the next Read, keeping its storage.
+func (e *SourceError) Reset() {
+	clear(e.Errs)
+	e.Sources, e.Errs = e.Sources[:0], e.Errs[:0]
+}
+
+// Add records that source src failed with err; a source already listed
+// keeps its first error.
+func (e *SourceError) Add(src int, err error) {
+	for _, s := range e.Sources {
+		if s == src {
+			return
+		}
+	}
+	e.Sources = append(e.Sources, src)
+	e.Errs = append(e.Errs, err)
+}
+
+// Failed reports whether any source failed.
+func (e *SourceError) Failed() bool { return len(e.Sources) > 0 }
+
+func (e *SourceError) Error() string {
+	var b strings.Builder
+	for i, s := range e.Sources {
+		if i > 0 {
+			b.WriteString("; ")
+		}
+		fmt.Fprintf(&b, "source %d: %v", s, e.Errs[i])
+	}
+	return b.String()
 }

@@ -1,0 +1,186 @@
+package recorder
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/numascope/numascope/internal/recording"
+)
+
+// noRootEnv lets a developer without root run the other tests; without it a
+// test that needs a real full filesystem fails rather than skip silently.
+const noRootEnv = "NUMASCOPE_TEST_NO_ROOT"
+
+// smallFS mounts a 64 KiB tmpfs in a temporary directory, unmounted at the
+// end of the test, and fills it with a file so that only about free bytes are
+// left (0: full).
+func smallFS(t *testing.T, free int) string {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		if os.Getenv(noRootEnv) != "" {
+			t.Skipf("needs root to mount a small tmpfs (%s is set)", noRootEnv)
+		}
+		t.Fatalf("needs root to mount a small tmpfs (a real full disk); run as root, or set %s=1 to skip", noRootEnv)
+	}
+	dir := t.TempDir()
+	if err := unix.Mount("tmpfs", dir, "tmpfs", 0, "size=64k"); err != nil {
+		t.Fatalf("mounting a tmpfs on %s: %v", dir, err)
+	}
+	t.Cleanup(func() {
+		if err := unix.Unmount(dir, unix.MNT_DETACH); err != nil {
+			t.Errorf("unmounting %s: %v", dir, err)
+		}
+	})
+	filler := filepath.Join(dir, "filler")
+	f, err := os.Create(filler)
+	if err != nil {
+		t.Fatal(err)
+	}
+	chunk := bytes.Repeat([]byte{'x'}, 4096)
+	size := int64(0)
+	for {
+		n, err := f.Write(chunk)
+		size += int64(n)
+		if errors.Is(err, syscall.ENOSPC) {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if free > 0 {
+		if err := f.Truncate(size - int64(free)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := f.Close(); err != nil && !errors.Is(err, syscall.ENOSPC) {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// countLines counts the sample lines of a plain recording as bytes, not
+// through the reader, and whether it ends with an end line.
+func countLines(t *testing.T, path string) (samples int, end bool) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range strings.SplitAfter(string(b), "\n") {
+		if strings.HasPrefix(l, "[") && strings.HasSuffix(l, "]\n") {
+			samples++
+		}
+		end = end || strings.HasPrefix(l, `{"type":"end"`)
+	}
+	return samples, end
+}
+
+// TestRotationOntoAFullDiskKeepsTheCurrentFile switches files with ctl record
+// onto a full filesystem: the new file cannot take its header, so it is
+// removed, the switch is reported, and the current file keeps every sample.
+func TestRotationOntoAFullDiskKeepsTheCurrentFile(t *testing.T) {
+	full := smallFS(t, 0)
+	a := filepath.Join(t.TempDir(), "a.jsonl")
+	b := filepath.Join(full, "b.jsonl")
+	smp, rec, msgs := setup(t, 40)
+	if err := rec.Create(a); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error)
+	go func() { done <- rec.Run() }()
+	go func() {
+		time.Sleep(100 * time.Millisecond)
+		smp.Rotate(b)
+	}()
+	if err := smp.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(b); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the file that could not be written is still there: %v", err)
+	}
+	r, err := recording.Load(a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines, _ := countLines(t, a)
+	if r.End == nil || len(r.Samples) != 40 || r.End.Samples != 40 || lines != 40 {
+		t.Errorf("%s: %d samples (%d lines), end %+v; want all 40 in the file and counted", a, len(r.Samples), lines, r.End)
+	}
+	if rec.Written() != 40 {
+		t.Errorf("Written() = %d, want 40", rec.Written())
+	}
+	if fs := rec.Files(); len(fs) != 1 || fs[0] != a {
+		t.Errorf("Files() = %v", fs)
+	}
+	joined := strings.Join(*msgs, "\n")
+	if len(*msgs) != 1 || !strings.Contains(joined, b) || !strings.Contains(joined, "still recording to "+a) ||
+		!strings.Contains(joined, "no space left") {
+		t.Errorf("want one line naming %s, the cause and the file still recorded to; got:\n%s", b, joined)
+	}
+}
+
+// TestFullDiskCountsWhatIsInTheFile records onto a filesystem that fills up
+// part way: the count the recorder reports is the number of samples the file
+// really holds, not the number taken.
+func TestFullDiskCountsWhatIsInTheFile(t *testing.T) {
+	for _, name := range []string{"run.jsonl", "run.jsonl.zst"} {
+		t.Run(name, func(t *testing.T) {
+			dir := smallFS(t, 6000)
+			path := filepath.Join(dir, name)
+			smp, rec, _ := setup(t, 0)
+			if err := rec.Create(path); err != nil {
+				t.Fatal(err)
+			}
+			done := make(chan error)
+			go func() { done <- rec.Run() }()
+			ctx, cancel := context.WithCancel(context.Background())
+			go func() {
+				// Sample until the file has stopped growing for a while: the
+				// disk is full, and more samples are taken than it holds.
+				var last int64 = -1
+				for still := 0; still < 4; {
+					time.Sleep(200 * time.Millisecond)
+					if fi, err := os.Stat(path); err == nil && fi.Size() == last {
+						still++
+					} else if err == nil {
+						last, still = fi.Size(), 0
+					}
+				}
+				cancel()
+			}()
+			if err := smp.Run(ctx); err != nil {
+				t.Fatal(err)
+			}
+			err := <-done
+			if err == nil || !strings.Contains(err.Error(), "no space left") {
+				t.Fatalf("Run returned %v, want the disk-full error", err)
+			}
+			r, _ := recording.Load(path) // cut off: reports, still reads what is there
+			taken := smp.Stats().Samples
+			if r == nil {
+				t.Fatal("the recording cannot be read at all")
+			}
+			if uint64(len(r.Samples)) != rec.Written() || rec.Written() == 0 || rec.Written() >= taken {
+				t.Errorf("file holds %d samples, Written() = %d, taken %d", len(r.Samples), rec.Written(), taken)
+			}
+			if !strings.HasSuffix(name, ".zst") {
+				if lines, end := countLines(t, path); uint64(lines) != rec.Written() || end {
+					t.Errorf("file has %d whole sample lines (end line: %v), Written() = %d", lines, end, rec.Written())
+				}
+			}
+		})
+	}
+}
