@@ -17,6 +17,9 @@ import (
 	"syscall"
 	"testing"
 	"time"
+	"unicode/utf8"
+
+	"github.com/numascope/numascope/internal/recording"
 )
 
 var binary string
@@ -331,6 +334,126 @@ func TestConvertLegacyAndTruncated(t *testing.T) {
 	out, errs, code = run(t, "convert", cut)
 	if code != 0 || strings.Count(out, "\n") != 20 || !strings.Contains(errs, "cut off") {
 		t.Errorf("truncated convert: exit %d, %d lines, stderr %q", code, strings.Count(out, "\n"), errs)
+	}
+}
+
+// TestConvertUpgradesLegacyToJSONL: convert -o OUT.jsonl.zst writes the
+// current format (compressed), which the numascope reader loads with the
+// same columns, samples and labels as the legacy original; .jsonl is plain,
+// .csv is CSV, another suffix is refused with one line, and an existing
+// output is kept unless --force.
+func TestConvertUpgradesLegacyToJSONL(t *testing.T) {
+	legacy := "../../internal/recording/testdata/legacy-numaconnect2.json"
+	orig, err := recording.Load(legacy)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	for _, name := range []string{"up.jsonl.zst", "up.jsonl"} {
+		out := filepath.Join(dir, name)
+		if stdout, errs, code := run(t, "convert", legacy, "-o", out); code != 0 || stdout != "" {
+			t.Fatalf("convert -o %s: exit %d, stdout %q, stderr %q", name, code, stdout, errs)
+		}
+		raw, err := os.ReadFile(out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		zst := bytes.HasPrefix(raw, []byte{0x28, 0xb5, 0x2f, 0xfd})
+		if zst != strings.HasSuffix(name, ".zst") || (!zst && !bytes.HasPrefix(raw, []byte(`{"type":"header"`))) {
+			t.Fatalf("%s: not the current format (compressed: %v): %.60q", name, zst, raw)
+		}
+		back, err := recording.Load(out)
+		if err != nil {
+			t.Fatalf("reading back %s: %v", name, err)
+		}
+		if back.Legacy || back.Header.Version != recording.Version || len(back.Skipped) != 0 || back.End == nil ||
+			back.End.Samples != uint64(len(orig.Samples)) {
+			t.Errorf("%s: legacy %v, version %d, skipped %q, end %+v", name, back.Legacy, back.Header.Version, back.Skipped, back.End)
+		}
+		if fmt.Sprint(back.Columns) != fmt.Sprint(orig.Columns) {
+			t.Errorf("%s: columns\n%+v\nwant\n%+v", name, back.Columns, orig.Columns)
+		}
+		if fmt.Sprint(back.Labels()) != fmt.Sprint(orig.Labels()) || len(orig.Labels()) == 0 {
+			t.Errorf("%s: labels %+v, want %+v", name, back.Labels(), orig.Labels())
+		}
+		if len(back.Samples) != len(orig.Samples) || len(orig.Samples) == 0 {
+			t.Fatalf("%s: %d samples, want %d", name, len(back.Samples), len(orig.Samples))
+		}
+		for i, s := range orig.Samples {
+			if b := back.Samples[i]; b.T != s.T || fmt.Sprint(b.V) != fmt.Sprint(s.V) {
+				t.Errorf("%s: sample %d = %v, want %v", name, i, b, s)
+			}
+		}
+	}
+
+	csvOut := filepath.Join(dir, "up.csv")
+	if _, errs, code := run(t, "convert", legacy, "-o", csvOut); code != 0 {
+		t.Fatalf("convert -o up.csv: exit %d: %s", code, errs)
+	}
+	stdout, _, _ := run(t, "convert", legacy)
+	if b, _ := os.ReadFile(csvOut); string(b) != stdout || !strings.HasPrefix(stdout, "time_s,") {
+		t.Errorf("-o up.csv wrote %q, stdout is %q", b, stdout)
+	}
+
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"-o", filepath.Join(dir, "up.json")}, "unknown output suffix"},
+		{[]string{"-o", filepath.Join(dir, "up.zst")}, "unknown output suffix"},
+		{[]string{"-o", filepath.Join(dir, "up.jsonl.zst")}, "already exists"},
+		{[]string{"--labels", "-o", filepath.Join(dir, "new.jsonl")}, "--labels is for CSV"},
+	} {
+		_, errs, code := run(t, append([]string{"convert", legacy}, c.args...)...)
+		if lines := strings.Split(strings.TrimSpace(errs), "\n"); code == 0 || len(lines) != 1 || !strings.Contains(errs, c.want) {
+			t.Errorf("convert %v: exit %d, stderr %q; want one line with %q", c.args, code, errs, c.want)
+		}
+	}
+	for _, name := range []string{"up.json", "up.zst", "new.jsonl"} {
+		if _, err := os.Stat(filepath.Join(dir, name)); err == nil {
+			t.Errorf("refused convert left %s behind", name)
+		}
+	}
+	if _, errs, code := run(t, "convert", legacy, "--force", "-o", filepath.Join(dir, "up.jsonl.zst")); code != 0 {
+		t.Errorf("convert --force over an existing output: exit %d: %s", code, errs)
+	}
+}
+
+// TestConvertCleansCraftedFile: a crafted recording whose column name and
+// labels hold ESC[2J, BEL, bidi controls and invalid UTF-8 converts to CSV
+// (--labels) and to JSON Lines without any of them reaching the output.
+func TestConvertCleansCraftedFile(t *testing.T) {
+	crafted := "../../internal/recording/testdata/hostile-names.jsonl"
+	out, errs, code := run(t, "convert", "--labels", crafted)
+	if code != 0 {
+		t.Fatalf("convert --labels: exit %d: %s", code, errs)
+	}
+	hostile := func(what, s string) {
+		t.Helper()
+		if !utf8.ValidString(s) {
+			t.Errorf("%s is not valid UTF-8: %q", what, s)
+		}
+		for _, r := range s {
+			if r == 0x1b || r == 0x07 || r == 0x202e || r == 0x200f || r == 0x061c || r == 0x9b {
+				t.Errorf("%s holds %U: %q", what, r, s)
+				return
+			}
+		}
+	}
+	hostile("CSV", out)
+	if !strings.Contains(out, "a[2Jbcd\uFFFDef g") || !strings.Contains(out, "evil[2J.x") || !strings.Contains(out, "\n1e+300,1e+300,3,") {
+		t.Errorf("CSV lacks the cleaned label, name or compact time:\n%s", out)
+	}
+	up := filepath.Join(t.TempDir(), "up.jsonl")
+	if _, errs, code := run(t, "convert", crafted, "-o", up); code != 0 {
+		t.Fatalf("convert -o up.jsonl: exit %d: %s", code, errs)
+	}
+	rec, err := recording.Load(up)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range rec.Labels() {
+		hostile("upgraded label", l.Text)
 	}
 }
 
