@@ -6,6 +6,7 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/csv"
 	"encoding/json"
 	"fmt"
@@ -153,6 +154,42 @@ func TestBadInputGivesOneLineErrors(t *testing.T) {
 	}
 	if b, _ := os.ReadFile(existing); string(b) != "precious\n" {
 		t.Errorf("existing file was modified: %q", b)
+	}
+}
+
+// TestEmptyEventListRefused: -e '' or -e ',,,' (an empty shell variable,
+// say) is an error naming -e, not a silent switch to the default events;
+// record creates no file. Each run is bounded, since before the fix live
+// would serve until killed.
+func TestEmptyEventListRefused(t *testing.T) {
+	dir := t.TempDir()
+	for _, c := range [][]string{
+		{"stat", "-n", "1", "-i", "10ms", "-e", ""},
+		{"stat", "-n", "1", "-i", "10ms", "-e", ",,,"},
+		{"stat", "-n", "1", "-i", "10ms", "-e", " , ", "-e", ""},
+		{"record", "-n", "1", "-i", "10ms", "-o", filepath.Join(dir, "r.jsonl"), "-e", ""},
+		{"record", "-n", "1", "-i", "10ms", "-o", filepath.Join(dir, "r.jsonl"), "-e=,,,", "--", "true"},
+		{"live", "--listen", "127.0.0.1:0", "-e", ",,,"},
+	} {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		cmd := exec.CommandContext(ctx, binary, c...)
+		cmd.Env = append(os.Environ(), "XDG_RUNTIME_DIR="+t.TempDir())
+		var errb bytes.Buffer
+		cmd.Stderr = &errb
+		err := cmd.Run()
+		timedOut := ctx.Err() != nil
+		cancel()
+		errs := errb.String()
+		if err == nil || timedOut || !strings.Contains(errs, "-e: no event given") || strings.Count(strings.TrimSpace(errs), "\n") != 0 {
+			t.Errorf("numascope %q: %v, stderr %q; want a one-line error \"-e: no event given\"", c, err, errs)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "r.jsonl")); err == nil {
+		t.Error("record with an empty -e created its file")
+	}
+	// Leaving -e out still means the defaults.
+	if _, errs, code := run(t, "stat", "-n", "1", "-i", "10ms"); code != 0 {
+		t.Errorf("stat without -e: exit %d: %s", code, errs)
 	}
 }
 
