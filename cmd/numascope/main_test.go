@@ -157,7 +157,7 @@ func TestBadInputGivesOneLineErrors(t *testing.T) {
 	}
 }
 
-// TestEmptyEventListRefused: -e '' or -e ',,,' (an empty shell variable,
+// TestEmptyEventListRefused: -e "" or -e ",,," (an empty shell variable,
 // say) is an error naming -e, not a silent switch to the default events;
 // record creates no file. Each run is bounded, since before the fix live
 // would serve until killed.

@@ -49,7 +49,7 @@ func (f *sampleFlags) register(fl *pflag.FlagSet) {
 
 // eventPatterns returns the patterns given with -e, split at commas; nil
 // when -e was not given, which means the default events. An -e that names
-// no event at all (-e '' or -e ',,,', say from an empty shell variable) is
+// no event at all (-e "" or -e ",,,", say from an empty shell variable) is
 // an error: silently sampling the defaults instead would record something
 // other than what was asked for.
 func (f *sampleFlags) eventPatterns() ([]string, error) {
