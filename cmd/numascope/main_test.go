@@ -193,6 +193,57 @@ func TestEmptyEventListRefused(t *testing.T) {
 	}
 }
 
+// TestExperimentDryRunChecks: experiment --dry-run refuses a spec whose
+// size is beyond a limit at once, in bounded memory (the run is limited to
+// 2 GB of address space: before the limits, replications = 1000000000 grew
+// to 4.4 GB in 15 s), and checks the responses against the events the runs
+// record, as the real run does; a good spec prints its plan.
+func TestExperimentDryRunChecks(t *testing.T) {
+	dir := t.TempDir()
+	spec := func(name, head string) string {
+		path := filepath.Join(dir, name+".toml")
+		body := head + "\ninterval = \"50ms\"\nevents = [\"vmstat.pgfault\", \"node.numa_hit\"]\n" +
+			"[[factor]]\nname = \"n\"\nlevels = [1, 2]\n"
+		if err := os.WriteFile(path, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	dryRun := func(path string) (string, string, error) {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		cmd := exec.CommandContext(ctx, "/bin/sh", "-c", `ulimit -v 2000000 && exec "$0" experiment --dry-run "$1"`, binary, path)
+		cmd.Env = append(os.Environ(), "XDG_RUNTIME_DIR="+dir)
+		var out, errb bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &errb
+		err := cmd.Run()
+		if ctx.Err() != nil {
+			t.Errorf("experiment --dry-run %s: still running after 20 s", path)
+		}
+		return out.String(), errb.String(), err
+	}
+	for _, c := range []struct{ name, head, want string }{
+		{"huge", "command = \"true {n}\"\nreplications = 1000000000",
+			"huge.toml:2: replications = 1000000000: more than the limit of 10000 replications"},
+		{"typo", "command = \"true {n}\"\nreplications = 2\nresponses = [\"wall_time\", \"rate:vmstat.pgfualt\"]",
+			"response rate:vmstat.pgfualt: the runs do not record vmstat.pgfualt"},
+		{"node", "command = \"true {n}\"\nreplications = 2\nresponses = [\"total:node.99.numa_hit\"]",
+			"response total:node.99.numa_hit: the runs do not record node.99.numa_hit"},
+		{"minus", "command = \"true {n}\"\nreplications = 2\nresponses = [\"total:vmstat.pgfault-vmstat.nope\"]",
+			"the runs do not record vmstat.nope"},
+	} {
+		out, errs, err := dryRun(spec(c.name, c.head))
+		if err == nil || !strings.Contains(errs, c.want) || strings.Count(strings.TrimSpace(errs), "\n") != 0 || out != "" {
+			t.Errorf("%s: %v, stdout %.200q, stderr %q; want one line containing %q", c.name, err, out, errs, c.want)
+		}
+	}
+	out, errs, err := dryRun(spec("good", "command = \"true {n}\"\nreplications = 3\nwarmup = 1\nresponses = [\"wall_time\", \"total:node.numa_hit\", \"rate:vmstat.pgfault\"]"))
+	if err != nil || strings.Count(out, "\nrun ") != 6 || !strings.Contains(out, "\n7 runs; results to ") {
+		t.Errorf("good spec: %v, stderr %q, plan:\n%s", err, errs, out)
+	}
+}
+
 func TestRecordCommandExitStatusAndConvert(t *testing.T) {
 	dir := t.TempDir()
 	rec := filepath.Join(dir, "run.jsonl.zst")
