@@ -166,7 +166,7 @@ docs/experiment.md describes the spec.`,
 		},
 	}
 	f := cmd.Flags()
-	f.BoolVar(&dryRun, "dry-run", false, "print the plan (every run's command, in order) and stop")
+	f.BoolVar(&dryRun, "dry-run", false, "check the spec (regimes, responses against the events recorded here), print the plan (every run's command, in order) and stop")
 	f.BoolVar(&analyzeOnly, "analyze", false, "run nothing: analyse the results file as it is")
 	f.StringVar(&report, "report", "", "also write the analysis as markdown to FILE")
 	f.StringVar(&format, "format", "text", "analysis output: text, markdown or json")

@@ -131,6 +131,11 @@ func Parse(line string) (Command, error) {
 		if i := strings.IndexFunc(rest, unicode.IsControl); i >= 0 {
 			return Command{}, fmt.Errorf("record: file name %s contains the control character %U; %s", quote(rest), firstRune(rest[i:]), validCommands)
 		}
+		// The name is printed on the terminal ("now recording to ..."): a
+		// bidi override in it could make it display as another name.
+		if i := strings.IndexFunc(rest, isFormatChar); i >= 0 {
+			return Command{}, fmt.Errorf("record: file name %s contains the invisible format character %U (e.g. a bidi control); %s", quote(rest), firstRune(rest[i:]), validCommands)
+		}
 		if len(rest) > MaxFileName {
 			return Command{}, fmt.Errorf("record: file name of %d bytes is longer than the %d-byte limit; %s", len(rest), MaxFileName, validCommands)
 		}
@@ -178,6 +183,13 @@ func asciiLower(s string) string {
 		}
 	}
 	return s
+}
+
+// isFormatChar reports the Unicode format characters that recording.CleanLabel
+// removes from labels (bidi controls, zero-width spaces, ...), the joiners
+// U+200C/D excepted.
+func isFormatChar(r rune) bool {
+	return unicode.Is(unicode.Cf, r) && r != 0x200C && r != 0x200D
 }
 
 func firstRune(s string) rune {

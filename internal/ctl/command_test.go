@@ -65,6 +65,8 @@ func TestParseBad(t *testing.T) {
 		{"record   ", "record needs a file name"},
 		{"record a\x00b", "control character U+0000"},
 		{"record a\x1bb", "control character U+001B"},
+		{"record run\u202Egpj.jsonl", "format character U+202E"},
+		{"record a\u200fb.jsonl", "format character U+200F"},
 		{"record " + strings.Repeat("f", MaxFileName+1), "longer than the 4000-byte limit"},
 		{"label", "empty label"},
 		{"label \x00\x01\t\u202E", "no printable text"},
@@ -189,7 +191,7 @@ func FuzzParse(f *testing.F) {
 		}
 		if c.Op == OpLabel {
 			for _, r := range c.Arg {
-				if unicode.IsControl(r) || (unicode.Is(unicode.Cf, r) && r != 0x200C && r != 0x200D) {
+				if unicode.IsControl(r) || isFormatChar(r) {
 					t.Fatalf("Parse(%q): label %q keeps %U", line, c.Arg, r)
 				}
 			}
