@@ -329,6 +329,7 @@ func TestControlFIFO(t *testing.T) {
 		time.Sleep(150 * time.Millisecond)
 	}
 	ctl("label", "phase", "two")
+	ctl("label", "x\x1b[2J\u200fy\u061c  \u202ez\x07\xff")
 	ctl("pause")
 	ctl("resume")
 	ctl("interval", "40ms")
@@ -346,6 +347,13 @@ func TestControlFIFO(t *testing.T) {
 		if !strings.Contains(a, want) {
 			t.Errorf("first file lacks %s:\n%s", want, a)
 		}
+	}
+	rec, err := recording.Load(first)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l := rec.Labels(); len(l) != 2 || l[1].Text != "x[2Jy z\uFFFD" {
+		t.Errorf("labels %+v, want the second one cleaned to %q", l, "x[2Jy z\uFFFD")
 	}
 	b := readLines(t, second)
 	if !strings.HasPrefix(b, `{"type":"header"`) || !strings.Contains(b, `"type":"end"`) || strings.Count(b, "\n[") < 3 {
