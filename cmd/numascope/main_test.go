@@ -244,6 +244,38 @@ func TestExperimentDryRunChecks(t *testing.T) {
 	}
 }
 
+// TestReportCleansCraftedProfile: numascope report on a profile whose
+// function, file and command names hold ESC[2J, an OSC title sequence, BEL
+// and U+202E prints them without any of those on the terminal.
+func TestReportCleansCraftedProfile(t *testing.T) {
+	b, err := os.ReadFile("../../testdata/profiles/serial-init-4node.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := strings.Replace(string(b), `"function": "compute"`, `"function": "comp\u001b[2Jute\u0007\u202e"`, 1)
+	s = strings.ReplaceAll(s, `"/data/profnuma.c"`, `"/data/\u001b]0;owned\u0007prof\u009bnuma.c"`)
+	s = strings.Replace(s, `"profnuma-g"`, `"profnuma\u001b[31m-g"`, 1)
+	if s == string(b) {
+		t.Fatal("the fixture changed: nothing to replace")
+	}
+	path := filepath.Join(t.TempDir(), "crafted.json")
+	if err := os.WriteFile(path, []byte(s), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, errs, code := run(t, "report", path)
+	if code != 0 {
+		t.Fatalf("report: exit %d: %s", code, errs)
+	}
+	if i := strings.IndexAny(out, "\x1b\x07\u202e\u009b"); i >= 0 || !utf8.ValidString(out) {
+		t.Errorf("report output holds a control character at %d:\n%q", i, out)
+	}
+	for _, want := range []string{"comp[2Jute", "/data/]0;ownedprofnuma.c", "profnuma[31m-g"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("report lacks the cleaned name %q:\n%s", want, out)
+		}
+	}
+}
+
 func TestRecordCommandExitStatusAndConvert(t *testing.T) {
 	dir := t.TempDir()
 	rec := filepath.Join(dir, "run.jsonl.zst")

@@ -105,3 +105,40 @@ func truncate(s string, max int) string {
 	}
 	return s[:cut] + "..."
 }
+
+// SanitizeTerminal is SanitizeText for a multi-line text whose layout
+// matters (a report with aligned columns): line breaks, tabs and spaces are
+// kept as they are, while invalid UTF-8 becomes U+FFFD and other control
+// characters (ESC, BEL, C1, DEL, CR) and format characters are removed as
+// SanitizeText removes them. For text built from a file that may be crafted,
+// before it is written to a terminal.
+func SanitizeTerminal(s string) string {
+	clean := true
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; (c < ' ' && c != '\n' && c != '\t') || c >= 0x7f {
+			clean = false
+			break
+		}
+	}
+	if clean {
+		return s
+	}
+	var b strings.Builder
+	b.Grow(len(s))
+	for i := 0; i < len(s); {
+		r, n := utf8.DecodeRuneInString(s[i:])
+		i += n
+		switch {
+		case r == '\n' || r == '\t':
+		case r == utf8.RuneError && n == 1:
+		case unicode.IsControl(r):
+			continue
+		case r == 0x2028 || r == 0x2029:
+			r = ' '
+		case unicode.Is(unicode.Cf, r) && r != 0x200C && r != 0x200D:
+			continue
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}

@@ -68,3 +68,16 @@ func FuzzSanitizeText(f *testing.F) {
 		}
 	})
 }
+
+func TestSanitizeTerminal(t *testing.T) {
+	for _, c := range []struct{ in, want string }{
+		{"a\tb  c\n  d\n", "a\tb  c\n  d\n"},
+		{"x\x1b[2Jy\x07\r\n", "x[2Jy\n"},
+		{"\u202eevil\u2066 \u200f\u061c\u0085\u009b", "evil "},
+		{"bad\xff \u2028 ok 👩\u200d💻", "bad\uFFFD   ok 👩\u200d💻"},
+	} {
+		if got := SanitizeTerminal(c.in); got != c.want {
+			t.Errorf("SanitizeTerminal(%q) = %q, want %q", c.in, got, c.want)
+		}
+	}
+}
