@@ -456,7 +456,7 @@ func (l *Live) command(cm command) {
 		// recording, the clients or a terminal.
 		text, err := recording.CleanLabel(r.Text)
 		if err != nil {
-			fail(fmt.Errorf("label: %w", err))
+			fail(err) // names the label and what is wrong
 			return
 		}
 		l.smp.Label(text)
