@@ -6,6 +6,7 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/csv"
 	"encoding/json"
 	"fmt"
@@ -17,6 +18,9 @@ import (
 	"syscall"
 	"testing"
 	"time"
+	"unicode/utf8"
+
+	"github.com/numascope/numascope/internal/recording"
 )
 
 var binary string
@@ -153,6 +157,125 @@ func TestBadInputGivesOneLineErrors(t *testing.T) {
 	}
 }
 
+// TestEmptyEventListRefused: -e "" or -e ",,," (an empty shell variable,
+// say) is an error naming -e, not a silent switch to the default events;
+// record creates no file. Each run is bounded, since before the fix live
+// would serve until killed.
+func TestEmptyEventListRefused(t *testing.T) {
+	dir := t.TempDir()
+	for _, c := range [][]string{
+		{"stat", "-n", "1", "-i", "10ms", "-e", ""},
+		{"stat", "-n", "1", "-i", "10ms", "-e", ",,,"},
+		{"stat", "-n", "1", "-i", "10ms", "-e", " , ", "-e", ""},
+		{"record", "-n", "1", "-i", "10ms", "-o", filepath.Join(dir, "r.jsonl"), "-e", ""},
+		{"record", "-n", "1", "-i", "10ms", "-o", filepath.Join(dir, "r.jsonl"), "-e=,,,", "--", "true"},
+		{"live", "--listen", "127.0.0.1:0", "-e", ",,,"},
+	} {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		cmd := exec.CommandContext(ctx, binary, c...)
+		cmd.Env = append(os.Environ(), "XDG_RUNTIME_DIR="+t.TempDir())
+		var errb bytes.Buffer
+		cmd.Stderr = &errb
+		err := cmd.Run()
+		timedOut := ctx.Err() != nil
+		cancel()
+		errs := errb.String()
+		if err == nil || timedOut || !strings.Contains(errs, "-e: no event given") || strings.Count(strings.TrimSpace(errs), "\n") != 0 {
+			t.Errorf("numascope %q: %v, stderr %q; want a one-line error \"-e: no event given\"", c, err, errs)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "r.jsonl")); err == nil {
+		t.Error("record with an empty -e created its file")
+	}
+	// Leaving -e out still means the defaults.
+	if _, errs, code := run(t, "stat", "-n", "1", "-i", "10ms"); code != 0 {
+		t.Errorf("stat without -e: exit %d: %s", code, errs)
+	}
+}
+
+// TestExperimentDryRunChecks: experiment --dry-run refuses a spec whose
+// size is beyond a limit at once, in bounded memory (the run is limited to
+// 2 GB of address space: before the limits, replications = 1000000000 grew
+// to 4.4 GB in 15 s), and checks the responses against the events the runs
+// record, as the real run does; a good spec prints its plan.
+func TestExperimentDryRunChecks(t *testing.T) {
+	dir := t.TempDir()
+	spec := func(name, head string) string {
+		path := filepath.Join(dir, name+".toml")
+		body := head + "\ninterval = \"50ms\"\nevents = [\"vmstat.pgfault\", \"node.numa_hit\"]\n" +
+			"[[factor]]\nname = \"n\"\nlevels = [1, 2]\n"
+		if err := os.WriteFile(path, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	dryRun := func(path string) (string, string, error) {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		cmd := exec.CommandContext(ctx, "/bin/sh", "-c", `ulimit -v 2000000 && exec "$0" experiment --dry-run "$1"`, binary, path)
+		cmd.Env = append(os.Environ(), "XDG_RUNTIME_DIR="+dir)
+		var out, errb bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &errb
+		err := cmd.Run()
+		if ctx.Err() != nil {
+			t.Errorf("experiment --dry-run %s: still running after 20 s", path)
+		}
+		return out.String(), errb.String(), err
+	}
+	for _, c := range []struct{ name, head, want string }{
+		{"huge", "command = \"true {n}\"\nreplications = 1000000000",
+			"huge.toml:2: replications = 1000000000: more than the limit of 10000 replications"},
+		{"typo", "command = \"true {n}\"\nreplications = 2\nresponses = [\"wall_time\", \"rate:vmstat.pgfualt\"]",
+			"response rate:vmstat.pgfualt: the runs do not record vmstat.pgfualt"},
+		{"node", "command = \"true {n}\"\nreplications = 2\nresponses = [\"total:node.99.numa_hit\"]",
+			"response total:node.99.numa_hit: the runs do not record node.99.numa_hit"},
+		{"minus", "command = \"true {n}\"\nreplications = 2\nresponses = [\"total:vmstat.pgfault-vmstat.nope\"]",
+			"the runs do not record vmstat.nope"},
+	} {
+		out, errs, err := dryRun(spec(c.name, c.head))
+		if err == nil || !strings.Contains(errs, c.want) || strings.Count(strings.TrimSpace(errs), "\n") != 0 || out != "" {
+			t.Errorf("%s: %v, stdout %.200q, stderr %q; want one line containing %q", c.name, err, out, errs, c.want)
+		}
+	}
+	out, errs, err := dryRun(spec("good", "command = \"true {n}\"\nreplications = 3\nwarmup = 1\nresponses = [\"wall_time\", \"total:node.numa_hit\", \"rate:vmstat.pgfault\"]"))
+	if err != nil || strings.Count(out, "\nrun ") != 6 || !strings.Contains(out, "\n7 runs; results to ") {
+		t.Errorf("good spec: %v, stderr %q, plan:\n%s", err, errs, out)
+	}
+}
+
+// TestReportCleansCraftedProfile: numascope report on a profile whose
+// function, file and command names hold ESC[2J, an OSC title sequence, BEL
+// and U+202E prints them without any of those on the terminal.
+func TestReportCleansCraftedProfile(t *testing.T) {
+	b, err := os.ReadFile("../../testdata/profiles/serial-init-4node.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := strings.Replace(string(b), `"function": "compute"`, `"function": "comp\u001b[2Jute\u0007\u202e"`, 1)
+	s = strings.ReplaceAll(s, `"/data/profnuma.c"`, `"/data/\u001b]0;owned\u0007prof\u009bnuma.c"`)
+	s = strings.Replace(s, `"profnuma-g"`, `"profnuma\u001b[31m-g"`, 1)
+	if s == string(b) {
+		t.Fatal("the fixture changed: nothing to replace")
+	}
+	path := filepath.Join(t.TempDir(), "crafted.json")
+	if err := os.WriteFile(path, []byte(s), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, errs, code := run(t, "report", path)
+	if code != 0 {
+		t.Fatalf("report: exit %d: %s", code, errs)
+	}
+	if i := strings.IndexAny(out, "\x1b\x07\u202e\u009b"); i >= 0 || !utf8.ValidString(out) {
+		t.Errorf("report output holds a control character at %d:\n%q", i, out)
+	}
+	for _, want := range []string{"comp[2Jute", "/data/]0;ownedprofnuma.c", "profnuma[31m-g"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("report lacks the cleaned name %q:\n%s", want, out)
+		}
+	}
+}
+
 func TestRecordCommandExitStatusAndConvert(t *testing.T) {
 	dir := t.TempDir()
 	rec := filepath.Join(dir, "run.jsonl.zst")
@@ -238,6 +361,7 @@ func TestControlFIFO(t *testing.T) {
 		time.Sleep(150 * time.Millisecond)
 	}
 	ctl("label", "phase", "two")
+	ctl("label", "x\x1b[2J\u200fy\u061c  \u202ez\x07\xff")
 	ctl("pause")
 	ctl("resume")
 	ctl("interval", "40ms")
@@ -255,6 +379,13 @@ func TestControlFIFO(t *testing.T) {
 		if !strings.Contains(a, want) {
 			t.Errorf("first file lacks %s:\n%s", want, a)
 		}
+	}
+	rec, err := recording.Load(first)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l := rec.Labels(); len(l) != 2 || l[1].Text != "x[2Jy z\uFFFD" {
+		t.Errorf("labels %+v, want the second one cleaned to %q", l, "x[2Jy z\uFFFD")
 	}
 	b := readLines(t, second)
 	if !strings.HasPrefix(b, `{"type":"header"`) || !strings.Contains(b, `"type":"end"`) || strings.Count(b, "\n[") < 3 {
@@ -331,6 +462,126 @@ func TestConvertLegacyAndTruncated(t *testing.T) {
 	out, errs, code = run(t, "convert", cut)
 	if code != 0 || strings.Count(out, "\n") != 20 || !strings.Contains(errs, "cut off") {
 		t.Errorf("truncated convert: exit %d, %d lines, stderr %q", code, strings.Count(out, "\n"), errs)
+	}
+}
+
+// TestConvertUpgradesLegacyToJSONL: convert -o OUT.jsonl.zst writes the
+// current format (compressed), which the numascope reader loads with the
+// same columns, samples and labels as the legacy original; .jsonl is plain,
+// .csv is CSV, another suffix is refused with one line, and an existing
+// output is kept unless --force.
+func TestConvertUpgradesLegacyToJSONL(t *testing.T) {
+	legacy := "../../internal/recording/testdata/legacy-numaconnect2.json"
+	orig, err := recording.Load(legacy)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	for _, name := range []string{"up.jsonl.zst", "up.jsonl"} {
+		out := filepath.Join(dir, name)
+		if stdout, errs, code := run(t, "convert", legacy, "-o", out); code != 0 || stdout != "" {
+			t.Fatalf("convert -o %s: exit %d, stdout %q, stderr %q", name, code, stdout, errs)
+		}
+		raw, err := os.ReadFile(out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		zst := bytes.HasPrefix(raw, []byte{0x28, 0xb5, 0x2f, 0xfd})
+		if zst != strings.HasSuffix(name, ".zst") || (!zst && !bytes.HasPrefix(raw, []byte(`{"type":"header"`))) {
+			t.Fatalf("%s: not the current format (compressed: %v): %.60q", name, zst, raw)
+		}
+		back, err := recording.Load(out)
+		if err != nil {
+			t.Fatalf("reading back %s: %v", name, err)
+		}
+		if back.Legacy || back.Header.Version != recording.Version || len(back.Skipped) != 0 || back.End == nil ||
+			back.End.Samples != uint64(len(orig.Samples)) {
+			t.Errorf("%s: legacy %v, version %d, skipped %q, end %+v", name, back.Legacy, back.Header.Version, back.Skipped, back.End)
+		}
+		if fmt.Sprint(back.Columns) != fmt.Sprint(orig.Columns) {
+			t.Errorf("%s: columns\n%+v\nwant\n%+v", name, back.Columns, orig.Columns)
+		}
+		if fmt.Sprint(back.Labels()) != fmt.Sprint(orig.Labels()) || len(orig.Labels()) == 0 {
+			t.Errorf("%s: labels %+v, want %+v", name, back.Labels(), orig.Labels())
+		}
+		if len(back.Samples) != len(orig.Samples) || len(orig.Samples) == 0 {
+			t.Fatalf("%s: %d samples, want %d", name, len(back.Samples), len(orig.Samples))
+		}
+		for i, s := range orig.Samples {
+			if b := back.Samples[i]; b.T != s.T || fmt.Sprint(b.V) != fmt.Sprint(s.V) {
+				t.Errorf("%s: sample %d = %v, want %v", name, i, b, s)
+			}
+		}
+	}
+
+	csvOut := filepath.Join(dir, "up.csv")
+	if _, errs, code := run(t, "convert", legacy, "-o", csvOut); code != 0 {
+		t.Fatalf("convert -o up.csv: exit %d: %s", code, errs)
+	}
+	stdout, _, _ := run(t, "convert", legacy)
+	if b, _ := os.ReadFile(csvOut); string(b) != stdout || !strings.HasPrefix(stdout, "time_s,") {
+		t.Errorf("-o up.csv wrote %q, stdout is %q", b, stdout)
+	}
+
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"-o", filepath.Join(dir, "up.json")}, "unknown output suffix"},
+		{[]string{"-o", filepath.Join(dir, "up.zst")}, "unknown output suffix"},
+		{[]string{"-o", filepath.Join(dir, "up.jsonl.zst")}, "already exists"},
+		{[]string{"--labels", "-o", filepath.Join(dir, "new.jsonl")}, "--labels is for CSV"},
+	} {
+		_, errs, code := run(t, append([]string{"convert", legacy}, c.args...)...)
+		if lines := strings.Split(strings.TrimSpace(errs), "\n"); code == 0 || len(lines) != 1 || !strings.Contains(errs, c.want) {
+			t.Errorf("convert %v: exit %d, stderr %q; want one line with %q", c.args, code, errs, c.want)
+		}
+	}
+	for _, name := range []string{"up.json", "up.zst", "new.jsonl"} {
+		if _, err := os.Stat(filepath.Join(dir, name)); err == nil {
+			t.Errorf("refused convert left %s behind", name)
+		}
+	}
+	if _, errs, code := run(t, "convert", legacy, "--force", "-o", filepath.Join(dir, "up.jsonl.zst")); code != 0 {
+		t.Errorf("convert --force over an existing output: exit %d: %s", code, errs)
+	}
+}
+
+// TestConvertCleansCraftedFile: a crafted recording whose column name and
+// labels hold ESC[2J, BEL, bidi controls and invalid UTF-8 converts to CSV
+// (--labels) and to JSON Lines without any of them reaching the output.
+func TestConvertCleansCraftedFile(t *testing.T) {
+	crafted := "../../internal/recording/testdata/hostile-names.jsonl"
+	out, errs, code := run(t, "convert", "--labels", crafted)
+	if code != 0 {
+		t.Fatalf("convert --labels: exit %d: %s", code, errs)
+	}
+	hostile := func(what, s string) {
+		t.Helper()
+		if !utf8.ValidString(s) {
+			t.Errorf("%s is not valid UTF-8: %q", what, s)
+		}
+		for _, r := range s {
+			if r == 0x1b || r == 0x07 || r == 0x202e || r == 0x200f || r == 0x061c || r == 0x9b {
+				t.Errorf("%s holds %U: %q", what, r, s)
+				return
+			}
+		}
+	}
+	hostile("CSV", out)
+	if !strings.Contains(out, "a[2Jbcd\uFFFDef g") || !strings.Contains(out, "evil[2J.x") || !strings.Contains(out, "\n1e+300,1e+300,3,") {
+		t.Errorf("CSV lacks the cleaned label, name or compact time:\n%s", out)
+	}
+	up := filepath.Join(t.TempDir(), "up.jsonl")
+	if _, errs, code := run(t, "convert", crafted, "-o", up); code != 0 {
+		t.Fatalf("convert -o up.jsonl: exit %d: %s", code, errs)
+	}
+	rec, err := recording.Load(up)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range rec.Labels() {
+		hostile("upgraded label", l.Text)
 	}
 }
 

@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
@@ -81,22 +82,30 @@ docs/experiment.md describes the spec.`,
 				}
 				spec.Events = keep
 			}
+			if !analyzeOnly {
+				if err := checkResponses(g, spec); err != nil {
+					return err
+				}
+			}
 			plan := spec.Plan()
 			if dryRun {
+				// Printed as it is built, one run at a time.
 				factors := spec.AllFactors()
-				for _, r := range plan {
+				w := bufio.NewWriter(os.Stdout)
+				for id := range plan.Len() {
+					r := plan.Run(id)
 					kind := fmt.Sprintf("rep %d", r.Rep)
 					if r.Warmup {
 						kind = "warm-up"
 					}
 					argv := spec.Argv(self, r)
-					fmt.Printf("run %d (%s, %s): %q\n", r.ID, r.Label(factors), kind, argv)
+					fmt.Fprintf(w, "run %d (%s, %s): %q\n", r.ID, r.Label(factors), kind, argv)
 				}
-				fmt.Printf("%d runs; results to %s, recordings in %s\n", len(plan), spec.Results, spec.RunsDir)
-				return nil
+				fmt.Fprintf(w, "%d runs; results to %s, recordings in %s\n", plan.Len(), spec.Results, spec.RunsDir)
+				return w.Flush()
 			}
 			if !analyzeOnly {
-				rf, err := experiment.OpenResults(spec.Results, spec, len(plan))
+				rf, err := experiment.OpenResults(spec.Results, spec, plan.Len())
 				if err != nil {
 					return err
 				}
@@ -107,7 +116,7 @@ docs/experiment.md describes the spec.`,
 				rf.Close()
 				if errors.Is(err, experiment.ErrInterrupted) {
 					fmt.Fprintf(os.Stderr, "numascope: interrupted: %d of %d runs done (in %s); run the same command again to resume\n",
-						done, len(plan), spec.Results)
+						done, plan.Len(), spec.Results)
 					return exitError{130}
 				}
 				if err != nil {
@@ -157,7 +166,7 @@ docs/experiment.md describes the spec.`,
 		},
 	}
 	f := cmd.Flags()
-	f.BoolVar(&dryRun, "dry-run", false, "print the plan (every run's command, in order) and stop")
+	f.BoolVar(&dryRun, "dry-run", false, "check the spec (regimes, responses against the events recorded here), print the plan (every run's command, in order) and stop")
 	f.BoolVar(&analyzeOnly, "analyze", false, "run nothing: analyse the results file as it is")
 	f.StringVar(&report, "report", "", "also write the analysis as markdown to FILE")
 	f.StringVar(&format, "format", "text", "analysis output: text, markdown or json")
@@ -286,6 +295,36 @@ func (r *sessionRunner) Run(ctx context.Context, req experiment.RunRequest) (exp
 		return out, werr
 	}
 	return out, nil
+}
+
+// checkResponses checks the spec's responses against the events its runs
+// will record on this machine (resolved as the run's session resolves them),
+// before anything runs: the dry run checks what the real run checks.
+func checkResponses(g *globals, spec *experiment.Spec) error {
+	env, err := g.env()
+	if err != nil {
+		return err
+	}
+	cat := sampler.Open(env)
+	defer cat.Close()
+	patterns, err := cat.ExpandPresets(spec.Events)
+	if err != nil {
+		return fmt.Errorf("%s: events: %w", spec.Path, err)
+	}
+	cols, err := cat.Select(patterns, true) // the runs record discrete columns
+	if err != nil {
+		return fmt.Errorf("%s: events: %w", spec.Path, err)
+	}
+	recorded := map[string][]string{}
+	for _, c := range cols {
+		key := c.Sensor + "." + c.Event.Name
+		if c.Name != key && len(c.Sources) == 1 && c.Sources[0] != "" && strings.HasPrefix(c.Name, c.Sensor+"."+c.Sources[0]+".") {
+			recorded[key] = append(recorded[key], c.Sources[0])
+		} else if _, ok := recorded[key]; !ok {
+			recorded[key] = nil
+		}
+	}
+	return spec.CheckResponses(recorded)
 }
 
 // checkRegimes checks every regime's nodes and CPUs against this machine

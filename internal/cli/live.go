@@ -69,6 +69,10 @@ protocol is documented in docs/live-protocol.md.`,
 			if f.count != 0 {
 				return fmt.Errorf("live samples until interrupted; -n does not apply (use record -n)")
 			}
+			patterns, err := f.eventPatterns()
+			if err != nil {
+				return err
+			}
 			interval, err := sampler.ParseInterval(f.interval)
 			if err != nil {
 				return fmt.Errorf("-i: %w", err)
@@ -83,7 +87,6 @@ protocol is documented in docs/live-protocol.md.`,
 			stderr := &lockedWriter{w: os.Stderr}
 			cat := sampler.Open(env)
 			defer cat.Close()
-			patterns := splitPatterns(f.events)
 			if len(patterns) == 0 {
 				patterns = cat.Available(sampler.DefaultEvents)
 			}

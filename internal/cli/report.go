@@ -2,10 +2,12 @@ package cli
 
 import (
 	"os"
+	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/numascope/numascope/internal/profile"
+	"github.com/numascope/numascope/internal/recording"
 )
 
 func init() { extraCommands = append(extraCommands, newReportCmd) }
@@ -25,7 +27,15 @@ accesses to the code and thread that placed the pages.`,
 			if err != nil {
 				return err
 			}
-			return p.WriteReport(os.Stdout, top)
+			// The names in a profile (command, functions, files) come
+			// from a file that may be crafted: no escape sequence or bidi
+			// control in them reaches the terminal.
+			var b strings.Builder
+			if err := p.WriteReport(&b, top); err != nil {
+				return err
+			}
+			_, err = os.Stdout.WriteString(recording.SanitizeTerminal(b.String()))
+			return err
 		},
 	}
 	cmd.Flags().IntVar(&top, "top", 10, "how many lines and threads to list")

@@ -29,11 +29,14 @@ type sampleFlags struct {
 	ctl         string
 	samplerNode string
 	per         string
+
+	fl *pflag.FlagSet // where the flags were registered, to tell -e '' from no -e
 }
 
 func (f *sampleFlags) register(fl *pflag.FlagSet) {
+	f.fl = fl
 	fl.StringSliceVarP(&f.events, "events", "e", nil,
-		"events to sample: comma-separated names or globs, e.g. 'numa_*,node.*.numa_miss' (default: a NUMA overview)")
+		"events to sample: comma-separated names or globs, e.g. 'numa_*,node.*.numa_miss' (without -e: a NUMA overview; an -e naming no event is an error)")
 	fl.StringVarP(&f.interval, "interval", "i", "1s", "sampling interval: 100us to 24h, e.g. 100ms, 1s")
 	fl.Uint64VarP(&f.count, "count", "n", 0, "stop after this many samples (0: until interrupted)")
 	fl.BoolVar(&f.discrete, "discrete", false, "one column per source (node) instead of sums")
@@ -42,6 +45,19 @@ func (f *sampleFlags) register(fl *pflag.FlagSet) {
 		"show counters per unit of this counter instead of per second, e.g. perf.cycles or perf.tsc")
 	fl.StringVar(&f.samplerNode, "sampler-node", "auto",
 		"pin the sampling thread to this node's CPUs: a node ID, auto (the first node) or none")
+}
+
+// eventPatterns returns the patterns given with -e, split at commas; nil
+// when -e was not given, which means the default events. An -e that names
+// no event at all (-e "" or -e ",,,", say from an empty shell variable) is
+// an error: silently sampling the defaults instead would record something
+// other than what was asked for.
+func (f *sampleFlags) eventPatterns() ([]string, error) {
+	patterns := splitPatterns(f.events)
+	if len(patterns) == 0 && f.fl != nil && f.fl.Changed("events") {
+		return nil, fmt.Errorf("-e: no event given; name events, e.g. -e 'numa_*,node.*.MemFree' (numascope events lists them), or leave -e out for the defaults")
+	}
+	return patterns, nil
 }
 
 // session is one sampling run: sensors, the sampler, the control FIFO and
@@ -73,6 +89,10 @@ func (l *lockedWriter) printf(format string, args ...any) {
 // With recPath it creates the recording at once, so that an existing or
 // unwritable file is reported before anything runs.
 func newSession(g *globals, f *sampleFlags, recPath string, force bool, command []string) (*session, error) {
+	patterns, err := f.eventPatterns()
+	if err != nil {
+		return nil, err
+	}
 	interval, err := sampler.ParseInterval(f.interval)
 	if err != nil {
 		return nil, fmt.Errorf("-i: %w", err)
@@ -83,7 +103,6 @@ func newSession(g *globals, f *sampleFlags, recPath string, force bool, command 
 	}
 	s := &session{env: env, stderr: &lockedWriter{w: os.Stderr}}
 	s.cat = sampler.Open(env)
-	patterns := splitPatterns(f.events)
 	explicit := len(patterns) > 0
 	if !explicit {
 		patterns = s.cat.Available(sampler.DefaultEvents)

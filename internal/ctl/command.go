@@ -19,6 +19,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/numascope/numascope/internal/recording"
 	"github.com/numascope/numascope/internal/sampler"
 )
 
@@ -29,9 +30,9 @@ import (
 // the size up to which the kernel writes to a pipe atomically, so commands
 // from concurrent senders never interleave.
 const (
-	MaxLine     = 4096 // bytes in one command line, newline excluded
-	MaxFileName = 4000 // bytes in the file name of "record"
-	MaxLabel    = 1024 // bytes in the text of "label", after cleaning
+	MaxLine     = 4096               // bytes in one command line, newline excluded
+	MaxFileName = 4000               // bytes in the file name of "record"
+	MaxLabel    = recording.MaxLabel // bytes in the text of "label", after cleaning
 )
 
 // Op is the verb of a control command.
@@ -92,6 +93,10 @@ func formatInterval(d time.Duration) string {
 	return strings.Replace(d.String(), "µs", "us", 1)
 }
 
+// recordExample is the file in the example of "record" errors: a name with
+// a suffix the recorder accepts.
+const recordExample = "run2.jsonl.zst"
+
 // validCommands ends every Parse error, so that whoever typed a bad command
 // learns in the same line what would have been accepted.
 const validCommands = "valid commands: record <file>, label <text>, pause, resume, interval <duration> (e.g. 100ms, 1s, 250us; a bare number is milliseconds)"
@@ -101,9 +106,9 @@ const validCommands = "valid commands: record <file>, label <text>, pause, resum
 // name the problem and list the valid commands.
 //
 //	record <file>        the rest of the line is the file name (no control characters)
-//	label <text>         the rest of the line is the text: invalid UTF-8 becomes U+FFFD,
-//	                     tabs and line breaks become spaces, other control characters
-//	                     are dropped; it must not end up empty
+//	label <text>         the rest of the line is the text, cleaned by recording.CleanLabel
+//	                     (control and bidi characters dropped, white space collapsed);
+//	                     it must not end up empty
 //	pause, resume        no argument
 //	interval <duration>  anything sampler.ParseInterval accepts
 func Parse(line string) (Command, error) {
@@ -121,22 +126,24 @@ func Parse(line string) (Command, error) {
 	switch asciiLower(verb) {
 	case "record":
 		if rest == "" {
-			return Command{}, fmt.Errorf(`record needs a file name, as in "record run2.nsr"; %s`, validCommands)
+			return Command{}, fmt.Errorf(`record needs a file name, as in "record %s"; %s`, recordExample, validCommands)
 		}
 		if i := strings.IndexFunc(rest, unicode.IsControl); i >= 0 {
 			return Command{}, fmt.Errorf("record: file name %s contains the control character %U; %s", quote(rest), firstRune(rest[i:]), validCommands)
+		}
+		// The name is printed on the terminal ("now recording to ..."): a
+		// bidi override in it could make it display as another name.
+		if i := strings.IndexFunc(rest, isFormatChar); i >= 0 {
+			return Command{}, fmt.Errorf("record: file name %s contains the invisible format character %U (e.g. a bidi control); %s", quote(rest), firstRune(rest[i:]), validCommands)
 		}
 		if len(rest) > MaxFileName {
 			return Command{}, fmt.Errorf("record: file name of %d bytes is longer than the %d-byte limit; %s", len(rest), MaxFileName, validCommands)
 		}
 		return Command{Op: OpRecord, Arg: rest}, nil
 	case "label":
-		text := cleanLabel(rest)
-		if text == "" {
-			return Command{}, fmt.Errorf(`label needs some text, as in "label phase 2"; %s`, validCommands)
-		}
-		if len(text) > MaxLabel {
-			return Command{}, fmt.Errorf("label: text of %d bytes is longer than the %d-byte limit; %s", len(text), MaxLabel, validCommands)
+		text, err := recording.CleanLabel(rest)
+		if err != nil {
+			return Command{}, fmt.Errorf("%v; %s", err, validCommands)
 		}
 		return Command{Op: OpLabel, Arg: text}, nil
 	case "pause", "resume":
@@ -178,32 +185,11 @@ func asciiLower(s string) string {
 	return s
 }
 
-// cleanLabel makes label text safe to store and to print on a terminal: valid
-// UTF-8, on one line, without control characters or the bidirectional
-// overrides that can make a label display as something else. It is
-// idempotent, which is what makes labels round-trip through String.
-func cleanLabel(s string) string {
-	var b strings.Builder
-	b.Grow(len(s))
-	for i := 0; i < len(s); {
-		r, n := utf8.DecodeRuneInString(s[i:])
-		i += n
-		switch {
-		case r == '\t', r == '\n', r == '\v', r == '\f', r == '\r', r == 0x85, r == 0x2028, r == 0x2029:
-			b.WriteByte(' ')
-		case unicode.IsControl(r), isBidiControl(r):
-			// dropped
-		default:
-			b.WriteRune(r) // an invalid byte decodes as, and is written as, U+FFFD
-		}
-	}
-	return strings.TrimSpace(b.String())
-}
-
-// isBidiControl reports the explicit bidirectional formatting characters
-// (embeddings, overrides, isolates), the ones used to disguise text.
-func isBidiControl(r rune) bool {
-	return (r >= 0x202A && r <= 0x202E) || (r >= 0x2066 && r <= 0x2069)
+// isFormatChar reports the Unicode format characters that recording.CleanLabel
+// removes from labels (bidi controls, zero-width spaces, ...), the joiners
+// U+200C/D excepted.
+func isFormatChar(r rune) bool {
+	return unicode.Is(unicode.Cf, r) && r != 0x200C && r != 0x200D
 }
 
 func firstRune(s string) rune {

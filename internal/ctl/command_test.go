@@ -18,7 +18,9 @@ func TestParseGood(t *testing.T) {
 		{"RECORD out.nsr\r\n", Command{Op: OpRecord, Arg: "out.nsr"}},
 		{"record\tx", Command{Op: OpRecord, Arg: "x"}},
 		{"label phase 2", Command{Op: OpLabel, Arg: "phase 2"}},
-		{"label   phase   2  ", Command{Op: OpLabel, Arg: "phase   2"}},
+		{"label   phase   2  ", Command{Op: OpLabel, Arg: "phase 2"}},
+		{"label a\x07b\x1b[2Jc\u200ed\u200fe\u061cf\ufeffg\u2069h", Command{Op: OpLabel, Arg: "ab[2Jcdefgh"}},
+		{"label a \t\u00a0\u2028 b", Command{Op: OpLabel, Arg: "a b"}},
 		{"Label Größe ✓ 日本", Command{Op: OpLabel, Arg: "Größe ✓ 日本"}},
 		{"label a\tb", Command{Op: OpLabel, Arg: "a b"}},
 		{"label a\x00b\x1b[31mc\x7f", Command{Op: OpLabel, Arg: "ab[31mc"}},
@@ -59,14 +61,17 @@ func TestParseBad(t *testing.T) {
 		{"lable phase 2", `unknown command "lable"`},
 		{"stop", `unknown command "stop"`},
 		{"pauseX", `unknown command "pauseX"`},
-		{"record", "record needs a file name"},
+		{"record", "record needs a file name, as in \"record run2.jsonl.zst\""},
 		{"record   ", "record needs a file name"},
 		{"record a\x00b", "control character U+0000"},
 		{"record a\x1bb", "control character U+001B"},
+		{"record run\u202Egpj.jsonl", "format character U+202E"},
+		{"record a\u200fb.jsonl", "format character U+200F"},
 		{"record " + strings.Repeat("f", MaxFileName+1), "longer than the 4000-byte limit"},
-		{"label", "label needs some text"},
-		{"label \x00\x01\t\u202E", "label needs some text"},
-		{"label " + strings.Repeat("x", MaxLabel+1), "longer than the 1024-byte limit"},
+		{"label", "empty label"},
+		{"label \x00\x01\t\u202E", "no printable text"},
+		{"label \x00\x01\u200f", "no printable text"},
+		{"label " + strings.Repeat("x", MaxLabel+1), "longer than the 1000-byte limit"},
 		{"pause now", `pause takes no argument, got "now"`},
 		{"resume 1", `resume takes no argument, got "1"`},
 		{"interval", "interval needs a duration"},
@@ -186,7 +191,7 @@ func FuzzParse(f *testing.F) {
 		}
 		if c.Op == OpLabel {
 			for _, r := range c.Arg {
-				if unicode.IsControl(r) || isBidiControl(r) {
+				if unicode.IsControl(r) || isFormatChar(r) {
 					t.Fatalf("Parse(%q): label %q keeps %U", line, c.Arg, r)
 				}
 			}
@@ -196,4 +201,27 @@ func FuzzParse(f *testing.F) {
 		}
 		roundTrip(t, c)
 	})
+}
+
+// TestRecordErrorNamesAcceptedSuffix: the example in the "record" error is a
+// file the recorder writes, with the suffix of a current recording
+// (.jsonl or .jsonl.zst), not a suffix of an older format.
+func TestRecordErrorNamesAcceptedSuffix(t *testing.T) {
+	_, err := Parse("record")
+	if err == nil {
+		t.Fatal("Parse(\"record\") accepted a command without a file")
+	}
+	msg := err.Error()
+	_, after, ok := strings.Cut(msg, `as in "record `)
+	if !ok {
+		t.Fatalf("error %q gives no example", msg)
+	}
+	file, _, _ := strings.Cut(after, `"`)
+	if !strings.HasSuffix(file, ".jsonl") && !strings.HasSuffix(file, ".jsonl.zst") {
+		t.Fatalf("the example file %q in %q is not a .jsonl or .jsonl.zst recording", file, msg)
+	}
+	c, err := Parse("record " + file)
+	if err != nil || c.Arg != file {
+		t.Fatalf("the example %q is not accepted itself: %v", file, err)
+	}
 }

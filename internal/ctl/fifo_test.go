@@ -186,7 +186,7 @@ func TestMalformedCommandReportedAndIgnored(t *testing.T) {
 		t.Fatal(err)
 	}
 	expect(t, s, "pause") // the bad lines before it were skipped
-	want := []string{`unknown command "lable"`, `interval: bad interval "5us"`, "pause takes no argument", "label needs some text"}
+	want := []string{`unknown command "lable"`, `interval: bad interval "5us"`, "pause takes no argument", "no printable text"}
 	m := log.messages()
 	if len(m) != len(want) {
 		t.Fatalf("got %d errors %q, want %d (blank lines are not errors)", len(m), m, len(want))
@@ -217,6 +217,34 @@ func TestManyCommandsInOneWrite(t *testing.T) {
 	w := writer(t, path)
 	go w.WriteString(b.String()) // blocks until the server has read most of it
 	expect(t, s, want...)
+	if m := log.messages(); len(m) != 0 {
+		t.Errorf("unexpected errors: %q", m)
+	}
+}
+
+// TestHostileLabelCleaned writes labels with a screen-clearing escape
+// sequence, BEL, bidi controls (U+202E, U+200F, U+061C), an invalid UTF-8
+// byte and a run of white space straight into the FIFO, as any script may,
+// and through Send, as "numascope ctl label" does: both arrive cleaned as
+// recording.CleanLabel cleans every label.
+func TestHostileLabelCleaned(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "ctl")
+	s, log := listen(t, path)
+	const hostile = "a\x1b[2Jb\x07c\u202Ed\xffe\u200ff \u061c \t g\u200e"
+	const want = "a[2Jbcd\uFFFDef g"
+	w := writer(t, path)
+	if _, err := w.WriteString("label " + hostile + "\n"); err != nil {
+		t.Fatal(err)
+	}
+	if got := recv(t, s); got != (Command{Op: OpLabel, Arg: want}) {
+		t.Errorf("raw FIFO write: received %#v, want the label %q", got, want)
+	}
+	if err := Send(path, "label "+hostile); err != nil {
+		t.Fatal(err)
+	}
+	if got := recv(t, s); got != (Command{Op: OpLabel, Arg: want}) {
+		t.Errorf("Send: received %#v, want the label %q", got, want)
+	}
 	if m := log.messages(); len(m) != 0 {
 		t.Errorf("unexpected errors: %q", m)
 	}

@@ -88,12 +88,12 @@ func Execute(ctx context.Context, spec *Spec, rf *ResultsFile, runner Runner, op
 	plan := spec.Plan()
 	factors := spec.AllFactors()
 	left := 0
-	for _, r := range plan {
-		if _, ok := rf.Done[r.ID]; !ok {
+	for id := range plan.Len() {
+		if _, ok := rf.Done[id]; !ok {
 			left++
 		}
 	}
-	total := len(plan)
+	total := plan.Len()
 	done := total - left
 	if rf.Repaired {
 		fmt.Fprintf(progress, "the results file ended in a cut-off line (a crash while writing): dropped it; that run runs again\n")
@@ -108,10 +108,11 @@ func Execute(ctx context.Context, spec *Spec, rf *ResultsFile, runner Runner, op
 	var spent time.Duration
 	ran := 0
 	checkedEvents := false
-	for _, r := range plan {
-		if _, ok := rf.Done[r.ID]; ok {
+	for id := range plan.Len() {
+		if _, ok := rf.Done[id]; ok {
 			continue
 		}
+		r := plan.Run(id)
 		if ctx.Err() != nil {
 			return ErrInterrupted
 		}
@@ -160,6 +161,48 @@ func Execute(ctx context.Context, spec *Spec, rf *ResultsFile, runner Runner, op
 		}
 		fmt.Fprintf(progress, "[%d/%d] run %d %s (%s): %.3fs, exit %d; %d left, ETA %s\n",
 			done, total, r.ID, r.Label(factors), kind, res.WallTime, res.ExitStatus, left, eta)
+	}
+	return nil
+}
+
+// CheckResponses makes, before anything runs, the check that the first run
+// makes on its recording: every response's event, and the event it
+// subtracts, must be one the runs record, as "sensor.event" (the sum over
+// the nodes) or "sensor.N.event" (node N). recorded maps each recorded
+// event "sensor.event" to the sources it has a column of its own for (the
+// nodes of a discrete recording), none when only the sum is recorded.
+// It lets `experiment --dry-run` find a misspelt response, and the real
+// run fail at once instead of after its first run.
+func (s *Spec) CheckResponses(recorded map[string][]string) error {
+	have := func(event string) bool {
+		if _, ok := recorded[event]; ok {
+			return true
+		}
+		parts := strings.Split(event, ".")
+		if len(parts) < 3 {
+			return false
+		}
+		src := strings.Join(parts[1:len(parts)-1], ".")
+		for _, x := range recorded[parts[0]+"."+parts[len(parts)-1]] {
+			if x == src {
+				return true
+			}
+		}
+		return false
+	}
+	for _, resp := range s.Responses {
+		for _, ev := range []string{resp.Event, resp.Minus} {
+			if ev == "" || have(ev) {
+				continue
+			}
+			names := make([]string, 0, len(recorded))
+			for k := range recorded {
+				names = append(names, k)
+			}
+			sort.Strings(names)
+			return fmt.Errorf("%s: response %s: the runs do not record %s (they record: %s); fix the response or the events list",
+				s.Path, resp.Name, ev, strings.Join(names, ", "))
+		}
 	}
 	return nil
 }

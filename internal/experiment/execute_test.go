@@ -66,7 +66,7 @@ func testSpec(t *testing.T, dir, extra string) *Spec {
 func TestInterruptAndResume(t *testing.T) {
 	dir := t.TempDir()
 	spec := testSpec(t, dir, "")
-	plan := spec.Plan()
+	plan := allRuns(spec.Plan())
 	if len(plan) != 9 {
 		t.Fatalf("%d runs planned", len(plan))
 	}

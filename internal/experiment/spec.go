@@ -35,6 +35,18 @@ import (
 // RegimeFactor is the name of the built-in placement factor.
 const RegimeFactor = "regime"
 
+// Limits on the size of an experiment. A spec beyond them is refused when it
+// is read, before anything is planned: a typo such as replications =
+// 1000000000 must not make numascope eat memory until the machine swaps.
+// They are far beyond what can be run (a million runs of one second each
+// take eleven days) and keep the plan a few megabytes.
+const (
+	MaxReplications = 10000     // replications of each combination of levels
+	MaxLevels       = 1000      // levels of one factor, and [[regime]] tables
+	MaxWarmup       = 10000     // warm-up runs
+	MaxRuns         = 1_000_000 // runs in all: combinations × replications + warm-up
+)
+
 // Spec is a parsed experiment spec.
 type Spec struct {
 	// Path is the spec file; Dir its directory, against which relative paths
@@ -301,8 +313,14 @@ func Parse(path string, data []byte) (*Spec, error) {
 	if s.Replications = *raw.Replications; s.Replications < 1 {
 		return nil, specError(path, loc.key("", 0, "replications"), "replications = %d: every combination must run at least once", s.Replications)
 	}
+	if s.Replications > MaxReplications {
+		return nil, specError(path, loc.key("", 0, "replications"), "replications = %d: more than the limit of %d replications of each combination; a handful (3 to 10) is usual", s.Replications, MaxReplications)
+	}
 	if s.Warmup < 0 {
 		return nil, specError(path, loc.key("", 0, "warmup"), "warmup = %d: cannot be negative", s.Warmup)
+	}
+	if s.Warmup > MaxWarmup {
+		return nil, specError(path, loc.key("", 0, "warmup"), "warmup = %d: more than the limit of %d warm-up runs", s.Warmup, MaxWarmup)
 	}
 	if raw.Seed != nil {
 		s.Seed = uint64(*raw.Seed)
@@ -352,6 +370,9 @@ func Parse(path string, data []byte) (*Spec, error) {
 		}
 		if len(f.Levels) < 2 {
 			return nil, specError(path, ll, "factor %s has %d level(s): a factor needs at least 2", f.Name, len(f.Levels))
+		}
+		if len(f.Levels) > MaxLevels {
+			return nil, specError(path, ll, "factor %s has %d levels: more than the limit of %d levels of a factor", f.Name, len(f.Levels), MaxLevels)
 		}
 		fac := Factor{Name: f.Name}
 		dup := map[string]bool{}
@@ -417,6 +438,9 @@ func Parse(path string, data []byte) (*Spec, error) {
 		}
 		s.Regimes = append(s.Regimes, reg)
 	}
+	if len(s.Regimes) > MaxLevels {
+		return nil, specError(path, loc.key("regime", MaxLevels, ""), "%d [[regime]] tables: more than the limit of %d regimes", len(s.Regimes), MaxLevels)
+	}
 	if len(s.Regimes) == 1 {
 		return nil, specError(path, loc.key("regime", 0, ""), "one regime is no comparison: give at least 2 [[regime]] tables, or none")
 	}
@@ -431,6 +455,9 @@ func Parse(path string, data []byte) (*Spec, error) {
 	}
 	if len(s.Factors) == 0 && len(s.Regimes) == 0 {
 		return nil, specError(path, 0, "no factors: give [[factor]] tables with name and levels, [[regime]] tables, or both")
+	}
+	if err := s.checkSize(); err != nil {
+		return nil, err
 	}
 	// The template may only name known things, and every factor must be
 	// used: a factor that changes nothing would be analysed as noise.
@@ -491,6 +518,29 @@ func Parse(path string, data []byte) (*Spec, error) {
 	s.Results = resolve(raw.Results, base+".results.jsonl")
 	s.RunsDir = resolve(raw.Runs, base+".runs")
 	return s, nil
+}
+
+// checkSize refuses a plan of more than MaxRuns runs, counting without
+// overflow: the product of the level counts is cut off as soon as it alone
+// passes the limit.
+func (s *Spec) checkSize() error {
+	cells := 1
+	var counts []string
+	for _, f := range s.AllFactors() {
+		counts = append(counts, strconv.Itoa(len(f.Levels)))
+		if cells <= MaxRuns {
+			cells *= len(f.Levels) // at most MaxRuns × MaxLevels: no overflow
+		}
+	}
+	if cells > MaxRuns || cells*s.Replications+s.Warmup > MaxRuns {
+		total := "more than " + strconv.Itoa(MaxRuns)
+		if cells <= MaxRuns {
+			total = strconv.Itoa(cells*s.Replications + s.Warmup)
+		}
+		return specError(s.Path, 0, "the plan has %s runs ((%s) combinations of levels × %d replications + %d warm-up): more than the limit of %d runs; use fewer levels or replications",
+			total, strings.Join(counts, " × "), s.Replications, s.Warmup, MaxRuns)
+	}
+	return nil
 }
 
 // validPolicySyntax checks the shape of a policy; the nodes are checked

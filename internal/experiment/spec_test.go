@@ -129,7 +129,7 @@ func FuzzParseSpec(f *testing.F) {
 		if cells > 1000 || s.Replications > 100 || s.Warmup > 100 {
 			return
 		}
-		plan := s.Plan()
+		plan := allRuns(s.Plan())
 		if len(plan) != cells*s.Replications+s.Warmup {
 			t.Fatalf("plan of %d runs for %d cells x %d + %d", len(plan), cells, s.Replications, s.Warmup)
 		}
@@ -141,7 +141,7 @@ func TestPlan(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	plan := s.Plan()
+	plan := allRuns(s.Plan())
 	if len(plan) != 1+3*2*3 {
 		t.Fatalf("%d runs", len(plan))
 	}
@@ -177,14 +177,14 @@ func TestPlan(t *testing.T) {
 	}
 	// The order is random but reproducible: same seed, same plan; another
 	// seed, another order.
-	again := s.Plan()
+	again := allRuns(s.Plan())
 	for i := range plan {
 		if plan[i].Label(s.AllFactors()) != again[i].Label(s.AllFactors()) || plan[i].Rep != again[i].Rep {
 			t.Fatalf("the plan is not reproducible at run %d", i)
 		}
 	}
 	s.Seed++
-	other := s.Plan()
+	other := allRuns(s.Plan())
 	same := 0
 	for i := range plan {
 		if plan[i].Label(s.AllFactors()) == other[i].Label(s.AllFactors()) {
@@ -205,4 +205,13 @@ func TestPlan(t *testing.T) {
 	if sorted > len(plan)-4 {
 		t.Errorf("the plan looks unshuffled: %d neighbours share a regime", sorted)
 	}
+}
+
+// allRuns returns every run of p, in order.
+func allRuns(p *Plan) []Run {
+	runs := make([]Run, p.Len())
+	for i := range runs {
+		runs[i] = p.Run(i)
+	}
+	return runs
 }

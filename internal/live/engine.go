@@ -451,13 +451,12 @@ func (l *Live) command(cm command) {
 		l.smp.Resume()
 		ok()
 	case "label":
-		text := strings.TrimSpace(r.Text)
-		if text == "" {
-			fail(errors.New("label: empty text"))
-			return
-		}
-		if len(text) > 1000 {
-			fail(errors.New("label: longer than 1000 bytes"))
+		// The same cleaning as every other way a label arrives (the FIFO,
+		// numascope ctl): no escapes, BEL or bidi controls reach the
+		// recording, the clients or a terminal.
+		text, err := recording.CleanLabel(r.Text)
+		if err != nil {
+			fail(err) // names the label and what is wrong
 			return
 		}
 		l.smp.Label(text)

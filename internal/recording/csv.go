@@ -22,6 +22,12 @@ type CSVOptions struct {
 // WriteCSV writes the samples as CSV: a header row "time_s" and the
 // qualified column names, then one row per sample with the time in seconds
 // since Start and one cell per column, empty where the value is absent.
+// Numbers are compact: shortest round-trip form, with an exponent where
+// that is shorter (a time of 1e300 s is "1e+300", not 301 digits).
+//
+// Column names and labels come from a file that may be old or crafted, and
+// CSV often ends up on a terminal: they are written as SanitizeText cleans
+// them, so no escape sequence, BEL or bidi control gets through.
 func (r *Recording) WriteCSV(w io.Writer) error {
 	return r.WriteCSVOptions(w, CSVOptions{})
 }
@@ -36,7 +42,7 @@ func (r *Recording) WriteCSVOptions(w io.Writer, o CSVOptions) error {
 	row := make([]string, n)
 	row[0] = "time_s"
 	for i := range r.Columns {
-		row[1+i] = r.Columns[i].Name
+		row[1+i] = SanitizeText(r.Columns[i].Name)
 	}
 	if o.Labels {
 		row[n-1] = "label"
@@ -64,7 +70,7 @@ func (r *Recording) WriteCSVOptions(w io.Writer, o CSVOptions) error {
 		if o.Labels {
 			texts = texts[:0]
 			for next < len(labels) && labels[next].T <= s.T {
-				texts = append(texts, labels[next].Text)
+				texts = append(texts, shownLabel(labels[next].Text))
 				next++
 			}
 			row[n-1] = strings.Join(texts, "; ")
@@ -80,7 +86,7 @@ func (r *Recording) WriteCSVOptions(w io.Writer, o CSVOptions) error {
 			for i := 1; i < n-1; i++ {
 				row[i] = ""
 			}
-			row[n-1] = labels[next].Text
+			row[n-1] = shownLabel(labels[next].Text)
 			if err := cw.Write(row); err != nil {
 				return err
 			}
@@ -90,11 +96,23 @@ func (r *Recording) WriteCSVOptions(w io.Writer, o CSVOptions) error {
 	return cw.Error()
 }
 
+// shownLabel is a label read from a file, cleaned as labels are on their way
+// in. One that has no printable text left is shown as U+FFFD rather than
+// dropped, so that it is still seen that a label was there.
+func shownLabel(s string) string {
+	if t := SanitizeText(s); t != "" {
+		return t
+	}
+	return "\uFFFD"
+}
+
 // Encode writes the recording to w in the current format: the header with
 // Columns as the column set, then samples and marks in time order (a mark
 // before a sample at the same time). Column-set changes are not repeated:
 // every sample carries all columns, NaN (null) where a value is absent.
 // The caller closes w, e.g. with w.Close(*r.End) when r.End is set.
+// Labels are cleaned as CSV's are: a file converted by an older version or
+// crafted by hand gets labels as today's numascope would have taken them.
 // This is how `convert` turns a legacy recording into the current format.
 func (r *Recording) Encode(w *Writer) error {
 	h := r.Header
@@ -116,7 +134,7 @@ func (r *Recording) Encode(w *Writer) error {
 		t := dur(m.T)
 		switch m.Type {
 		case MarkLabel:
-			return w.WriteLabel(t, m.Text)
+			return w.WriteLabel(t, shownLabel(m.Text))
 		case MarkInterval:
 			return w.WriteInterval(t, time.Duration(math.Round(m.Interval*1e9)))
 		case MarkPause:

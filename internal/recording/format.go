@@ -145,13 +145,19 @@ func appendFullValue(dst []byte, v float64) []byte {
 }
 
 // appendSecondsFloat appends a time in seconds (as read back) with
-// microsecond resolution, like appendSeconds.
+// microsecond resolution, like appendSeconds, while it fits a Duration
+// (about 292 years); beyond, the shortest decimal that reads back as t:
+// plain while that is short, with an exponent from 1e15 on (a time of 1e300
+// is "1e+300", not 301 digits).
 func appendSecondsFloat(dst []byte, t float64) []byte {
 	if math.IsNaN(t) || math.IsInf(t, 0) {
 		return dst
 	}
-	if math.Abs(t) < 9e12 { // fits a Duration in microseconds
+	switch a := math.Abs(t); {
+	case a < 9e9: // t*1e9 ns fits an int64 Duration
 		return appendSeconds(dst, time.Duration(math.Round(t*1e6))*time.Microsecond)
+	case a < 1e15:
+		return strconv.AppendFloat(dst, t, 'f', -1, 64)
 	}
-	return strconv.AppendFloat(dst, t, 'f', 6, 64)
+	return strconv.AppendFloat(dst, t, 'g', -1, 64)
 }

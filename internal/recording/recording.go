@@ -22,7 +22,6 @@
 package recording
 
 import (
-	"strings"
 	"time"
 
 	"github.com/numascope/numascope/internal/topology"
@@ -203,16 +202,12 @@ func (r *Recording) Labels() []Mark {
 	return out
 }
 
-// clean makes a string safe to embed in a one-line message.
+// clean makes a string safe to embed in a one-line message: sanitized as
+// SanitizeText does (no escapes or bidi controls reach a terminal) and short.
 func clean(s string) string {
-	s = strings.Map(func(r rune) rune {
-		if r < ' ' || r == 0x7f {
-			return ' '
-		}
-		return r
-	}, s)
+	s = SanitizeText(s)
 	if len(s) > 80 {
-		s = strings.ToValidUTF8(s[:77], "") + "..."
+		s = truncate(s, 77)
 	}
-	return strings.ToValidUTF8(s, "\uFFFD")
+	return s
 }
