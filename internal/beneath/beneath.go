@@ -153,3 +153,33 @@ func explain(err error) error {
 	}
 	return err
 }
+
+// Remove removes the file name beneath dir (not a directory), resolving the
+// directories leading to it like Open: undoing a Create must not follow a
+// symlink planted since.
+func Remove(dir, name string) error {
+	if name == "" || filepath.IsAbs(name) || !filepath.IsLocal(name) || hasDotDot(name) {
+		return fmt.Errorf("%s: %w", name, ErrOutside)
+	}
+	parent, base := filepath.Split(filepath.Clean(name))
+	if parent == "" {
+		parent = "."
+	}
+	var (
+		f   *os.File
+		err error
+	)
+	if parent == "." {
+		f, err = os.OpenFile(dir, unix.O_PATH|unix.O_DIRECTORY, 0)
+	} else {
+		f, err = open(dir, parent, unix.O_PATH|unix.O_DIRECTORY, 0)
+	}
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	if err := unix.Unlinkat(int(f.Fd()), base, 0); err != nil {
+		return fmt.Errorf("%s: %w", filepath.Join(dir, name), explain(err))
+	}
+	return nil
+}

@@ -128,3 +128,34 @@ func TestCreateIsExclusiveAndNeverThroughASymlink(t *testing.T) {
 		}
 	})
 }
+
+func TestRemoveStaysBeneath(t *testing.T) {
+	both(t, func(t *testing.T) {
+		dir, outside := tree(t)
+		f, err := Create(dir, "sub/x.jsonl", 0o600)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.Close()
+		if err := Remove(dir, "sub/x.jsonl"); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := os.Lstat(filepath.Join(dir, "sub", "x.jsonl")); !errors.Is(err, fs.ErrNotExist) {
+			t.Errorf("not removed: %v", err)
+		}
+		if err := Remove(dir, "link/secret"); err == nil {
+			t.Error("removed through a symlinked directory")
+		}
+		if _, err := os.Stat(filepath.Join(outside, "secret")); err != nil {
+			t.Errorf("the file outside is gone: %v", err)
+		}
+		f, err = Create(dir, "top.jsonl", 0o600)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.Close()
+		if err := Remove(dir, "top.jsonl"); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
