@@ -382,8 +382,8 @@ func (s *Server) serveWS(w http.ResponseWriter, r *http.Request) {
 	s.wg.Add(1)
 	defer s.wg.Done()
 	c := &client{
-		id:   s.nextID.Add(1),
-		conn: conn,
+		id:    s.nextID.Add(1),
+		conn:  conn,
 		send:  make(chan queued, s.opt.Queue),
 		done:  make(chan struct{}),
 		ready: make(chan struct{}),
