@@ -47,6 +47,13 @@ func (l *logBuf) has(sub string) bool {
 
 func startLive(t *testing.T, opt Options, cfg LiveConfig) (*Live, *logBuf) {
 	t.Helper()
+	l, logs, _ := runLive(t, opt, cfg)
+	return l, logs
+}
+
+// runLive starts a live server; stop ends it (and waits), as cleanup does.
+func runLive(t *testing.T, opt Options, cfg LiveConfig) (*Live, *logBuf, func()) {
+	t.Helper()
 	fs := sysfs.New(twonode)
 	topo, err := topology.Discover(fs)
 	if err != nil {
@@ -81,13 +88,17 @@ func startLive(t *testing.T, opt Options, cfg LiveConfig) (*Live, *logBuf) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- l.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("Run: %v", err)
-		}
-	})
-	return l, logs
+	var once sync.Once
+	stop := func() {
+		once.Do(func() {
+			cancel()
+			if err := <-done; err != nil {
+				t.Errorf("Run: %v", err)
+			}
+		})
+	}
+	t.Cleanup(stop)
+	return l, logs, stop
 }
 
 type wsClient struct {
