@@ -158,6 +158,8 @@ type Server struct {
 	nextID         atomic.Int64
 	active         atomic.Int64 // clients connected now
 	wg             sync.WaitGroup
+	mu             sync.Mutex
+	closing        bool // set before wg.Wait: no connection is added after
 }
 
 // IsLoopback reports whether a listen address binds only loopback
@@ -284,8 +286,23 @@ func (s *Server) Serve(ctx context.Context) error {
 	sctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
 	_ = s.srv.Shutdown(sctx)
+	s.mu.Lock()
+	s.closing = true
+	s.mu.Unlock()
 	s.wg.Wait()
 	return nil
+}
+
+// track counts a connection in for Serve to wait for, unless Serve is
+// already waiting (a WaitGroup may not grow from zero during Wait).
+func (s *Server) track() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closing {
+		return false
+	}
+	s.wg.Add(1)
+	return true
 }
 
 // Handler serves the embedded client on / and the protocol on /ws.
@@ -379,7 +396,10 @@ func (s *Server) serveWS(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	conn.SetReadLimit(hardReadLimit)
-	s.wg.Add(1)
+	if !s.track() {
+		conn.Close(websocket.StatusGoingAway, "numascope: the server is shutting down")
+		return
+	}
 	defer s.wg.Done()
 	c := &client{
 		id:    s.nextID.Add(1),
