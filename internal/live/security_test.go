@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/coder/websocket"
+	"golang.org/x/sys/unix"
 
 	"github.com/numascope/numascope/internal/profile"
 	"github.com/numascope/numascope/internal/recording"
@@ -350,3 +351,69 @@ func TestClientOverByteBoundIsDropped(t *testing.T) {
 }
 
 var _ = profile.Load // the profile fixture helpers live in profile_test.go
+
+// TestRecordingSwitchOntoFullDiskKeepsTheCurrentFile: a new recording (from
+// a client or the FIFO) on a full filesystem fails at once, because its
+// header is written and flushed before the switch; the current recording
+// goes on, and the empty new file is removed.
+func TestRecordingSwitchOntoFullDiskKeepsTheCurrentFile(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root, to mount a small tmpfs as a full disk")
+	}
+	full := t.TempDir()
+	if err := unix.Mount("tmpfs", full, "tmpfs", 0, "size=64k"); err != nil {
+		t.Skipf("cannot mount a tmpfs as a full disk: %v", err)
+	}
+	t.Cleanup(func() { _ = unix.Unmount(full, unix.MNT_DETACH) })
+	f, err := os.Create(filepath.Join(full, "filler"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, 4096)
+	for {
+		if _, err := f.Write(buf); err != nil {
+			break
+		}
+	}
+	f.Close()
+	cur := filepath.Join(t.TempDir(), "cur.jsonl")
+	l, logs, stop := runLive(t, Options{}, LiveConfig{Record: cur, RecordDir: full})
+	c := dial(t, l.Server, "")
+	c.next("hello", typeIs("hello"))
+	c.send(`{"type":"record","id":1,"path":"new.jsonl"}`)
+	m := c.next("record reply", func(m map[string]any) bool { return m["id"] == float64(1) })
+	if m["type"] != "error" || !strings.Contains(fmt.Sprint(m["error"]), "no space left") {
+		t.Errorf("record onto a full disk: %v, want an error saying so", m)
+	}
+	l.Record(filepath.Join(full, "fifo.jsonl"))
+	deadline := time.Now().Add(10 * time.Second)
+	for !logs.has("ctl record") {
+		if time.Now().After(deadline) {
+			t.Fatalf("ctl record onto a full disk: no error; log %v", logs.lines)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	for _, name := range []string{"new.jsonl", "fifo.jsonl"} {
+		if _, err := os.Lstat(filepath.Join(full, name)); err == nil {
+			t.Errorf("%s was left on the full disk", name)
+		}
+	}
+	c.send(`{"type":"label","text":"after","id":2}`)
+	c.next("label", func(m map[string]any) bool { return m["type"] == "mark" && m["mark"] == "label" })
+	time.Sleep(200 * time.Millisecond)
+	stop()
+	if logs.has("recording stopped") {
+		t.Errorf("the current recording stopped: %v", logs.lines)
+	}
+	rec, err := recording.Load(cur)
+	if err != nil {
+		t.Fatal(err)
+	}
+	labelled := false
+	for _, mk := range rec.Marks {
+		labelled = labelled || mk.Text == "after"
+	}
+	if rec.End == nil || !labelled || len(rec.Samples) < 5 {
+		t.Errorf("the current recording did not go on: end %+v, label after the failed switch %v, %d samples", rec.End, labelled, len(rec.Samples))
+	}
+}
