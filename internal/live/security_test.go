@@ -288,9 +288,9 @@ func TestStalledClientsCostNoSample(t *testing.T) {
 	}
 	file := filepath.Join(t.TempDir(), "rec.jsonl")
 	l, logs, stop := runLive(t, Options{MaxClients: 16, QueueBytes: 256 << 10, Batch: 50 * time.Millisecond},
-		LiveConfig{Interval: 5 * time.Millisecond, Events: []string{"node.*", "vmstat.*"}, Discrete: true, Record: file})
+		LiveConfig{Interval: 2 * time.Millisecond, Events: []string{"node.*", "vmstat.*"}, Discrete: true, Record: file})
 	// A long history first, as a server that has run a while has.
-	time.Sleep(2 * time.Second)
+	time.Sleep(3 * time.Second)
 	var refused int
 	var body string
 	deadline := time.Now().Add(4 * time.Second)
@@ -328,8 +328,8 @@ func TestStalledClientsCostNoSample(t *testing.T) {
 	if rec.End == nil || rec.End.Dropped != 0 {
 		t.Fatalf("recording end %+v: samples were dropped while clients stalled (log: %v)", rec.End, logs.lines)
 	}
-	t.Logf("%d connections, %d refused, %d samples recorded, %d history encodings, heap %d MiB",
-		opened, refused, len(rec.Samples), l.replayEncodes, ms.HeapAlloc>>20)
+	t.Logf("%d connections, %d refused, %d samples of %d columns recorded, %d history encodings, heap %d MiB",
+		opened, refused, len(rec.Samples), len(rec.Columns), l.replayEncodes, ms.HeapAlloc>>20)
 }
 
 // TestClientOverByteBoundIsDropped: a client that does not read and has
