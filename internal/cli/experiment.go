@@ -42,7 +42,8 @@ intervals, residual diagnostics and a verdict per factor; "regime B vs regime A"
 (speedup and % change of every event); and the per-node distribution of each event.
 docs/experiment.md describes the spec.
 
-With --web, the report is then served to the web client (loopback by default). ` + webSecurityHelp,
+With --web, the report is then served to the web client.
+` + webSecurityHelp,
 		Example: `  numascope experiment regimes.toml
   numascope experiment regimes.toml --dry-run
   numascope experiment regimes.toml --analyze --report regimes.md

@@ -32,13 +32,14 @@ const tokenEnv = "NUMASCOPE_TOKEN"
 
 // webSecurityHelp is the part of the web commands' --help that says who can
 // connect.
-const webSecurityHelp = `Every client needs a token, on loopback too (other local users can reach
-127.0.0.1): numascope generates one and prints the URL with it (?token=...); the page then keeps
-it in a cookie (numascope-token-PORT), so that reloading http://127.0.0.1:PORT/ works. Give your
-own in the environment, NUMASCOPE_TOKEN=..., or with --token (but a command line is visible to
-every local user in /proc/PID/cmdline). --no-token turns the token off on purpose, only on a
-loopback bind. At most --max-clients browsers are served at a time (default 32); each may hold
-at most 16 MiB of messages waiting to be sent before it is disconnected.`
+const webSecurityHelp = `The server binds loopback only by default (--listen). Every client needs a token, on
+loopback too (other local users can reach 127.0.0.1): numascope generates one and prints the
+URL with it (?token=...); the page then keeps it in a cookie (numascope-token-PORT), so that
+reloading http://127.0.0.1:PORT/ works. Give your own in the environment, NUMASCOPE_TOKEN=...,
+or with --token (but a command line is visible to every local user in /proc/PID/cmdline).
+--no-token turns the token off on purpose, only on a loopback bind. At most --max-clients
+browsers are served at a time (default 32); one that stops reading is disconnected once 16 MiB
+wait for it.`
 
 func (w *webFlags) register(cmd *cobra.Command) {
 	fl := cmd.Flags()
@@ -93,7 +94,8 @@ through the control FIFO. With -o, samples are also recorded to FILE.
 Recordings started from a browser go beneath --record-dir (default: the working directory), as
 new files only, never through a symbolic link.
 
-The server binds loopback only by default. ` + webSecurityHelp + `
+` + webSecurityHelp + `
+
 The websocket protocol is documented in docs/live-protocol.md.`,
 		Example: `  numascope live
   numascope live -i 100ms --discrete -o session.jsonl.zst

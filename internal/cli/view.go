@@ -38,7 +38,7 @@ beneath each --source-path directory or, without --source-path, beneath the comp
 directory the debug info names (never /), never through a symbolic link: by the recorded path's
 suffixes (for /build/src/a.c, DIR/build/src/a.c, DIR/src/a.c, DIR/a.c).
 
-The server binds loopback only by default. ` + webSecurityHelp,
+` + webSecurityHelp,
 		Example: `  numascope view run.jsonl.zst
   numascope view numaconnect-trace.json --listen 127.0.0.1:9000
   numascope view numascope-profile.json --source-path ~/src/solver`,
