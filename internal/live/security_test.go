@@ -159,7 +159,7 @@ func startReport(t *testing.T) *Report {
 // does not answer lists the types it does, never that same type (nor the
 // FIFO's internal fifo_record).
 func TestUnknownTypeNeverListsItself(t *testing.T) {
-	l, _ := startLive(t, Options{}, LiveConfig{})
+	l, _ := startLive(t, Options{}, LiveConfig{RecordDir: t.TempDir()})
 	recFile := filepath.Join(t.TempDir(), "r.jsonl")
 	writeRecording(t, recFile, 100)
 	v := startView(t, recFile)
