@@ -146,7 +146,7 @@ func liveHello(t *testing.T, cat *sampler.Catalog) map[string]any {
 	}()
 	dctx, dcancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer dcancel()
-	conn, _, err := websocket.Dial(dctx, "ws://"+srv.Addr().String()+"/ws", nil)
+	conn, _, err := websocket.Dial(dctx, "ws://"+srv.Addr().String()+"/ws?token="+srv.Token(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -41,13 +41,19 @@ where it stopped: no run is lost and none is repeated.
 Then, for each response, the analysis: cell means, effects, the ANOVA table, confidence
 intervals, residual diagnostics and a verdict per factor; "regime B vs regime A" tables
 (speedup and % change of every event); and the per-node distribution of each event.
-docs/experiment.md describes the spec.`,
+docs/experiment.md describes the spec.
+
+With --web, the report is then served to the web client.
+` + webSecurityHelp,
 		Example: `  numascope experiment regimes.toml
   numascope experiment regimes.toml --dry-run
   numascope experiment regimes.toml --analyze --report regimes.md
   numascope experiment regimes.toml --analyze --web     # the report in the web client`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := wf.check(); web && err != nil {
+				return err
+			}
 			if format != "text" && format != "markdown" && format != "json" {
 				return fmt.Errorf("--format %q: want text, markdown or json", format)
 			}

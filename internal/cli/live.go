@@ -19,28 +19,61 @@ func init() { extraCommands = append(extraCommands, newLiveCmd) }
 
 // webFlags are the flags of the commands that serve the web client.
 type webFlags struct {
-	listen string
-	token  string
-	batch  time.Duration
+	listen     string
+	token      string
+	noToken    bool
+	maxClients int
+	batch      time.Duration
 }
+
+// tokenEnv names the environment variable a token may come from: unlike
+// --token, it is not shown to every local user in /proc/PID/cmdline.
+const tokenEnv = "NUMASCOPE_TOKEN"
+
+// webSecurityHelp is the part of the web commands' --help that says who can
+// connect.
+const webSecurityHelp = `The server binds loopback only by default (--listen). Every client needs a token, on
+loopback too (other local users can reach 127.0.0.1): numascope generates one and prints the
+URL with it (?token=...); the page then keeps it in a cookie (numascope-token-PORT), so that
+reloading http://127.0.0.1:PORT/ works. Give your own in the environment, NUMASCOPE_TOKEN=...,
+or with --token (but a command line is visible to every local user in /proc/PID/cmdline).
+--no-token turns the token off on purpose, only on a loopback bind. At most --max-clients
+browsers are served at a time (default 32); one that stops reading is disconnected once 16 MiB
+wait for it.`
 
 func (w *webFlags) register(cmd *cobra.Command) {
 	fl := cmd.Flags()
-	fl.StringVar(&w.listen, "listen", "127.0.0.1:8080", "HOST:PORT to serve on; a non-loopback address needs a token")
-	fl.StringVar(&w.token, "token", "", "token clients must present (?token=...); generated and printed when binding a non-loopback address without one")
+	fl.StringVar(&w.listen, "listen", "127.0.0.1:8080", "HOST:PORT to serve on (0.0.0.0:PORT: every interface)")
+	fl.StringVar(&w.token, "token", "", "token clients must present (default: $"+tokenEnv+", else generated and printed in the URL); visible to every local user in /proc/PID/cmdline, so prefer $"+tokenEnv)
+	fl.BoolVar(&w.noToken, "no-token", false, "serve without a token (loopback --listen only): any local user can then connect")
+	fl.IntVar(&w.maxClients, "max-clients", live.DefaultMaxClients, "browsers served at a time; more are refused with HTTP 503")
 }
 
 func (w *webFlags) options(stderr *lockedWriter) live.Options {
+	tok := w.token
+	if tok == "" {
+		tok = os.Getenv(tokenEnv)
+	}
 	return live.Options{
-		Listen: w.listen, Token: w.token, Batch: w.batch,
+		Listen: w.listen, Token: tok, NoToken: w.noToken, Batch: w.batch, MaxClients: w.maxClients,
 		Log: func(s string) { stderr.printf("%s", s) },
 	}
 }
 
+// check checks what Listen cannot: a bad --max-clients.
+func (w *webFlags) check() error {
+	if w.maxClients < 1 {
+		return fmt.Errorf("--max-clients %d: give at least 1", w.maxClients)
+	}
+	return nil
+}
+
 // announce prints where to point a browser.
 func announce(stderr *lockedWriter, srv *live.Server) {
-	if srv.GeneratedToken {
-		stderr.printf("listening on %s, which is not loopback: clients need the generated token %s", srv.Addr(), srv.Token())
+	if srv.Token() == "" {
+		stderr.printf("serving without a token (--no-token): every local user can connect to %s", srv.Addr())
+	} else if !live.IsLoopback(srv.Addr().String()) {
+		stderr.printf("listening on %s, which is not loopback: anyone with the URL (it carries the token) can connect", srv.Addr())
 	}
 	fmt.Fprintf(os.Stdout, "numascope: open %s in a browser (Ctrl-C stops)\n", srv.URL())
 }
@@ -48,7 +81,7 @@ func announce(stderr *lockedWriter, srv *live.Server) {
 func newLiveCmd(g *globals) *cobra.Command {
 	var f sampleFlags
 	var w webFlags
-	var out string
+	var out, recordDir string
 	var force bool
 	cmd := &cobra.Command{
 		Use:   "live [--listen 127.0.0.1:8080] [-e EVENTS] [-i INTERVAL] [--discrete] [-o FILE]",
@@ -58,12 +91,16 @@ func newLiveCmd(g *globals) *cobra.Command {
 columns, the interval, pause/resume, labels and recording can be changed from any of them and
 through the control FIFO. With -o, samples are also recorded to FILE.
 
-The server binds loopback only by default. Binding another address (e.g. --listen 0.0.0.0:8080)
-needs a token: give --token, or numascope generates one and prints the URL with it. The websocket
-protocol is documented in docs/live-protocol.md.`,
+Recordings started from a browser go beneath --record-dir (default: the working directory), as
+new files only, never through a symbolic link.
+
+` + webSecurityHelp + `
+
+The websocket protocol is documented in docs/live-protocol.md.`,
 		Example: `  numascope live
   numascope live -i 100ms --discrete -o session.jsonl.zst
-  numascope live --listen 0.0.0.0:8080     # prints a URL with a generated token`,
+  numascope live --listen 0.0.0.0:8080     # prints a URL with a generated token
+  NUMASCOPE_TOKEN=$(openssl rand -hex 16) numascope live --record-dir /srv/recordings`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if f.count != 0 {
@@ -76,6 +113,9 @@ protocol is documented in docs/live-protocol.md.`,
 			interval, err := sampler.ParseInterval(f.interval)
 			if err != nil {
 				return fmt.Errorf("-i: %w", err)
+			}
+			if err := w.check(); err != nil {
+				return err
 			}
 			if w.batch < 10*time.Millisecond || w.batch > 10*time.Second {
 				return fmt.Errorf("--batch %v: give 10ms to 10s", w.batch)
@@ -97,7 +137,7 @@ protocol is documented in docs/live-protocol.md.`,
 			h := baseHeader(env.Topology, cat, nil)
 			srv, err := live.NewLive(w.options(stderr), live.LiveConfig{
 				Catalog: cat, Events: patterns, Discrete: f.discrete, Interval: interval, PinCPUs: pin,
-				Header: h, Record: out, Force: force,
+				Header: h, Record: out, Force: force, RecordDir: recordDir,
 				Errors: func(err error) { stderr.printf("%v", err) },
 			})
 			if err != nil {
@@ -137,6 +177,7 @@ protocol is documented in docs/live-protocol.md.`,
 	cmd.Flags().DurationVar(&w.batch, "batch", 400*time.Millisecond, "how often samples are sent to browsers")
 	cmd.Flags().StringVarP(&out, "output", "o", "", "also record to FILE (.zst suffix: zstd-compressed)")
 	cmd.Flags().BoolVar(&force, "force", false, "overwrite FILE if it exists")
+	cmd.Flags().StringVar(&recordDir, "record-dir", "", "directory where recordings started from a browser go (default: the working directory)")
 	return cmd
 }
 

@@ -33,17 +33,21 @@ decimates with min/max to the browser's resolution, so long high-rate recordings
 A profile written by numascope profile (a JSON object with an "access_matrix") opens the
 profile pages instead: summary and hints, the access matrix as a heatmap, threads with their
 pinning logs, functions and lines sorted by any metric, and the source annotated line by line.
-Source files are read from disk: first where the profile says, then under each --source-path
-directory (by the recorded path's suffixes: for /build/src/a.c, DIR/build/src/a.c, DIR/src/a.c,
-DIR/a.c). Only the files the profile names are served.
+Source files are read from disk, only those the profile names, and only as regular files
+beneath each --source-path directory or, without --source-path, beneath the compilation
+directory the debug info names (never /), never through a symbolic link: by the recorded path's
+suffixes (for /build/src/a.c, DIR/build/src/a.c, DIR/src/a.c, DIR/a.c).
 
-The same security rules as live apply: loopback only unless a token is given.`,
+` + webSecurityHelp,
 		Example: `  numascope view run.jsonl.zst
   numascope view numaconnect-trace.json --listen 127.0.0.1:9000
   numascope view numascope-profile.json --source-path ~/src/solver`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			stderr := &lockedWriter{w: os.Stderr}
+			if err := w.check(); err != nil {
+				return err
+			}
 			isProf, err := isProfileFile(args[0])
 			if err != nil {
 				return err

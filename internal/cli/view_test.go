@@ -151,3 +151,39 @@ func FuzzIsProfile(f *testing.F) {
 		}
 	})
 }
+
+// TestWebTokenFlags: NUMASCOPE_TOKEN gives the token when --token does not
+// (a command line is visible to every local user), --token wins over it,
+// --no-token is refused off loopback, and --max-clients must be positive.
+func TestWebTokenFlags(t *testing.T) {
+	t.Setenv(tokenEnv, "from-env")
+	stderr := &lockedWriter{w: os.Stderr}
+	w := webFlags{listen: "127.0.0.1:0", maxClients: 1}
+	if o := w.options(stderr); o.Token != "from-env" || o.NoToken || o.MaxClients != 1 {
+		t.Errorf("options with $%s: %+v", tokenEnv, o)
+	}
+	w.token = "from-flag"
+	if o := w.options(stderr); o.Token != "from-flag" {
+		t.Errorf("--token and $%s: token %q, want the flag's", tokenEnv, o.Token)
+	}
+	srv := live.NewView(webFlags{listen: "127.0.0.1:0", maxClients: 1}.optionsFor(t), &recording.Recording{}, "x")
+	if err := srv.Listen(); err != nil {
+		t.Fatal(err)
+	}
+	if srv.Token() != "from-env" || !strings.Contains(srv.URL(), "?token=from-env") {
+		t.Errorf("server token %q, URL %s", srv.Token(), srv.URL())
+	}
+	prof := filepath.Join("..", "..", "testdata", "profiles", "serial-init-4node.json")
+	t.Setenv(tokenEnv, "")
+	if code := Main([]string{"view", prof, "--listen", "0.0.0.0:0", "--no-token"}); code == 0 {
+		t.Error("view --no-token on 0.0.0.0 exited 0")
+	}
+	if code := Main([]string{"view", prof, "--listen", "127.0.0.1:0", "--max-clients", "0"}); code == 0 {
+		t.Error("view --max-clients 0 exited 0")
+	}
+}
+
+func (w webFlags) optionsFor(t *testing.T) live.Options {
+	t.Helper()
+	return w.options(&lockedWriter{w: os.Stderr})
+}

@@ -4,12 +4,16 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"math"
 	"os"
 	"path/filepath"
 	"strings"
 	"time"
 
+	"golang.org/x/sys/unix"
+
+	"github.com/numascope/numascope/internal/beneath"
 	"github.com/numascope/numascope/internal/recording"
 	"github.com/numascope/numascope/internal/sampler"
 )
@@ -65,6 +69,18 @@ type Live struct {
 
 	// hist is the recent past, replayed to a client that connects.
 	hist history
+	// replay is hist encoded once for every client that connects until
+	// it goes stale, and since the batches sent after it was encoded: a
+	// new client gets replay, then since, then the recent marks, all
+	// shared, so that clients connecting together cost one encoding and
+	// one copy of the history, not one each.
+	replay        []byte
+	since         [][]byte
+	sinceBytes    int
+	replayEncodes int // for tests
+	// recDir is RecordDir, absolute and with symlinks resolved, beneath
+	// which client recordings are created.
+	recDir string
 }
 
 // batchPrefix starts every batch message.
@@ -84,6 +100,19 @@ func NewLive(opt Options, cfg LiveConfig) (*Live, error) {
 	if cfg.RecordDir == "" {
 		cfg.RecordDir = "."
 	}
+	recDir, err := filepath.Abs(cfg.RecordDir)
+	if err == nil {
+		recDir, err = filepath.EvalSymlinks(recDir)
+	}
+	if err == nil {
+		var st os.FileInfo
+		if st, err = os.Stat(recDir); err == nil && !st.IsDir() {
+			err = errors.New("not a directory")
+		}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("--record-dir %s: %v (give an existing directory)", cfg.RecordDir, unwrapPathErr(err))
+	}
 	l := &Live{
 		cfg:     cfg,
 		cmds:    make(chan command, 64),
@@ -91,6 +120,7 @@ func NewLive(opt Options, cfg LiveConfig) (*Live, error) {
 		unr:     make(chan *client, 16),
 		done:    make(chan struct{}),
 		clients: map[*client]bool{},
+		recDir:  recDir,
 	}
 	l.Server = newServer(opt, l)
 	l.state = State{Interval: cfg.Interval.Seconds(), Discrete: cfg.Discrete, Events: append([]string(nil), cfg.Events...)}
@@ -100,7 +130,7 @@ func NewLive(opt Options, cfg LiveConfig) (*Live, error) {
 	}
 	if cfg.Record != "" {
 		if err := l.startRecording(cfg.Record, cfg.Force); err != nil {
-			l.smp.Stop()
+			l.smp.Abort()
 			for r := range l.sink.Records() {
 				l.sink.Release(r)
 			}
@@ -136,6 +166,14 @@ func (l *Live) attach(c *client) {
 	case l.reg <- c:
 	case <-l.done:
 		c.drop(1001, "numascope: the server is shutting down")
+		return
+	}
+	// The hub queues the hello; until then nothing the client sends is
+	// read, so no reply can overtake it.
+	select {
+	case <-c.ready:
+	case <-c.done:
+	case <-l.done:
 	}
 }
 
@@ -180,6 +218,7 @@ func (l *Live) startSampler(patterns []string, discrete bool) error {
 		})
 	}
 	l.hist.setColumns(l.cols)
+	l.dropReplay()
 	if l.state.Paused {
 		smp.Pause()
 	}
@@ -193,7 +232,7 @@ func (l *Live) startSampler(patterns []string, discrete bool) error {
 // stops sampling and closes the recording, removing it when it holds no
 // sample, so that a failed start leaves no empty file behind.
 func (l *Live) Abort() {
-	l.smp.Stop()
+	l.smp.Abort()
 	for r := range l.sink.Records() {
 		l.handle(r)
 	}
@@ -262,7 +301,8 @@ func (l *Live) hub(ctx context.Context) error {
 				Topology: l.cfg.Header.Topology, Catalog: l.catalog, Columns: l.cols,
 				State: l.state, BatchMS: float64(l.opt.Batch) / 1e6,
 			})
-			l.replay(c)
+			l.replayTo(c)
+			close(c.ready)
 		case c := <-l.unr:
 			delete(l.clients, c)
 		}
@@ -388,13 +428,35 @@ func (l *Live) flush() {
 	msg := append([]byte(nil), l.batch...) // shared by every client's queue
 	l.nbatch = 0
 	l.broadcast(msg)
+	if l.replay != nil {
+		l.since = append(l.since, msg)
+		l.sinceBytes += len(msg)
+		// Stale: encoding the history again is cheaper than replaying
+		// many batches after it (and frees them).
+		if l.sinceBytes > max(1<<20, len(l.replay)/4) || len(l.since) >= max(l.opt.Queue/4, 1) {
+			l.dropReplay()
+		}
+	}
 }
 
-// replay sends a new client the recent past: one batch with every current
-// column's remembered samples, then the marks.
-func (l *Live) replay(c *client) {
-	if b := l.hist.batch(); b != nil {
-		c.enqueue(b)
+func (l *Live) dropReplay() {
+	l.replay, l.since, l.sinceBytes = nil, nil, 0
+}
+
+// replayTo sends a new client the recent past: one batch with every
+// current column's remembered samples (encoded once for every client that
+// connects until it goes stale), the batches since, then the marks.
+func (l *Live) replayTo(c *client) {
+	if l.replay == nil {
+		l.replay = l.hist.batch()
+		l.since, l.sinceBytes = nil, 0
+		l.replayEncodes++
+	}
+	if l.replay != nil {
+		c.enqueueShared(l.replay)
+		for _, b := range l.since {
+			c.enqueueShared(b)
+		}
 	}
 	marks := l.hist.recentMarks()
 	for i, m := range marks {
@@ -501,19 +563,27 @@ func (l *Live) command(cm command) {
 		}
 		ok()
 	case "record":
-		p, err := l.clientPath(r.Path)
+		if cm.c == nil {
+			return // the FIFO's recordings are fifo_record
+		}
+		w, path, err := l.createClientRecording(r.Path)
 		if err != nil {
 			fail(err)
 			return
 		}
-		if err := l.startRecording(p, false); err != nil {
-			fail(err)
+		undo := func() {
+			if rel, err := filepath.Rel(l.recDir, path); err == nil {
+				_ = beneath.Remove(l.recDir, rel)
+			}
+		}
+		if err := l.switchRecording(w, path, undo); err != nil {
+			fail(fmt.Errorf("record: %w", err))
 			return
 		}
-		ok()
+		cm.c.reply(okMsg{Type: "ok", ID: r.ID, Op: r.Type, Path: path})
 	case "fifo_record":
 		if cm.c != nil {
-			fail(fmt.Errorf("unknown message type %q (one of %s)", r.Type, requestTypes))
+			fail(unknownType(r.Type, "numascope live", liveTypes))
 			return
 		}
 		if err := l.startRecording(r.Path, false); err != nil {
@@ -528,9 +598,11 @@ func (l *Live) command(cm command) {
 		l.broadcastState()
 		ok()
 	case "range", "totals":
-		fail(fmt.Errorf("%s: only `numascope view` serves this; live data arrives in batches", r.Type))
+		fail(fmt.Errorf("%s: only `numascope view` on a recording serves this; live data arrives in batches", r.Type))
+	case "source":
+		fail(fmt.Errorf("%s: only `numascope view` on a profile serves this", r.Type))
 	default:
-		fail(fmt.Errorf("unknown message type %q (one of %s)", r.Type, requestTypes))
+		fail(unknownType(r.Type, "numascope live", liveTypes))
 	}
 }
 
@@ -591,19 +663,46 @@ func (l *Live) restart(events []string, discrete bool) error {
 	return nil
 }
 
-// clientPath resolves a recording path sent by a browser: relative to
-// RecordDir, which it may not leave.
-func (l *Live) clientPath(p string) (string, error) {
+// createClientRecording creates the recording a browser asked for: p is
+// relative to the record directory, which it may not leave, and is created
+// as a new file (O_CREAT|O_EXCL|O_NOFOLLOW) through no symlinked component,
+// so that a link another user planted in the directory cannot make the
+// server (often root) write elsewhere. path is the file's absolute path.
+func (l *Live) createClientRecording(p string) (w *recording.Writer, path string, err error) {
 	if p == "" {
 		p = "numascope-" + time.Now().Format("20060102-150405") + ".jsonl.zst"
 	}
 	if filepath.IsAbs(p) || !filepath.IsLocal(p) {
-		return "", fmt.Errorf("record: %q: give a file name relative to the server's recording directory %s (no absolute paths, no ..)", p, l.cfg.RecordDir)
+		return nil, "", fmt.Errorf("record: %q: give a file name relative to the server's recording directory %s (no absolute paths, no ..)", clip(p), l.recDir)
 	}
 	if !strings.HasSuffix(p, ".jsonl") && !strings.HasSuffix(p, ".jsonl.zst") {
-		return "", fmt.Errorf("record: %q: the name must end in .jsonl or .jsonl.zst", p)
+		return nil, "", fmt.Errorf("record: %q: the name must end in .jsonl or .jsonl.zst", clip(p))
 	}
-	return filepath.Join(l.cfg.RecordDir, p), nil
+	name := filepath.Clean(p)
+	path = filepath.Join(l.recDir, name)
+	f, err := beneath.Create(l.recDir, name, 0o644)
+	switch {
+	case err == nil:
+	case errors.Is(err, fs.ErrExist):
+		return nil, "", fmt.Errorf("record: %s already exists; give another name", path)
+	case errors.Is(err, beneath.ErrSymlink):
+		return nil, "", fmt.Errorf("record: %s: a symbolic link is on the way, which is refused; give a path of real directories beneath %s", path, l.recDir)
+	case errors.Is(err, beneath.ErrOutside):
+		return nil, "", fmt.Errorf("record: %q: give a file name relative to the server's recording directory %s (no absolute paths, no ..)", clip(p), l.recDir)
+	case errors.Is(err, fs.ErrNotExist) || errors.Is(err, unix.ENOTDIR):
+		return nil, "", fmt.Errorf("record: %s: its directory does not exist beneath %s; create it first", path, l.recDir)
+	default:
+		return nil, "", fmt.Errorf("record: cannot create %s: %v", path, unwrapPathErr(err))
+	}
+	return recording.FromFile(f, path), path, nil
+}
+
+func unwrapPathErr(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
 }
 
 // startRecording opens path (never overwriting unless force) and switches
@@ -613,6 +712,14 @@ func (l *Live) startRecording(path string, force bool) error {
 	if err != nil {
 		return err
 	}
+	return l.switchRecording(w, path, func() { _ = os.Remove(path) })
+}
+
+// switchRecording writes the header of the new recording w and flushes it
+// to the file before closing the previous one: a file that cannot be
+// written (a full disk) is noticed, and undone with remove, while the
+// current recording goes on.
+func (l *Live) switchRecording(w *recording.Writer, path string, remove func()) error {
 	h := l.cfg.Header
 	t := l.lastT
 	if !l.start.IsZero() {
@@ -622,9 +729,13 @@ func (l *Live) startRecording(path string, force bool) error {
 	}
 	h.Interval = l.state.Interval
 	h.Columns = l.cols
-	if err := w.WriteHeader(&h); err != nil {
+	err := w.WriteHeader(&h)
+	if err == nil {
+		err = w.Flush()
+	}
+	if err != nil {
 		_ = w.Close(recording.End{})
-		_ = os.Remove(path)
+		remove()
 		return err
 	}
 	l.stopRecording()
@@ -648,7 +759,8 @@ func (l *Live) stopRecording() {
 }
 
 func (l *Live) recordingFailed(err error) {
-	l.cfg.Errors(fmt.Errorf("recording stopped: %w", err))
+	// Written counts what the file really holds, not what was sampled.
+	l.cfg.Errors(fmt.Errorf("recording stopped (%s holds %d samples): %w", l.rec.Path(), l.rec.Written(), err))
 	_ = l.rec.Close(recording.End{})
 	l.rec = nil
 	l.state.Recording = ""

@@ -47,6 +47,13 @@ func (l *logBuf) has(sub string) bool {
 
 func startLive(t *testing.T, opt Options, cfg LiveConfig) (*Live, *logBuf) {
 	t.Helper()
+	l, logs, _ := runLive(t, opt, cfg)
+	return l, logs
+}
+
+// runLive starts a live server; stop ends it (and waits), as cleanup does.
+func runLive(t *testing.T, opt Options, cfg LiveConfig) (*Live, *logBuf, func()) {
+	t.Helper()
 	fs := sysfs.New(twonode)
 	topo, err := topology.Discover(fs)
 	if err != nil {
@@ -81,13 +88,17 @@ func startLive(t *testing.T, opt Options, cfg LiveConfig) (*Live, *logBuf) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- l.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("Run: %v", err)
-		}
-	})
-	return l, logs
+	var once sync.Once
+	stop := func() {
+		once.Do(func() {
+			cancel()
+			if err := <-done; err != nil {
+				t.Errorf("Run: %v", err)
+			}
+		})
+	}
+	t.Cleanup(stop)
+	return l, logs, stop
 }
 
 type wsClient struct {
@@ -103,8 +114,12 @@ func wsURL(s *Server, token string) string {
 	return u
 }
 
+// dial connects with token, or with the server's own when token is "".
 func dial(t *testing.T, s *Server, token string) *wsClient {
 	t.Helper()
+	if token == "" {
+		token = s.Token()
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	conn, _, err := websocket.Dial(ctx, wsURL(s, token), nil)
@@ -274,7 +289,7 @@ func mustCols(l *Live) any {
 
 // slowConn opens a websocket by hand with a tiny receive buffer and never
 // reads from it: a browser tab that hangs.
-func slowConn(t *testing.T, addr string) net.Conn {
+func slowConn(t *testing.T, addr, token string) net.Conn {
 	t.Helper()
 	d := net.Dialer{Control: func(network, address string, rc syscall.RawConn) error {
 		var serr error
@@ -291,8 +306,8 @@ func slowConn(t *testing.T, addr string) net.Conn {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { conn.Close() })
-	fmt.Fprintf(conn, "GET /ws HTTP/1.1\r\nHost: %s\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"+
-		"Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n", addr)
+	fmt.Fprintf(conn, "GET /ws?token=%s HTTP/1.1\r\nHost: %s\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"+
+		"Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n", token, addr)
 	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
 	if err != nil {
 		t.Fatal(err)
@@ -308,7 +323,7 @@ func TestSlowClientIsDropped(t *testing.T) {
 		LiveConfig{Interval: time.Millisecond, Events: []string{"node.*", "vmstat.*"}, Discrete: true})
 	fast := dial(t, l.Server, "")
 	fast.next("hello", typeIs("hello"))
-	slowConn(t, l.Addr().String())
+	slowConn(t, l.Addr().String(), l.Token())
 	before := l.smp.Stats().Samples
 	deadline := time.Now().Add(20 * time.Second)
 	for !logs.has("fell behind") && !logs.has("disconnected") {
@@ -351,6 +366,87 @@ func TestTokenRequiredOffLoopback(t *testing.T) {
 	c.next("hello", typeIs("hello"))
 }
 
+// TestTokenRequiredOnLoopback: other local users reach 127.0.0.1 too, so a
+// loopback server generates a token and refuses a websocket without it or
+// with a wrong one; the printed URL carries it.
+func TestTokenRequiredOnLoopback(t *testing.T) {
+	l, _ := startLive(t, Options{}, LiveConfig{})
+	if !l.GeneratedToken || len(l.Token()) < 32 || !strings.Contains(l.URL(), "?token="+l.Token()) {
+		t.Fatalf("loopback server: token %q, URL %s", l.Token(), l.URL())
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	for _, tok := range []string{"", "wrong", l.Token()[:len(l.Token())-1]} {
+		_, resp, err := websocket.Dial(ctx, wsURL(l.Server, tok), nil)
+		if err == nil || resp == nil || resp.StatusCode != http.StatusUnauthorized {
+			t.Fatalf("token %q: err %v, resp %v; want 401", tok, err, resp)
+		}
+	}
+	// A plain HTTP request to /ws without the token: 401 too.
+	r, err := http.Get("http://" + l.Addr().String() + "/ws")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Body.Close()
+	if r.StatusCode != http.StatusUnauthorized {
+		t.Fatalf("GET /ws without a token: %s", r.Status)
+	}
+	dial(t, l.Server, "").next("hello", typeIs("hello"))
+}
+
+// TestTokenCookie: loading the page with ?token= sets the cookie
+// numascope-token-PORT (HttpOnly, SameSite=Strict, Path=/), and the
+// websocket accepts the token from that cookie alone, so that reloading
+// http://127.0.0.1:PORT/ works; a wrong cookie is refused.
+func TestTokenCookie(t *testing.T) {
+	l, _ := startLive(t, Options{}, LiveConfig{})
+	_, port, _ := net.SplitHostPort(l.Addr().String())
+	r, err := http.Get(l.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Body.Close()
+	var ck *http.Cookie
+	for _, c := range r.Cookies() {
+		if c.Name == "numascope-token-"+port {
+			ck = c
+		}
+	}
+	if ck == nil || ck.Value != l.Token() || !ck.HttpOnly || ck.SameSite != http.SameSiteStrictMode || ck.Path != "/" {
+		t.Fatalf("page load with the token: cookies %v", r.Cookies())
+	}
+	// Without the token (or with a wrong one), no cookie.
+	for _, u := range []string{"http://" + l.Addr().String() + "/", "http://" + l.Addr().String() + "/?token=wrong"} {
+		r, err := http.Get(u)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.Body.Close()
+		if len(r.Cookies()) != 0 {
+			t.Fatalf("%s set cookies %v", u, r.Cookies())
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	for value, ok := range map[string]bool{l.Token(): true, "wrong": false} {
+		h := http.Header{"Cookie": {(&http.Cookie{Name: ck.Name, Value: value}).String()}}
+		conn, resp, err := websocket.Dial(ctx, wsURL(l.Server, ""), &websocket.DialOptions{HTTPHeader: h})
+		if ok {
+			if err != nil {
+				t.Fatalf("websocket with the cookie: %v", err)
+			}
+			conn.SetReadLimit(64 << 20)
+			c := &wsClient{t: t, conn: conn}
+			c.next("hello", typeIs("hello"))
+			conn.CloseNow()
+			continue
+		}
+		if err == nil || resp == nil || resp.StatusCode != http.StatusUnauthorized {
+			t.Fatalf("wrong cookie: err %v resp %v; want 401", err, resp)
+		}
+	}
+}
+
 func TestExplicitTokenOnLoopback(t *testing.T) {
 	l, _ := startLive(t, Options{Token: "s3cret"}, LiveConfig{})
 	if l.GeneratedToken {
@@ -364,21 +460,31 @@ func TestExplicitTokenOnLoopback(t *testing.T) {
 	dial(t, l.Server, "s3cret").next("hello", typeIs("hello"))
 }
 
-func TestOriginAndHostChecked(t *testing.T) {
-	l, _ := startLive(t, Options{}, LiveConfig{})
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	h := http.Header{"Origin": {"http://evil.example"}}
-	_, resp, err := websocket.Dial(ctx, wsURL(l.Server, ""), &websocket.DialOptions{HTTPHeader: h})
-	if err == nil || resp == nil || resp.StatusCode != http.StatusForbidden {
-		t.Fatalf("cross-origin websocket: err %v resp %v; want 403", err, resp)
+// TestNoToken: --no-token serves without a token on loopback (with the
+// DNS-rebinding Host check), and is refused on any other bind.
+func TestNoToken(t *testing.T) {
+	for _, addr := range []string{"0.0.0.0:0", ":0", "[::]:0"} {
+		s := newServer(Options{Listen: addr, NoToken: true}, &Report{})
+		err := s.Listen()
+		if err == nil {
+			s.ln.Close()
+			t.Fatalf("--no-token on %s accepted", addr)
+		}
+		if !strings.Contains(err.Error(), "--no-token") || !strings.Contains(err.Error(), "loopback") {
+			t.Errorf("--no-token on %s: %v", addr, err)
+		}
 	}
-	same := http.Header{"Origin": {"http://" + l.Addr().String()}}
-	conn, _, err := websocket.Dial(ctx, wsURL(l.Server, ""), &websocket.DialOptions{HTTPHeader: same})
-	if err != nil {
-		t.Fatalf("same-origin websocket refused: %v", err)
+	if err := newServer(Options{Listen: "127.0.0.1:0", NoToken: true, Token: "x"}, &Report{}).Listen(); err == nil {
+		t.Error("--no-token with a token accepted")
 	}
-	conn.CloseNow()
+	if err := newServer(Options{Listen: "127.0.0.1:0", Token: "a b"}, &Report{}).Listen(); err == nil || !strings.Contains(err.Error(), "letters, digits") {
+		t.Errorf("a token with a space: %v", err)
+	}
+	l, _ := startLive(t, Options{NoToken: true}, LiveConfig{})
+	if l.Token() != "" || strings.Contains(l.URL(), "token") {
+		t.Fatalf("--no-token: token %q, URL %s", l.Token(), l.URL())
+	}
+	dial(t, l.Server, "").next("hello", typeIs("hello"))
 	// DNS rebinding: a foreign Host name is refused without a token.
 	req, _ := http.NewRequest("GET", "http://"+l.Addr().String()+"/", nil)
 	req.Host = "evil.example"
@@ -390,7 +496,24 @@ func TestOriginAndHostChecked(t *testing.T) {
 	if r.StatusCode != http.StatusForbidden {
 		t.Fatalf("Host evil.example: %s, want 403", r.Status)
 	}
-	r, err = http.Get("http://" + l.Addr().String() + "/")
+}
+
+func TestOriginAndHostChecked(t *testing.T) {
+	l, _ := startLive(t, Options{}, LiveConfig{})
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	h := http.Header{"Origin": {"http://evil.example"}}
+	_, resp, err := websocket.Dial(ctx, wsURL(l.Server, l.Token()), &websocket.DialOptions{HTTPHeader: h})
+	if err == nil || resp == nil || resp.StatusCode != http.StatusForbidden {
+		t.Fatalf("cross-origin websocket: err %v resp %v; want 403", err, resp)
+	}
+	same := http.Header{"Origin": {"http://" + l.Addr().String()}}
+	conn, _, err := websocket.Dial(ctx, wsURL(l.Server, l.Token()), &websocket.DialOptions{HTTPHeader: same})
+	if err != nil {
+		t.Fatalf("same-origin websocket refused: %v", err)
+	}
+	conn.CloseNow()
+	r, err := http.Get("http://" + l.Addr().String() + "/")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,13 +7,14 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"os"
 	"path/filepath"
 	"sort"
 	"strings"
-	"syscall"
 	"unicode/utf8"
 
+	"golang.org/x/sys/unix"
+
+	"github.com/numascope/numascope/internal/beneath"
 	"github.com/numascope/numascope/internal/profile"
 	"github.com/numascope/numascope/internal/recording"
 )
@@ -27,30 +28,37 @@ const MaxSourceBytes = 4 << 20
 // carries the whole document and its hints, and "source" requests fetch
 // the source files it names, for the annotated source page.
 //
-// Source files are served only when the profile names them (in locations,
-// or allocations when present): the page cannot be used to read arbitrary
-// files through the server. Each is looked up as recorded, then under each
-// search directory by the recorded path's suffixes, since the program was
-// usually built elsewhere (another machine, a container, a VM).
+// The server may run as root and the profile's file names come from debug
+// info anyone can forge (`#line 1 "/etc/shadow"`), so a source file is
+// served only when the profile names it (in locations, or allocations when
+// present), and only as a regular file beneath a trusted directory: each
+// --source-path directory, or without one the compilation directory the
+// debug info records for that file (comp_dirs; "/" is refused). The
+// recorded path itself is never opened; it is looked up beneath those
+// directories by its suffixes, since the program was usually built
+// elsewhere (another machine, a container, a VM), and resolved without
+// following any symlink (internal/beneath).
 type Profile struct {
 	*Server
-	file    string
-	body    json.RawMessage
-	hints   []string
-	search  []string
-	sources map[string]bool
+	file     string
+	body     json.RawMessage
+	hints    []string
+	search   []string
+	sources  map[string]bool
+	compDirs map[string][]string
 }
 
 // NewProfile prepares serving the profile at file. body is the file's
 // JSON, sent as it is so that fields this version does not know (the
 // format may gain some) reach the client; p is the same file decoded
 // (profile.Load), for the hints. search lists the directories where
-// source files are looked up when they are not where the profile says.
+// source files are looked up (absolute); when empty, each file is looked up
+// beneath its compilation directories only.
 func NewProfile(opt Options, file string, body []byte, p *profile.Profile, search []string) (*Profile, error) {
 	if !json.Valid(body) {
 		return nil, fmt.Errorf("%s: not valid JSON", file)
 	}
-	srcs, err := sourceFiles(body)
+	srcs, compDirs, err := sourceFiles(body)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", file, err)
 	}
@@ -58,20 +66,22 @@ func NewProfile(opt Options, file string, body []byte, p *profile.Profile, searc
 	if hints == nil {
 		hints = []string{}
 	}
-	pr := &Profile{file: file, body: body, hints: hints, search: search, sources: srcs}
+	pr := &Profile{file: file, body: body, hints: hints, search: search, sources: srcs, compDirs: compDirs}
 	pr.Server = newServer(opt, pr)
 	return pr, nil
 }
 
-// sourceFiles are the source files a profile names: the files of its
-// locations and of its allocation sites (if it has any).
-func sourceFiles(body []byte) (map[string]bool, error) {
+// sourceFiles are the source files a profile names (the files of its
+// locations and of its allocation sites, if it has any) and their
+// compilation directories.
+func sourceFiles(body []byte) (map[string]bool, map[string][]string, error) {
 	var doc struct {
 		Locations   []struct{ File string } `json:"locations"`
 		Allocations []struct{ File string } `json:"allocations"`
+		CompDirs    map[string][]string     `json:"comp_dirs"`
 	}
 	if err := json.Unmarshal(body, &doc); err != nil {
-		return nil, fmt.Errorf("reading its locations: %v", err)
+		return nil, nil, fmt.Errorf("reading its locations: %v", err)
 	}
 	out := map[string]bool{}
 	for _, l := range doc.Locations {
@@ -84,7 +94,7 @@ func sourceFiles(body []byte) (map[string]bool, error) {
 			out[a.File] = true
 		}
 	}
-	return out, nil
+	return out, doc.CompDirs, nil
 }
 
 func (pr *Profile) attach(c *client) {
@@ -110,7 +120,7 @@ func (pr *Profile) request(c *client, q *request) {
 	case "range", "totals", "interval", "pause", "resume", "label", "events", "enable", "disable", "discrete", "record", "record_stop":
 		c.fail(q.ID, fmt.Errorf("%s: this is a profile (numascope view PROFILE); only source requests apply", q.Type))
 	default:
-		c.fail(q.ID, fmt.Errorf("unknown message type %q (a profile answers source requests)", q.Type))
+		c.fail(q.ID, unknownType(q.Type, "numascope view on a profile", profileTypes))
 	}
 }
 
@@ -125,6 +135,32 @@ type sourceMsg struct {
 	Lines []string `json:"lines"`
 }
 
+// dirsFor are the directories file may be read beneath: the search path,
+// or else its compilation directories that are absolute and not "/". why
+// says what was left out, for the error message.
+func (pr *Profile) dirsFor(file string) (dirs []string, why string) {
+	if len(pr.search) > 0 {
+		return pr.search, ""
+	}
+	var refused []string
+	for _, d := range pr.compDirs[file] {
+		c := filepath.Clean(d)
+		if !filepath.IsAbs(c) || c == "/" {
+			refused = append(refused, d)
+			continue
+		}
+		dirs = append(dirs, c)
+	}
+	switch {
+	case len(dirs) > 0:
+	case len(refused) > 0:
+		why = fmt.Sprintf("its compilation directory %s is not one numascope reads source from (not absolute, or /)", strings.Join(refused, ", "))
+	default:
+		why = "the profile records no compilation directory for it"
+	}
+	return dirs, why
+}
+
 // source reads one source file the profile names.
 func (pr *Profile) source(file string) (*sourceMsg, error) {
 	if file == "" {
@@ -133,42 +169,52 @@ func (pr *Profile) source(file string) (*sourceMsg, error) {
 	if !pr.sources[file] {
 		return nil, fmt.Errorf("source: %q is not a source file of this profile (only files its locations name are served)", clip(file))
 	}
+	dirs, why := pr.dirsFor(file)
 	var tried []string
-	for _, cand := range SourceCandidates(file, pr.search) {
+	for _, cand := range SourceCandidates(file, dirs) {
 		b, err := readSource(cand)
 		if err == nil {
-			return &sourceMsg{Type: "source", File: file, Path: cand, Lines: splitLines(b)}, nil
+			return &sourceMsg{Type: "source", File: file, Path: cand.Path(), Lines: splitLines(b)}, nil
 		}
-		tried = append(tried, fmt.Sprintf("%s (%v)", cand, err))
+		tried = append(tried, fmt.Sprintf("%s (%v)", cand.Path(), err))
 	}
 	how := "restart with --source-path DIR, DIR being the directory that holds it (or a parent of its path)"
 	if len(pr.search) > 0 {
 		how = "restart with --source-path naming the directory that holds it (now: " + strings.Join(pr.search, ":") + ")"
 	}
+	if len(tried) == 0 {
+		return nil, fmt.Errorf("source: %s not found: nothing to try: %s, and no --source-path was given; %s", file, why, how)
+	}
 	return nil, fmt.Errorf("source: %s not found: tried %s; %s", file, strings.Join(tried, ", "), how)
 }
 
-// SourceCandidates are the paths where file (as a profile names it) is
-// looked up, in order: the recorded path, then under each search directory
-// the recorded path's suffixes, longest first (for /src/a/b/c.c: DIR/src/a/b/c.c,
-// DIR/a/b/c.c, DIR/b/c.c, DIR/c.c). Suffixes with ".." are left out, so
-// that a lookup stays under its directory.
-func SourceCandidates(file string, search []string) []string {
-	out := []string{filepath.Clean(file)}
+// Candidate is a place a source file is looked up: Name beneath Dir.
+type Candidate struct{ Dir, Name string }
+
+// Path is the candidate's path, for messages and replies.
+func (c Candidate) Path() string { return filepath.Join(c.Dir, c.Name) }
+
+// SourceCandidates are the places where file (as a profile names it) is
+// looked up, in order: under each directory the recorded path's suffixes,
+// longest first (for /src/a/b/c.c: DIR/src/a/b/c.c, DIR/a/b/c.c, DIR/b/c.c,
+// DIR/c.c). Suffixes with ".." are left out, so that a lookup stays
+// beneath its directory; the recorded path itself is never a candidate.
+func SourceCandidates(file string, dirs []string) []Candidate {
 	var parts []string
-	for _, p := range strings.Split(filepath.ToSlash(out[0]), "/") {
+	for _, p := range strings.Split(filepath.ToSlash(filepath.Clean(file)), "/") {
 		if p != "" && p != "." {
 			parts = append(parts, p)
 		}
 	}
-	seen := map[string]bool{out[0]: true}
-	for _, dir := range search {
+	var out []Candidate
+	seen := map[Candidate]bool{}
+	for _, dir := range dirs {
 		for i := range parts {
 			suffix := parts[i:]
 			if containsDotDot(suffix) {
 				continue
 			}
-			c := filepath.Join(append([]string{dir}, suffix...)...)
+			c := Candidate{Dir: dir, Name: filepath.Join(suffix...)}
 			if !seen[c] {
 				seen[c] = true
 				out = append(out, c)
@@ -187,18 +233,24 @@ func containsDotDot(parts []string) bool {
 	return false
 }
 
-// readSource reads a regular text file of at most MaxSourceBytes. The
-// open does not block (a FIFO of that name would otherwise hang the
-// request); what is not a regular file is refused before any read.
-func readSource(path string) ([]byte, error) {
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+// readSource reads a regular text file of at most MaxSourceBytes beneath
+// its directory, through no symlink. The open does not block (a FIFO of
+// that name would otherwise hang the request); what is not a regular file
+// is refused before any read.
+func readSource(c Candidate) ([]byte, error) {
+	f, err := beneath.Open(c.Dir, c.Name, unix.O_NONBLOCK)
 	if err != nil {
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			return nil, errors.New("no such file")
+		case errors.Is(err, beneath.ErrSymlink):
+			return nil, errors.New("refused: a symbolic link is on the way; numascope serves only regular files beneath the directory")
+		case errors.Is(err, beneath.ErrOutside):
+			return nil, errors.New("refused: outside the directory")
+		}
 		var pe *fs.PathError
 		if errors.As(err, &pe) {
 			err = pe.Err
-		}
-		if errors.Is(err, fs.ErrNotExist) {
-			return nil, errors.New("no such file")
 		}
 		return nil, err
 	}

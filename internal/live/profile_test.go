@@ -183,8 +183,8 @@ func TestProfileSourceNotFoundSaysWhatWasTried(t *testing.T) {
 	e := c.next("error", typeIs("error"))
 	msg := e["error"].(string)
 	for _, want := range []string{
-		"/data/profnuma.c not found", "tried /data/profnuma.c (no such file)",
-		filepath.Join(empty, "data", "profnuma.c"), filepath.Join(empty, "profnuma.c"),
+		"/data/profnuma.c not found", "tried " + filepath.Join(empty, "data", "profnuma.c") + " (no such file)",
+		filepath.Join(empty, "profnuma.c"),
 		"restart with --source-path",
 	} {
 		if !strings.Contains(msg, want) {
@@ -241,25 +241,146 @@ func TestProfileRefusesFilesItDoesNotName(t *testing.T) {
 }
 
 func TestSourceCandidatesStayUnderTheSearchDirs(t *testing.T) {
-	got := SourceCandidates("/build/src/a/b.c", []string{"/s1", "/s2"})
-	want := []string{"/build/src/a/b.c",
+	paths := func(cs []Candidate) []string {
+		var out []string
+		for _, c := range cs {
+			if strings.Contains(c.Name, "..") || filepath.IsAbs(c.Name) {
+				t.Errorf("candidate %+v leaves its directory", c)
+			}
+			out = append(out, c.Path())
+		}
+		return out
+	}
+	got := paths(SourceCandidates("/build/src/a/b.c", []string{"/s1", "/s2"}))
+	want := []string{
 		"/s1/build/src/a/b.c", "/s1/src/a/b.c", "/s1/a/b.c", "/s1/b.c",
 		"/s2/build/src/a/b.c", "/s2/src/a/b.c", "/s2/a/b.c", "/s2/b.c"}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("candidates\n%q\nwant\n%q", got, want)
 	}
-	// A recorded path climbing out with "..": no candidate leaves /s.
-	for _, c := range SourceCandidates("../../etc/x/../passwd", []string{"/s"})[1:] {
-		if !strings.HasPrefix(c, "/s/") {
-			t.Errorf("candidate %q is not under /s", c)
-		}
-	}
-	if got := SourceCandidates("../../etc/x/../passwd", []string{"/s"}); !reflect.DeepEqual(got, []string{"../../etc/passwd", "/s/etc/passwd", "/s/passwd"}) {
+	// A recorded path climbing out with "..": no candidate leaves /s, and
+	// the recorded path itself is never one.
+	if got := paths(SourceCandidates("../../etc/x/../passwd", []string{"/s"})); !reflect.DeepEqual(got, []string{"/s/etc/passwd", "/s/passwd"}) {
 		t.Errorf("candidates %q", got)
 	}
 	// Relative paths (DWARF without a compilation directory) too.
-	if got := SourceCandidates("src/m.c", []string{"/s"}); !reflect.DeepEqual(got, []string{"src/m.c", "/s/src/m.c", "/s/m.c"}) {
+	if got := paths(SourceCandidates("src/m.c", []string{"/s"})); !reflect.DeepEqual(got, []string{"/s/src/m.c", "/s/m.c"}) {
 		t.Errorf("candidates %q", got)
+	}
+	if got := SourceCandidates("/etc/shadow", nil); len(got) != 0 {
+		t.Errorf("candidates without directories: %q", paths(got))
+	}
+}
+
+// writeProfile writes a minimal profile whose locations name files, with
+// comp_dirs when given, and returns its path.
+func writeProfile(t *testing.T, dir string, files []string, compDirs map[string][]string) string {
+	t.Helper()
+	var locs []string
+	for _, f := range files {
+		locs = append(locs, fmt.Sprintf(`{"function":"f","file":%q,"line":1,"metrics":{}}`, f))
+	}
+	doc := `{"command":["x"],"samples":1,"totals":{},"access_matrix":{"thread_nodes":[-1],"page_nodes":[0],"counts":[[0]]},"locations":[` + strings.Join(locs, ",") + `]`
+	if compDirs != nil {
+		b, _ := json.Marshal(compDirs)
+		doc += `,"comp_dirs":` + string(b)
+	}
+	file := filepath.Join(dir, "p.json")
+	if err := os.WriteFile(file, []byte(doc+"}"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return file
+}
+
+func askSource(t *testing.T, c *wsClient, id int, file string) map[string]any {
+	t.Helper()
+	b, _ := json.Marshal(map[string]any{"type": "source", "id": id, "file": file})
+	c.send(string(b))
+	return c.next("source reply", func(m map[string]any) bool { return m["id"] == float64(id) })
+}
+
+// TestProfileNeverServesFilesOutsideItsDirectories: a profile naming a
+// secret file by its absolute path (as `#line 1 "/etc/shadow"` makes one)
+// gets nothing, with or without a compilation directory, and so does a
+// symlink to it planted under --source-path or the compilation directory;
+// regular files beneath those directories are served.
+func TestProfileNeverServesFilesOutsideItsDirectories(t *testing.T) {
+	root := t.TempDir()
+	secretDir, build, search := filepath.Join(root, "secret"), filepath.Join(root, "build"), filepath.Join(root, "search")
+	for _, d := range []string{secretDir, build, search, filepath.Join(build, "sub")} {
+		if err := os.Mkdir(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	secret := filepath.Join(secretDir, "shadow")
+	const secretText = "root:$6$secret:19000:0:99999:7:::"
+	write := func(p, s string) {
+		if err := os.WriteFile(p, []byte(s), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(secret, secretText+"\n")
+	write(filepath.Join(build, "main.c"), "int main(void) { return 0; }\n")
+	write(filepath.Join(search, "ok.c"), "int ok;\n")
+	for _, l := range []string{filepath.Join(search, "evil.c"), filepath.Join(build, "evil.c")} {
+		if err := os.Symlink(secret, l); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// A symlinked directory: build/sub/link -> secretDir.
+	if err := os.Symlink(secretDir, filepath.Join(build, "sub", "link")); err != nil {
+		t.Fatal(err)
+	}
+	files := []string{secret, "/src/evil.c", "/src/ok.c", filepath.Join(build, "main.c"), filepath.Join(build, "evil.c"), "sub/link/shadow", "/x/rooted.c"}
+	compDirs := map[string][]string{secret: {build}, "/src/evil.c": {build}, filepath.Join(build, "main.c"): {build},
+		filepath.Join(build, "evil.c"): {build}, "sub/link/shadow": {build}, "/x/rooted.c": {"/"}}
+	file := writeProfile(t, root, files, compDirs)
+
+	noSecret := func(what string, m map[string]any) {
+		t.Helper()
+		b, _ := json.Marshal(m)
+		if strings.Contains(string(b), "$6$secret") {
+			t.Errorf("%s: the secret file was served: %s", what, b)
+		}
+		if m["type"] != "error" {
+			t.Errorf("%s: %v, want an error", what, m)
+		}
+	}
+	// With --source-path: only beneath it, symlinks refused.
+	pr := startProfile(t, file, []string{search})
+	c := dial(t, pr.Server, "")
+	c.next("hello", typeIs("hello"))
+	noSecret("secret by absolute path, --source-path", askSource(t, c, 1, secret))
+	m := askSource(t, c, 2, "/src/evil.c")
+	noSecret("evil.c -> secret under --source-path", m)
+	if msg, _ := m["error"].(string); !strings.Contains(msg, "symbolic link") {
+		t.Errorf("evil.c: %v, want it to say a symbolic link was refused", m["error"])
+	}
+	if m := askSource(t, c, 3, "/src/ok.c"); m["type"] != "source" || m["path"] != filepath.Join(search, "ok.c") {
+		t.Errorf("ok.c under --source-path: %v", m)
+	}
+
+	// Without --source-path: beneath the compilation directory only.
+	pr2 := startProfile(t, file, nil)
+	c2 := dial(t, pr2.Server, "")
+	c2.next("hello", typeIs("hello"))
+	noSecret("secret by absolute path, comp dir", askSource(t, c2, 1, secret))
+	noSecret("build/evil.c -> secret", askSource(t, c2, 2, filepath.Join(build, "evil.c")))
+	noSecret("symlinked directory in the comp dir", askSource(t, c2, 3, "sub/link/shadow"))
+	if m := askSource(t, c2, 4, "/x/rooted.c"); m["type"] != "error" || !strings.Contains(fmt.Sprint(m["error"]), "compilation directory / is not one") {
+		t.Errorf("comp dir /: %v", m)
+	}
+	if m := askSource(t, c2, 5, filepath.Join(build, "main.c")); m["type"] != "source" || m["path"] != filepath.Join(build, "main.c") {
+		t.Errorf("main.c beneath its compilation directory: %v", m)
+	}
+	// A file the profile gives no compilation directory is not looked for.
+	pr3 := startProfile(t, writeProfile(t, t.TempDir(), []string{secret}, nil), nil)
+	c3 := dial(t, pr3.Server, "")
+	c3.next("hello", typeIs("hello"))
+	m = askSource(t, c3, 1, secret)
+	noSecret("secret without comp_dirs", m)
+	if msg := fmt.Sprint(m["error"]); !strings.Contains(msg, "records no compilation directory") || !strings.Contains(msg, "restart with --source-path DIR") {
+		t.Errorf("secret without comp_dirs: %v", m["error"])
 	}
 }
 

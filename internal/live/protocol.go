@@ -129,6 +129,8 @@ type okMsg struct {
 	Type string `json:"type"` // "ok"
 	ID   any    `json:"id,omitempty"`
 	Op   string `json:"op"`
+	// Path is the absolute path of the file a record request created.
+	Path string `json:"path,omitempty"`
 }
 
 // request is any client message. Only the fields its type uses are set.
@@ -158,8 +160,20 @@ type sumRequest struct {
 	Columns []string `json:"columns"`
 }
 
-// requestTypes are the client message types, for error messages.
-const requestTypes = "interval, pause, resume, label, events, enable, disable, discrete, record, record_stop, range, totals, source"
+// The client message types each server answers, for error messages.
+const (
+	liveTypes    = "interval, pause, resume, label, events, enable, disable, discrete, record, record_stop"
+	viewTypes    = "range, totals"
+	profileTypes = "source"
+	// requestTypes are every server's, for a message without a type.
+	requestTypes = liveTypes + ", " + viewTypes + ", " + profileTypes
+)
+
+// unknownType is the error for a message type a server does not know; it
+// lists what that server answers, which never includes typ.
+func unknownType(typ, server, valid string) error {
+	return fmt.Errorf("unknown message type %q (%s answers %s)", clip(typ), server, valid)
+}
 
 // parseRequest decodes one client message. Unknown fields are an error, so
 // that a typo does not silently do nothing.

@@ -42,15 +42,27 @@ var distFS embed.FS
 type Options struct {
 	// Listen is the address to bind, e.g. "127.0.0.1:8080". Port 0 picks one.
 	Listen string
-	// Token, when set, must be presented by every client (?token= on the
-	// page and websocket URL). It is required for a non-loopback Listen;
-	// Listen generates one when it is missing there.
+	// Token must be presented by every client, on every bind, loopback
+	// included (other local users can reach loopback): ?token= on the page
+	// and websocket URL, or the cookie the page load with ?token= sets.
+	// Listen generates one when it is empty (unless NoToken).
 	Token string
+	// NoToken turns the token off on purpose; allowed only on a loopback
+	// bind, where the DNS-rebinding Host check still applies.
+	NoToken bool
 	// Batch is how often samples are sent to clients (default 400ms).
 	Batch time.Duration
 	// Queue is how many messages may wait for a client before it is
 	// dropped (default 64, about 25 s of batches).
 	Queue int
+	// QueueBytes bounds the bytes of the messages waiting for one client
+	// (default DefaultQueueBytes); a client over it is dropped with a
+	// message. The history replay every new client gets is one copy shared
+	// by all of them and does not count.
+	QueueBytes int
+	// MaxClients bounds the clients served at a time (default
+	// DefaultMaxClients); one more is refused with HTTP 503.
+	MaxClients int
 	// WriteTimeout drops a client whose socket takes longer than this to
 	// accept one message (default 10s).
 	WriteTimeout time.Duration
@@ -62,6 +74,15 @@ type Options struct {
 	Log func(string)
 }
 
+// DefaultMaxClients is how many browsers a server serves at a time unless
+// told otherwise (--max-clients): each costs the hub a little work per
+// batch and memory for its queue.
+const DefaultMaxClients = 32
+
+// DefaultQueueBytes bounds what may wait for one client: with
+// DefaultMaxClients, at most 512 MiB in all besides the shared history.
+const DefaultQueueBytes = 16 << 20
+
 func (o *Options) defaults() {
 	if o.Listen == "" {
 		o.Listen = "127.0.0.1:8080"
@@ -71,6 +92,12 @@ func (o *Options) defaults() {
 	}
 	if o.Queue <= 0 {
 		o.Queue = 64
+	}
+	if o.QueueBytes <= 0 {
+		o.QueueBytes = DefaultQueueBytes
+	}
+	if o.MaxClients <= 0 {
+		o.MaxClients = DefaultMaxClients
 	}
 	if o.WriteTimeout <= 0 {
 		o.WriteTimeout = 10 * time.Second
@@ -108,7 +135,9 @@ var csp = func() string {
 
 // backend is what a connection talks to: the live engine or a recording.
 type backend interface {
-	// attach registers a new client and queues its hello.
+	// attach registers a new client and queues its hello: when it returns,
+	// the hello is the first message in the client's queue, so that no
+	// reply to what the client sends can come before it.
 	attach(c *client)
 	// detach forgets a client (it may already be dropped).
 	detach(c *client)
@@ -123,10 +152,14 @@ type Server struct {
 	ln       net.Listener
 	srv      *http.Server
 	loopback bool
+	cookie   string // name of the token cookie: numascope-token-PORT
 	// GeneratedToken is true when Listen made up the token.
 	GeneratedToken bool
 	nextID         atomic.Int64
+	active         atomic.Int64 // clients connected now
 	wg             sync.WaitGroup
+	mu             sync.Mutex
+	closing        bool // set before wg.Wait: no connection is added after
 }
 
 // IsLoopback reports whether a listen address binds only loopback
@@ -148,20 +181,31 @@ func newServer(opt Options, be backend) *Server {
 	return &Server{opt: opt, be: be}
 }
 
-// Listen binds the address. A non-loopback address without a token gets a
-// generated one (GeneratedToken is then true; URL includes it).
+// Listen binds the address. Without a token one is generated
+// (GeneratedToken is then true; URL includes it), unless NoToken, which a
+// non-loopback address refuses.
 func (s *Server) Listen() error {
 	if _, _, err := net.SplitHostPort(s.opt.Listen); err != nil {
 		return fmt.Errorf("--listen %q: want HOST:PORT, e.g. 127.0.0.1:8080", s.opt.Listen)
 	}
 	s.loopback = IsLoopback(s.opt.Listen)
-	if !s.loopback && s.opt.Token == "" {
+	switch {
+	case s.opt.NoToken && s.opt.Token != "":
+		return errors.New("--no-token and a token (--token or NUMASCOPE_TOKEN) together: give one or the other")
+	case s.opt.NoToken && !s.loopback:
+		return fmt.Errorf("--no-token: %s is not a loopback address; --no-token is allowed only with --listen 127.0.0.1:PORT (drop it and open the printed URL, which carries the token)", s.opt.Listen)
+	case s.opt.NoToken:
+	case s.opt.Token == "":
 		var b [16]byte
 		if _, err := rand.Read(b[:]); err != nil {
 			return fmt.Errorf("generating a token: %w", err)
 		}
 		s.opt.Token = hex.EncodeToString(b[:])
 		s.GeneratedToken = true
+	default:
+		if err := CheckToken(s.opt.Token); err != nil {
+			return err
+		}
 	}
 	lc := net.ListenConfig{}
 	ln, err := lc.Listen(context.Background(), "tcp", s.opt.Listen)
@@ -169,13 +213,31 @@ func (s *Server) Listen() error {
 		return fmt.Errorf("--listen %s: %w (pick another port with --listen 127.0.0.1:PORT)", s.opt.Listen, err)
 	}
 	s.ln = ln
+	_, port, _ := net.SplitHostPort(ln.Addr().String())
+	// Cookies are per host, not per port: two servers on one machine must
+	// not overwrite each other's.
+	s.cookie = "numascope-token-" + port
+	return nil
+}
+
+// CheckToken checks a token given by the user: it goes into URLs and a
+// cookie, so it is limited to characters that need no escaping there.
+func CheckToken(tok string) error {
+	if tok == "" {
+		return errors.New("the token is empty: give one, or leave it out and numascope generates one")
+	}
+	for _, r := range tok {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("-._~", r)) {
+			return fmt.Errorf("the token holds %q: use letters, digits and - . _ ~ only", r)
+		}
+	}
 	return nil
 }
 
 // Addr is the bound address, valid after Listen.
 func (s *Server) Addr() net.Addr { return s.ln.Addr() }
 
-// Token is the token clients must present, "" when none is needed.
+// Token is the token clients must present, "" with NoToken.
 func (s *Server) Token() string { return s.opt.Token }
 
 // URL is the address to open in a browser, with the token if any.
@@ -224,8 +286,23 @@ func (s *Server) Serve(ctx context.Context) error {
 	sctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
 	_ = s.srv.Shutdown(sctx)
+	s.mu.Lock()
+	s.closing = true
+	s.mu.Unlock()
 	s.wg.Wait()
 	return nil
+}
+
+// track counts a connection in for Serve to wait for, unless Serve is
+// already waiting (a WaitGroup may not grow from zero during Wait).
+func (s *Server) track() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closing {
+		return false
+	}
+	s.wg.Add(1)
+	return true
 }
 
 // Handler serves the embedded client on / and the protocol on /ws.
@@ -249,12 +326,22 @@ func (s *Server) Handler() http.Handler {
 		h.Set("Referrer-Policy", "no-referrer")
 		h.Set("Content-Security-Policy", csp)
 		h.Set("Cache-Control", "no-cache")
+		if r.URL.Path != "/ws" && s.opt.Token != "" && s.queryTokenOK(r) {
+			// The page was opened with the printed URL: remember the
+			// token, so that reloading http://HOST:PORT/ works.
+			http.SetCookie(w, &http.Cookie{
+				Name: s.cookie, Value: s.opt.Token, Path: "/",
+				HttpOnly: true, SameSite: http.SameSiteStrictMode,
+			})
+		}
 		mux.ServeHTTP(w, r)
 	})
 }
 
-// hostAllowed protects a token-less loopback server from DNS rebinding: a
-// page on evil.example resolved to 127.0.0.1 sends Host: evil.example.
+// hostAllowed protects a token-less loopback server (--no-token) from DNS
+// rebinding: a page on evil.example resolved to 127.0.0.1 sends Host:
+// evil.example. With a token, such a page lacks it (and the cookie, which
+// belongs to the real host name).
 func (s *Server) hostAllowed(hostport string) bool {
 	if s.opt.Token != "" {
 		return true
@@ -271,12 +358,23 @@ func (s *Server) hostAllowed(hostport string) bool {
 	return ip != nil && ip.IsLoopback()
 }
 
+// queryTokenOK reports whether the URL carries the right ?token=.
+func (s *Server) queryTokenOK(r *http.Request) bool {
+	got := r.URL.Query().Get("token")
+	return got != "" && subtle.ConstantTimeCompare([]byte(got), []byte(s.opt.Token)) == 1
+}
+
+// tokenOK reports whether a request carries the token, in ?token= or in
+// the cookie a page load set.
 func (s *Server) tokenOK(r *http.Request) bool {
 	if s.opt.Token == "" {
+		return s.opt.NoToken
+	}
+	if s.queryTokenOK(r) {
 		return true
 	}
-	got := r.URL.Query().Get("token")
-	return subtle.ConstantTimeCompare([]byte(got), []byte(s.opt.Token)) == 1
+	c, err := r.Cookie(s.cookie)
+	return err == nil && subtle.ConstantTimeCompare([]byte(c.Value), []byte(s.opt.Token)) == 1
 }
 
 func (s *Server) serveWS(w http.ResponseWriter, r *http.Request) {
@@ -284,6 +382,12 @@ func (s *Server) serveWS(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "numascope: missing or wrong token: open the URL numascope printed (it ends in ?token=...)", http.StatusUnauthorized)
 		return
 	}
+	if !s.admit() {
+		s.opt.Log(fmt.Sprintf("websocket from %s refused: %d clients connected, the most --max-clients allows", r.RemoteAddr, s.opt.MaxClients))
+		http.Error(w, fmt.Sprintf("numascope: %d clients are connected, the most this server serves (--max-clients); close one or restart with a higher --max-clients", s.opt.MaxClients), http.StatusServiceUnavailable)
+		return
+	}
+	defer s.active.Add(-1)
 	// Accept checks that Origin matches Host (same origin); a page from
 	// another site cannot open the stream.
 	conn, err := websocket.Accept(w, r, nil)
@@ -292,46 +396,89 @@ func (s *Server) serveWS(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	conn.SetReadLimit(hardReadLimit)
-	s.wg.Add(1)
+	if !s.track() {
+		conn.Close(websocket.StatusGoingAway, "numascope: the server is shutting down")
+		return
+	}
 	defer s.wg.Done()
 	c := &client{
-		id:   s.nextID.Add(1),
-		conn: conn,
-		send: make(chan []byte, s.opt.Queue),
-		done: make(chan struct{}),
-		srv:  s,
+		id:    s.nextID.Add(1),
+		conn:  conn,
+		send:  make(chan queued, s.opt.Queue),
+		done:  make(chan struct{}),
+		ready: make(chan struct{}),
+		srv:   s,
 	}
 	ctx, cancel := context.WithCancel(r.Context())
 	defer cancel()
 	go c.writeLoop(ctx)
-	s.be.attach(c)
+	s.be.attach(c) // the hello is queued first: only now are messages read
 	defer s.be.detach(c)
 	c.readLoop(ctx)
 	c.drop(websocket.StatusNormalClosure, "")
+}
+
+// admit counts a new client in, unless MaxClients are connected.
+func (s *Server) admit() bool {
+	for {
+		n := s.active.Load()
+		if n >= int64(s.opt.MaxClients) {
+			return false
+		}
+		if s.active.CompareAndSwap(n, n+1) {
+			return true
+		}
+	}
 }
 
 // client is one websocket connection.
 type client struct {
 	id   int64
 	conn *websocket.Conn
-	send chan []byte
-	done chan struct{}
-	once sync.Once
-	srv  *Server
+	send chan queued
+	// bytes is what the messages in send hold, shared ones excepted.
+	bytes atomic.Int64
+	done  chan struct{}
+	// ready is closed by a backend whose hello is queued on another
+	// goroutine (the live hub), once it is.
+	ready chan struct{}
+	once  sync.Once
+	srv   *Server
+}
+
+// queued is a message waiting for a client; n is the bytes it counts
+// against the client's QueueBytes (0 for the shared history replay).
+type queued struct {
+	b []byte
+	n int
 }
 
 // enqueue queues a message without blocking; a client whose queue is full
-// has fallen behind and is dropped.
-func (c *client) enqueue(b []byte) bool {
+// (in messages or bytes) has fallen behind and is dropped. It is O(1): the
+// hub calls it for every client on every batch.
+func (c *client) enqueue(b []byte) bool { return c.put(queued{b, len(b)}) }
+
+// enqueueShared queues a message every client shares one copy of (the
+// history replay), which does not count against the bytes bound.
+func (c *client) enqueueShared(b []byte) bool { return c.put(queued{b, 0}) }
+
+func (c *client) put(q queued) bool {
 	select {
 	case <-c.done:
 		return false
 	default:
 	}
+	if q.n > 0 && c.bytes.Add(int64(q.n)) > int64(c.srv.opt.QueueBytes) {
+		c.bytes.Add(-int64(q.n))
+		c.srv.opt.Log(fmt.Sprintf("client %d fell behind (over %d MiB queued): disconnected", c.id, c.srv.opt.QueueBytes>>20))
+		c.drop(websocket.StatusPolicyViolation, "numascope: this client fell behind the stream (too much data queued) and was disconnected; reload to reconnect")
+		return false
+	}
 	select {
-	case c.send <- b:
+	case c.send <- q:
 		return true
 	default:
+		c.bytes.Add(-int64(q.n))
 		c.srv.opt.Log(fmt.Sprintf("client %d fell behind (%d messages queued): disconnected", c.id, cap(c.send)))
 		c.drop(websocket.StatusPolicyViolation, "numascope: this client fell behind the stream and was disconnected; reload to reconnect")
 		return false
@@ -361,10 +508,11 @@ func (c *client) writeLoop(ctx context.Context) {
 			return
 		case <-ctx.Done():
 			return
-		case b := <-c.send:
+		case q := <-c.send:
 			wctx, cancel := context.WithTimeout(ctx, c.srv.opt.WriteTimeout)
-			err := c.conn.Write(wctx, websocket.MessageText, b)
+			err := c.conn.Write(wctx, websocket.MessageText, q.b)
 			cancel()
+			c.bytes.Add(-int64(q.n))
 			if err != nil {
 				if !c.dropped() {
 					c.srv.opt.Log(fmt.Sprintf("client %d: %v: disconnected", c.id, err))

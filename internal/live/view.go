@@ -1,6 +1,7 @@
 package live
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -94,9 +95,11 @@ func (v *View) request(c *client, r *request) {
 		}
 		c.enqueue(b)
 	case "interval", "pause", "resume", "label", "events", "enable", "disable", "discrete", "record", "record_stop":
-		c.fail(r.ID, fmt.Errorf("%s: this is a recording (numascope view); only range requests apply", r.Type))
+		c.fail(r.ID, fmt.Errorf("%s: this is a recording (numascope view); only range and totals requests apply", r.Type))
+	case "source":
+		c.fail(r.ID, fmt.Errorf("%s: this is a recording (numascope view); only a profile serves source files", r.Type))
 	default:
-		c.fail(r.ID, fmt.Errorf("unknown message type %q (one of %s)", r.Type, requestTypes))
+		c.fail(r.ID, unknownType(r.Type, "numascope view on a recording", viewTypes))
 	}
 }
 
@@ -223,6 +226,9 @@ type columnTotal struct {
 	// Mean is the mean rate (counters: Count over the time covered) or level.
 	Mean *float64 `json:"mean"`
 	Max  *float64 `json:"max"`
+	// Overflow says that a count, mean or max left the range of a float64
+	// and is null for that reason.
+	Overflow bool `json:"overflow,omitempty"`
 }
 
 // maxSums bounds the sums one totals request may ask for.
@@ -290,7 +296,11 @@ func (v *View) totalsMsg(r *request) ([]byte, error) {
 		}
 		msg["sums"] = sums
 	}
-	return mustJSON(msg), nil
+	b, err := json.Marshal(msg)
+	if err != nil {
+		return nil, fmt.Errorf("totals: %v", err)
+	}
+	return b, nil
 }
 
 // total computes one series' totals over the samples lo..hi-1.
@@ -315,12 +325,23 @@ func (v *View) total(col recording.Column, lo, hi int, at func(k int) float64) c
 		counter := col.Kind == recording.KindCounter && col.Unit != "%"
 		mean := sum / float64(n)
 		if counter {
-			ct.Count = &area
+			ct.Count = ct.finite(area)
 			if span > 0 {
 				mean = area / span
 			}
 		}
-		ct.Mean, ct.Max = &mean, &mx
+		ct.Mean, ct.Max = ct.finite(mean), ct.finite(mx)
 	}
 	return ct
+}
+
+// finite returns &x, or nil (null) and marks the total as overflowed when
+// x is not finite: values near the float64 limit (1e308) can sum to
+// infinity, which JSON cannot carry.
+func (ct *columnTotal) finite(x float64) *float64 {
+	if math.IsInf(x, 0) || math.IsNaN(x) {
+		ct.Overflow = true
+		return nil
+	}
+	return &x
 }

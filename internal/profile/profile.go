@@ -61,6 +61,11 @@ type Profile struct {
 	// Allocations are the allocation sites (absent when the syscall
 	// tracepoints were not available; a note says why).
 	Allocations []Allocation `json:"allocations,omitempty"`
+	// CompDirs are the compilation directories the debug info names
+	// (DW_AT_comp_dir), by the source files of locations and allocations
+	// that have one: where `numascope view` looks for a source file when
+	// given no --source-path (never elsewhere).
+	CompDirs map[string][]string `json:"comp_dirs,omitempty"`
 }
 
 // Matrix counts sampled accesses by the accessing thread's node (row; -1 for
@@ -420,6 +425,20 @@ func (a *analyzer) fill(p *Profile) {
 	})
 	if a.syscalls != nil {
 		p.Allocations = a.allocations()
+	}
+	p.CompDirs = map[string][]string{}
+	note := func(file string) {
+		if _, done := p.CompDirs[file]; !done && file != "" {
+			if dirs := a.sym.compDirs(file); len(dirs) > 0 {
+				p.CompDirs[file] = dirs
+			}
+		}
+	}
+	for i := range p.Locations {
+		note(p.Locations[i].File)
+	}
+	for i := range p.Allocations {
+		note(p.Allocations[i].File)
 	}
 	p.Threads = []Thread{}
 	for _, t := range a.threads {

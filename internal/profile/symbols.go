@@ -4,6 +4,7 @@ import (
 	"debug/dwarf"
 	"debug/elf"
 	"os"
+	"slices"
 	"sort"
 )
 
@@ -35,6 +36,10 @@ type elfBinary struct {
 	reader *dwarf.Reader
 	spans  []cuSpan                     // address ranges of the units found so far, by start
 	units  map[dwarf.Offset][]lineEntry // their line rows, by address
+	// compDirs are the compilation directories (DW_AT_comp_dir) of the
+	// units read so far, by the source files their line rows name: where
+	// `numascope view` may look for a file when given no --source-path.
+	compDirs map[string][]string
 }
 
 // cuSpan is an address range of a compilation unit.
@@ -98,6 +103,7 @@ func (b *elfBinary) line(addr uint64) (file string, line int) {
 		unit = cu.Offset
 		if _, seen := b.units[unit]; !seen { // else its ranges overlap another unit's
 			b.units[unit] = unitLines(b.dwarf, cu)
+			b.noteCompDir(cu, b.units[unit])
 			ranges, _ := b.dwarf.Ranges(cu)
 			for _, r := range ranges {
 				b.spans = append(b.spans, cuSpan{lo: r[0], hi: r[1], unit: unit})
@@ -111,6 +117,42 @@ func (b *elfBinary) line(addr uint64) (file string, line int) {
 		return "", 0
 	}
 	return rows[j].file, rows[j].line
+}
+
+// noteCompDir remembers the compilation directory of a unit for the files
+// its rows name.
+func (b *elfBinary) noteCompDir(cu *dwarf.Entry, rows []lineEntry) {
+	dir, _ := cu.Val(dwarf.AttrCompDir).(string)
+	if dir == "" {
+		return
+	}
+	if b.compDirs == nil {
+		b.compDirs = map[string][]string{}
+	}
+	for i := range rows {
+		f := rows[i].file
+		if f != "" && !slices.Contains(b.compDirs[f], dir) {
+			b.compDirs[f] = append(b.compDirs[f], dir)
+		}
+	}
+}
+
+// compDirs are the compilation directories of the units that name file,
+// over every binary read, sorted.
+func (s *symbolizer) compDirs(file string) []string {
+	var out []string
+	for _, b := range s.bins {
+		if b == nil {
+			continue
+		}
+		for _, d := range b.compDirs[file] {
+			if !slices.Contains(out, d) {
+				out = append(out, d)
+			}
+		}
+	}
+	slices.Sort(out)
+	return out
 }
 
 // unitLines reads the line table of one compilation unit, by address.

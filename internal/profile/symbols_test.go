@@ -109,3 +109,53 @@ func allLines(t *testing.T, d *dwarf.Data) []lineEntry {
 	sort.SliceStable(rows, func(i, j int) bool { return rows[i].addr < rows[j].addr })
 	return rows
 }
+
+// TestCompDirsRecorded builds a program in a directory of its own (with a
+// #line naming a file outside it, as a hostile build would) and checks that
+// every file its line rows name is recorded with that compilation
+// directory, which `numascope view` confines source lookups to.
+func TestCompDirsRecorded(t *testing.T) {
+	gcc, err := exec.LookPath("gcc")
+	if err != nil {
+		t.Skip("gcc not found: cannot build the test programs (scripts/install-test-deps installs it)")
+	}
+	dir, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := "int f(int x)\n{\n\treturn x * 3;\n}\n#line 1 \"/etc/shadow\"\nint main(int argc, char **argv)\n{\n\t(void)argv;\n\treturn f(argc);\n}\n"
+	if err := os.WriteFile(filepath.Join(dir, "p.c"), []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(gcc, "-g", "-O0", "-o", "p", "p.c")
+	cmd.Dir = dir
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("gcc: %v: %s", err, out)
+	}
+	f, err := elf.Open(filepath.Join(dir, "p"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := f.DWARF()
+	f.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := newSymbolizer()
+	b := s.load(filepath.Join(dir, "p"))
+	files := map[string]bool{}
+	for _, r := range allLines(t, d) {
+		if !r.end {
+			file, _ := b.line(r.addr)
+			files[file] = true
+		}
+	}
+	if !files["/etc/shadow"] {
+		t.Fatalf("the #line file is not in the line table: %v", files)
+	}
+	for file := range files {
+		if got := s.compDirs(file); len(got) != 1 || got[0] != dir {
+			t.Errorf("compDirs(%q) = %q, want [%s]", file, got, dir)
+		}
+	}
+}

@@ -177,6 +177,13 @@ func readLegacy(br *bufio.Reader) (*Recording, error) {
 				sk.add(fmt.Sprintf("line %d: %s; skipped", lineOf(start), reason))
 				continue
 			}
+			for i, v := range r.values {
+				if math.IsInf(v, 0) {
+					// As for JSON Lines: beyond float64, read as missing.
+					sk.add(fmt.Sprintf("line %d: value %d is out of range for a 64-bit float; read as missing (null)", lineOf(start), i+1))
+					r.values[i] = math.NaN()
+				}
+			}
 			rows = append(rows, r)
 		}
 	}

@@ -178,6 +178,12 @@ func readLines(br *bufio.Reader) (*Recording, error) {
 				v[i] = math.NaN()
 			}
 			for i, x := range l.Values {
+				if math.IsInf(x, 0) {
+					// Beyond float64 (1e999): no sum or rate of it means
+					// anything, and JSON cannot carry it on.
+					sk.add(fmt.Sprintf("line %d: the value of %s is out of range for a 64-bit float; read as missing (null)", l.No, rec.Columns[cur[i]].Name))
+					continue
+				}
 				v[cur[i]] = x
 			}
 			rec.Samples = append(rec.Samples, Sample{T: l.T, V: v})

@@ -1,0 +1,419 @@
+package live
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"regexp"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/coder/websocket"
+	"golang.org/x/sys/unix"
+
+	"github.com/numascope/numascope/internal/profile"
+	"github.com/numascope/numascope/internal/recording"
+)
+
+// TestClientRecordingStaysInRecordDir: a recording a client asks for is
+// created beneath --record-dir only: a symlinked directory or file another
+// user planted there is refused and nothing is written through it, ".."
+// and absolute paths are refused, an existing file is never overwritten,
+// and the ok reply names the file's absolute path.
+func TestClientRecordingStaysInRecordDir(t *testing.T) {
+	dir, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	outside := t.TempDir()
+	if err := os.Symlink(outside, filepath.Join(dir, "d")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(filepath.Join(outside, "target.jsonl"), filepath.Join(dir, "link.jsonl")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(filepath.Join(dir, "sub"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "old.jsonl"), []byte("keep\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	l, _ := startLive(t, Options{}, LiveConfig{RecordDir: dir})
+	c := dial(t, l.Server, "")
+	c.next("hello", typeIs("hello"))
+	reply := func(id int, path string) map[string]any {
+		b, _ := json.Marshal(map[string]any{"type": "record", "id": id, "path": path})
+		c.send(string(b))
+		return c.next("record reply", func(m map[string]any) bool {
+			return (m["type"] == "ok" || m["type"] == "error") && m["id"] == float64(id)
+		})
+	}
+	for i, tc := range []struct{ path, want string }{
+		{"d/x.jsonl", "symbolic link"},
+		{"d/sub/x.jsonl", "symbolic link"},
+		{"link.jsonl", "already exists"},
+		{"old.jsonl", "already exists"},
+		{"../x.jsonl", "no absolute paths, no .."},
+		{"sub/../../x.jsonl", "no absolute paths, no .."},
+		{filepath.Join(outside, "abs.jsonl"), "no absolute paths, no .."},
+		{"nodir/x.jsonl", "does not exist"},
+	} {
+		m := reply(i, tc.path)
+		if m["type"] != "error" || !strings.Contains(m["error"].(string), tc.want) {
+			t.Errorf("record %q: %v, want an error saying %q", tc.path, m, tc.want)
+		}
+	}
+	if entries, _ := os.ReadDir(outside); len(entries) != 0 {
+		t.Errorf("written outside the record directory: %v", entries)
+	}
+	if b, _ := os.ReadFile(filepath.Join(dir, "old.jsonl")); string(b) != "keep\n" {
+		t.Errorf("old.jsonl was overwritten: %q", b)
+	}
+	m := reply(100, "sub/ok.jsonl")
+	want := filepath.Join(dir, "sub", "ok.jsonl")
+	if m["type"] != "ok" || m["path"] != want {
+		t.Fatalf("record sub/ok.jsonl: %v, want ok with path %s", m, want)
+	}
+	if st, err := os.Lstat(want); err != nil || !st.Mode().IsRegular() {
+		t.Fatalf("%s: %v %v", want, st, err)
+	}
+	// The header is on disk as soon as the recording started.
+	rec, err := recording.Load(want)
+	if err != nil || rec.Header.Host != "fixture" {
+		t.Fatalf("the new recording's header: %v %+v", err, rec)
+	}
+}
+
+// TestRecordDirMustExist: --record-dir is checked at start.
+func TestRecordDirMustExist(t *testing.T) {
+	_, err := NewLive(Options{}, LiveConfig{RecordDir: filepath.Join(t.TempDir(), "nope")})
+	if err == nil || !strings.Contains(err.Error(), "--record-dir") {
+		t.Fatalf("missing --record-dir: %v", err)
+	}
+}
+
+// TestHelloAlwaysFirst: on every kind of server, a client that sends
+// something at once (before reading) still gets the hello first, never
+// the reply to its message.
+func TestHelloAlwaysFirst(t *testing.T) {
+	l, _ := startLive(t, Options{}, LiveConfig{})
+	recFile := filepath.Join(t.TempDir(), "r.jsonl")
+	writeRecording(t, recFile, 100)
+	v := startView(t, recFile)
+	pr := startProfile(t, fixtureProfile, nil)
+	rp := startReport(t)
+	for name, s := range map[string]*Server{"live": l.Server, "view": v.Server, "profile": pr.Server, "experiment": rp.Server} {
+		for i := range 30 {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			conn, _, err := websocket.Dial(ctx, wsURL(s, s.Token()), nil)
+			if err != nil {
+				cancel()
+				t.Fatal(err)
+			}
+			conn.SetReadLimit(64 << 20)
+			for _, msg := range []string{`not json`, `{"type":"bogus"}`, `{"type":"pause"}`} {
+				if err := conn.Write(ctx, websocket.MessageText, []byte(msg)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			_, b, err := conn.Read(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var m map[string]any
+			_ = json.Unmarshal(b, &m)
+			if m["type"] != "hello" {
+				t.Fatalf("%s, connection %d: first message %.200s, want the hello", name, i, b)
+			}
+			conn.CloseNow()
+			cancel()
+		}
+	}
+}
+
+func startReport(t *testing.T) *Report {
+	t.Helper()
+	r, err := NewReport(Options{Listen: "127.0.0.1:0"}, "e.toml", map[string]any{"analysis": map[string]any{}, "runs": []any{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Listen(); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- r.Serve(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+	return r
+}
+
+// TestUnknownTypeNeverListsItself: the error for a message type a server
+// does not answer lists the types it does, never that same type (nor the
+// FIFO's internal fifo_record).
+func TestUnknownTypeNeverListsItself(t *testing.T) {
+	l, _ := startLive(t, Options{}, LiveConfig{RecordDir: t.TempDir()})
+	recFile := filepath.Join(t.TempDir(), "r.jsonl")
+	writeRecording(t, recFile, 100)
+	v := startView(t, recFile)
+	pr := startProfile(t, fixtureProfile, nil)
+	types := append(strings.Split(requestTypes, ", "), "fifo_record", "bogus", "hello", "batch")
+	word := regexp.MustCompile(`[a-z_]+`)
+	for name, s := range map[string]*Server{"live": l.Server, "view": v.Server, "profile": pr.Server} {
+		c := dial(t, s, "")
+		c.next("hello", typeIs("hello"))
+		unknown := 0
+		for i, typ := range types {
+			c.send(fmt.Sprintf(`{"type":%q,"id":%d}`, typ, i))
+			m := c.next("reply", func(m map[string]any) bool { return m["id"] == float64(i) })
+			msg, _ := m["error"].(string)
+			k := strings.Index(msg, "unknown message type")
+			if k < 0 {
+				continue
+			}
+			unknown++
+			list := msg[k+len("unknown message type")+len(fmt.Sprintf(" %q", typ)):]
+			for _, w := range word.FindAllString(list, -1) {
+				if w == typ {
+					t.Errorf("%s: %q is unknown, yet listed among the valid ones: %s", name, typ, msg)
+				}
+			}
+			if strings.Contains(list, "fifo_record") {
+				t.Errorf("%s: the internal fifo_record is listed: %s", name, msg)
+			}
+		}
+		if unknown < 3 {
+			t.Errorf("%s: only %d of %d types were called unknown", name, unknown, len(types))
+		}
+	}
+}
+
+// TestViewNonFiniteValues: a recording holding 1e999 (beyond float64) and
+// 1e308 (whose sums overflow) loads with the 1e999 values reported as
+// skipped, and totals and range requests over it answer, with the
+// overflowed sums as null, instead of panicking the handler.
+func TestViewNonFiniteValues(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "big.jsonl")
+	lines := []string{
+		`{"type":"header","format":"numascope","version":1,"host":"h","start":"2026-01-01T00:00:00Z","interval_s":1,` +
+			`"columns":[{"name":"a.x","sensor":"a","event":"x","kind":"counter"},{"name":"a.y","sensor":"a","event":"y","kind":"gauge"}]}`,
+		`[0,1e308,1e308]`,
+		`[1,1e308,1e999]`,
+		`[2,1e999,5]`,
+		`[3,1e308,1e308]`,
+		`{"type":"end","samples":4}`,
+	}
+	if err := os.WriteFile(file, []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	rec, err := recording.Load(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rec.Header.Version == 0 {
+		t.Fatalf("header not read: %+v", rec.Header)
+	}
+	v := startView(t, file)
+	c := dial(t, v.Server, "")
+	h := c.next("hello", typeIs("hello"))
+	skipped := fmt.Sprint(h["skipped"])
+	for _, want := range []string{"line 3: the value of a.y is out of range", "line 4: the value of a.x is out of range"} {
+		if !strings.Contains(skipped, want) {
+			t.Errorf("hello skipped %s, want %q", skipped, want)
+		}
+	}
+	c.send(`{"type":"totals","id":1,"t0":0,"t1":3,"sums":[{"name":"both","columns":["a.x","a.y"]}]}`)
+	m := c.next("totals", func(m map[string]any) bool { return m["id"] == float64(1) })
+	if m["type"] != "totals" {
+		t.Fatalf("totals: %v", m)
+	}
+	cols := m["columns"].([]any)
+	x := cols[0].(map[string]any)
+	if x["n"] != float64(3) || x["count"] != nil || x["overflow"] != true || x["max"] != 1e308 {
+		t.Errorf("a.x totals %v: want 3 values, the count (overflowed) null, max 1e308", x)
+	}
+	sum := m["sums"].([]any)[0].(map[string]any)
+	if sum["max"] != nil || sum["overflow"] != true {
+		t.Errorf("sum totals %v: 1e308+1e308 overflows, want max null and overflow", sum)
+	}
+	c.send(`{"type":"range","id":2}`)
+	r := c.next("range", func(m map[string]any) bool { return m["id"] == float64(2) })
+	if r["type"] != "range" || len(r["samples"].([]any)) != 4 {
+		t.Errorf("range: %v", r)
+	}
+}
+
+// stalledConn opens a websocket by hand and never reads from it; it
+// returns the handshake's status and body (for a refusal).
+func stalledConn(t *testing.T, addr, token string) (net.Conn, int, string) {
+	t.Helper()
+	conn, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	if tc, ok := conn.(*net.TCPConn); ok {
+		_ = tc.SetReadBuffer(4096)
+	}
+	fmt.Fprintf(conn, "GET /ws?token=%s HTTP/1.1\r\nHost: %s\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"+
+		"Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n", token, addr)
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := ""
+	if resp.StatusCode != http.StatusSwitchingProtocols {
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, 1000))
+		body = string(b)
+	}
+	return conn, resp.StatusCode, body
+}
+
+// TestStalledClientsCostNoSample: many clients that never read, arriving
+// while the server records at a short interval with a long history, cost
+// the recording no sample (its end line says 0 dropped); the clients over
+// --max-clients are refused with a message; the history replay is encoded
+// once for clients that connect together, not once each; the server's
+// heap stays bounded.
+func TestStalledClientsCostNoSample(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs for several seconds")
+	}
+	file := filepath.Join(t.TempDir(), "rec.jsonl")
+	l, logs, stop := runLive(t, Options{MaxClients: 16, QueueBytes: 256 << 10, Batch: 50 * time.Millisecond},
+		LiveConfig{Interval: 2 * time.Millisecond, Events: []string{"node.*", "vmstat.*"}, Discrete: true, Record: file})
+	// A long history first, as a server that has run a while has.
+	time.Sleep(3 * time.Second)
+	var refused int
+	var body string
+	deadline := time.Now().Add(4 * time.Second)
+	opened := 0
+	for time.Now().Before(deadline) {
+		_, code, b := stalledConn(t, l.Addr().String(), l.Token())
+		opened++
+		switch code {
+		case http.StatusSwitchingProtocols:
+		case http.StatusServiceUnavailable:
+			refused++
+			body = b
+			time.Sleep(20 * time.Millisecond)
+		default:
+			t.Fatalf("handshake: %d %s", code, b)
+		}
+	}
+	if refused == 0 || !strings.Contains(body, "--max-clients") {
+		t.Errorf("%d connections, %d refused (body %q): want some refused over --max-clients", opened, refused, body)
+	}
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	stop()
+	if ms.HeapAlloc > 64<<20 {
+		t.Errorf("heap %d MiB with %d stalled clients", ms.HeapAlloc>>20, opened-refused)
+	}
+	if l.replayEncodes > opened/4+2 {
+		t.Errorf("the history was encoded %d times for %d clients", l.replayEncodes, opened-refused)
+	}
+	rec, err := recording.Load(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rec.End == nil || rec.End.Dropped != 0 {
+		t.Fatalf("recording end %+v: samples were dropped while clients stalled (log: %v)", rec.End, logs.lines)
+	}
+	t.Logf("%d connections, %d refused, %d samples of %d columns recorded, %d history encodings, heap %d MiB",
+		opened, refused, len(rec.Samples), len(rec.Columns), l.replayEncodes, ms.HeapAlloc>>20)
+}
+
+// TestClientOverByteBoundIsDropped: a client that does not read and has
+// more bytes queued than QueueBytes is disconnected, with a message in the
+// log, while the others go on.
+func TestClientOverByteBoundIsDropped(t *testing.T) {
+	l, logs := startLive(t, Options{QueueBytes: 256 << 10, Queue: 1 << 12, Batch: 20 * time.Millisecond, SendBuffer: 4096},
+		LiveConfig{Interval: time.Millisecond, Events: []string{"node.*", "vmstat.*"}, Discrete: true})
+	fast := dial(t, l.Server, "")
+	fast.next("hello", typeIs("hello"))
+	stalledConn(t, l.Addr().String(), l.Token())
+	deadline := time.Now().Add(20 * time.Second)
+	for !logs.has("too much data queued") && !logs.has("MiB queued") {
+		if time.Now().After(deadline) {
+			t.Fatalf("the stalled client was not dropped; log: %v", logs.lines)
+		}
+		fast.next("batch", typeIs("batch"))
+	}
+}
+
+var _ = profile.Load // the profile fixture helpers live in profile_test.go
+
+// TestRecordingSwitchOntoFullDiskKeepsTheCurrentFile: a new recording (from
+// a client or the FIFO) on a full filesystem fails at once, because its
+// header is written and flushed before the switch; the current recording
+// goes on, and the empty new file is removed.
+func TestRecordingSwitchOntoFullDiskKeepsTheCurrentFile(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root, to mount a small tmpfs as a full disk")
+	}
+	full := t.TempDir()
+	if err := unix.Mount("tmpfs", full, "tmpfs", 0, "size=64k"); err != nil {
+		t.Skipf("cannot mount a tmpfs as a full disk: %v", err)
+	}
+	t.Cleanup(func() { _ = unix.Unmount(full, unix.MNT_DETACH) })
+	f, err := os.Create(filepath.Join(full, "filler"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, 4096)
+	for {
+		if _, err := f.Write(buf); err != nil {
+			break
+		}
+	}
+	f.Close()
+	cur := filepath.Join(t.TempDir(), "cur.jsonl")
+	l, logs, stop := runLive(t, Options{}, LiveConfig{Record: cur, RecordDir: full})
+	c := dial(t, l.Server, "")
+	c.next("hello", typeIs("hello"))
+	c.send(`{"type":"record","id":1,"path":"new.jsonl"}`)
+	m := c.next("record reply", func(m map[string]any) bool { return m["id"] == float64(1) })
+	if m["type"] != "error" || !strings.Contains(fmt.Sprint(m["error"]), "no space left") {
+		t.Errorf("record onto a full disk: %v, want an error saying so", m)
+	}
+	l.Record(filepath.Join(full, "fifo.jsonl"))
+	deadline := time.Now().Add(10 * time.Second)
+	for !logs.has("ctl record") {
+		if time.Now().After(deadline) {
+			t.Fatalf("ctl record onto a full disk: no error; log %v", logs.lines)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	for _, name := range []string{"new.jsonl", "fifo.jsonl"} {
+		if _, err := os.Lstat(filepath.Join(full, name)); err == nil {
+			t.Errorf("%s was left on the full disk", name)
+		}
+	}
+	c.send(`{"type":"label","text":"after","id":2}`)
+	c.next("label", func(m map[string]any) bool { return m["type"] == "mark" && m["mark"] == "label" })
+	time.Sleep(200 * time.Millisecond)
+	stop()
+	if logs.has("recording stopped") {
+		t.Errorf("the current recording stopped: %v", logs.lines)
+	}
+	rec, err := recording.Load(cur)
+	if err != nil {
+		t.Fatal(err)
+	}
+	labelled := false
+	for _, mk := range rec.Marks {
+		labelled = labelled || mk.Text == "after"
+	}
+	if rec.End == nil || !labelled || len(rec.Samples) < 5 {
+		t.Errorf("the current recording did not go on: end %+v, label after the failed switch %v, %d samples", rec.End, labelled, len(rec.Samples))
+	}
+}
