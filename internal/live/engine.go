@@ -273,16 +273,23 @@ func (l *Live) hub(ctx context.Context) error {
 		select {
 		case <-ctx.Done():
 			return nil
-		case r, ok := <-l.sink.Records():
-			if !ok {
-				// The sampler ended on its own (it only does on error).
-				err := <-l.runDone
-				if err == nil {
-					err = errors.New("sampling stopped")
+		case <-l.sink.Ready():
+			for {
+				r, open := l.sink.Next()
+				if r != nil {
+					l.handle(r)
+					continue
 				}
-				return err
+				if !open {
+					// The sampler ended on its own (it only does on error).
+					err := <-l.runDone
+					if err == nil {
+						err = errors.New("sampling stopped")
+					}
+					return err
+				}
+				break
 			}
-			l.handle(r)
 		case <-tick.C:
 			l.flush()
 			if l.rec != nil {

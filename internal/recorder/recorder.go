@@ -106,7 +106,7 @@ func (r *Recorder) Run() error {
 			fail(r.write(rec))
 		}
 		r.sink.Release(rec)
-		if r.w != nil && werr == nil && len(r.sink.Records()) == 0 {
+		if r.w != nil && werr == nil && r.sink.Pending() == 0 {
 			if !r.compressed() || time.Since(r.lastFlush) >= zstdFlushEvery {
 				fail(r.w.Flush())
 				r.lastFlush = time.Now()

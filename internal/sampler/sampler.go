@@ -121,6 +121,7 @@ type Sampler struct {
 	sinks   atomic.Pointer[[]*Sink]
 	sinkMu  sync.Mutex
 	ctl     chan control
+	wake    *waker        // the sampling thread's sleep: deadlines and commands
 	stopped chan struct{} // closed when Run returns
 	start   time.Time
 
@@ -128,6 +129,7 @@ type Sampler struct {
 	samples  atomic.Uint64
 	missed   atomic.Uint64
 	readErrs atomic.Uint64
+	tid      atomic.Int32 // the sampling thread, for tests that count its wake-ups
 }
 
 // New prepares sampling of cols. It enables on each sensor exactly the events
@@ -204,6 +206,14 @@ func New(cols []*Column, cfg Config) (*Sampler, error) {
 		s.plans = append(s.plans, p)
 	}
 	s.values = make([]float64, len(cols))
+	w, err := newWaker()
+	if err != nil {
+		return nil, fmt.Errorf("sampler: %w", err)
+	}
+	s.wake = w
+	// A Sampler that never runs (a failed start, a benchmark of Sample)
+	// still gives its descriptors back.
+	runtime.AddCleanup(s, func(w *waker) { w.close() }, w)
 	return s, nil
 }
 
@@ -354,6 +364,7 @@ type control struct {
 func (s *Sampler) send(c control) {
 	select {
 	case s.ctl <- c:
+		s.wake.notify()
 	case <-s.stopped:
 	}
 }
@@ -392,17 +403,17 @@ func (s *Sampler) Stop() { s.send(control{op: opStop}) }
 // failed (nothing was meant to be sampled); a stop of a real run is Stop.
 func (s *Sampler) Abort() { s.send(control{op: opAbort}) }
 
-// maxSleep bounds one sleep so that commands are handled promptly even when
-// the interval is hours long.
-const maxSleep = 20 * time.Millisecond
-
 // Run samples until ctx is done, Stop is called or Count samples were taken.
 // When ctx or Stop ends it between deadlines, it takes a final sample over
 // the partial interval, so no part of the run goes unrecorded.
+//
 // It locks itself to one OS thread (pinned when Config.PinCPUs is set) and
-// sleeps to absolute CLOCK_MONOTONIC deadlines, so it does not drift; a
-// deadline that has already passed when the previous sample is done is
-// counted as missed and skipped rather than caught up with a burst.
+// sleeps in a blocking read of a timerfd armed at absolute CLOCK_MONOTONIC
+// deadlines, so it does not drift and wakes once per sample; a command
+// (Stop, SetInterval, a label...) wakes it at once however long the
+// interval (see waker). A wake-up more than one interval after its
+// deadline counts the deadlines in between as missed and skips them rather
+// than catching up with a burst. Each sample reads the clock once.
 func (s *Sampler) Run(ctx context.Context) error {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
@@ -415,7 +426,11 @@ func (s *Sampler) Run(ctx context.Context) error {
 			s.cfg.Errors(fmt.Errorf("cannot pin the sampler to CPUs %v: %v (sampling unpinned)", s.cfg.PinCPUs, err))
 		}
 	}
-	done := ctx.Done()
+	s.tid.Store(int32(unix.Gettid()))
+	w := s.wake
+	defer w.close()
+	// A cancelled context is a Stop: it wakes the thread like any command.
+	defer context.AfterFunc(ctx, s.Stop)()
 
 	var ts unix.Timespec
 	mono := func() int64 {
@@ -431,17 +446,18 @@ func (s *Sampler) Run(ctx context.Context) error {
 	deadline := base + interval
 	paused := false
 
-	// sample takes one sample over the time since the previous one: its rate
-	// is the counters' change over exactly that time, so that rate × length
-	// summed over the samples is each counter's change over the whole run.
-	sample := func() uint64 {
+	// sample takes one sample at now, over the time since the previous one:
+	// its rate is the counters' change over exactly that time, so that rate
+	// × length summed over the samples is each counter's change over the
+	// whole run. The clock is read before the sensors, as for the priming
+	// read, so that both ends of every interval are measured alike.
+	sample := func(now int64) uint64 {
 		s.read()
-		now := mono()
 		s.compute(float64(now-last) / 1e9)
 		last = now
 		n := s.samples.Add(1)
 		if !paused {
-			s.publish(time.Duration(now - base))
+			s.publish(time.Duration(now-base), now)
 		}
 		return n
 	}
@@ -452,73 +468,82 @@ func (s *Sampler) Run(ctx context.Context) error {
 	defer close(s.stopped)
 	defer func() { s.finish(time.Duration(last - base)) }()
 	final := func() {
-		if mono() > last {
-			sample()
+		if now := mono(); now > last {
+			sample(now)
 		}
+	}
+	if err := w.arm(deadline, interval); err != nil {
+		return err
 	}
 
 	for {
-		// Sleep to the deadline in bounded steps, handling commands between.
-		for {
-			select {
-			case <-done:
-				final()
-				return nil
-			case c := <-s.ctl:
-				now := mono()
-				switch c.op {
-				case opStop:
-					final()
-					return nil
-				case opAbort:
-					return nil
-				case opInterval:
-					interval = int64(c.interval)
-					s.interval.Store(interval)
-					deadline = now + interval
-					s.publishMark(Record{Kind: KindInterval, T: time.Duration(now - base), Interval: c.interval})
-				case opPause:
-					if !paused {
-						s.publishMark(Record{Kind: KindPause, T: time.Duration(now - base)})
-						paused = true
-					}
-				case opResume:
-					if paused {
-						paused = false
-						s.publishMark(Record{Kind: KindResume, T: time.Duration(now - base)})
-					}
-				case opMark:
-					c.mark.T = time.Duration(now - base)
-					s.publishMark(c.mark)
-				}
-				continue
-			default:
-			}
+		if err := w.wait(); err != nil {
+			return err
+		}
+		// Commands are looked for at every wake-up (a select on an empty
+		// channel costs nothing), since a command's notify may land while
+		// a sample is taken and so end the next sleep at once.
+		if len(s.ctl) > 0 {
 			now := mono()
-			wait := deadline - now
-			if wait <= 0 {
-				break
+			for len(s.ctl) > 0 {
+				for more := true; more; {
+					select {
+					case c := <-s.ctl:
+						switch c.op {
+						case opStop:
+							final()
+							return nil
+						case opAbort:
+							return nil
+						case opInterval:
+							interval = int64(c.interval)
+							s.interval.Store(interval)
+							deadline = now + interval
+							s.publishMark(Record{Kind: KindInterval, T: time.Duration(now - base), Interval: c.interval})
+						case opPause:
+							if !paused {
+								s.publishMark(Record{Kind: KindPause, T: time.Duration(now - base)})
+								paused = true
+							}
+						case opResume:
+							if paused {
+								paused = false
+								s.publishMark(Record{Kind: KindResume, T: time.Duration(now - base)})
+							}
+						case opMark:
+							c.mark.T = time.Duration(now - base)
+							s.publishMark(c.mark)
+						}
+					default:
+						more = false
+					}
+				}
+				// A notify re-armed the timer to fire at once; back to the
+				// deadlines. A command queued meanwhile may have had its
+				// notify overwritten by this: the loop takes it now.
+				if err := w.arm(deadline, interval); err != nil {
+					return err
+				}
 			}
-			if wait > int64(maxSleep) {
-				ts = unix.NsecToTimespec(now + int64(maxSleep))
-			} else {
-				ts = unix.NsecToTimespec(deadline)
+		}
+		now := mono()
+		if now < deadline {
+			// Woken by a notify whose command was taken at the previous
+			// wake-up: the timer fires once more at the deadline.
+			if err := w.arm(deadline, interval); err != nil {
+				return err
 			}
-			// EINTR just loops; the deadline is absolute.
-			_ = unix.ClockNanosleep(unix.CLOCK_MONOTONIC, unix.TIMER_ABSTIME, &ts, nil)
+			continue
 		}
-
-		n := sample()
-		if s.cfg.Count > 0 && n >= s.cfg.Count {
-			return nil // the count's last sample is the final one
-		}
-
-		now := last
-		deadline += interval
-		if late := now - deadline; late >= 0 {
-			skipped := late/interval + 1
+		// Serve the latest deadline that has passed; earlier ones are missed.
+		if skipped := (now - deadline) / interval; skipped > 0 {
 			s.missed.Add(uint64(skipped))
 			deadline += skipped * interval
+		}
+		deadline += interval
+		n := sample(now)
+		if s.cfg.Count > 0 && n >= s.cfg.Count {
+			return nil // the count's last sample is the final one
 		}
 	}
 }
@@ -531,11 +556,14 @@ func (s *Sampler) finish(end time.Duration) {
 	for _, k := range *s.sinks.Load() {
 		k.push(Record{Kind: KindEnd, T: end, Stats: st, Dropped: k.Dropped()})
 		close(k.queue)
+		k.ring()
 	}
 	s.sinks.Store(&[]*Sink{})
 }
 
-func (s *Sampler) publish(t time.Duration) {
+// publish hands the current values to every sink. It wakes a sink's
+// consumer only once per batch (see Sink), not per sample.
+func (s *Sampler) publish(t time.Duration, now int64) {
 	for _, k := range *s.sinks.Load() {
 		select {
 		case r := <-k.free:
@@ -545,6 +573,10 @@ func (s *Sampler) publish(t time.Duration) {
 		default:
 			k.dropped.Add(1)
 		}
+		if now-k.rung >= int64(k.batch) || len(k.queue) >= k.depth/2 {
+			k.rung = now
+			k.ring()
+		}
 	}
 }
 
@@ -553,5 +585,6 @@ func (s *Sampler) publishMark(m Record) {
 		if !k.push(m) {
 			s.cfg.Errors(fmt.Errorf("sink %s is not keeping up: a %s was lost", k.name, m.Kind))
 		}
+		k.ring() // marks are rare and clients show them at once
 	}
 }

@@ -209,7 +209,7 @@ func TestSampleDoesNotAllocate(t *testing.T) {
 	k := s.AddSink("test", 4)
 	allocs := testing.AllocsPerRun(1000, func() {
 		s.Sample(time.Millisecond)
-		s.publish(time.Millisecond)
+		s.publish(time.Millisecond, 0)
 		r := <-k.queue
 		k.Release(r)
 	})
@@ -288,21 +288,20 @@ func TestRunControls(t *testing.T) {
 	var kinds []Kind
 	wait := func(kind Kind) *Record {
 		t.Helper()
-		timeout := time.After(10 * time.Second)
+		deadline := time.Now().Add(10 * time.Second)
 		for {
-			select {
-			case r, ok := <-k.Records():
-				if !ok {
-					t.Fatalf("queue closed while waiting for %v", kind)
-				}
-				kinds = append(kinds, r.Kind)
-				if r.Kind == kind {
-					return r
-				}
-				k.Release(r)
-			case <-timeout:
+			r, open := nextRecord(k, time.Until(deadline))
+			switch {
+			case !open:
+				t.Fatalf("queue closed while waiting for %v", kind)
+			case r == nil:
 				t.Fatalf("no %v record", kind)
 			}
+			kinds = append(kinds, r.Kind)
+			if r.Kind == kind {
+				return r
+			}
+			k.Release(r)
 		}
 	}
 	wait(KindSample)
@@ -415,7 +414,10 @@ func TestRunPinsItsThread(t *testing.T) {
 	k := s.AddSink("t", 16)
 	ctx, cancel := context.WithCancel(context.Background())
 	go func() { _ = s.Run(ctx) }()
-	r := <-k.Records() // sampling has started, so the thread is pinned
+	r, _ := nextRecord(k, 10*time.Second) // sampling has started, so the thread is pinned
+	if r == nil {
+		t.Fatal("no record")
+	}
 	k.Release(r)
 	pinned := 0
 	tasks, _ := filepath.Glob("/proc/self/task/*/status")

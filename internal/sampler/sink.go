@@ -1,6 +1,7 @@
 package sampler
 
 import (
+	"iter"
 	"sync/atomic"
 	"time"
 )
@@ -39,16 +40,34 @@ type Record struct {
 // Sink is a bounded queue from the sampler to one consumer. When the
 // consumer falls behind, samples are dropped and counted; the sampler never
 // waits for it.
+//
+// The consumer is woken in batches, not per sample: waking a parked
+// goroutine costs a futex and a thread switch, more than the sample itself
+// at short intervals. The sampler rings the sink's bell when BatchEvery has
+// passed since it last rang (so at intervals of BatchEvery or more, every
+// sample), when the queue is half full, and for every mark and the end; a
+// sample so waits at most about BatchEvery plus one interval.
 type Sink struct {
 	name    string
 	free    chan *Record
 	queue   chan *Record
+	bell    chan struct{}
+	depth   int
+	batch   time.Duration
+	rung    int64 // CLOCK_MONOTONIC ns of the last ring; the sampling thread's
 	dropped atomic.Uint64
+	wakes   atomic.Uint64 // times Records parked and was woken, for tests
 }
 
 // markRoom is how many marks (labels, pauses...) may wait in a queue on top
 // of the full pool of samples.
 const markRoom = 64
+
+// BatchEvery is how long samples may gather in a sink's queue before its
+// consumer is woken: short enough for a terminal or a browser to look live,
+// long enough that at a 1 ms interval the consumer wakes 20 times a second
+// rather than 1000.
+const BatchEvery = 50 * time.Millisecond
 
 // AddSink attaches a consumer that can fall up to depth samples behind.
 // Sinks may be added while sampling runs; a sink added after Run returned
@@ -57,7 +76,8 @@ func (s *Sampler) AddSink(name string, depth int) *Sink {
 	if depth < 1 {
 		depth = 1
 	}
-	k := &Sink{name: name, free: make(chan *Record, depth), queue: make(chan *Record, depth+markRoom)}
+	k := &Sink{name: name, free: make(chan *Record, depth), queue: make(chan *Record, depth+markRoom),
+		bell: make(chan struct{}, 1), depth: depth, batch: BatchEvery}
 	for i := 0; i < depth; i++ {
 		k.free <- &Record{Values: make([]float64, len(s.cols)), pooled: true}
 	}
@@ -89,11 +109,57 @@ func (s *Sampler) RemoveSink(k *Sink) {
 	if len(sinks) != len(old) {
 		s.sinks.Store(&sinks)
 		close(k.queue)
+		k.ring()
 	}
 }
 
-// Records is the sink's queue; it is closed after the KindEnd record.
-func (k *Sink) Records() <-chan *Record { return k.queue }
+// Records yields the sink's records in order until the KindEnd record (or
+// RemoveSink), parking between batches. Each record must be handed back
+// with Release.
+func (k *Sink) Records() iter.Seq[*Record] {
+	return func(yield func(*Record) bool) {
+		for {
+			r, open := k.Next()
+			switch {
+			case r != nil:
+				if !yield(r) {
+					return
+				}
+			case !open:
+				return
+			default:
+				<-k.bell
+				k.wakes.Add(1)
+			}
+		}
+	}
+}
+
+// Next returns the next queued record without waiting: nil and open when
+// none waits yet, nil and !open once the queue is closed and drained. With
+// Ready it lets a consumer that waits on other channels too drain a batch.
+func (k *Sink) Next() (r *Record, open bool) {
+	select {
+	case r, ok := <-k.queue:
+		return r, ok
+	default:
+		return nil, true
+	}
+}
+
+// Ready receives when a batch of records waits (or the queue was closed).
+func (k *Sink) Ready() <-chan struct{} { return k.bell }
+
+// Pending is the number of records waiting in the queue.
+func (k *Sink) Pending() int { return len(k.queue) }
+
+// ring wakes the consumer if it is parked; it never blocks.
+func (k *Sink) ring() {
+	select {
+	case k.bell <- struct{}{}:
+	default:
+	}
+}
 
 // Release hands a consumed record back to the pool.
 func (k *Sink) Release(r *Record) {

@@ -1,0 +1,155 @@
+package sampler
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// voluntarySwitches is how often thread tid of this process has gone to
+// sleep: each wake-up of a sleeping thread is one.
+func voluntarySwitches(t *testing.T, tid int32) int {
+	t.Helper()
+	b, err := os.ReadFile(fmt.Sprintf("/proc/self/task/%d/status", tid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(l, "voluntary_ctxt_switches:"); ok {
+			n, err := strconv.Atoi(strings.TrimSpace(v))
+			if err != nil {
+				t.Fatal(err)
+			}
+			return n
+		}
+	}
+	t.Fatal("no voluntary_ctxt_switches in /proc/self/task/TID/status")
+	return 0
+}
+
+// startHourly runs a sampler at a 1 h interval and returns once its thread
+// sleeps toward the first deadline.
+func startHourly(t *testing.T) (*Sampler, *Sink, chan error) {
+	t.Helper()
+	c, _ := newStepCatalog()
+	cols, _ := c.Select([]string{"step.hits"}, false)
+	s, err := New(cols, Config{Interval: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := s.AddSink("t", 64)
+	done := make(chan error, 1)
+	go func() { done <- s.Run(context.Background()) }()
+	for s.tid.Load() == 0 {
+		time.Sleep(time.Millisecond)
+	}
+	time.Sleep(20 * time.Millisecond)
+	t.Cleanup(func() {
+		s.Abort()
+		<-done
+	})
+	return s, k, done
+}
+
+// TestIdleSamplerDoesNotWake: between deadlines the sampling thread sleeps;
+// nothing polls (the old loop woke every 20 ms to look for commands).
+func TestIdleSamplerDoesNotWake(t *testing.T) {
+	s, _, _ := startHourly(t)
+	tid := s.tid.Load()
+	before := voluntarySwitches(t, tid)
+	time.Sleep(500 * time.Millisecond)
+	if woke := voluntarySwitches(t, tid) - before; woke > 1 {
+		t.Errorf("the sampling thread woke %d times in 500 ms at a 1 h interval; want none", woke)
+	}
+}
+
+// TestCommandsWakeTheSampler: at a 1 h interval, Stop ends Run (with its
+// final sample) and SetInterval takes effect within a few milliseconds.
+func TestCommandsWakeTheSampler(t *testing.T) {
+	s, k, done := startHourly(t)
+	t0 := time.Now()
+	if err := s.SetInterval(2 * time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	var gotInterval, gotSample time.Duration
+	for gotSample == 0 {
+		r, open := nextRecord(k, 5*time.Second)
+		if r == nil || !open {
+			t.Fatalf("no sample within 5 s of SetInterval at a 1 h interval (open %v)", open)
+		}
+		switch r.Kind {
+		case KindInterval:
+			gotInterval = time.Since(t0)
+		case KindSample:
+			gotSample = time.Since(t0)
+		}
+		k.Release(r)
+	}
+	// Generous bounds for a loaded 2-CPU machine; typical is well under 1 ms
+	// for the change and the interval plus up to BatchEvery for the sample.
+	if gotInterval == 0 || gotInterval > 100*time.Millisecond || gotSample > 100*time.Millisecond+BatchEvery {
+		t.Errorf("interval change seen after %v, first sample after %v", gotInterval, gotSample)
+	}
+	t.Logf("interval change after %v, first sample at 2 ms after %v", gotInterval, gotSample)
+
+	if err := s.SetInterval(time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(20 * time.Millisecond)
+	t1 := time.Now()
+	s.Stop()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+		done <- nil // for the cleanup
+	case <-time.After(5 * time.Second):
+		t.Fatal("Run did not end within 5 s of Stop at a 1 h interval")
+	}
+	if d := time.Since(t1); d > 100*time.Millisecond {
+		t.Errorf("Stop took %v at a 1 h interval", d)
+	} else {
+		t.Logf("Stop took %v", d)
+	}
+}
+
+// TestSinkWakesOncePerBatch: at a 1 ms interval the consumer is woken about
+// once per BatchEvery, not once per sample, and still gets every sample.
+func TestSinkWakesOncePerBatch(t *testing.T) {
+	c, _ := newStepCatalog()
+	cols, _ := c.Select([]string{"step.hits"}, false)
+	s, err := New(cols, Config{Interval: time.Millisecond, Count: 500})
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := s.AddSink("t", 1024)
+	done := make(chan error, 1)
+	go func() { done <- s.Run(context.Background()) }()
+	n := 0
+	for r := range k.Records() {
+		if r.Kind == KindSample {
+			n++
+		}
+		k.Release(r)
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if n != 500 || k.Dropped() != 0 {
+		t.Fatalf("%d samples, %d dropped; want 500, 0", n, k.Dropped())
+	}
+	// 500 samples take at least 500 ms: about 10 batches. Allow for a slow
+	// machine stretching the run, never for one wake-up per sample.
+	elapsed := s.Stats().Samples + s.Stats().MissedDeadlines
+	maxWakes := elapsed/uint64(BatchEvery/time.Millisecond) + 5
+	if w := k.wakes.Load(); w > maxWakes || w > 100 {
+		t.Errorf("the consumer was woken %d times for %d samples; want at most %d", w, n, maxWakes)
+	} else {
+		t.Logf("%d wake-ups for %d samples", w, n)
+	}
+}
