@@ -477,12 +477,15 @@ func (s *Sampler) Run(ctx context.Context) error {
 	}
 
 	for {
-		if err := w.wait(); err != nil {
-			return err
+		// Commands are looked for before every sleep and after it (a look
+		// at an empty channel costs nothing): one sent before Run began, or
+		// while a sample was taken, may have had its notify overwritten by
+		// an arm.
+		if len(s.ctl) == 0 {
+			if err := w.wait(); err != nil {
+				return err
+			}
 		}
-		// Commands are looked for at every wake-up (a select on an empty
-		// channel costs nothing), since a command's notify may land while
-		// a sample is taken and so end the next sleep at once.
 		if len(s.ctl) > 0 {
 			now := mono()
 			for len(s.ctl) > 0 {

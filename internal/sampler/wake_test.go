@@ -153,3 +153,25 @@ func TestSinkWakesOncePerBatch(t *testing.T) {
 		t.Logf("%d wake-ups for %d samples", w, n)
 	}
 }
+
+// TestCommandBeforeRun: a command sent before Run starts is taken at once,
+// not at the first deadline (arming the timer must not swallow its wake-up).
+func TestCommandBeforeRun(t *testing.T) {
+	c, _ := newStepCatalog()
+	cols, _ := c.Select([]string{"step.hits"}, false)
+	s, err := New(cols, Config{Interval: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Abort()
+	done := make(chan error, 1)
+	go func() { done <- s.Run(context.Background()) }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("Abort sent before Run was not taken within 5 s at a 1 h interval")
+	}
+}
