@@ -41,6 +41,8 @@
  *   vmstat.pgalloc_normal). term writes to stdout unless -o.
  * At exit it prints one line to stderr:
  *   baresampler: N samples, M missed deadlines
+ * baresampler -F NUMBER... prints how it formats each number (recording
+ * value, terminal value, recording time from seconds), for the tests.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -463,6 +465,25 @@ static void write_end(int64_t t, uint64_t samples, uint64_t missed)
 	flush_out();
 }
 
+/* format_check prints, for each number, how a recording and how the terminal
+ * would write it, tab-separated: internal/benchtest compares these with
+ * internal/recording and internal/term. */
+static int format_check(int argc, char **argv)
+{
+	for (int i = 0; i < argc; i++) {
+		double v = strtod(argv[i], NULL);
+		char *b = line;
+		b = append_value(b, v);
+		*b++ = '\t';
+		b = append_raw(b, v);
+		*b++ = '\t';
+		b = append_seconds(b, (int64_t)llround(v * 1e9));
+		*b++ = '\n';
+		write_all(line, (size_t)(b - line));
+	}
+	return 0;
+}
+
 static void usage(void)
 {
 	fprintf(stderr, "usage: %s -i INTERVAL [-n COUNT | -d DURATION] [-m term|jsonl|zst] [-o PATH] EVENT...\n"
@@ -477,6 +498,8 @@ int main(int argc, char **argv)
 	uint64_t count = 0;
 	const char *path = NULL;
 	int opt;
+	if (argc > 1 && !strcmp(argv[1], "-F"))
+		return format_check(argc - 2, argv + 2);
 	while ((opt = getopt(argc, argv, "i:n:d:m:o:h")) != -1) {
 		switch (opt) {
 		case 'i':
