@@ -1,0 +1,464 @@
+package benchtest
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/numascope/numascope/internal/recording"
+	"github.com/numascope/numascope/internal/term"
+)
+
+// events are the counters scripts/bench samples.
+var events = []string{"pgfault", "pgalloc_normal", "pgfree", "numa_local"}
+
+var binDir string
+
+func TestMain(m *testing.M) {
+	d, err := os.MkdirTemp("", "benchtest-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "benchtest:", err)
+		os.Exit(1)
+	}
+	binDir = d
+	code := m.Run()
+	os.RemoveAll(d)
+	os.Exit(code)
+}
+
+// build compiles testdata/bench/NAME.c as scripts/bench does and returns the
+// binary. A missing compiler or library is a failure, not a skip: CI installs
+// them with scripts/install-test-deps.
+func build(t *testing.T, name string, libs ...string) string {
+	t.Helper()
+	gcc, err := exec.LookPath("gcc")
+	if err != nil {
+		t.Fatalf("gcc not found: run scripts/install-test-deps (it installs gcc, libc6-dev and libzstd-dev)")
+	}
+	out := filepath.Join(binDir, name)
+	if _, err := os.Stat(out); err == nil {
+		return out
+	}
+	src := filepath.Join("..", "..", "testdata", "bench", name+".c")
+	args := append([]string{"-O2", "-static", "-pthread", "-Wall", "-Werror", "-o", out, src}, libs...)
+	args = append(args, "-lm")
+	if msg, err := exec.Command(gcc, args...).CombinedOutput(); err != nil {
+		hint := ""
+		if bytes.Contains(msg, []byte("zstd")) {
+			hint = " (libzstd's static library is missing: run scripts/install-test-deps)"
+		}
+		t.Fatalf("gcc %s: %v%s\n%s", strings.Join(args, " "), err, hint, msg)
+	}
+	return out
+}
+
+func bareSampler(t *testing.T) string { return build(t, "baresampler", "-lzstd") }
+
+// run runs the bare sampler and returns its stdout; it checks the summary
+// line on stderr and returns the samples it reports.
+func run(t *testing.T, args ...string) ([]byte, uint64) {
+	t.Helper()
+	cmd := exec.Command(bareSampler(t), args...)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("baresampler %s: %v\n%s", strings.Join(args, " "), err, stderr.Bytes())
+	}
+	return stdout.Bytes(), summary(t, stderr.String())
+}
+
+// summary parses "baresampler: N samples, M missed deadlines".
+func summary(t *testing.T, stderr string) uint64 {
+	t.Helper()
+	var n, missed uint64
+	if _, err := fmt.Sscanf(stderr, "baresampler: %d samples, %d missed deadlines\n", &n, &missed); err != nil {
+		t.Fatalf("baresampler's summary line %q: %v", stderr, err)
+	}
+	return n
+}
+
+// TestBareSamplerTerm checks the terminal mode: a heading and one line per
+// sample, laid out byte for byte as numascope stat prints to a file or pipe
+// (internal/term, raw numbers), with non-negative rates.
+func TestBareSamplerTerm(t *testing.T) {
+	const n = 20
+	out, got := run(t, append([]string{"-i", "10ms", "-n", strconv.Itoa(n), "-m", "term"}, events...)...)
+	if got != n {
+		t.Errorf("summary says %d samples, want %d", got, n)
+	}
+	lines := strings.SplitAfter(string(out), "\n")
+	if last := lines[len(lines)-1]; last != "" {
+		t.Fatalf("output does not end with a newline: %q", last)
+	}
+	lines = lines[:len(lines)-1]
+	if len(lines) != n+1 {
+		t.Fatalf("%d lines, want a heading and %d samples:\n%s", len(lines), n, out)
+	}
+	var cols []term.Column
+	for _, e := range events {
+		cols = append(cols, term.Column{Heading: e, Unit: "pages"})
+	}
+	// Print the same numbers with numascope's printer: the bytes must match.
+	var want bytes.Buffer
+	p := term.NewPrinter(&want, cols, term.Options{})
+	prev := -1.0
+	for i, l := range lines[1:] {
+		f := strings.Fields(l)
+		if len(f) != 1+len(events) {
+			t.Fatalf("line %d has %d fields, want %d: %q", i+2, len(f), 1+len(events), l)
+		}
+		sec, err := strconv.ParseFloat(f[0], 64)
+		// Not strictly after: a late sample and the next one can print the
+		// same millisecond.
+		if err != nil || sec < prev {
+			t.Fatalf("line %d: time %q is not a number from %v on", i+2, f[0], prev)
+		}
+		prev = sec
+		vals := make([]float64, len(events))
+		for k, s := range f[1:] {
+			v, err := strconv.ParseFloat(s, 64)
+			if err != nil || v < 0 || math.IsInf(v, 0) || math.IsNaN(v) {
+				t.Fatalf("line %d: rate %q is not a non-negative number", i+2, s)
+			}
+			vals[k] = v
+		}
+		if err := p.Sample(time.Duration(math.Round(sec*1e3))*time.Millisecond, vals); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if want.String() != string(out) {
+		t.Errorf("the layout differs from numascope stat's:\nbaresampler:\n%s\ninternal/term:\n%s", out, want.Bytes())
+	}
+}
+
+// TestBareSamplerRecording checks the jsonl and zst modes: the files load
+// with numascope's reader without a skipped line, hold every sample with
+// non-negative rates and a clean end, and their sample lines are byte for
+// byte what internal/recording writes for the same numbers.
+func TestBareSamplerRecording(t *testing.T) {
+	for _, mode := range []string{"jsonl", "zst"} {
+		t.Run(mode, func(t *testing.T) {
+			const n = 20
+			path := filepath.Join(t.TempDir(), "bare.jsonl")
+			if mode == "zst" {
+				path += ".zst"
+			}
+			_, got := run(t, append([]string{"-i", "10ms", "-n", strconv.Itoa(n), "-m", mode, "-o", path}, events...)...)
+			if got != n {
+				t.Errorf("summary says %d samples, want %d", got, n)
+			}
+			rec, err := recording.Load(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(rec.Skipped) > 0 {
+				t.Errorf("numascope's reader skipped: %q", rec.Skipped)
+			}
+			if len(rec.Samples) != n || rec.End == nil || rec.End.Samples != n {
+				t.Fatalf("%d samples, end %+v; want %d and a clean end", len(rec.Samples), rec.End, n)
+			}
+			if rec.Header.Interval != 0.01 {
+				t.Errorf("interval_s %v, want 0.01", rec.Header.Interval)
+			}
+			for i, e := range events {
+				if rec.Columns[i].Name != "vmstat."+e || rec.Columns[i].Kind != "counter" {
+					t.Errorf("column %d is %+v, want counter vmstat.%s", i, rec.Columns[i], e)
+				}
+			}
+			prev := 0.0
+			for i, s := range rec.Samples {
+				if s.T < prev || s.T <= 0 {
+					t.Errorf("sample %d at %v, before %v", i, s.T, prev)
+				}
+				prev = s.T
+				for k, v := range s.V {
+					if !(v >= 0) || math.IsInf(v, 0) {
+						t.Errorf("sample %d, %s: rate %v is not a non-negative number", i, events[k], v)
+					}
+				}
+			}
+			// numascope's writer, given the numbers read back, must write
+			// the same sample lines.
+			var enc bytes.Buffer
+			w := recording.NewWriter(&enc, false)
+			if err := rec.Encode(w); err != nil {
+				t.Fatal(err)
+			}
+			if err := w.Close(*rec.End); err != nil {
+				t.Fatal(err)
+			}
+			raw := decompressed(t, path)
+			if a, b := sampleLines(raw), sampleLines(enc.Bytes()); a != b {
+				t.Errorf("sample lines differ from internal/recording's:\nbaresampler:\n%s\ninternal/recording:\n%s", a, b)
+			}
+			if a, b := lastLine(raw), lastLine(enc.Bytes()); a != b {
+				t.Errorf("end line %q, internal/recording writes %q", a, b)
+			}
+		})
+	}
+}
+
+// decompressed returns the file's lines, through zstd when it is compressed.
+func decompressed(t *testing.T, path string) []byte {
+	t.Helper()
+	if !strings.HasSuffix(path, ".zst") {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	// Decode with numascope's reader and write back plain: recording.Load
+	// has checked the stream; here only the lines matter.
+	rec, err := recording.Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b bytes.Buffer
+	w := recording.NewWriter(&b, false)
+	if err := rec.Encode(w); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(*rec.End); err != nil {
+		t.Fatal(err)
+	}
+	// That proves nothing about the compressed bytes themselves; compare
+	// with the zstd tool when present, which must give the same lines.
+	if zstd, err := exec.LookPath("zstd"); err == nil {
+		out, err := exec.Command(zstd, "-dc", path).Output()
+		if err != nil {
+			t.Fatalf("zstd -dc %s: %v", path, err)
+		}
+		return out
+	}
+	return b.Bytes()
+}
+
+func sampleLines(b []byte) string {
+	var sb strings.Builder
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	for sc.Scan() {
+		if strings.HasPrefix(sc.Text(), "[") {
+			sb.WriteString(sc.Text())
+			sb.WriteByte('\n')
+		}
+	}
+	return sb.String()
+}
+
+func lastLine(b []byte) string {
+	s := strings.TrimSuffix(string(b), "\n")
+	return s[strings.LastIndexByte(s, '\n')+1:]
+}
+
+// TestBareSamplerNumbers checks the number formatting on values a quiet run
+// never produces: exponents, big and tiny rates, negative zero, NaN.
+func TestBareSamplerNumbers(t *testing.T) {
+	in := []string{"0", "-0", "1", "1.5", "0.1234567891", "99999.95", "100000.5", "123456789012.5",
+		"2.5e15", "1e-7", "-0.00001234", "0.0001", "7.77777777777", "1e9", "1234567890.123", "nan", "inf"}
+	out, err := exec.Command(bareSampler(t), append([]string{"-F"}, in...)...).Output()
+	if err != nil {
+		t.Fatalf("baresampler -F: %v", err)
+	}
+	lines := strings.Split(strings.TrimSuffix(string(out), "\n"), "\n")
+	if len(lines) != len(in) {
+		t.Fatalf("%d lines for %d numbers:\n%s", len(lines), len(in), out)
+	}
+	for i, s := range in {
+		v, _ := strconv.ParseFloat(s, 64)
+		f := strings.Split(lines[i], "\t")
+		if len(f) != 3 {
+			t.Fatalf("line %q: want 3 tab-separated fields", lines[i])
+		}
+		// The recording: a one-column sample line [t,v].
+		var b bytes.Buffer
+		w := recording.NewWriter(&b, false)
+		if err := w.WriteHeader(&recording.Header{Columns: []recording.Column{{Sensor: "vmstat", Event: "x"}}}); err != nil {
+			t.Fatal(err)
+		}
+		if err := w.WriteSample(0, []float64{v}); err != nil {
+			t.Fatal(err)
+		}
+		if err := w.Flush(); err != nil {
+			t.Fatal(err)
+		}
+		line := lastLine(b.Bytes())
+		want := line[len("[0,") : len(line)-1]
+		if f[0] != want {
+			t.Errorf("%s in a recording: baresampler writes %s, internal/recording %s", s, f[0], want)
+		}
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			continue // the terminal prints "-" before formatting
+		}
+		var tb bytes.Buffer
+		p := term.NewPrinter(&tb, []term.Column{{Heading: "x"}}, term.Options{})
+		if err := p.Sample(0, []float64{v}); err != nil {
+			t.Fatal(err)
+		}
+		if got := strings.Fields(lastLine(tb.Bytes()))[1]; f[1] != got {
+			t.Errorf("%s on the terminal: baresampler writes %s, internal/term %s", s, f[1], got)
+		}
+		if v >= 0 && v < 1e6 {
+			var sb bytes.Buffer
+			w := recording.NewWriter(&sb, false)
+			_ = w.WriteHeader(&recording.Header{Columns: []recording.Column{{Sensor: "vmstat", Event: "x"}}})
+			_ = w.WriteSample(time.Duration(math.Round(v*1e9)), []float64{0})
+			_ = w.Flush()
+			l := lastLine(sb.Bytes())
+			if want := l[1:strings.IndexByte(l, ',')]; f[2] != want {
+				t.Errorf("time %s s in a recording: baresampler writes %s, internal/recording %s", s, f[2], want)
+			}
+		}
+	}
+}
+
+// TestBareSamplerMarksAndStop checks what scripts/bench relies on to count the
+// samples of a window: SIGUSR1 writes labels m1, m2 in order with the
+// samples, and SIGTERM stops with a final sample and a clean end.
+func TestBareSamplerMarksAndStop(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "marks.jsonl")
+	cmd := exec.Command(bareSampler(t), append([]string{"-i", "10ms", "-m", "jsonl", "-o", path}, events...)...)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	// Wait for the file to hold n lines (the sampler flushes every sample).
+	waitLines := func(n int) {
+		t.Helper()
+		for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+			b, _ := os.ReadFile(path)
+			if bytes.Count(b, []byte("\n")) >= n {
+				return
+			}
+		}
+		t.Fatalf("%s did not reach %d lines", path, n)
+	}
+	waitLines(4) // header, 3 samples
+	if err := cmd.Process.Signal(syscall.SIGUSR1); err != nil {
+		t.Fatal(err)
+	}
+	waitLines(8)
+	if err := cmd.Process.Signal(syscall.SIGUSR1); err != nil {
+		t.Fatal(err)
+	}
+	waitLines(12)
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Wait(); err != nil {
+		var ee *exec.ExitError
+		errors.As(err, &ee)
+		t.Fatalf("baresampler after SIGTERM: %v\n%s", err, stderr.Bytes())
+	}
+	n := summary(t, stderr.String())
+	rec, err := recording.Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rec.Skipped) > 0 || rec.End == nil || uint64(len(rec.Samples)) != n || rec.End.Samples != n {
+		t.Fatalf("skipped %q, end %+v, %d samples; the summary said %d", rec.Skipped, rec.End, len(rec.Samples), n)
+	}
+	labels := rec.Labels()
+	if len(labels) != 2 || labels[0].Text != "m1" || labels[1].Text != "m2" {
+		t.Fatalf("labels %+v, want m1 and m2", labels)
+	}
+	between := 0
+	for _, s := range rec.Samples {
+		if s.T > labels[0].T && s.T <= labels[1].T {
+			between++
+		}
+	}
+	if between < 1 || labels[0].T <= rec.Samples[0].T || labels[1].T >= rec.Samples[len(rec.Samples)-1].T {
+		t.Errorf("labels at %v and %v, %d samples between, samples from %v to %v", labels[0].T, labels[1].T,
+			between, rec.Samples[0].T, rec.Samples[len(rec.Samples)-1].T)
+	}
+}
+
+// nasClassS are the annuli counts of NAS EP class S (2^24 pairs), as the NAS
+// Parallel Benchmarks print them.
+var nasClassS = [10]uint64{6140517, 5865300, 1100361, 68546, 1648, 17, 0, 0, 0, 0}
+
+// epCounts is ep.c's arithmetic in Go, serially: the generator runs through
+// every pair in order, with no block jumps, so it also checks ep's jumps.
+func epCounts(npairs int) [10]uint64 {
+	const mask = 1<<46 - 1
+	const a = 1220703125
+	scale := 1.0 / float64(1<<46)
+	x := uint64(271828183)
+	var q [10]uint64
+	for i := 0; i < npairs; i++ {
+		x = x * a & mask
+		u := float64(2*float64(x)*scale) - 1
+		x = x * a & mask
+		v := float64(2*float64(x)*scale) - 1
+		t := float64(u*u) + float64(v*v)
+		if t <= 1 && t > 0 {
+			f := math.Sqrt(float64(-2*math.Log(t)) / t)
+			gx, gy := math.Abs(float64(u*f)), math.Abs(float64(v*f))
+			if l := int(max(gx, gy)); l < 10 {
+				q[l]++
+			}
+		}
+	}
+	return q
+}
+
+func runEP(t *testing.T, args ...string) [10]uint64 {
+	t.Helper()
+	out, err := exec.Command(build(t, "ep"), args...).Output()
+	if err != nil {
+		t.Fatalf("ep %s: %v", strings.Join(args, " "), err)
+	}
+	var q [10]uint64
+	line := strings.TrimSpace(string(out))
+	_, counts, ok := strings.Cut(line, " counts=")
+	if !ok || !strings.Contains(line, " wall_s=") {
+		t.Fatalf("ep printed %q, want ... wall_s=W ... counts=q0,...,q9", line)
+	}
+	f := strings.Split(counts, ",")
+	if len(f) != 10 {
+		t.Fatalf("ep printed %d counts: %q", len(f), line)
+	}
+	var acc uint64
+	for i, s := range f {
+		n, err := strconv.ParseUint(s, 10, 64)
+		if err != nil {
+			t.Fatalf("ep count %q: %v", s, err)
+		}
+		q[i] = n
+		acc += n
+	}
+	if !strings.Contains(line, " accepted="+strconv.FormatUint(acc, 10)+" ") {
+		t.Errorf("ep's accepted count is not the sum of its counts: %q", line)
+	}
+	return q
+}
+
+// TestEPChecksum checks ep's annuli counts: against NAS EP class S, and
+// against epCounts for sizes that end inside a block, with one thread and
+// with more threads than blocks are evenly split over.
+func TestEPChecksum(t *testing.T) {
+	if q := runEP(t, "-n", "16M", "-t", "2"); q != nasClassS {
+		t.Errorf("ep -n 16M: counts %v, NAS EP class S has %v", q, nasClassS)
+	}
+	for _, n := range []int{1 << 20, 1000001} {
+		want := epCounts(n)
+		for _, threads := range []string{"1", "3"} {
+			if q := runEP(t, "-n", strconv.Itoa(n), "-t", threads); q != want {
+				t.Errorf("ep -n %d -t %s: counts %v, the same arithmetic in Go gives %v", n, threads, q, want)
+			}
+		}
+	}
+}
