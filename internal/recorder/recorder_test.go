@@ -342,3 +342,37 @@ func TestSynchronousFeed(t *testing.T) {
 		t.Errorf("reported: %q", msgs)
 	}
 }
+
+// TestHandlingASampleDoesNotAllocate: the per-sample path of a recording
+// (Handle and the flush after it), plain and compressed, allocates nothing.
+func TestHandlingASampleDoesNotAllocate(t *testing.T) {
+	for _, name := range []string{"a.jsonl", "a.jsonl.zst"} {
+		t.Run(name, func(t *testing.T) {
+			smp, rec, msgs := setup(t, 1)
+			if err := rec.Create(filepath.Join(t.TempDir(), name)); err != nil {
+				t.Fatal(err)
+			}
+			// One real record sets the timeline up and begins the file.
+			sink := smp.AddSink("alloc", 4)
+			if err := smp.Run(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			first := <-sink.Records()
+			rec.Handle(first)
+			r := &sampler.Record{Kind: sampler.KindSample, Values: []float64{1, 2}}
+			timer := time.NewTimer(time.Hour)
+			defer timer.Stop()
+			if a := testing.AllocsPerRun(1000, func() {
+				r.T += 10 * time.Millisecond
+				rec.Handle(r)
+				rec.FlushLater(timer)
+			}); a != 0 {
+				t.Errorf("%v allocations per sample", a)
+			}
+			rec.Stop()
+			if rec.Written() < 1000 || len(*msgs) != 0 {
+				t.Errorf("Written() = %d, reported %q", rec.Written(), *msgs)
+			}
+		})
+	}
+}
