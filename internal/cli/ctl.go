@@ -14,7 +14,7 @@ func newCtlCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "ctl [--ctl PATH] COMMAND [ARGS...]",
 		Short: "Send a command to a running numascope through its control FIFO",
-		Long: `Send one command to the control FIFO of a running numascope stat or record:
+		Long: `Send one command to the control FIFO of a running numascope stat, record or live:
 
   record FILE     close the current recording and continue in FILE
   label TEXT      put a label at this instant (recording and terminal)
@@ -44,7 +44,7 @@ func newCtlCmd() *cobra.Command {
 			return ctl.Send(path, strings.Join(args, " "))
 		},
 	}
-	cmd.Flags().StringVar(&path, "ctl", "", "control FIFO path (default: where numascope stat/record put it)")
+	cmd.Flags().StringVar(&path, "ctl", "", "control FIFO path (default: where numascope stat/record/live put it)")
 	cmd.Flags().SetInterspersed(false)
 	return cmd
 }

@@ -192,6 +192,20 @@ func serveReport(w *webFlags, file string, report *experiment.WebReport) error {
 	return serveUntilSignal(stderr, srv.Server)
 }
 
+// signalSamples tells sampled, without waiting, that a sample was taken,
+// for every sample until sampling ends.
+func signalSamples(sink *sampler.Sink, sampled chan<- struct{}) {
+	for rec := range sink.Records() {
+		if rec.Kind == sampler.KindSample {
+			select {
+			case sampled <- struct{}{}:
+			default:
+			}
+		}
+		sink.Release(rec)
+	}
+}
+
 // sessionRunner carries out one run with numascope's own sampling session:
 // the recorder writes the run's recording while the command runs.
 type sessionRunner struct{ g *globals }
@@ -214,17 +228,7 @@ func (r *sessionRunner) Run(ctx context.Context, req experiment.RunRequest) (exp
 	// events are counted.
 	sink := s.smp.AddSink("experiment", 64)
 	sampled := make(chan struct{}, 1)
-	go func() {
-		for rec := range sink.Records() {
-			if rec.Kind == sampler.KindSample {
-				select {
-				case sampled <- struct{}{}:
-				default:
-				}
-			}
-			sink.Release(rec)
-		}
-	}()
+	go signalSamples(sink, sampled)
 	done := make(chan error, 1)
 	go func() { done <- s.run(context.Background()) }()
 	stopSession := func() error {

@@ -10,7 +10,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/numascope/numascope/internal/ctl"
 	"github.com/numascope/numascope/internal/live"
 	"github.com/numascope/numascope/internal/sampler"
 )
@@ -149,24 +148,14 @@ The websocket protocol is documented in docs/live-protocol.md.`,
 			}
 			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
-			if fifo := openFIFO(stderr, f.ctl); fifo != nil {
+			fifo, err := openFIFO(stderr, f.ctl)
+			if err != nil {
+				srv.Abort()
+				return err
+			}
+			if fifo != nil {
 				defer fifo.Close()
-				go func() {
-					for c := range fifo.Commands() {
-						switch c.Op {
-						case ctl.OpRecord:
-							srv.Record(c.Arg)
-						case ctl.OpLabel:
-							srv.Label(c.Arg)
-						case ctl.OpPause:
-							srv.Pause()
-						case ctl.OpResume:
-							srv.Resume()
-						case ctl.OpInterval:
-							srv.SetInterval(c.Interval)
-						}
-					}
-				}()
+				go fifo.Serve(srv)
 			}
 			announce(stderr, srv.Server)
 			return srv.Run(ctx)
@@ -179,23 +168,4 @@ The websocket protocol is documented in docs/live-protocol.md.`,
 	cmd.Flags().BoolVar(&force, "force", false, "overwrite FILE if it exists")
 	cmd.Flags().StringVar(&recordDir, "record-dir", "", "directory where recordings started from a browser go (default: the working directory)")
 	return cmd
-}
-
-// openFIFO opens the control FIFO like the other sampling commands: a path
-// given with --ctl must work, the default is best effort.
-func openFIFO(stderr *lockedWriter, path string) *ctl.Server {
-	explicit := path != ""
-	if !explicit {
-		var err error
-		if path, err = ctl.DefaultPath(); err != nil {
-			stderr.printf("control FIFO disabled: %v", err)
-			return nil
-		}
-	}
-	srv, err := ctl.Listen(path, func(err error) { stderr.printf("control FIFO: %v", err) })
-	if err != nil {
-		stderr.printf("control FIFO disabled: %v", err)
-		return nil
-	}
-	return srv
 }

@@ -136,10 +136,8 @@ func newSession(g *globals, f *sampleFlags, recPath string, force bool, command 
 	}
 
 	// The recorder is always attached, so that `ctl record FILE` can start a
-	// recording in any sampling mode. It may fall two seconds behind.
-	depth := int(2*time.Second/interval) + 16
-	depth = min(max(depth, 64), 1<<16)
-	sink := s.smp.AddSink("recording", depth)
+	// recording in any sampling mode.
+	sink := s.smp.AddSink("recording", sampler.SinkDepth(interval))
 	s.rec = recorder.New(s.smp, sink, s.header(command), force, func(err error) { s.stderr.printf("%v", err) })
 	if recPath != "" {
 		if err := s.rec.Create(recPath); err != nil {
@@ -207,12 +205,7 @@ func pinCPUs(env sensor.Env, spec string, captured bool) ([]int, error) {
 // header is the template of every recording's header.
 func (s *session) header(command []string) recording.Header {
 	h := baseHeader(s.env.Topology, s.cat, command)
-	for _, c := range s.smp.Columns() {
-		h.Columns = append(h.Columns, recording.Column{
-			Name: c.Name, Sensor: c.Sensor, Event: c.Event.Name, Sources: c.Sources,
-			Unit: c.Event.Unit, Kind: c.Event.Kind.String(), Desc: c.Event.Desc, Max: c.Max,
-		})
-	}
+	h.Columns = recorder.Columns(s.smp.Columns())
 	return h
 }
 
@@ -232,53 +225,54 @@ func baseHeader(topo *topology.Topology, cat *sampler.Catalog, command []string)
 	return h
 }
 
-// listen opens the control FIFO. A path given with --ctl must work; the
-// default path is best effort, since sampling is useful without it.
+// listen opens the control FIFO and serves it: its commands steer the
+// session (see Record, Label, ...).
 func (s *session) listen(path string) error {
+	srv, err := openFIFO(s.stderr, path)
+	if err != nil {
+		return err
+	}
+	if srv != nil {
+		s.ctlSrv = srv
+		s.wg.Add(1)
+		go func() {
+			defer s.wg.Done()
+			srv.Serve(s)
+		}()
+	}
+	return nil
+}
+
+// openFIFO opens the control FIFO of a sampling command. A path given with
+// --ctl must work; the default path is best effort (nil, nil when it does
+// not), since sampling is useful without it.
+func openFIFO(stderr *lockedWriter, path string) (*ctl.Server, error) {
 	explicit := path != ""
 	if !explicit {
 		var err error
 		if path, err = ctl.DefaultPath(); err != nil {
-			s.stderr.printf("control FIFO disabled: %v", err)
-			return nil
+			stderr.printf("control FIFO disabled: %v", err)
+			return nil, nil
 		}
 	}
-	srv, err := ctl.Listen(path, func(err error) { s.stderr.printf("control FIFO: %v", err) })
+	srv, err := ctl.Listen(path, func(err error) { stderr.printf("control FIFO: %v", err) })
 	if err != nil {
 		if explicit {
-			return fmt.Errorf("--ctl: %w", err)
+			return nil, fmt.Errorf("--ctl: %w", err)
 		}
-		s.stderr.printf("control FIFO disabled: %v", err)
-		return nil
+		stderr.printf("control FIFO disabled: %v", err)
+		return nil, nil
 	}
-	s.ctlSrv = srv
-	s.wg.Add(1)
-	go func() {
-		defer s.wg.Done()
-		for c := range srv.Commands() {
-			s.apply(c)
-		}
-	}()
-	return nil
+	return srv, nil
 }
 
-// apply carries out one control command.
-func (s *session) apply(c ctl.Command) {
-	switch c.Op {
-	case ctl.OpRecord:
-		s.smp.Rotate(c.Arg)
-	case ctl.OpLabel:
-		s.smp.Label(c.Arg)
-	case ctl.OpPause:
-		s.smp.Pause()
-	case ctl.OpResume:
-		s.smp.Resume()
-	case ctl.OpInterval:
-		if err := s.smp.SetInterval(c.Interval); err != nil {
-			s.stderr.printf("control FIFO: %v", err)
-		}
-	}
-}
+// The session is the control FIFO's ctl.Target: every command goes to the
+// sampler, which puts it in order with the samples.
+func (s *session) Record(path string)                { s.smp.Rotate(path) }
+func (s *session) Label(text string)                 { s.smp.Label(text) }
+func (s *session) Pause()                            { s.smp.Pause() }
+func (s *session) Resume()                           { s.smp.Resume() }
+func (s *session) SetInterval(d time.Duration) error { return s.smp.SetInterval(d) }
 
 // run samples until ctx is done, Stop is called or the count is reached, then
 // waits for every sink to finish and closes everything.

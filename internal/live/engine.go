@@ -1,19 +1,16 @@
 package live
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
 	"math"
 	"os"
-	"path/filepath"
 	"strings"
 	"time"
 
-	"golang.org/x/sys/unix"
-
-	"github.com/numascope/numascope/internal/beneath"
+	"github.com/numascope/numascope/internal/recorder"
 	"github.com/numascope/numascope/internal/recording"
 	"github.com/numascope/numascope/internal/sampler"
 )
@@ -49,23 +46,20 @@ type Live struct {
 	done chan struct{}
 
 	// Owned by the hub goroutine (run).
-	clients  map[*client]bool
-	smp      *sampler.Sampler
-	sink     *sampler.Sink
-	runDone  chan error
-	cols     []recording.Column
-	start    time.Time     // wall clock of global t=0
-	offset   time.Duration // global time of the current sampler's t=0
-	offsetOK bool
-	lastT    time.Duration // global time of the latest record
-	state    State
-	batch    []byte
-	nbatch   int
-	rec      *recording.Writer
-	recOff   time.Duration
-	recN     uint64
-	recDrop  uint64
-	catalog  []SensorCatalog
+	clients map[*client]bool
+	smp     *sampler.Sampler
+	sink    *sampler.Sink
+	runDone chan error
+	cols    []recording.Column
+	lastT   time.Duration // time of the latest record
+	state   State
+	batch   []byte
+	nbatch  int
+	catalog []SensorCatalog
+	// rec records (when asked to) and keeps the timeline: every sampler
+	// the hub starts hands it its records, and its time is the clients'.
+	rec      *recorder.Recorder
+	recFlush *time.Timer // when a held-back flush of the recording is due
 
 	// hist is the recent past, replayed to a client that connects.
 	hist history
@@ -97,21 +91,9 @@ func NewLive(opt Options, cfg LiveConfig) (*Live, error) {
 	if cfg.Errors == nil {
 		cfg.Errors = func(error) {}
 	}
-	if cfg.RecordDir == "" {
-		cfg.RecordDir = "."
-	}
-	recDir, err := filepath.Abs(cfg.RecordDir)
-	if err == nil {
-		recDir, err = filepath.EvalSymlinks(recDir)
-	}
-	if err == nil {
-		var st os.FileInfo
-		if st, err = os.Stat(recDir); err == nil && !st.IsDir() {
-			err = errors.New("not a directory")
-		}
-	}
+	recDir, err := recorder.ResolveDir(cfg.RecordDir)
 	if err != nil {
-		return nil, fmt.Errorf("--record-dir %s: %v (give an existing directory)", cfg.RecordDir, unwrapPathErr(err))
+		return nil, fmt.Errorf("--record-dir %s: %v (give an existing directory)", cmp.Or(cfg.RecordDir, "."), err)
 	}
 	l := &Live{
 		cfg:     cfg,
@@ -122,6 +104,8 @@ func NewLive(opt Options, cfg LiveConfig) (*Live, error) {
 		clients: map[*client]bool{},
 		recDir:  recDir,
 	}
+	l.recFlush = time.NewTimer(time.Hour)
+	l.recFlush.Stop()
 	l.Server = newServer(opt, l)
 	l.state = State{Interval: cfg.Interval.Seconds(), Discrete: cfg.Discrete, Events: append([]string(nil), cfg.Events...)}
 	l.catalog = catalogOf(cfg.Catalog.Describe())
@@ -129,14 +113,13 @@ func NewLive(opt Options, cfg LiveConfig) (*Live, error) {
 		return nil, err
 	}
 	if cfg.Record != "" {
-		if err := l.startRecording(cfg.Record, cfg.Force); err != nil {
+		if err := l.rec.Create(cfg.Record); err != nil {
 			l.smp.Abort()
-			for r := range l.sink.Records() {
-				l.sink.Release(r)
-			}
+			l.drain(l.sink)
 			<-l.runDone // the caller may close the catalog now
 			return nil, err
 		}
+		l.state.Recording = cfg.Record
 	}
 	return l, nil
 }
@@ -147,8 +130,12 @@ func (l *Live) Label(text string) { l.post(&request{Type: "label", Text: text}) 
 func (l *Live) Pause()            { l.post(&request{Type: "pause"}) }
 func (l *Live) Resume()           { l.post(&request{Type: "resume"}) }
 
-// SetInterval changes the shared sampling interval.
-func (l *Live) SetInterval(d time.Duration) { l.post(&request{Type: "interval", Interval: d.String()}) }
+// SetInterval changes the shared sampling interval. It is carried out by
+// the hub: an error is reported there, like a client's.
+func (l *Live) SetInterval(d time.Duration) error {
+	l.post(&request{Type: "interval", Interval: d.String()})
+	return nil
+}
 
 // Record switches recording to path (an absolute path or relative to the
 // working directory, as the FIFO's user typed it).
@@ -207,22 +194,22 @@ func (l *Live) startSampler(patterns []string, discrete bool) error {
 	if err != nil {
 		return err
 	}
-	depth := min(max(int(2*time.Second/interval)+16, 64), 1<<16)
-	l.sink = smp.AddSink("web", depth)
+	l.sink = smp.AddSink("web", sampler.SinkDepth(interval))
 	l.smp = smp
-	l.cols = l.cols[:0:0]
-	for _, c := range cols {
-		l.cols = append(l.cols, recording.Column{
-			Name: c.Name, Sensor: c.Sensor, Event: c.Event.Name, Sources: c.Sources,
-			Unit: c.Event.Unit, Kind: c.Event.Kind.String(), Desc: c.Event.Desc, Max: c.Max,
-		})
+	l.cols = recorder.Columns(cols)
+	if l.rec == nil {
+		h := l.cfg.Header
+		h.Columns = l.cols
+		l.rec = recorder.New(smp, l.sink, h, l.cfg.Force, l.cfg.Errors)
+		l.rec.OnStop(l.recordingStopped)
+	} else {
+		l.rec.Attach(smp, l.sink)
 	}
 	l.hist.setColumns(l.cols)
 	l.dropReplay()
 	if l.state.Paused {
 		smp.Pause()
 	}
-	l.offsetOK = false
 	l.runDone = make(chan error, 1)
 	go func() { l.runDone <- smp.Run(context.Background()) }()
 	return nil
@@ -233,14 +220,20 @@ func (l *Live) startSampler(patterns []string, discrete bool) error {
 // sample, so that a failed start leaves no empty file behind.
 func (l *Live) Abort() {
 	l.smp.Abort()
-	for r := range l.sink.Records() {
-		l.handle(r)
-	}
+	l.drain(l.sink)
 	<-l.runDone
-	path, n := l.state.Recording, l.recN
-	l.stopRecording()
-	if path != "" && n == 0 {
+	path := l.rec.Path()
+	l.rec.Stop()
+	if path != "" && l.rec.Written() == 0 {
 		_ = os.Remove(path)
+	}
+}
+
+// drain handles what is left in sink once its sampler was told to stop,
+// until the sampler closes it.
+func (l *Live) drain(sink *sampler.Sink) {
+	for r := range sink.Records() {
+		l.handle(r)
 	}
 }
 
@@ -268,6 +261,7 @@ func (l *Live) Run(ctx context.Context) error {
 func (l *Live) hub(ctx context.Context) error {
 	tick := time.NewTicker(l.opt.Batch)
 	defer tick.Stop()
+	defer l.recFlush.Stop()
 	defer l.shutdown()
 	for {
 		select {
@@ -288,15 +282,13 @@ func (l *Live) hub(ctx context.Context) error {
 					}
 					return err
 				}
+				l.rec.FlushLater(l.recFlush) // caught up: make the recording readable
 				break
 			}
+		case <-l.recFlush.C:
+			l.rec.FlushLater(l.recFlush)
 		case <-tick.C:
 			l.flush()
-			if l.rec != nil {
-				if err := l.rec.Flush(); err != nil {
-					l.recordingFailed(err)
-				}
-			}
 		case c := <-l.cmds:
 			l.command(c)
 		case c := <-l.reg:
@@ -304,7 +296,7 @@ func (l *Live) hub(ctx context.Context) error {
 			l.clients[c] = true
 			c.reply(hello{
 				Type: "hello", Protocol: ProtocolVersion, Mode: "live",
-				Host: l.cfg.Header.Host, Kernel: l.cfg.Header.Kernel, Start: l.start,
+				Host: l.cfg.Header.Host, Kernel: l.cfg.Header.Kernel, Start: l.rec.Start(),
 				Topology: l.cfg.Header.Topology, Catalog: l.catalog, Columns: l.cols,
 				State: l.state, BatchMS: float64(l.opt.Batch) / 1e6,
 			})
@@ -319,30 +311,19 @@ func (l *Live) hub(ctx context.Context) error {
 func (l *Live) shutdown() {
 	l.flush()
 	l.smp.Stop()
-	for r := range l.sink.Records() {
-		l.handle(r)
-	}
+	l.drain(l.sink)
 	<-l.runDone
-	l.stopRecording()
+	l.rec.Stop()
 	for c := range l.clients {
 		c.drop(1001, "numascope: the server stopped")
 	}
 }
 
-// handle processes one sampler record: samples go into the batch and the
-// recording, marks go out at once (after the samples before them).
+// handle processes one sampler record: the recorder writes it, samples go
+// into the batch, marks go out at once (after the samples before them).
 func (l *Live) handle(r *sampler.Record) {
 	defer l.sink.Release(r)
-	if !l.offsetOK {
-		// Start is set before the first record is queued, so reading it
-		// after receiving one is race-free.
-		if l.start.IsZero() {
-			l.start = l.smp.Start()
-		}
-		l.offset = l.smp.Start().Sub(l.start)
-		l.offsetOK = true
-	}
-	t := l.offset + r.T
+	t := l.rec.Handle(r)
 	if t > l.lastT {
 		l.lastT = t
 	}
@@ -350,42 +331,20 @@ func (l *Live) handle(r *sampler.Record) {
 	case sampler.KindSample:
 		l.appendSample(t, r.Values)
 		l.hist.add(t, r.Values)
-		if l.rec != nil {
-			l.recN++
-			if err := l.rec.WriteSample(t-l.recOff, r.Values); err != nil {
-				l.recordingFailed(err)
-			}
-		}
 	case sampler.KindLabel, sampler.KindInterval, sampler.KindPause, sampler.KindResume:
 		m := markMsg{Type: "mark", T: round6(t.Seconds()), Text: r.Text}
-		var err error
 		switch r.Kind {
 		case sampler.KindLabel:
 			m.Mark = recording.MarkLabel
-			if l.rec != nil {
-				err = l.rec.WriteLabel(t-l.recOff, r.Text)
-			}
 		case sampler.KindInterval:
 			m.Mark, m.Interval = recording.MarkInterval, r.Interval.Seconds()
 			l.state.Interval = r.Interval.Seconds()
-			if l.rec != nil {
-				err = l.rec.WriteInterval(t-l.recOff, r.Interval)
-			}
 		case sampler.KindPause:
 			m.Mark = recording.MarkPause
 			l.state.Paused = true
-			if l.rec != nil {
-				err = l.rec.WritePause(t - l.recOff)
-			}
 		case sampler.KindResume:
 			m.Mark = recording.MarkResume
 			l.state.Paused = false
-			if l.rec != nil {
-				err = l.rec.WriteResume(t - l.recOff)
-			}
-		}
-		if err != nil {
-			l.recordingFailed(err)
 		}
 		l.flush()
 		mb := mustJSON(m)
@@ -393,10 +352,6 @@ func (l *Live) handle(r *sampler.Record) {
 		l.broadcast(mb)
 		if r.Kind != sampler.KindLabel {
 			l.broadcastState()
-		}
-	case sampler.KindEnd:
-		if l.rec != nil {
-			l.recDrop += r.Dropped
 		}
 	}
 }
@@ -573,36 +528,30 @@ func (l *Live) command(cm command) {
 		if cm.c == nil {
 			return // the FIFO's recordings are fifo_record
 		}
-		w, path, err := l.createClientRecording(r.Path)
+		path, err := l.rec.Switch(recorder.Dest{Path: r.Path, Dir: l.recDir})
 		if err != nil {
-			fail(err)
-			return
-		}
-		undo := func() {
-			if rel, err := filepath.Rel(l.recDir, path); err == nil {
-				_ = beneath.Remove(l.recDir, rel)
-			}
-		}
-		if err := l.switchRecording(w, path, undo); err != nil {
 			fail(fmt.Errorf("record: %w", err))
 			return
 		}
+		l.recordingChanged()
 		cm.c.reply(okMsg{Type: "ok", ID: r.ID, Op: r.Type, Path: path})
 	case "fifo_record":
 		if cm.c != nil {
 			fail(unknownType(r.Type, "numascope live", liveTypes))
 			return
 		}
-		if err := l.startRecording(r.Path, false); err != nil {
+		if _, err := l.rec.Switch(recorder.Dest{Path: r.Path}); err != nil {
 			fail(fmt.Errorf("ctl record: %w", err))
+			return
 		}
+		l.recordingChanged()
 	case "record_stop":
-		if l.rec == nil {
+		if l.rec.Path() == "" {
 			fail(errors.New("record_stop: not recording"))
 			return
 		}
-		l.stopRecording()
-		l.broadcastState()
+		l.rec.Stop()
+		l.recordingChanged()
 		ok()
 	case "range", "totals":
 		fail(fmt.Errorf("%s: only `numascope view` on a recording serves this; live data arrives in batches", r.Type))
@@ -642,9 +591,7 @@ func (l *Live) restart(events []string, discrete bool) error {
 	}
 	old, oldSink, oldDone := l.smp, l.sink, l.runDone
 	old.Stop()
-	for r := range oldSink.Records() {
-		l.handle(r)
-	}
+	l.drain(oldSink)
 	<-oldDone
 	l.flush()
 	if err := l.startSampler(events, discrete); err != nil {
@@ -655,121 +602,26 @@ func (l *Live) restart(events []string, discrete bool) error {
 		return err
 	}
 	l.state.Events, l.state.Discrete = append([]string(nil), events...), discrete
-	t := time.Since(l.start)
-	if t < l.lastT {
-		t = l.lastT
+	t := l.lastT
+	if start := l.rec.Start(); !start.IsZero() {
+		t = max(t, time.Since(start))
 	}
 	// A client that connects later sees where the column set changed.
 	l.hist.mark(t, mustJSON(markMsg{Type: "mark", Mark: recording.MarkColumns, T: round6(t.Seconds())}))
-	if l.rec != nil {
-		if err := l.rec.WriteColumns(t-l.recOff, l.cols); err != nil {
-			l.recordingFailed(err)
-		}
-	}
+	l.rec.SetColumns(t, l.cols)
 	l.broadcast(mustJSON(columnsMsg{Type: "columns", T: round6(t.Seconds()), Columns: l.cols, State: l.state}))
 	return nil
 }
 
-// createClientRecording creates the recording a browser asked for: p is
-// relative to the record directory, which it may not leave, and is created
-// as a new file (O_CREAT|O_EXCL|O_NOFOLLOW) through no symlinked component,
-// so that a link another user planted in the directory cannot make the
-// server (often root) write elsewhere. path is the file's absolute path.
-func (l *Live) createClientRecording(p string) (w *recording.Writer, path string, err error) {
-	if p == "" {
-		p = "numascope-" + time.Now().Format("20060102-150405") + ".jsonl.zst"
-	}
-	if filepath.IsAbs(p) || !filepath.IsLocal(p) {
-		return nil, "", fmt.Errorf("record: %q: give a file name relative to the server's recording directory %s (no absolute paths, no ..)", clip(p), l.recDir)
-	}
-	if !strings.HasSuffix(p, ".jsonl") && !strings.HasSuffix(p, ".jsonl.zst") {
-		return nil, "", fmt.Errorf("record: %q: the name must end in .jsonl or .jsonl.zst", clip(p))
-	}
-	name := filepath.Clean(p)
-	path = filepath.Join(l.recDir, name)
-	f, err := beneath.Create(l.recDir, name, 0o644)
-	switch {
-	case err == nil:
-	case errors.Is(err, fs.ErrExist):
-		return nil, "", fmt.Errorf("record: %s already exists; give another name", path)
-	case errors.Is(err, beneath.ErrSymlink):
-		return nil, "", fmt.Errorf("record: %s: a symbolic link is on the way, which is refused; give a path of real directories beneath %s", path, l.recDir)
-	case errors.Is(err, beneath.ErrOutside):
-		return nil, "", fmt.Errorf("record: %q: give a file name relative to the server's recording directory %s (no absolute paths, no ..)", clip(p), l.recDir)
-	case errors.Is(err, fs.ErrNotExist) || errors.Is(err, unix.ENOTDIR):
-		return nil, "", fmt.Errorf("record: %s: its directory does not exist beneath %s; create it first", path, l.recDir)
-	default:
-		return nil, "", fmt.Errorf("record: cannot create %s: %v", path, unwrapPathErr(err))
-	}
-	return recording.FromFile(f, path), path, nil
-}
-
-func unwrapPathErr(err error) error {
-	var pe *fs.PathError
-	if errors.As(err, &pe) {
-		return pe.Err
-	}
-	return err
-}
-
-// startRecording opens path (never overwriting unless force) and switches
-// recording to it; the previous file, if any, is closed cleanly.
-func (l *Live) startRecording(path string, force bool) error {
-	w, err := recording.Create(path, force)
-	if err != nil {
-		return err
-	}
-	return l.switchRecording(w, path, func() { _ = os.Remove(path) })
-}
-
-// switchRecording writes the header of the new recording w and flushes it
-// to the file before closing the previous one: a file that cannot be
-// written (a full disk) is noticed, and undone with remove, while the
-// current recording goes on.
-func (l *Live) switchRecording(w *recording.Writer, path string, remove func()) error {
-	h := l.cfg.Header
-	t := l.lastT
-	if !l.start.IsZero() {
-		h.Start = l.start.Add(t)
-	} else {
-		h.Start = time.Now()
-	}
-	h.Interval = l.state.Interval
-	h.Columns = l.cols
-	err := w.WriteHeader(&h)
-	if err == nil {
-		err = w.Flush()
-	}
-	if err != nil {
-		_ = w.Close(recording.End{})
-		remove()
-		return err
-	}
-	l.stopRecording()
-	l.rec, l.recOff, l.recN, l.recDrop = w, t, 0, 0
-	l.state.Recording = path
+// recordingChanged tells every client what is recorded now.
+func (l *Live) recordingChanged() {
+	l.state.Recording = l.rec.Path()
 	l.broadcastState()
-	return nil
 }
 
-func (l *Live) stopRecording() {
-	if l.rec == nil {
-		return
-	}
-	st := l.smp.Stats()
-	err := l.rec.Close(recording.End{Samples: l.recN, MissedDeadlines: st.MissedDeadlines, Dropped: l.recDrop + l.sink.Dropped()})
-	if err != nil {
-		l.cfg.Errors(fmt.Errorf("recording %s: %w", l.rec.Path(), err))
-	}
-	l.rec = nil
-	l.state.Recording = ""
-}
-
-func (l *Live) recordingFailed(err error) {
-	// Written counts what the file really holds, not what was sampled.
-	l.cfg.Errors(fmt.Errorf("recording stopped (%s holds %d samples): %w", l.rec.Path(), l.rec.Written(), err))
-	_ = l.rec.Close(recording.End{})
-	l.rec = nil
+// recordingStopped tells every client that a write failed and the
+// recording stopped (the recorder has reported it on stderr).
+func (l *Live) recordingStopped(err error) {
 	l.state.Recording = ""
 	l.broadcast(mustJSON(errorMsg{Type: "error", Error: "recording stopped: " + err.Error()}))
 	l.broadcastState()

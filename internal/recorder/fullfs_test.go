@@ -69,7 +69,8 @@ func smallFS(t *testing.T, free int) string {
 }
 
 // countLines counts the sample lines of a plain recording as bytes, not
-// through the reader, and whether it ends with an end line.
+// through the reader, and whether it ends with an end line. A last line cut
+// just before its newline is whole: "]" ends only a sample line.
 func countLines(t *testing.T, path string) (samples int, end bool) {
 	t.Helper()
 	b, err := os.ReadFile(path)
@@ -77,7 +78,7 @@ func countLines(t *testing.T, path string) (samples int, end bool) {
 		t.Fatal(err)
 	}
 	for _, l := range strings.SplitAfter(string(b), "\n") {
-		if strings.HasPrefix(l, "[") && strings.HasSuffix(l, "]\n") {
+		if strings.HasPrefix(l, "[") && (strings.HasSuffix(l, "]\n") || strings.HasSuffix(l, "]")) {
 			samples++
 		}
 		end = end || strings.HasPrefix(l, `{"type":"end"`)

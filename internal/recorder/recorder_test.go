@@ -16,8 +16,8 @@ import (
 	"github.com/numascope/numascope/internal/topology"
 )
 
-// setup samples vmstat.pgfault and node.MemFree on the live machine.
-func setup(t *testing.T, count uint64) (*sampler.Sampler, *Recorder, *[]string) {
+// openCatalog opens the vmstat and node sensors of the live machine.
+func openCatalog(t *testing.T) (*sampler.Catalog, *topology.Topology) {
 	t.Helper()
 	fs := sysfs.New("")
 	topo, err := topology.Discover(fs)
@@ -26,6 +26,13 @@ func setup(t *testing.T, count uint64) (*sampler.Sampler, *Recorder, *[]string) 
 	}
 	cat := sampler.Open(sensor.Env{FS: fs, Topology: topo}, "vmstat", "node")
 	t.Cleanup(func() { cat.Close() })
+	return cat, topo
+}
+
+// setup samples vmstat.pgfault and node.MemFree on the live machine.
+func setup(t *testing.T, count uint64) (*sampler.Sampler, *Recorder, *[]string) {
+	t.Helper()
+	cat, topo := openCatalog(t)
 	cols, err := cat.Select([]string{"vmstat.pgfault", "node.MemFree"}, false)
 	if err != nil {
 		t.Fatal(err)
@@ -47,6 +54,30 @@ func setup(t *testing.T, count uint64) (*sampler.Sampler, *Recorder, *[]string) 
 		msgs = append(msgs, err.Error())
 	})
 	return smp, rec, &msgs
+}
+
+// loadSwitched loads the two files of a switch from a to b: each closed
+// cleanly, its end line counting the samples it holds (at least five), and
+// b's t=0 at a's last sample, so that b's first rates cover time within b.
+func loadSwitched(t *testing.T, a, b string) (ra, rb *recording.Recording) {
+	t.Helper()
+	var recs []*recording.Recording
+	for _, path := range []string{a, b} {
+		r, err := recording.Load(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.End == nil || len(r.Samples) < 5 || r.End.Samples != uint64(len(r.Samples)) {
+			t.Fatalf("%s: end %+v with %d samples in the file; want a clean end counting them", path, r.End, len(r.Samples))
+		}
+		recs = append(recs, r)
+	}
+	ra, rb = recs[0], recs[1]
+	lastA := ra.Header.Start.Add(time.Duration(ra.Samples[len(ra.Samples)-1].T * 1e9))
+	if d := rb.Header.Start.Sub(lastA); d < -10*time.Microsecond || d > 10*time.Microsecond {
+		t.Errorf("b starts %v after a's last sample, want at it", d)
+	}
+	return ra, rb
 }
 
 func TestRotationKeepsEverySample(t *testing.T) {
@@ -82,25 +113,9 @@ func TestRotationKeepsEverySample(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
-	ra, err := recording.Load(a)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rb, err := recording.Load(b)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if ra.End == nil || rb.End == nil {
-		t.Fatalf("files not closed cleanly: %v %v", ra.End, rb.End)
-	}
+	ra, rb := loadSwitched(t, a, b)
 	if n := len(ra.Samples) + len(rb.Samples); n != 60 {
 		t.Errorf("%d + %d samples across the two files, want 60", len(ra.Samples), len(rb.Samples))
-	}
-	if len(ra.Samples) < 5 || len(rb.Samples) < 5 {
-		t.Errorf("switch at the wrong time: %d and %d samples", len(ra.Samples), len(rb.Samples))
-	}
-	if ra.End.Samples != uint64(len(ra.Samples)) || rb.End.Samples != uint64(len(rb.Samples)) {
-		t.Errorf("end lines count %d/%d, files hold %d/%d", ra.End.Samples, rb.End.Samples, len(ra.Samples), len(rb.Samples))
 	}
 	// The first file's clock starts with sampling, so its first sample is
 	// one interval (10 ms) in; the second file starts its own clock.
@@ -173,23 +188,198 @@ func TestRotatedFileStartsAtTheLastSample(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
-	ra, err := recording.Load(a)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rb, err := recording.Load(b)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(ra.Samples) == 0 || len(rb.Samples) == 0 {
-		t.Fatalf("%d and %d samples", len(ra.Samples), len(rb.Samples))
-	}
-	lastA := ra.Header.Start.Add(time.Duration(ra.Samples[len(ra.Samples)-1].T * 1e9))
-	if d := rb.Header.Start.Sub(lastA); d < -10*time.Microsecond || d > 10*time.Microsecond {
-		t.Errorf("b starts %v after a's last sample, want at it", d)
-	}
+	_, rb := loadSwitched(t, a, b)
 	// The first sample is one interval (10 ms) after the previous one.
 	if first := rb.Samples[0].T; first < 0.009 {
 		t.Errorf("b's first sample at t=%v: its rates cover time before t=0", first)
+	}
+}
+
+// feeder is an owner that feeds a Recorder synchronously, as live's hub
+// does: Handle for each record, FlushLater when no record waits and when
+// the flush timer fires, and something of its own every 20 ms (here: a look
+// at the file, as a reader following it would).
+type feeder struct {
+	rec   *Recorder
+	timer *time.Timer
+}
+
+// feed handles smp's records until sampling ends (stop is called after d)
+// and calls look every 20 ms meanwhile.
+func (f *feeder) feed(t *testing.T, smp *sampler.Sampler, sink *sampler.Sink, d time.Duration, look func()) {
+	t.Helper()
+	done := make(chan error, 1)
+	go func() { done <- smp.Run(context.Background()) }()
+	stop := time.After(d)
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case <-sink.Ready():
+			for {
+				r, open := sink.Next()
+				if r == nil {
+					if !open {
+						if err := <-done; err != nil {
+							t.Fatal(err)
+						}
+						return
+					}
+					f.rec.FlushLater(f.timer)
+					break
+				}
+				f.rec.Handle(r)
+				sink.Release(r)
+			}
+		case <-f.timer.C:
+			f.rec.FlushLater(f.timer)
+		case <-tick.C:
+			look()
+		case <-stop:
+			smp.Stop()
+		}
+	}
+}
+
+// TestSynchronousFeed records the way live does: fed by its owner, across
+// two samplers with different columns on one timeline, switching from a
+// compressed file to a plain one on the way. A reader following the
+// compressed file sees each sample within the flush bound; the second file
+// starts at the last sample before the switch; every end line counts what
+// its file holds.
+func TestSynchronousFeed(t *testing.T) {
+	const interval = 10 * time.Millisecond
+	cat, topo := openCatalog(t)
+	newSampler := func(events ...string) (*sampler.Sampler, *sampler.Sink) {
+		cols, err := cat.Select(events, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		smp, err := sampler.New(cols, sampler.Config{Interval: interval})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return smp, smp.AddSink("rec", sampler.SinkDepth(interval))
+	}
+	dir := t.TempDir()
+	a, b := filepath.Join(dir, "a.jsonl.zst"), filepath.Join(dir, "b.jsonl")
+	smpA, sinkA := newSampler("vmstat.pgfault", "node.MemFree")
+	h := recording.Header{Host: "test", Topology: topo, Columns: Columns(smpA.Columns())}
+	var msgs []string
+	rec := New(smpA, sinkA, h, false, func(err error) { msgs = append(msgs, err.Error()) })
+	if err := rec.Create(a); err != nil {
+		t.Fatal(err)
+	}
+	f := &feeder{rec: rec, timer: time.NewTimer(time.Hour)}
+	f.timer.Stop()
+
+	// The compressed file, followed by a reader: the newest sample it
+	// shows is never older than the bound (plus an interval and slack for
+	// a loaded machine), and the recorder flushes it no more often than
+	// the bound allows.
+	bound := zstdFlushEvery + interval + 200*time.Millisecond
+	var worst time.Duration
+	looks := 0
+	look := func() {
+		r, _ := recording.Load(a) // still being written: the frame is open
+		if r == nil || len(r.Samples) == 0 || time.Since(rec.Start()) < 2*zstdFlushEvery {
+			return
+		}
+		looks++
+		last := time.Duration(r.Samples[len(r.Samples)-1].T * float64(time.Second))
+		worst = max(worst, time.Since(r.Header.Start)-last)
+	}
+	f.feed(t, smpA, sinkA, 800*time.Millisecond, func() {
+		if rec.Path() == a {
+			look()
+		}
+		if time.Since(rec.Start()) > 600*time.Millisecond && rec.Path() == a {
+			if path, err := rec.Switch(Dest{Path: b}); err != nil || path != b {
+				t.Fatalf("Switch: %q, %v", path, err)
+			}
+		}
+	})
+	if looks < 5 || worst > bound {
+		t.Errorf("a reader of %s saw samples up to %v old in %d looks, want at most %v", a, worst, looks, bound)
+	}
+
+	// The event set changes: a new sampler on the same timeline, its
+	// columns set before its first record is handled, as live does.
+	smpB, sinkB := newSampler("node.MemFree")
+	rec.Attach(smpB, sinkB)
+	rec.SetColumns(time.Since(rec.Start()), Columns(smpB.Columns()))
+	f.feed(t, smpB, sinkB, 200*time.Millisecond, func() {})
+	rec.Stop()
+
+	ra, rb := loadSwitched(t, a, b)
+	if got := uint64(len(ra.Samples) + len(rb.Samples)); rec.Written() != got {
+		t.Errorf("Written() = %d, the files hold %d", rec.Written(), got)
+	}
+	if fs := rec.Files(); len(fs) != 2 || fs[0] != a || fs[1] != b {
+		t.Errorf("Files() = %v", fs)
+	}
+	// The first file begins when sampling began.
+	if t0 := ra.Samples[0].T; t0 < 0.009 || t0 > 0.1 {
+		t.Errorf("a's first sample at t=%v, want about one interval", t0)
+	}
+	// b holds the first sampler's samples after the switch, a columns
+	// mark, then the second sampler's, later on the same timeline.
+	if len(rb.Marks) != 1 || rb.Marks[0].Type != recording.MarkColumns {
+		t.Fatalf("b's marks: %+v (reported %q)", rb.Marks, msgs)
+	}
+	markT := rb.Marks[0].T
+	var before, after int
+	for i, s := range rb.Samples {
+		if i > 0 && s.T < rb.Samples[i-1].T {
+			t.Fatalf("b's time goes back at sample %d", i)
+		}
+		if s.T < markT {
+			before++
+		} else {
+			after++
+		}
+	}
+	if before < 5 || after < 5 || len(rb.Columns) != 2 {
+		t.Errorf("b: %d samples before the columns mark at %v, %d after, %d columns", before, markT, after, len(rb.Columns))
+	}
+	if len(msgs) != 0 {
+		t.Errorf("reported: %q", msgs)
+	}
+}
+
+// TestHandlingASampleDoesNotAllocate: the per-sample path of a recording
+// (Handle and the flush after it), plain and compressed, allocates nothing.
+func TestHandlingASampleDoesNotAllocate(t *testing.T) {
+	for _, name := range []string{"a.jsonl", "a.jsonl.zst"} {
+		t.Run(name, func(t *testing.T) {
+			smp, rec, msgs := setup(t, 1)
+			if err := rec.Create(filepath.Join(t.TempDir(), name)); err != nil {
+				t.Fatal(err)
+			}
+			// One real record sets the timeline up and begins the file.
+			sink := smp.AddSink("alloc", 4)
+			if err := smp.Run(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			first, _ := sink.Next()
+			if first == nil {
+				t.Fatal("no record")
+			}
+			rec.Handle(first)
+			r := &sampler.Record{Kind: sampler.KindSample, Values: []float64{1, 2}}
+			timer := time.NewTimer(time.Hour)
+			defer timer.Stop()
+			if a := testing.AllocsPerRun(1000, func() {
+				r.T += 10 * time.Millisecond
+				rec.Handle(r)
+				rec.FlushLater(timer)
+			}); a != 0 {
+				t.Errorf("%v allocations per sample", a)
+			}
+			rec.Stop()
+			if rec.Written() < 1000 || len(*msgs) != 0 {
+				t.Errorf("Written() = %d, reported %q", rec.Written(), *msgs)
+			}
+		})
 	}
 }

@@ -148,7 +148,8 @@ func newWriter(w io.Writer, compress bool) *Writer {
 }
 
 // Written returns the number of samples known to be in the output: for a
-// plain file every sample line the file accepted whole, for a compressed
+// plain file every sample line the file accepted (whole, or all but its
+// newline: a reader still uses it), for a compressed
 // file those up to the last successful Flush (or Close). After a write error
 // (a full disk) it stays at what got through, so that a summary can say what
 // the file really holds rather than what was sampled.
@@ -158,13 +159,14 @@ func (w *Writer) Written() uint64 {
 	return w.written
 }
 
-// settle moves the sample lines that the file has accepted whole into
-// written. It does not allocate: ends is reused once drained.
+// settle moves the sample lines that the file has accepted into written:
+// whole, or all but the newline, since a reader uses a complete last line
+// without its newline. It does not allocate: ends is reused once drained.
 func (w *Writer) settle() {
 	if w.dst == nil {
 		return
 	}
-	for w.head < len(w.ends) && w.ends[w.head] <= w.dst.n {
+	for w.head < len(w.ends) && w.ends[w.head]-1 <= w.dst.n {
 		w.head++
 		w.written++
 	}

@@ -1,6 +1,7 @@
 package recording
 
 import (
+	"bytes"
 	"fmt"
 	"io"
 	"math"
@@ -281,9 +282,17 @@ func (f *fullWriter) Write(p []byte) (int, error) {
 }
 
 // TestWrittenCountsWhatReachedTheOutput checks Written against the sample
-// lines that reached a writer which fills up part way through a line.
+// lines that a reader finds in the output of a writer which fills up part
+// way through a line, or just before a line's newline (a last line without
+// its newline is still read when it is complete).
 func TestWrittenCountsWhatReachedTheOutput(t *testing.T) {
-	for _, room := range []int{0, 100, 1000, 5000, 1 << 20} {
+	rooms := []int{0, 100, 1000, 5000, 1 << 20}
+	full := string(wideOutput(t))
+	for _, at := range []int{100, 1000, 5000} {
+		nl := at + strings.IndexByte(full[at:], '\n')
+		rooms = append(rooms, nl, nl+1) // the line without, with its newline
+	}
+	for _, room := range rooms {
 		out := &fullWriter{room: room}
 		w := NewWriter(out, false)
 		v := make([]float64, 8)
@@ -296,13 +305,11 @@ func TestWrittenCountsWhatReachedTheOutput(t *testing.T) {
 		}
 		cerr := w.Close(End{Samples: 12345})
 		whole := 0
-		for _, l := range strings.SplitAfter(string(out.got), "\n") {
-			if strings.HasPrefix(l, "[") && strings.HasSuffix(l, "]\n") {
-				whole++
-			}
+		if r, _ := Read(bytes.NewReader(out.got)); r != nil {
+			whole = len(r.Samples)
 		}
 		if w.Written() != uint64(whole) {
-			t.Errorf("room %d: Written() = %d, the output holds %d whole sample lines", room, w.Written(), whole)
+			t.Errorf("room %d: Written() = %d, a reader finds %d sample lines", room, w.Written(), whole)
 		}
 		if room == 1<<20 {
 			if cerr != nil || whole != 200 || !strings.HasSuffix(string(out.got), `"samples":200,"missed_deadlines":0,"dropped":0}`+"\n") {
@@ -312,4 +319,22 @@ func TestWrittenCountsWhatReachedTheOutput(t *testing.T) {
 			t.Errorf("room %d: no error from a full output", room)
 		}
 	}
+}
+
+// wideOutput is what TestWrittenCountsWhatReachedTheOutput writes when
+// nothing stops it.
+func wideOutput(t *testing.T) []byte {
+	t.Helper()
+	var out bytes.Buffer
+	w := NewWriter(&out, false)
+	v := make([]float64, 8)
+	err := w.WriteHeader(wideHeader(8))
+	for i := 0; i < 200 && err == nil; i++ {
+		sampleValues(v, i)
+		err = w.WriteSample(time.Duration(i)*time.Millisecond, v)
+	}
+	if cerr := w.Close(End{}); err != nil || cerr != nil {
+		t.Fatal(err, cerr)
+	}
+	return out.Bytes()
 }
