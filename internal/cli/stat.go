@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -52,10 +53,13 @@ pause, resume, interval and record commands (see numascope ctl).`,
 			if tty && !csv {
 				opt.Repeat = 25
 			}
-			p := term.NewPrinter(os.Stdout, cols, opt)
-			sink := s.smp.AddSink("terminal", 256)
+			// Lines go out once per batch of samples (see sampler.Sink):
+			// the same bytes in fewer writes.
+			out := bufio.NewWriterSize(os.Stdout, 64<<10)
+			p := term.NewPrinter(out, cols, opt)
+			sink := s.smp.AddSink("terminal", sampler.SinkDepth(s.smp.Interval()))
 			printed := make(chan error, 1)
-			go func() { printed <- printSink(p, sink, s) }()
+			go func() { printed <- printSink(p, out, sink, s) }()
 
 			// A closed pipe (stat | head) ends sampling cleanly, so the FIFO is removed.
 			signal.Ignore(syscall.SIGPIPE)
@@ -73,35 +77,55 @@ pause, resume, interval and record commands (see numascope ctl).`,
 	return cmd
 }
 
-// printSink prints what the terminal sink receives until sampling ends.
-func printSink(p *term.Printer, sink *sampler.Sink, s *session) error {
+// printSink prints what the terminal sink receives until sampling ends,
+// writing out each batch once it has been formatted.
+func printSink(p *term.Printer, out *bufio.Writer, sink *sampler.Sink, s *session) error {
 	var werr error
-	for r := range sink.Records() {
-		if werr == nil {
-			switch r.Kind {
-			case sampler.KindSample:
-				werr = p.Sample(r.T, r.Values)
-			case sampler.KindLabel:
-				werr = p.Note(r.T, "label: %s", r.Text)
-			case sampler.KindInterval:
-				werr = p.Note(r.T, "interval: %v", r.Interval)
-			case sampler.KindPause:
-				werr = p.Note(r.T, "paused (sampling goes on; resume with: numascope ctl resume)")
-			case sampler.KindResume:
-				werr = p.Note(r.T, "resumed")
-			case sampler.KindEnd:
-				if r.Dropped > 0 || r.Stats.MissedDeadlines > 0 || r.Stats.ReadErrors > 0 {
-					s.stderr.printf("%d samples, %d missed deadlines, %d dropped by the terminal, %d read errors",
-						r.Stats.Samples, r.Stats.MissedDeadlines, r.Dropped, r.Stats.ReadErrors)
-				}
-			}
-			if werr != nil {
-				// Typically a closed pipe: stop sampling, report nothing more.
-				s.smp.Stop()
-				werr = fmt.Errorf("writing to stdout: %w", werr)
-			}
+	fail := func(err error) {
+		if err != nil && werr == nil {
+			// Typically a closed pipe: stop sampling, report nothing more.
+			s.smp.Stop()
+			werr = fmt.Errorf("writing to stdout: %w", err)
 		}
-		sink.Release(r)
+	}
+	for range sink.Ready() {
+		for {
+			r, open := sink.Next()
+			if r == nil {
+				if werr == nil {
+					fail(out.Flush())
+				}
+				if !open {
+					return werr
+				}
+				break
+			}
+			if werr == nil {
+				fail(printRecord(p, r, s))
+			}
+			sink.Release(r)
+		}
 	}
 	return werr
+}
+
+func printRecord(p *term.Printer, r *sampler.Record, s *session) error {
+	switch r.Kind {
+	case sampler.KindSample:
+		return p.Sample(r.T, r.Values)
+	case sampler.KindLabel:
+		return p.Note(r.T, "label: %s", r.Text)
+	case sampler.KindInterval:
+		return p.Note(r.T, "interval: %v", r.Interval)
+	case sampler.KindPause:
+		return p.Note(r.T, "paused (sampling goes on; resume with: numascope ctl resume)")
+	case sampler.KindResume:
+		return p.Note(r.T, "resumed")
+	case sampler.KindEnd:
+		if r.Dropped > 0 || r.Stats.MissedDeadlines > 0 || r.Stats.ReadErrors > 0 {
+			s.stderr.printf("%d samples, %d missed deadlines, %d dropped by the terminal, %d read errors",
+				r.Stats.Samples, r.Stats.MissedDeadlines, r.Dropped, r.Stats.ReadErrors)
+		}
+	}
+	return nil
 }

@@ -432,11 +432,7 @@ func (s *Sampler) Run(ctx context.Context) error {
 	// A cancelled context is a Stop: it wakes the thread like any command.
 	defer context.AfterFunc(ctx, s.Stop)()
 
-	var ts unix.Timespec
-	mono := func() int64 {
-		_ = unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts)
-		return ts.Nano()
-	}
+	mono := nanotime
 	s.start = time.Now()
 	base := mono()
 	// Prime: counters need a previous read before the first rate.
@@ -475,6 +471,7 @@ func (s *Sampler) Run(ctx context.Context) error {
 	if err := w.arm(deadline, interval); err != nil {
 		return err
 	}
+	w.raw = rawWait(interval)
 
 	for {
 		// Commands are looked for before every sleep and after it (a look
@@ -501,6 +498,7 @@ func (s *Sampler) Run(ctx context.Context) error {
 						case opInterval:
 							interval = int64(c.interval)
 							s.interval.Store(interval)
+							w.raw = rawWait(interval)
 							deadline = now + interval
 							s.publishMark(Record{Kind: KindInterval, T: time.Duration(now - base), Interval: c.interval})
 						case opPause:

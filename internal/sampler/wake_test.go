@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"runtime"
 	"strconv"
 	"strings"
 	"testing"
@@ -173,5 +174,54 @@ func TestCommandBeforeRun(t *testing.T) {
 		}
 	case <-time.After(5 * time.Second):
 		t.Fatal("Abort sent before Run was not taken within 5 s at a 1 h interval")
+	}
+}
+
+// TestRawSleepLetsTheRuntimeWork: below rawWaitBelow the thread sleeps in a
+// raw system call the scheduler does not see; garbage collections (which
+// stop the world) and commands still go through promptly, and no sample is
+// lost.
+func TestRawSleepLetsTheRuntimeWork(t *testing.T) {
+	c, _ := newStepCatalog()
+	cols, _ := c.Select([]string{"step.hits"}, false)
+	s, err := New(cols, Config{Interval: 2 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := s.AddSink("t", 4096)
+	done := make(chan error, 1)
+	go func() { done <- s.Run(context.Background()) }()
+	for s.tid.Load() == 0 {
+		time.Sleep(time.Millisecond)
+	}
+	for i := 0; i < 20; i++ {
+		t0 := time.Now()
+		runtime.GC()
+		if d := time.Since(t0); d > time.Second {
+			t.Fatalf("a garbage collection took %v while sampling at 2 ms", d)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	s.Label("x")
+	t0 := time.Now()
+	s.Stop()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if d := time.Since(t0); d > time.Second {
+		t.Errorf("Stop took %v", d)
+	}
+	n, labels := 0, 0
+	for r := range k.Records() {
+		switch r.Kind {
+		case KindSample:
+			n++
+		case KindLabel:
+			labels++
+		}
+		k.Release(r)
+	}
+	if labels != 1 || n < 20 || k.Dropped() != 0 {
+		t.Errorf("%d samples, %d labels, %d dropped", n, labels, k.Dropped())
 	}
 }

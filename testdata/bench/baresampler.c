@@ -5,23 +5,23 @@
  *
  * It does what numascope's sampler and its sinks do, and nothing else:
  *   - sleeps to absolute CLOCK_MONOTONIC deadlines with
- *     clock_nanosleep(TIMER_ABSTIME); a deadline that has already passed when
- *     a sample is done is counted as missed and skipped, not caught up
- *     (internal/sampler, Run);
+ *     clock_nanosleep(TIMER_ABSTIME); a wake-up more than one interval after
+ *     its deadline serves the latest deadline passed and counts the ones
+ *     before it as missed, not caught up (internal/sampler, Run);
  *   - one pread of /proc/vmstat per sample on a descriptor kept open, into a
  *     preallocated buffer; each counter's line is found where it was last
  *     time (a byte comparison of the name), searched for only when the
  *     kernel's layout changed;
- *   - one clock_gettime per sample, after the read: rates are the counters'
+ *   - one clock_gettime per sample, before the read: rates are the counters'
  *     change over the real time since the previous sample;
  *   - writes the bytes numascope writes:
  *       term   one line per sample as `numascope stat` prints it when stdout
- *              is not a terminal (internal/term, raw numbers), one write(2)
- *              per line, unbuffered, as numascope does;
+ *              is not a terminal (internal/term, raw numbers), written
+ *              out once per batch, as numascope does;
  *       jsonl  a recording (docs/recording-format.md): header, one sample
  *              line per sample, an end line; through a 64 KiB buffer flushed
- *              after every sample, as internal/recorder flushes a plain file
- *              whose queue is empty;
+ *              once per batch, as internal/recorder flushes a plain file
+ *              when it has caught up with its queue;
  *       zst    the same lines through libzstd (level 3, 1 MiB window, as
  *              internal/recording's encoder), a block flushed at most every
  *              250 ms (internal/recorder's zstdFlushEvery).
@@ -64,6 +64,9 @@
 #define VMSTAT_BUF (256 << 10)
 #define OUTBUF (64 << 10)
 #define ZSTD_FLUSH_NS 250000000LL
+/* numascope's sinks are woken, and write out, once per batch: every sample
+ * at intervals of 50 ms or more, every 50 ms below (sampler.BatchEvery). */
+#define BATCH_NS 50000000LL
 
 enum mode { TERM, JSONL, ZST };
 
@@ -242,9 +245,7 @@ static void zstd_run(const char *p, size_t n, ZSTD_EndDirective op)
 static void emit(const char *p, size_t n)
 {
 	switch (mode) {
-	case TERM:
-		write_all(p, n); /* one write per line, as the terminal sink */
-		break;
+	case TERM: /* buffered, written out once per batch as `numascope stat` does */
 	case JSONL:
 		buffer(p, n);
 		break;
@@ -613,9 +614,18 @@ int main(int argc, char **argv)
 		if (stopping && mono() <= last)
 			break;
 
-		/* One sample: read, one clock read, rates over the real time. */
-		read_vmstat();
+		/* One clock read per wake-up, before the read. A wake-up more than
+		 * an interval after its deadline serves the latest deadline passed;
+		 * the ones before it are missed (internal/sampler, Run). */
 		int64_t now = mono();
+		if (!stopping && now < deadline)
+			continue;
+		if (!stopping) {
+			int64_t skipped = (now - deadline) / interval;
+			missed += (uint64_t)skipped;
+			deadline += skipped * interval + interval;
+		}
+		read_vmstat();
 		double dt = (double)(now - last) / 1e9;
 		for (int k = 0; k < nev; k++) {
 			ev[k].rate = (double)(ev[k].val - ev[k].prev) / dt; /* wrap-safe delta */
@@ -624,21 +634,14 @@ int main(int argc, char **argv)
 		last = now;
 		samples++;
 		write_sample(now - base);
-		if (mode == JSONL || (mode == ZST && now - last_flush >= ZSTD_FLUSH_NS)) {
+		if (now - last_flush >= (mode == ZST ? ZSTD_FLUSH_NS : BATCH_NS)) {
 			flush();
 			last_flush = now;
 		}
 		if (stopping || (count && samples >= count) || (duration && now - base >= duration))
 			break;
-
-		deadline += interval;
-		int64_t late = now - deadline;
-		if (late >= 0) {
-			int64_t skipped = late / interval + 1;
-			missed += (uint64_t)skipped;
-			deadline += skipped * interval;
-		}
 	}
+	flush();
 	write_end(last - base, samples, missed);
 	if (path && close(outfd) < 0)
 		die("closing the output: %s", strerror(errno));
