@@ -334,26 +334,32 @@ func TestBareSamplerMarksAndStop(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer cmd.Process.Kill()
-	// Wait for the file to hold n lines (the sampler flushes every sample).
-	waitLines := func(n int) {
+	// Wait for the file to hold n lines (the sampler writes out once per
+	// 50 ms batch, and at once after a mark) and, when given, text.
+	waitFor := func(n int, text string) {
 		t.Helper()
 		for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
 			b, _ := os.ReadFile(path)
-			if bytes.Count(b, []byte("\n")) >= n {
+			if bytes.Count(b, []byte("\n")) >= n && bytes.Contains(b, []byte(text)) {
 				return
 			}
 		}
-		t.Fatalf("%s did not reach %d lines", path, n)
+		t.Fatalf("%s did not reach %d lines with %q", path, n, text)
 	}
-	waitLines(4) // header, 3 samples
+	waitFor(4, "") // header, 3 samples
 	if err := cmd.Process.Signal(syscall.SIGUSR1); err != nil {
 		t.Fatal(err)
 	}
-	waitLines(8)
+	// Two signals close together are one mark, so wait for m1 and for
+	// samples after it before the second.
+	waitFor(8, `"m1"`)
+	b, _ := os.ReadFile(path)
+	waitFor(bytes.Count(b, []byte("\n"))+3, `"m1"`)
 	if err := cmd.Process.Signal(syscall.SIGUSR1); err != nil {
 		t.Fatal(err)
 	}
-	waitLines(12)
+	b, _ = os.ReadFile(path)
+	waitFor(bytes.Count(b, []byte("\n"))+3, `"m2"`)
 	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
