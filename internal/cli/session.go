@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime/debug"
 	"strconv"
 	"sync"
 	"time"
@@ -279,6 +280,10 @@ func (s *session) SetInterval(d time.Duration) error { return s.smp.SetInterval(
 func (s *session) run(ctx context.Context) error {
 	recDone := make(chan error, 1)
 	go func() { recDone <- s.rec.Run() }()
+	// Start-up (flag parsing, the topology, opening every sensor) leaves
+	// garbage that steady-state sampling, which allocates nothing, would
+	// never collect: hand it back to the system now (2 MiB of RSS).
+	debug.FreeOSMemory()
 	err := s.smp.Run(ctx)
 	recErr := <-recDone
 	if s.ctlSrv != nil {
