@@ -60,6 +60,10 @@ type Live struct {
 	// the hub starts hands it its records, and its time is the clients'.
 	rec      *recorder.Recorder
 	recFlush *time.Timer // when a held-back flush of the recording is due
+	// batchDue fires when the pending batch is due to the clients; it is
+	// armed by a batch's first sample only, so that an idle hub, or one
+	// whose samples come a batch apart, wakes for nothing else.
+	batchDue *time.Timer
 
 	// hist is the recent past, replayed to a client that connects.
 	hist history
@@ -106,6 +110,8 @@ func NewLive(opt Options, cfg LiveConfig) (*Live, error) {
 	}
 	l.recFlush = time.NewTimer(time.Hour)
 	l.recFlush.Stop()
+	l.batchDue = time.NewTimer(time.Hour)
+	l.batchDue.Stop()
 	l.Server = newServer(opt, l)
 	l.state = State{Interval: cfg.Interval.Seconds(), Discrete: cfg.Discrete, Events: append([]string(nil), cfg.Events...)}
 	l.catalog = catalogOf(cfg.Catalog.Describe())
@@ -259,8 +265,7 @@ func (l *Live) Run(ctx context.Context) error {
 }
 
 func (l *Live) hub(ctx context.Context) error {
-	tick := time.NewTicker(l.opt.Batch)
-	defer tick.Stop()
+	defer l.batchDue.Stop()
 	defer l.recFlush.Stop()
 	defer l.shutdown()
 	for {
@@ -283,11 +288,14 @@ func (l *Live) hub(ctx context.Context) error {
 					return err
 				}
 				l.rec.FlushLater(l.recFlush) // caught up: make the recording readable
+				if l.nbatch > 0 && time.Duration(l.state.Interval*float64(time.Second)) >= l.opt.Batch {
+					l.flush() // samples a batch apart: no need to wait for the next
+				}
 				break
 			}
 		case <-l.recFlush.C:
 			l.rec.FlushLater(l.recFlush)
-		case <-tick.C:
+		case <-l.batchDue.C:
 			l.flush()
 		case c := <-l.cmds:
 			l.command(c)
@@ -361,6 +369,9 @@ func (l *Live) handle(r *sampler.Record) {
 func (l *Live) appendSample(t time.Duration, values []float64) {
 	if l.nbatch == 0 {
 		l.batch = append(l.batch[:0], batchPrefix...)
+		if l.batchDue != nil {
+			l.batchDue.Reset(l.opt.Batch)
+		}
 	} else {
 		l.batch = append(l.batch, ',')
 	}

@@ -191,6 +191,9 @@ func (r *Recorder) Run() error {
 					}
 					// Caught up: one flush per batch, not per sample.
 					r.FlushLater(flush)
+					// Without a file, samples can wait until a switch
+					// (a mark, which always wakes this loop) needs them.
+					r.sink.SetQuiet(r.w == nil && r.pending == nil)
 					break
 				}
 				end := rec.Kind == sampler.KindEnd

@@ -574,7 +574,7 @@ func (s *Sampler) publish(t time.Duration, now int64) {
 		default:
 			k.dropped.Add(1)
 		}
-		if now-k.rung >= int64(k.batch) || len(k.queue) >= k.depth/2 {
+		if (now-k.rung >= int64(k.batch) && !k.quiet.Load()) || len(k.queue) >= k.depth/2 {
 			k.rung = now
 			k.ring()
 		}

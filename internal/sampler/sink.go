@@ -57,7 +57,16 @@ type Sink struct {
 	rung    int64 // CLOCK_MONOTONIC ns of the last ring; the sampling thread's
 	dropped atomic.Uint64
 	wakes   atomic.Uint64 // times Records parked and was woken, for tests
+	quiet   atomic.Bool
 }
+
+// SetQuiet tells the sampler that the consumer has nothing to do with
+// samples for now (a recorder without a file): it is then woken for marks,
+// the end, and when the queue is half full, not for every batch. At long
+// intervals, where every sample is a batch, that saves a thread wake-up per
+// sample for `stat`, whose recorder waits for a `ctl record` that may never
+// come.
+func (k *Sink) SetQuiet(q bool) { k.quiet.Store(q) }
 
 // markRoom is how many marks (labels, pauses...) may wait in a queue on top
 // of the full pool of samples.
