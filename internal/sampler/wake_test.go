@@ -211,16 +211,7 @@ func TestRawSleepLetsTheRuntimeWork(t *testing.T) {
 	if d := time.Since(t0); d > time.Second {
 		t.Errorf("Stop took %v", d)
 	}
-	n, labels := 0, 0
-	for r := range k.Records() {
-		switch r.Kind {
-		case KindSample:
-			n++
-		case KindLabel:
-			labels++
-		}
-		k.Release(r)
-	}
+	n, labels := countRecords(k)
 	if labels != 1 || n < 20 || k.Dropped() != 0 {
 		t.Errorf("%d samples, %d labels, %d dropped", n, labels, k.Dropped())
 	}
@@ -244,16 +235,7 @@ func TestQuietSinkIsNotWokenPerSample(t *testing.T) {
 		time.Sleep(200 * time.Millisecond)
 		s.Label("wake")
 	}()
-	n, labels := 0, 0
-	for r := range k.Records() {
-		switch r.Kind {
-		case KindSample:
-			n++
-		case KindLabel:
-			labels++
-		}
-		k.Release(r)
-	}
+	n, labels := countRecords(k)
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
@@ -264,4 +246,18 @@ func TestQuietSinkIsNotWokenPerSample(t *testing.T) {
 	if w := k.wakes.Load(); w > 3 {
 		t.Errorf("a quiet sink was woken %d times for 10 samples", w)
 	}
+}
+
+// countRecords drains k to its end and counts its samples and labels.
+func countRecords(k *Sink) (samples, labels int) {
+	for r := range k.Records() {
+		switch r.Kind {
+		case KindSample:
+			samples++
+		case KindLabel:
+			labels++
+		}
+		k.Release(r)
+	}
+	return samples, labels
 }
