@@ -66,9 +66,15 @@ func numascopeCmd(args []string, env ...string) *exec.Cmd {
 // numascope runs numascope ARGS and returns its stderr and exit status.
 func numascope(t *testing.T, args []string, env ...string) (string, int) {
 	t.Helper()
-	cmd := numascopeCmd(args, env...)
-	var errb strings.Builder
-	cmd.Stderr = &errb
+	_, errs, code := runNumascope(t, numascopeCmd(args, env...))
+	return errs, code
+}
+
+// runNumascope runs cmd and returns its stdout, stderr and exit status.
+func runNumascope(t *testing.T, cmd *exec.Cmd) (string, string, int) {
+	t.Helper()
+	var out, errb strings.Builder
+	cmd.Stdout, cmd.Stderr = &out, &errb
 	err := cmd.Run()
 	code := 0
 	if ee, ok := err.(*exec.ExitError); ok {
@@ -76,7 +82,7 @@ func numascope(t *testing.T, args []string, env ...string) (string, int) {
 	} else if err != nil {
 		t.Fatal(err)
 	}
-	return errb.String(), code
+	return out.String(), errb.String(), code
 }
 
 // recordArgs are the arguments of a quiet record into dir.

@@ -1,46 +1,15 @@
 package cli
 
 import (
-	"encoding/json"
 	"os"
-	"os/exec"
 	"strings"
 	"testing"
 )
 
-// runHelperEnv makes TestRunHelper run `numascope run` with the arguments
-// in the variable (a JSON array): the test binary stands in for numascope,
-// since run replaces the process.
-const runHelperEnv = "NUMASCOPE_TEST_RUN_ARGS"
-
-func TestRunHelper(t *testing.T) {
-	args := os.Getenv(runHelperEnv)
-	if args == "" {
-		t.Skip("helper process for TestRun*")
-	}
-	var argv []string
-	if err := json.Unmarshal([]byte(args), &argv); err != nil {
-		t.Fatal(err)
-	}
-	os.Exit(Main(append([]string{"run"}, argv...)))
-}
-
 // numascopeRun runs `numascope run ARGS` in a child process.
 func numascopeRun(t *testing.T, args ...string) (string, string, int) {
 	t.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run=^TestRunHelper$")
-	js, _ := json.Marshal(append([]string{}, args...))
-	cmd.Env = append(os.Environ(), runHelperEnv+"="+string(js))
-	var out, errb strings.Builder
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	err := cmd.Run()
-	code := 0
-	if ee, ok := err.(*exec.ExitError); ok {
-		code = ee.ExitCode()
-	} else if err != nil {
-		t.Fatal(err)
-	}
-	return out.String(), errb.String(), code
+	return runNumascope(t, numascopeCmd(append([]string{"run"}, args...)))
 }
 
 func TestRunAppliesPolicyAndAffinity(t *testing.T) {

@@ -1,7 +1,6 @@
 package live
 
 import (
-	"context"
 	"math"
 	"strings"
 	"testing"
@@ -12,17 +11,7 @@ func TestReportServesTheExperimentInHello(t *testing.T) {
 		"analysis": map[string]any{"name": "tiny", "responses": []any{}},
 		"runs":     []any{map[string]any{"run": 1, "events": map[string]any{}}},
 	}
-	r, err := NewReport(Options{Listen: "127.0.0.1:0"}, "tiny.results.jsonl", payload)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := r.Listen(); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- r.Serve(ctx) }()
-	t.Cleanup(func() { cancel(); <-done })
+	r := serveReport(t, "tiny.results.jsonl", payload)
 
 	// Two clients get the same report.
 	for i := 0; i < 2; i++ {

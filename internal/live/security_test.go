@@ -141,7 +141,13 @@ func TestHelloAlwaysFirst(t *testing.T) {
 
 func startReport(t *testing.T) *Report {
 	t.Helper()
-	r, err := NewReport(Options{Listen: "127.0.0.1:0"}, "e.toml", map[string]any{"analysis": map[string]any{}, "runs": []any{}})
+	return serveReport(t, "e.toml", map[string]any{"analysis": map[string]any{}, "runs": []any{}})
+}
+
+// serveReport serves an experiment report of payload until the test ends.
+func serveReport(t *testing.T, name string, payload map[string]any) *Report {
+	t.Helper()
+	r, err := NewReport(Options{Listen: "127.0.0.1:0"}, name, payload)
 	if err != nil {
 		t.Fatal(err)
 	}

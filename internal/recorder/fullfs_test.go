@@ -97,18 +97,7 @@ func TestRotationOntoAFullDiskKeepsTheCurrentFile(t *testing.T) {
 	if err := rec.Create(a); err != nil {
 		t.Fatal(err)
 	}
-	done := make(chan error)
-	go func() { done <- rec.Run() }()
-	go func() {
-		time.Sleep(100 * time.Millisecond)
-		smp.Rotate(b)
-	}()
-	if err := smp.Run(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	if err := <-done; err != nil {
-		t.Fatal(err)
-	}
+	runRotating(t, smp, rec, 100*time.Millisecond, b)
 	if _, err := os.Stat(b); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("the file that could not be written is still there: %v", err)
 	}

@@ -176,18 +176,7 @@ func TestRotatedFileStartsAtTheLastSample(t *testing.T) {
 	if err := rec.Create(a); err != nil {
 		t.Fatal(err)
 	}
-	done := make(chan error)
-	go func() { done <- rec.Run() }()
-	go func() {
-		time.Sleep(105 * time.Millisecond)
-		smp.Rotate(b)
-	}()
-	if err := smp.Run(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	if err := <-done; err != nil {
-		t.Fatal(err)
-	}
+	runRotating(t, smp, rec, 105*time.Millisecond, b)
 	// loadSwitched checks that b's t=0 is a's last sample; so b's first
 	// sample's rates cover (0, T], nothing before t=0. (Not "one interval
 	// later": on a loaded machine a's last sample may itself be late.)
@@ -383,5 +372,23 @@ func TestHandlingASampleDoesNotAllocate(t *testing.T) {
 				t.Errorf("Written() = %d, reported %q", rec.Written(), *msgs)
 			}
 		})
+	}
+}
+
+// runRotating records until smp's count ends sampling, switching to path
+// after the given time, as `ctl record` does.
+func runRotating(t *testing.T, smp *sampler.Sampler, rec *Recorder, after time.Duration, path string) {
+	t.Helper()
+	done := make(chan error)
+	go func() { done <- rec.Run() }()
+	go func() {
+		time.Sleep(after)
+		smp.Rotate(path)
+	}()
+	if err := smp.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
 	}
 }
