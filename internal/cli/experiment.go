@@ -235,6 +235,10 @@ func (r *sessionRunner) Run(ctx context.Context, req experiment.RunRequest) (exp
 		s.smp.Stop()
 		return <-done
 	}
+	if err := s.waitSampling(done); err != nil {
+		<-done
+		return out, err
+	}
 
 	logf, err := os.Create(req.Output)
 	if err != nil {

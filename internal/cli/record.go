@@ -67,6 +67,11 @@ func recordCommand(s *session, out string, args []string) error {
 
 	done := make(chan error, 1)
 	go func() { done <- s.run(context.Background()) }()
+	if err := s.waitSampling(done); err != nil {
+		<-done
+		s.summary(out)
+		return err
+	}
 
 	c := exec.Command(args[0], args[1:]...)
 	c.Stdin, c.Stdout, c.Stderr = os.Stdin, os.Stdout, os.Stderr

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -274,6 +275,23 @@ func (s *session) Label(text string)                 { s.smp.Label(text) }
 func (s *session) Pause()                            { s.smp.Pause() }
 func (s *session) Resume()                           { s.smp.Resume() }
 func (s *session) SetInterval(d time.Duration) error { return s.smp.SetInterval(d) }
+
+// waitSampling waits, with run going in the background and reporting to
+// done, until the sampler has taken the counters' starting values, so that a
+// workload started next is counted whole. If run ends first, it returns
+// run's error and leaves it in done.
+func (s *session) waitSampling(done chan error) error {
+	select {
+	case <-s.smp.Sampling():
+		return nil
+	case err := <-done:
+		done <- err
+		if err == nil {
+			err = errors.New("sampling ended before it began")
+		}
+		return err
+	}
+}
 
 // run samples until ctx is done, Stop is called or the count is reached, then
 // waits for every sink to finish and closes everything.

@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/numascope/numascope/internal/rawio"
 	"github.com/numascope/numascope/internal/sampler"
 	"github.com/numascope/numascope/internal/term"
 )
@@ -54,8 +55,9 @@ pause, resume, interval and record commands (see numascope ctl).`,
 				opt.Repeat = 25
 			}
 			// Lines go out once per batch of samples (see sampler.Sink):
-			// the same bytes in fewer writes.
-			out := bufio.NewWriterSize(os.Stdout, 64<<10)
+			// the same bytes in fewer writes; raw when stdout is a local
+			// file (see rawio).
+			out := bufio.NewWriterSize(rawio.NewFileWriter(os.Stdout), 64<<10)
 			p := term.NewPrinter(out, cols, opt)
 			sink := s.smp.AddSink("terminal", sampler.SinkDepth(s.smp.Interval()))
 			printed := make(chan error, 1)

@@ -400,6 +400,11 @@ func (l *Live) flush() {
 	l.batch = append(l.batch, "]}"...)
 	msg := append([]byte(nil), l.batch...) // shared by every client's queue
 	l.nbatch = 0
+	if l.batchDue != nil {
+		// Sent early (samples a batch apart, a new client): a timer left
+		// running would wake the process for nothing.
+		l.batchDue.Stop()
+	}
 	l.broadcast(msg)
 	if l.replay != nil {
 		l.since = append(l.since, msg)

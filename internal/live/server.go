@@ -33,6 +33,8 @@ import (
 	"time"
 
 	"github.com/coder/websocket"
+
+	"github.com/numascope/numascope/internal/rawio"
 )
 
 //go:embed dist
@@ -389,8 +391,10 @@ func (s *Server) serveWS(w http.ResponseWriter, r *http.Request) {
 	}
 	defer s.active.Add(-1)
 	// Accept checks that Origin matches Host (same origin); a page from
-	// another site cannot open the stream.
-	conn, err := websocket.Accept(w, r, nil)
+	// another site cannot open the stream. Frames go out in raw writes
+	// (see rawio): an ordinary one would wake the runtime's monitor thread
+	// at every batch.
+	conn, err := websocket.Accept(rawio.Hijackable(w), r, nil)
 	if err != nil {
 		s.opt.Log(fmt.Sprintf("websocket from %s refused: %v", r.RemoteAddr, err))
 		return

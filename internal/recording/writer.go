@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/klauspost/compress/zstd"
+
+	"github.com/numascope/numascope/internal/rawio"
 )
 
 // Writer writes a recording. Its methods may be called from several
@@ -90,7 +92,9 @@ func Create(path string, force bool) (*Writer, error) {
 	if err != nil {
 		return nil, createError(path, err)
 	}
-	w := newWriter(f, strings.HasSuffix(path, ".zst"))
+	// Written raw where that is safe: a write entering the scheduler would
+	// wake the runtime's monitor thread at every sample (see rawio).
+	w := newWriter(rawio.NewFileWriter(f), strings.HasSuffix(path, ".zst"))
 	w.file = f
 	w.path = path
 	return w, nil

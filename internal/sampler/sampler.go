@@ -96,8 +96,8 @@ type Config struct {
 	Interval time.Duration
 	// Count stops sampling after this many samples; 0 means run until stopped.
 	Count uint64
-	// PinCPUs, when not empty, pins the sampling thread to these CPUs, so it
-	// stays out of the workload's way.
+	// PinCPUs, when not empty, pins the process (the sampler and its
+	// consumers) to these CPUs, so it stays out of the workload's way.
 	PinCPUs []int
 	// Errors receives read failures and other conditions worth a line on
 	// stderr; it is called from the sampling goroutine and must not block.
@@ -123,13 +123,14 @@ type Sampler struct {
 	ctl     chan control
 	wake    *waker        // the sampling thread's sleep: deadlines and commands
 	stopped chan struct{} // closed when Run returns
+	primed  chan struct{} // closed when Run has read the counters' start
 	start   time.Time
 
 	interval atomic.Int64 // current interval in ns, for readers outside the loop
 	samples  atomic.Uint64
 	missed   atomic.Uint64
 	readErrs atomic.Uint64
-	tid      atomic.Int32 // the sampling thread, for tests that count its wake-ups
+	tid      atomic.Int32 // the thread Run started on, for tests that wait for it
 }
 
 // New prepares sampling of cols. It enables on each sensor exactly the events
@@ -141,7 +142,8 @@ func New(cols []*Column, cfg Config) (*Sampler, error) {
 	if len(cols) == 0 {
 		return nil, fmt.Errorf("no columns to sample")
 	}
-	s := &Sampler{cfg: cfg, cols: cols, ctl: make(chan control, 64), stopped: make(chan struct{})}
+	s := &Sampler{cfg: cfg, cols: cols, ctl: make(chan control, 64), stopped: make(chan struct{}),
+		primed: make(chan struct{})}
 	if s.cfg.Errors == nil {
 		s.cfg.Errors = func(error) {}
 	}
@@ -206,16 +208,18 @@ func New(cols []*Column, cfg Config) (*Sampler, error) {
 		s.plans = append(s.plans, p)
 	}
 	s.values = make([]float64, len(cols))
-	w, err := newWaker()
-	if err != nil {
-		return nil, fmt.Errorf("sampler: %w", err)
-	}
+	w := newWaker()
 	s.wake = w
 	// A Sampler that never runs (a failed start, a benchmark of Sample)
 	// still gives its descriptors back.
 	runtime.AddCleanup(s, func(w *waker) { w.close() }, w)
 	return s, nil
 }
+
+// Sampling is closed once Run has taken the counters' starting values:
+// what a workload started after it does is all counted. (Run may spend
+// milliseconds before it, after start-up's garbage collection.)
+func (s *Sampler) Sampling() <-chan struct{} { return s.primed }
 
 // Columns returns the sampled columns, in value order.
 func (s *Sampler) Columns() []*Column { return s.cols }
@@ -407,28 +411,34 @@ func (s *Sampler) Abort() { s.send(control{op: opAbort}) }
 // When ctx or Stop ends it between deadlines, it takes a final sample over
 // the partial interval, so no part of the run goes unrecorded.
 //
-// It locks itself to one OS thread (pinned when Config.PinCPUs is set) and
-// sleeps in a blocking read of a timerfd armed at absolute CLOCK_MONOTONIC
-// deadlines, so it does not drift and wakes once per sample; a command
-// (Stop, SetInterval, a label...) wakes it at once however long the
-// interval (see waker). A wake-up more than one interval after its
-// deadline counts the deadlines in between as missed and skips them rather
-// than catching up with a burst. Each sample reads the clock once.
+// It sleeps on a timerfd armed at absolute CLOCK_MONOTONIC deadlines, so it
+// does not drift and wakes once per sample; a command (Stop, SetInterval, a
+// label...) wakes it at once however long the interval (see waker). While it
+// runs it sets the process's GOMAXPROCS for its interval (see rawWaitBelow)
+// and, with Config.PinCPUs, pins the process. A wake-up more than one
+// interval after its deadline counts the deadlines in between as missed and
+// skips them rather than catching up with a burst. Each sample reads the
+// clock once.
 func (s *Sampler) Run(ctx context.Context) error {
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
 	if len(s.cfg.PinCPUs) > 0 {
-		var set unix.CPUSet
-		for _, c := range s.cfg.PinCPUs {
-			set.Set(c)
-		}
-		if err := unix.SchedSetaffinity(0, &set); err != nil {
-			s.cfg.Errors(fmt.Errorf("cannot pin the sampler to CPUs %v: %v (sampling unpinned)", s.cfg.PinCPUs, err))
+		if err := pinProcess(s.cfg.PinCPUs); err != nil {
+			s.cfg.Errors(fmt.Errorf("cannot pin numascope to CPUs %v: %v (sampling unpinned)", s.cfg.PinCPUs, err))
 		}
 	}
 	s.tid.Store(int32(unix.Gettid()))
 	w := s.wake
 	defer w.close()
+	// sleepAt chooses how to sleep at an interval and sets the process's
+	// Ps to match; the timer it may replace is armed by the caller.
+	sleepAt := func(interval int64) error {
+		m := sleepMode(interval, maxprocs())
+		if m == w.mode {
+			return nil
+		}
+		useProcs(w.mode, m)
+		return w.setMode(m)
+	}
+	defer func() { useProcs(w.mode, 0) }()
 	// A cancelled context is a Stop: it wakes the thread like any command.
 	defer context.AfterFunc(ctx, s.Stop)()
 
@@ -437,6 +447,7 @@ func (s *Sampler) Run(ctx context.Context) error {
 	base := mono()
 	// Prime: counters need a previous read before the first rate.
 	s.read()
+	close(s.primed)
 	last := base
 	interval := int64(s.cfg.Interval)
 	deadline := base + interval
@@ -468,10 +479,12 @@ func (s *Sampler) Run(ctx context.Context) error {
 			sample(now)
 		}
 	}
+	if err := sleepAt(interval); err != nil {
+		return err
+	}
 	if err := w.arm(deadline, interval); err != nil {
 		return err
 	}
-	w.raw = rawWait(interval)
 
 	for {
 		// Commands are looked for before every sleep and after it (a look
@@ -498,7 +511,9 @@ func (s *Sampler) Run(ctx context.Context) error {
 						case opInterval:
 							interval = int64(c.interval)
 							s.interval.Store(interval)
-							w.raw = rawWait(interval)
+							if err := sleepAt(interval); err != nil {
+								return err
+							}
 							deadline = now + interval
 							s.publishMark(Record{Kind: KindInterval, T: time.Duration(now - base), Interval: c.interval})
 						case opPause:

@@ -11,27 +11,6 @@ import (
 	"time"
 )
 
-// voluntarySwitches is how often thread tid of this process has gone to
-// sleep: each wake-up of a sleeping thread is one.
-func voluntarySwitches(t *testing.T, tid int32) int {
-	t.Helper()
-	b, err := os.ReadFile(fmt.Sprintf("/proc/self/task/%d/status", tid))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, l := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(l, "voluntary_ctxt_switches:"); ok {
-			n, err := strconv.Atoi(strings.TrimSpace(v))
-			if err != nil {
-				t.Fatal(err)
-			}
-			return n
-		}
-	}
-	t.Fatal("no voluntary_ctxt_switches in /proc/self/task/TID/status")
-	return 0
-}
-
 // startHourly runs a sampler at a 1 h interval and returns once its thread
 // sleeps toward the first deadline.
 func startHourly(t *testing.T) (*Sampler, *Sink, chan error) {
@@ -56,16 +35,45 @@ func startHourly(t *testing.T) (*Sampler, *Sink, chan error) {
 	return s, k, done
 }
 
-// TestIdleSamplerDoesNotWake: between deadlines the sampling thread sleeps;
-// nothing polls (the old loop woke every 20 ms to look for commands).
+// TestIdleSamplerDoesNotWake: between deadlines the process sleeps; nothing
+// polls (an old loop woke every 20 ms to look for commands), and nothing in
+// the Go runtime wakes periodically: not the sampler's thread, not sysmon.
+// It counts every thread's wake-ups in a child process that samples at 1 h.
 func TestIdleSamplerDoesNotWake(t *testing.T) {
-	s, _, _ := startHourly(t)
-	tid := s.tid.Load()
-	before := voluntarySwitches(t, tid)
+	pid := startChild(t, "idle", "1h")
+	time.Sleep(100 * time.Millisecond) // start-up's wake-ups settle
+	before := processSwitches(t, pid)
 	time.Sleep(500 * time.Millisecond)
-	if woke := voluntarySwitches(t, tid) - before; woke > 1 {
-		t.Errorf("the sampling thread woke %d times in 500 ms at a 1 h interval; want none", woke)
+	if woke := processSwitches(t, pid) - before; woke > 1 {
+		t.Errorf("the process's threads woke %d times in 500 ms at a 1 h interval; want none", woke)
 	}
+}
+
+// processSwitches sums voluntary context switches over the threads of pid:
+// each wake-up of a sleeping thread is one.
+func processSwitches(t *testing.T, pid int) int {
+	t.Helper()
+	tasks, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, e := range tasks {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%s/status", pid, e.Name()))
+		if err != nil {
+			continue // a thread that ended
+		}
+		for _, l := range strings.Split(string(b), "\n") {
+			if v, ok := strings.CutPrefix(l, "voluntary_ctxt_switches:"); ok {
+				k, err := strconv.Atoi(strings.TrimSpace(v))
+				if err != nil {
+					t.Fatal(err)
+				}
+				n += k
+			}
+		}
+	}
+	return n
 }
 
 // TestCommandsWakeTheSampler: at a 1 h interval, Stop ends Run (with its
@@ -260,4 +268,52 @@ func countRecords(k *Sink) (samples, labels int) {
 		k.Release(r)
 	}
 	return samples, labels
+}
+
+// TestProcsFollowTheInterval: parked in the poller (long intervals) the
+// process runs on one P; sleeping raw (short ones) on all it had; after Run
+// it has them back.
+func TestProcsFollowTheInterval(t *testing.T) {
+	if _, set := os.LookupEnv("GOMAXPROCS"); set {
+		t.Skip("GOMAXPROCS is set in the environment, which the sampler leaves alone")
+	}
+	orig := runtime.GOMAXPROCS(0)
+	c, _ := newStepCatalog()
+	cols, _ := c.Select([]string{"step.hits"}, false)
+	s, err := New(cols, Config{Interval: 50 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := s.AddSink("t", 64)
+	done := make(chan error, 1)
+	go func() { done <- s.Run(context.Background()) }()
+	drained := make(chan struct{})
+	go func() { countRecords(k); close(drained) }()
+	waitProcs := func(want int) {
+		t.Helper()
+		for t0 := time.Now(); runtime.GOMAXPROCS(0) != want; time.Sleep(time.Millisecond) {
+			if time.Since(t0) > 5*time.Second {
+				t.Fatalf("GOMAXPROCS %d at %v, want %d", runtime.GOMAXPROCS(0), s.Interval(), want)
+			}
+		}
+	}
+	waitProcs(1)
+	if err := s.SetInterval(2 * time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	if orig > 1 {
+		waitProcs(orig)
+	}
+	if err := s.SetInterval(time.Second); err != nil {
+		t.Fatal(err)
+	}
+	waitProcs(1)
+	s.Stop()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	<-drained
+	if n := runtime.GOMAXPROCS(0); n != orig {
+		t.Errorf("GOMAXPROCS %d after Run, want %d back", n, orig)
+	}
 }

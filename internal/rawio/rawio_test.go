@@ -1,0 +1,217 @@
+package rawio
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"io/fs"
+	"net"
+	"os"
+	"path/filepath"
+	"syscall"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+func TestFileWriterWritesRawToALocalFile(t *testing.T) {
+	dir := t.TempDir()
+	var st unix.Statfs_t
+	if err := unix.Statfs(dir, &st); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Create(filepath.Join(dir, "out"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	w := NewFileWriter(f)
+	if w.Raw() != localFS(int64(st.Type)) {
+		t.Errorf("Raw() = %v on a file system of type %#x", w.Raw(), st.Type)
+	}
+	want := bytes.Repeat([]byte("0123456789abcdef\n"), 100_000) // 1.7 MB
+	for p := want; len(p) > 0; {
+		n := min(len(p), 65536)
+		if m, err := w.Write(p[:n]); err != nil || m != n {
+			t.Fatalf("Write = %d, %v; want %d", m, err, n)
+		}
+		p = p[n:]
+	}
+	got, err := os.ReadFile(f.Name())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Fatalf("file holds %d bytes, not the %d written", len(got), len(want))
+	}
+}
+
+func TestFileWriterOnTmpfsIsRaw(t *testing.T) {
+	var st unix.Statfs_t
+	if unix.Statfs("/dev/shm", &st) != nil || st.Type != unix.TMPFS_MAGIC {
+		t.Skip("no tmpfs at /dev/shm")
+	}
+	f, err := os.CreateTemp("/dev/shm", "rawio-test-")
+	if err != nil {
+		t.Skip(err)
+	}
+	defer os.Remove(f.Name())
+	defer f.Close()
+	if !NewFileWriter(f).Raw() {
+		t.Error("a regular file on tmpfs is not written raw")
+	}
+}
+
+// TestFileWriterLeavesOtherFilesToOs: a pipe, a terminal or a device may
+// block for good, so it is written the ordinary way.
+func TestFileWriterLeavesOtherFilesToOs(t *testing.T) {
+	r, wp, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	defer wp.Close()
+	w := NewFileWriter(wp)
+	if w.Raw() {
+		t.Error("a pipe is written raw")
+	}
+	go func() { w.Write([]byte("through the pipe")); wp.Close() }()
+	if b, _ := io.ReadAll(r); string(b) != "through the pipe" {
+		t.Errorf("read %q", b)
+	}
+	null, err := os.OpenFile(os.DevNull, os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer null.Close()
+	if NewFileWriter(null).Raw() {
+		t.Error("a character device is written raw")
+	}
+}
+
+func TestLocalFS(t *testing.T) {
+	for _, c := range []struct {
+		magic int64
+		local bool
+	}{
+		{unix.EXT4_SUPER_MAGIC, true}, {unix.XFS_SUPER_MAGIC, true}, {unix.TMPFS_MAGIC, true},
+		{unix.OVERLAYFS_SUPER_MAGIC, true},
+		{unix.NFS_SUPER_MAGIC, false}, {unix.FUSE_SUPER_MAGIC, false}, {unix.CIFS_SUPER_MAGIC, false},
+		{unix.V9FS_MAGIC, false}, {unix.PROC_SUPER_MAGIC, false},
+	} {
+		if got := localFS(c.magic); got != c.local {
+			t.Errorf("localFS(%#x) = %v, want %v", c.magic, got, c.local)
+		}
+	}
+}
+
+// TestFileWriterErrorsLikeOs: a failed raw write reports what os.File's
+// Write would: a *fs.PathError naming the file, with the errno inside.
+func TestFileWriterErrorsLikeOs(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "ro")
+	if err := os.WriteFile(path, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(path) // read-only: write(2) fails with EBADF
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	w := NewFileWriter(f)
+	if !w.Raw() {
+		t.Skip("the temporary directory is not on a local file system")
+	}
+	_, err = w.Write([]byte("x"))
+	var pe *fs.PathError
+	if !errors.As(err, &pe) || pe.Path != path || !errors.Is(err, syscall.EBADF) {
+		t.Errorf("Write to a read-only file: %v; want a PathError for %s with EBADF", err, path)
+	}
+}
+
+func tcpPair(t *testing.T) (client, server net.Conn) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	accepted := make(chan net.Conn, 1)
+	go func() {
+		c, _ := ln.Accept()
+		accepted <- c
+	}()
+	client, err = net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	server = <-accepted
+	t.Cleanup(func() { client.Close(); server.Close() })
+	return client, server
+}
+
+// TestConnWaitsForASlowReader: more than the socket buffers hold goes
+// through whole and in order; the writer parks while the reader lags.
+func TestConnWaitsForASlowReader(t *testing.T) {
+	client, server := tcpPair(t)
+	w := WrapConn(server)
+	if _, ok := w.(*Conn); !ok {
+		t.Fatalf("a TCP connection was not wrapped: %T", w)
+	}
+	want := make([]byte, 16<<20)
+	for i := range want {
+		want[i] = byte(i * 7)
+	}
+	errc := make(chan error, 1)
+	go func() {
+		_, err := w.Write(want)
+		errc <- err
+	}()
+	time.Sleep(50 * time.Millisecond) // the buffers fill; the writer waits
+	got, err := io.ReadAll(io.LimitReader(client, int64(len(want))))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := <-errc; err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Fatal("the bytes read are not those written")
+	}
+}
+
+// TestConnHonoursDeadlines: a write that cannot complete before the write
+// deadline fails with os.ErrDeadlineExceeded, as an ordinary one does.
+func TestConnHonoursDeadlines(t *testing.T) {
+	_, server := tcpPair(t)
+	w := WrapConn(server)
+	w.SetWriteDeadline(time.Now().Add(100 * time.Millisecond))
+	t0 := time.Now()
+	n, err := w.Write(make([]byte, 64<<20)) // nobody reads
+	if !errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Fatalf("Write past the deadline: %d, %v", n, err)
+	}
+	if n == 0 || n >= 64<<20 {
+		t.Errorf("wrote %d bytes before the deadline", n)
+	}
+	if d := time.Since(t0); d > 5*time.Second {
+		t.Errorf("the deadline took %v to act", d)
+	}
+}
+
+// TestConnReportsAClosedPeer: writing to a connection the peer closed fails
+// with a *net.OpError carrying the errno.
+func TestConnReportsAClosedPeer(t *testing.T) {
+	client, server := tcpPair(t)
+	w := WrapConn(server)
+	client.Close()
+	var err error
+	for i := 0; i < 100 && err == nil; i++ {
+		_, err = w.Write(make([]byte, 64<<10))
+		time.Sleep(time.Millisecond)
+	}
+	var oe *net.OpError
+	if !errors.As(err, &oe) || !(errors.Is(err, syscall.EPIPE) || errors.Is(err, syscall.ECONNRESET)) {
+		t.Errorf("writing to a closed peer: %v; want a net.OpError with EPIPE or ECONNRESET", err)
+	}
+}
