@@ -46,7 +46,7 @@ func (f *sampleFlags) register(fl *pflag.FlagSet) {
 	fl.StringVar(&f.per, "per", "",
 		"show counters per unit of this counter instead of per second, e.g. perf.cycles or perf.tsc")
 	fl.StringVar(&f.samplerNode, "sampler-node", "auto",
-		"pin the sampling thread to this node's CPUs: a node ID, auto (the first node) or none")
+		"pin numascope (the sampler and the threads that write its output) to this node's CPUs: a node ID, auto (the first node) or none")
 }
 
 // eventPatterns returns the patterns given with -e, split at commas; nil
