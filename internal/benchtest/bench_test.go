@@ -5,7 +5,9 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"math"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -60,6 +62,45 @@ func build(t *testing.T, name string, libs ...string) string {
 		t.Fatalf("gcc %s: %v%s\n%s", strings.Join(args, " "), err, hint, msg)
 	}
 	return out
+}
+
+// sinkTo listens on a loopback port and copies the first connection to
+// the file path; it returns the address and a wait for the copy to end.
+func sinkTo(t *testing.T, path string) (string, func() error) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	done := make(chan error, 1)
+	go func() {
+		c, err := ln.Accept()
+		if err != nil {
+			done <- err
+			return
+		}
+		defer c.Close()
+		f, err := os.Create(path)
+		if err != nil {
+			done <- err
+			return
+		}
+		if _, err := io.Copy(f, c); err != nil {
+			f.Close()
+			done <- err
+			return
+		}
+		done <- f.Close()
+	}()
+	return ln.Addr().String(), func() error {
+		select {
+		case err := <-done:
+			return err
+		case <-time.After(10 * time.Second):
+			return fmt.Errorf("no end of stream within 10 s")
+		}
+	}
 }
 
 func bareSampler(t *testing.T) string { return build(t, "baresampler", "-lzstd") }
@@ -146,14 +187,26 @@ func TestBareSamplerTerm(t *testing.T) {
 // non-negative rates and a clean end, and their sample lines are byte for
 // byte what internal/recording writes for the same numbers.
 func TestBareSamplerRecording(t *testing.T) {
-	for _, mode := range []string{"jsonl", "zst"} {
+	// tcp: -m jsonl -o tcp:ADDR, the floor live is measured against, sends
+	// the same lines through a socket (here to a listener that keeps them
+	// in a file).
+	for _, mode := range []string{"jsonl", "zst", "tcp"} {
 		t.Run(mode, func(t *testing.T) {
 			const n = 20
 			path := filepath.Join(t.TempDir(), "bare.jsonl")
-			if mode == "zst" {
+			out, flag, received := path, mode, func() error { return nil }
+			switch mode {
+			case "zst":
 				path += ".zst"
+				out = path
+			case "tcp":
+				out, received = sinkTo(t, path)
+				out, flag = "tcp:"+out, "jsonl"
 			}
-			_, got := run(t, append([]string{"-i", "10ms", "-n", strconv.Itoa(n), "-m", mode, "-o", path}, events...)...)
+			_, got := run(t, append([]string{"-i", "10ms", "-n", strconv.Itoa(n), "-m", flag, "-o", out}, events...)...)
+			if err := received(); err != nil {
+				t.Fatalf("the socket's reader: %v", err)
+			}
 			if got != n {
 				t.Errorf("summary says %d samples, want %d", got, n)
 			}

@@ -11,11 +11,14 @@
 // raw system calls instead:
 //
 //   - to a regular file on a local file system (FileWriter), which lands in
-//     the page cache in microseconds. A write that takes longer than
-//     SlowWrite all the same (a disk under writeback pressure) turns raw
-//     writes off for the next RawPause, so that a slow disk never holds a P
-//     for long; anything else (a terminal, a pipe, NFS, FUSE) is always
-//     written the ordinary way;
+//     the page cache in microseconds. The kernel may still hold one (the
+//     dirty-page throttle, a frozen file system), and a raw write keeps its
+//     P meanwhile: with one P, nothing else in the process runs. So a write
+//     that takes longer than SlowWrite turns raw writes off for the next
+//     RawPause, and a disk under writeback pressure delays the process once
+//     per RawPause, not at every write; anything else (a terminal, a pipe,
+//     NFS, FUSE), which may block for as long as another process likes, is
+//     always written the ordinary way;
 //   - to a socket (Conn), which is non-blocking: when its buffer is full the
 //     write parks in the runtime's poller as an ordinary one does.
 package rawio

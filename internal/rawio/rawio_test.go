@@ -129,6 +129,54 @@ func TestFileWriterErrorsLikeOs(t *testing.T) {
 	}
 }
 
+// TestSlowWritePausesRawWrites: a raw write that takes longer than
+// SlowWrite (here a large one; in use, a disk under writeback pressure)
+// turns raw writes off for RawPause, so that a file system that holds
+// writes delays the process's one P once, not at every sample; the writes
+// made the ordinary way in the meantime all land.
+func TestSlowWritePausesRawWrites(t *testing.T) {
+	f, err := os.Create(filepath.Join(t.TempDir(), "big"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	w := NewFileWriter(f)
+	if !w.Raw() {
+		t.Skip("the temporary directory is not on a local file system")
+	}
+	total := 0
+	for size := 256 << 10; w.until.IsZero(); size *= 2 {
+		if size > 512<<20 {
+			t.Fatalf("no raw write of up to 512 MiB took longer than %v", SlowWrite)
+		}
+		t0 := time.Now()
+		n, err := w.Write(make([]byte, size))
+		took := time.Since(t0)
+		if err != nil || n != size {
+			t.Fatalf("Write(%d bytes) = %d, %v", size, n, err)
+		}
+		total += n
+		if w.until.IsZero() && took > 10*SlowWrite {
+			t.Fatalf("a raw write of %d bytes took %v and did not pause raw writes", size, took)
+		}
+	}
+	if left := time.Until(w.until); left < RawPause-time.Second || left > RawPause {
+		t.Errorf("raw writes paused for %v, want %v", left, RawPause)
+	}
+	for range 3 {
+		if n, err := w.Write([]byte("tail\n")); err != nil || n != 5 {
+			t.Fatalf("Write while paused = %d, %v", n, err)
+		}
+	}
+	st, err := f.Stat()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Size() != int64(total+15) {
+		t.Fatalf("the file holds %d bytes, want %d", st.Size(), total+15)
+	}
+}
+
 func tcpPair(t *testing.T) (client, server net.Conn) {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")

@@ -39,6 +39,10 @@
  *   INTERVAL, DURATION: 100us, 1ms, 1.5s, 2m ... (as numascope's -i);
  *   EVENT: a /proc/vmstat counter, optionally prefixed vmstat. (pgfault,
  *   vmstat.pgalloc_normal). term writes to stdout unless -o.
+ *   -o tcp:HOST:PORT (an IPv4 address) writes to a TCP connection instead of
+ *   a file, with TCP_NODELAY as Go's connections have: the floor for
+ *   `numascope live`, whose samples leave through a socket (scripts/bench
+ *   reads it with wsclient -sink).
  * At exit it prints one line to stderr:
  *   baresampler: N samples, M missed deadlines
  * baresampler -F NUMBER... prints how it formats each number (recording
@@ -48,6 +52,10 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -485,6 +493,28 @@ static int format_check(int argc, char **argv)
 	return 0;
 }
 
+/* dial connects to HOST:PORT (IPv4) over TCP, with Nagle off. */
+static int dial(const char *hostport)
+{
+	char host[64];
+	const char *colon = strrchr(hostport, ':');
+	if (!colon || (size_t)(colon - hostport) >= sizeof host)
+		die("-o tcp:%s: give tcp:HOST:PORT", hostport);
+	memcpy(host, hostport, (size_t)(colon - hostport));
+	host[colon - hostport] = 0;
+	struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)atoi(colon + 1))};
+	if (inet_pton(AF_INET, host, &sa.sin_addr) != 1)
+		die("-o tcp:%s: the host is not an IPv4 address", hostport);
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		die("socket: %s", strerror(errno));
+	if (connect(fd, (struct sockaddr *)&sa, sizeof sa) < 0)
+		die("cannot connect to the output: %s", strerror(errno));
+	int one = 1;
+	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+	return fd;
+}
+
 static void usage(void)
 {
 	fprintf(stderr, "usage: %s -i INTERVAL [-n COUNT | -d DURATION] [-m term|jsonl|zst] [-o PATH] EVENT...\n"
@@ -557,7 +587,9 @@ int main(int argc, char **argv)
 #endif
 	if (mode != TERM && !path)
 		die("mode %s needs -o PATH", mode == JSONL ? "jsonl" : "zst");
-	if (path) {
+	if (path && !strncmp(path, "tcp:", 4))
+		outfd = dial(path + 4);
+	else if (path) {
 		outfd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
 		if (outfd < 0)
 			die("cannot create the output: %s", strerror(errno));

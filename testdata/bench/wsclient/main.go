@@ -9,6 +9,11 @@
 //
 // Usage: wsclient ws://127.0.0.1:PORT/ws?token=TOKEN
 // It retries the connection for up to 20 s while numascope starts.
+//
+// wsclient -sink ADDRFILE is the other end of the bare sampler's socket
+// (baresampler -o tcp:ADDR), the floor `live` is measured against: it
+// listens on a free loopback port, writes the address to ADDRFILE, accepts
+// one connection and copies what arrives to stdout until it closes.
 package main
 
 import (
@@ -16,6 +21,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
+	"net"
 	"os"
 	"time"
 
@@ -30,6 +37,10 @@ type message struct {
 }
 
 func main() {
+	if len(os.Args) == 3 && os.Args[1] == "-sink" {
+		sink(os.Args[2])
+		return
+	}
 	if len(os.Args) != 2 {
 		fmt.Fprintln(os.Stderr, "usage: wsclient ws://127.0.0.1:PORT/ws?token=TOKEN")
 		os.Exit(2)
@@ -74,5 +85,30 @@ func main() {
 		case "error":
 			fmt.Fprintf(os.Stderr, "wsclient: the server reports an error: %s\n", b)
 		}
+	}
+}
+
+// sink listens, publishes its address in addrFile (whole, by a rename), and
+// copies one connection to stdout.
+func sink(addrFile string) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "wsclient: cannot listen: %v\n", err)
+		os.Exit(1)
+	}
+	tmp := addrFile + ".tmp"
+	if err := os.WriteFile(tmp, []byte(ln.Addr().String()+"\n"), 0o600); err != nil || os.Rename(tmp, addrFile) != nil {
+		fmt.Fprintf(os.Stderr, "wsclient: cannot write %s\n", addrFile)
+		os.Exit(1)
+	}
+	c, err := ln.Accept()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "wsclient: accept: %v\n", err)
+		os.Exit(1)
+	}
+	ln.Close()
+	if _, err := io.Copy(os.Stdout, c); err != nil {
+		fmt.Fprintf(os.Stderr, "wsclient: reading the sampler: %v\n", err)
+		os.Exit(1)
 	}
 }
