@@ -72,6 +72,17 @@ type pageState struct {
 	mapping uint32
 	// site is the index of its allocation site (0: not known).
 	site uint32
+	// epoch is the analyzer's lossEpoch when the page was last seen: an
+	// older one means records were lost since, its munmap perhaps among
+	// them.
+	epoch uint32
+}
+
+// hugeState is a 2 MiB region found THP-backed: its node, and the
+// lossEpoch when it was found (see pageState.epoch).
+type hugeState struct {
+	node  int16
+	epoch uint32
 }
 
 // locKey identifies a code location before symbolization: the faulting
@@ -129,7 +140,7 @@ type analyzer struct {
 	procRoot    string
 
 	pages   map[pageKey]pageState
-	huge    map[pageKey]int16 // 2 MiB regions found THP-backed -> node
+	huge    map[pageKey]hugeState // 2 MiB regions found THP-backed
 	threads map[int32]*threadState
 	maps    map[int32][]mapping
 	parent  map[int32]int32 // process -> the process that forked it
@@ -150,6 +161,19 @@ type analyzer struct {
 	unplaced map[pageKey]uint8
 	samples  uint64
 	lost     uint64
+	// lossEpoch counts the PERF_RECORD_LOST records seen: every page and
+	// huge region known before one is suspect (see handleFault).
+	lossEpoch uint32
+	// afterLoss counts the faults on pages known from before a loss,
+	// counted neither as first touches nor as accesses; repeats the later
+	// faults on known pages where no fault can be a NUMA hinting fault.
+	afterLoss, repeats uint64
+	// hinting says whether a fault can be a NUMA hinting fault: NUMA
+	// balancing is on (or not known to be off) on a machine with more
+	// than one node. Without it a later fault on a known page is never a
+	// sampled access (memory unmapped and mapped again, copy-on-write,
+	// reclaim).
+	hinting bool
 	// hugePages counts the 2 MiB regions found placed by one fault.
 	hugePages uint64
 
@@ -193,7 +217,7 @@ func newAnalyzer(cpuNode []int, pageNodes, threadNodes []int) *analyzer {
 		pageSize:    uint64(os.Getpagesize()),
 		procRoot:    "/proc",
 		pages:       map[pageKey]pageState{},
-		huge:        map[pageKey]int16{},
+		huge:        map[pageKey]hugeState{},
 		threads:     map[int32]*threadState{},
 		maps:        map[int32][]mapping{},
 		parent:      map[int32]int32{},
@@ -217,6 +241,7 @@ func newAnalyzer(cpuNode []int, pageNodes, threadNodes []int) *analyzer {
 		unplaced:    map[pageKey]uint8{},
 		thp:         thpState{firsts: map[pageKey]uint16{}},
 		oneNode:     len(pageNodes) == 1,
+		hinting:     len(pageNodes) > 1,
 	}
 	a.startNs = monotonicNs()
 	for i, n := range pageNodes {
@@ -313,6 +338,9 @@ func (a *analyzer) record(rec []byte) {
 	case unix.PERF_RECORD_LOST:
 		if len(rec) >= 24 {
 			a.lost += le64(rec, 16)
+			// An munmap may have been among them: no page known until
+			// now can be trusted to be the same memory (handleFault).
+			a.lossEpoch++
 		}
 	}
 }
@@ -604,11 +632,11 @@ func (a *analyzer) handleFault(s *rawSample) {
 	lk := locKey{pid: s.pid, ip: s.ip, caller: s.caller}
 	ps, touched := a.pages[key]
 	if !touched {
-		if n, ok := a.huge[pageKey{s.pid, s.addr &^ (hugeSize - 1)}]; ok {
+		if h, ok := a.huge[pageKey{s.pid, s.addr &^ (hugeSize - 1)}]; ok {
 			// Placed by an earlier huge-page fault, counted there; a fault
 			// here now is an access (after a split or a hinting unmap).
 			site := a.siteAt(s.pid, s.addr)
-			ps, touched = pageState{node: n, mapping: a.mappingFor(s.pid, key.page, site), site: site}, true
+			ps, touched = pageState{node: h.node, mapping: a.mappingFor(s.pid, key.page, site), site: site, epoch: h.epoch}, true
 			a.pages[key] = ps
 		}
 	}
@@ -621,7 +649,7 @@ func (a *analyzer) handleFault(s *rawSample) {
 		// once a round, after the drain, so it has every mapping made
 		// before this fault (unless already unmapped again).
 		mapping := a.mappingFor(s.pid, key.page, site)
-		a.pages[key] = pageState{node: int16(a.nodeOfCPU(s.cpu)), unsure: !a.oneNode, unpinnedOwner: t.node < 0, site: site, mapping: mapping}
+		a.pages[key] = pageState{node: int16(a.nodeOfCPU(s.cpu)), unsure: !a.oneNode, unpinnedOwner: t.node < 0, site: site, mapping: mapping, epoch: a.lossEpoch}
 		var d Metrics
 		d.FirstTouch = 1
 		if t.node < 0 {
@@ -631,7 +659,22 @@ func (a *analyzer) handleFault(s *rawSample) {
 		a.pending = append(a.pending, pendingFirst{key: key, loc: lk, tid: t.tid, unpinned: t.node < 0})
 		return
 	}
-	// A later fault on a touched page: a NUMA hinting fault, a sampled access.
+	// A later fault on a touched page: a NUMA hinting fault, a sampled
+	// access, if the kernel takes hinting faults here at all.
+	if !a.hinting {
+		a.repeats++
+		return
+	}
+	if ps.epoch != a.lossEpoch {
+		// Known from before records were lost. Had its munmap been among
+		// them, this would be the first touch of other memory at the same
+		// address (mmap reuses addresses), and an access it is not: count
+		// neither, and know the page again from here, where it really is.
+		a.afterLoss++
+		ps.epoch, ps.unsure = a.lossEpoch, !a.oneNode
+		a.pages[key] = ps
+		return
+	}
 	wasUnsure := ps.unsure
 	if wasUnsure {
 		// First touched, or accessed remotely, earlier in this round (or

@@ -48,13 +48,17 @@ type Profile struct {
 	// Samples are the page faults seen; Lost the records the kernel
 	// dropped because a ring buffer was full (at least the page faults its
 	// count has that never arrived).
-	Samples      uint64     `json:"samples"`
-	Lost         uint64     `json:"lost"`
-	HugePages    uint64     `json:"huge_pages"`
-	Totals       Metrics    `json:"totals"`
-	AccessMatrix Matrix     `json:"access_matrix"`
-	Locations    []Location `json:"locations"`
-	Threads      []Thread   `json:"threads"`
+	Samples uint64 `json:"samples"`
+	Lost    uint64 `json:"lost"`
+	// FaultsAfterLoss are faults on pages known from before records were
+	// lost, counted neither as first touches nor as accesses: the lost
+	// records may have held the page's munmap.
+	FaultsAfterLoss uint64     `json:"faults_after_loss"`
+	HugePages       uint64     `json:"huge_pages"`
+	Totals          Metrics    `json:"totals"`
+	AccessMatrix    Matrix     `json:"access_matrix"`
+	Locations       []Location `json:"locations"`
+	Threads         []Thread   `json:"threads"`
 	// Mappings say where the memory came from: heap, stack, anonymous
 	// mmap, file.
 	Mappings []Mapping `json:"mappings"`
@@ -174,7 +178,7 @@ func Run(args []string, opt Options) (*Profile, error) {
 	a.thp = openTHP(procRoot, "/sys")
 	defer a.thp.close()
 	p := &Profile{Command: args, Nodes: pageNodes}
-	p.NUMABalancing, p.Notes = balancingNotes(procRoot, topo)
+	p.NUMABalancing, a.hinting, p.Notes = balancingNotes(procRoot, topo)
 
 	path, err := exec.LookPath(args[0])
 	if err != nil {
@@ -311,11 +315,14 @@ func cpuNodes(topo *topology.Topology) (cpuNode []int, cpus []int) {
 	return cpuNode, cpus
 }
 
-// balancingNotes says whether sampled accesses can be expected.
-func balancingNotes(procRoot string, topo *topology.Topology) (bool, []string) {
-	notes := []string{}
+// balancingNotes says whether NUMA balancing is on, and whether a page
+// fault can be a NUMA hinting fault (a sampled access): with more than one
+// node, and balancing on or not known to be off.
+func balancingNotes(procRoot string, topo *topology.Topology) (on, hinting bool, notes []string) {
+	notes = []string{}
 	b, err := os.ReadFile(procRoot + "/sys/kernel/numa_balancing")
-	on := err == nil && strings.TrimSpace(string(b)) != "0"
+	on = err == nil && strings.TrimSpace(string(b)) != "0"
+	hinting = len(topo.Nodes) > 1 && (on || err != nil)
 	switch {
 	case len(topo.Nodes) < 2:
 		notes = append(notes, "this machine has one NUMA node: there are no NUMA hinting faults, so no sampled accesses (local/remote); first touches are reported")
@@ -324,7 +331,7 @@ func balancingNotes(procRoot string, topo *topology.Topology) (bool, []string) {
 	case !on:
 		notes = append(notes, "automatic NUMA balancing is off (kernel.numa_balancing=0): no sampled accesses (local/remote), only first touches; enable it with sysctl kernel.numa_balancing=1")
 	}
-	return on, notes
+	return on, hinting, notes
 }
 
 // seed records what exists before the program's first instruction: its
@@ -378,9 +385,17 @@ func parseMapsLine(line string) (mapping, bool) {
 
 // fill writes the analyzer's counts into p, symbolizing the locations.
 func (a *analyzer) fill(p *Profile) {
-	p.Samples, p.Lost, p.HugePages = a.samples, a.lost, a.hugePages
+	p.Samples, p.Lost, p.HugePages, p.FaultsAfterLoss = a.samples, a.lost, a.hugePages, a.afterLoss
 	if a.lost > 0 {
 		p.Notes = append(p.Notes, fmt.Sprintf("the kernel dropped %d records because numascope fell behind: counts are low by about that much", a.lost))
+	}
+	if a.afterLoss > 0 {
+		p.Notes = append(p.Notes, fmt.Sprintf("%d faults on pages known from before records were lost are counted neither as first touches nor as accesses "+
+			"(an munmap may have been among the lost records, and the address reused): first touches and local/remote accesses are low by up to that much", a.afterLoss))
+	}
+	if a.repeats > 0 {
+		p.Notes = append(p.Notes, fmt.Sprintf("%d later faults on pages already touched are not accesses: without NUMA hinting faults here they are memory unmapped and mapped again, "+
+			"copy-on-write or reclaim", a.repeats))
 	}
 	p.Totals = a.totals
 	p.AccessMatrix = Matrix{ThreadNodes: a.threadNodes, PageNodes: p.Nodes, Counts: a.matrix}

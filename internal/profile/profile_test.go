@@ -9,6 +9,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -501,6 +503,7 @@ func BenchmarkRecord(b *testing.B) {
 func TestExecForgetsPages(t *testing.T) {
 	const fake = 1 << 23
 	a := newAnalyzer([]int{0}, []int{0}, []int{-1, 0})
+	a.hinting = true // as on one node of a machine with NUMA balancing on
 	a.procRoot = t.TempDir()
 	writeStatus(t, a.procRoot, fake, fake, "0")
 	comm := make([]byte, 8, 16+sampleIDSize)
@@ -523,6 +526,105 @@ func TestExecForgetsPages(t *testing.T) {
 	}
 	if a.threads[fake].comm != "prog" {
 		t.Errorf("comm %q, want prog", a.threads[fake].comm)
+	}
+}
+
+// total is the sum of the matrix's counts.
+func (m Matrix) total() (n uint64) {
+	for _, r := range m.Counts {
+		for _, c := range r {
+			n += c
+		}
+	}
+	return n
+}
+
+// TestFaultStormInventsNoAccesses: on a machine without NUMA hinting faults
+// (the build machines: one node), a storm of four faulting threads per CPU
+// that mmap, touch and munmap the same addresses over and over (the kernel
+// reuses them) yields first touches and not one sampled access, whether
+// records were lost or not.
+func TestFaultStormInventsNoAccesses(t *testing.T) {
+	topo := liveTopology(t)
+	if b, err := os.ReadFile("/proc/sys/kernel/numa_balancing"); len(topo.Nodes) > 1 && err == nil && strings.TrimSpace(string(b)) != "0" {
+		t.Skip("NUMA balancing is on with several nodes: hinting faults are real accesses here (the NUMA VM suite covers it)")
+	}
+	gcc, err := exec.LookPath("gcc")
+	if err != nil {
+		t.Fatal("gcc not found: run scripts/install-test-deps")
+	}
+	bin := filepath.Join(t.TempDir(), "profbench")
+	src := filepath.Join("..", "..", "testdata", "workloads", "profbench.c")
+	if b, err := exec.Command(gcc, "-O1", "-pthread", "-o", bin, src).CombinedOutput(); err != nil {
+		t.Fatalf("gcc %s: %v: %s", src, err, b)
+	}
+	threads := 4 * runtime.NumCPU()
+	p := runProfile(t, bin, "--faults", "--threads", strconv.Itoa(threads), "--mb", "128", "--rounds", "24")
+	t.Logf("%d threads: %d samples, %d lost, %d after a loss, %d first touches", threads, p.Samples, p.Lost, p.FaultsAfterLoss, p.Totals.FirstTouch)
+	if p.Totals.Accesses() != 0 || p.AccessMatrix.total() != 0 {
+		t.Errorf("%d sampled accesses (matrix %v) on a machine that takes no hinting faults", p.Totals.Accesses(), p.AccessMatrix.Counts)
+	}
+	if p.Totals.FirstTouch < 32768 { // 128 MiB of 4 KiB pages, in every round
+		t.Errorf("%d first touches, want at least the 32768 pages of one round", p.Totals.FirstTouch)
+	}
+}
+
+// TestNoHintingNoAccesses: where the kernel takes no NUMA hinting faults
+// (one node, or balancing off), a later fault on a known page is never a
+// sampled access, whatever it is (an munmap missed, copy-on-write).
+func TestNoHintingNoAccesses(t *testing.T) {
+	const fake = 1 << 23
+	a := newAnalyzer([]int{0}, []int{0}, []int{-1, 0})
+	a.procRoot = t.TempDir()
+	writeStatus(t, a.procRoot, fake, fake, "0")
+	for i, addr := range []uint64{0x5000, 0x6000, 0x5008, 0x6010, 0x5000} {
+		a.batch = append(a.batch, rawSample{ip: 1, addr: addr, time: uint64(10 + i), pid: fake, tid: fake, cpu: 0})
+	}
+	a.handleBatch()
+	if a.totals.FirstTouch != 2 || a.totals.Accesses() != 0 || a.repeats != 3 {
+		t.Errorf("totals %+v, %d repeats; want 2 first touches, no access, 3 repeats", a.totals, a.repeats)
+	}
+	p := &Profile{Nodes: []int{0}}
+	a.fill(p)
+	if !slices.ContainsFunc(p.Notes, func(n string) bool { return strings.HasPrefix(n, "3 later faults") }) {
+		t.Errorf("no note counts the 3 later faults: %q", p.Notes)
+	}
+}
+
+// TestLossMakesKnownPagesSuspect: after the kernel drops records, a fault
+// on a page known from before is not taken for an access (its munmap may
+// have been lost and the address reused), nor for a first touch; it is
+// counted in faults_after_loss, and the page's next fault is an access
+// again.
+func TestLossMakesKnownPagesSuspect(t *testing.T) {
+	const fake = 1 << 23
+	a := newAnalyzer([]int{0, 1}, []int{0, 1}, []int{-1, 0, 1})
+	a.procRoot = t.TempDir()
+	writeStatus(t, a.procRoot, fake, fake, "0")
+	tm := uint64(10)
+	fault := func(addr uint64) {
+		tm++
+		a.batch = append(a.batch, rawSample{ip: 1, addr: addr, time: tm, pid: fake, tid: fake, cpu: 0})
+		a.handleBatch()
+	}
+	fault(0x5000) // first touch
+	fault(0x6000) // first touch
+	fault(0x5008) // an access
+	body := make([]byte, 16)
+	binary.LittleEndian.PutUint64(body[8:], 7) // 7 records lost
+	a.record(rec(unix.PERF_RECORD_LOST, body))
+	fault(0x5000) // suspect: neither
+	fault(0x6000) // suspect: neither
+	fault(0x5010) // known again since: an access
+	fault(0x7000) // new: a first touch
+	want := Metrics{FirstTouch: 3, Local: 2}
+	if a.totals != want || a.afterLoss != 2 || a.lost != 7 {
+		t.Errorf("totals %+v, %d after the loss, %d lost; want %+v, 2 and 7", a.totals, a.afterLoss, a.lost, want)
+	}
+	p := &Profile{Nodes: []int{0, 1}}
+	a.fill(p)
+	if p.FaultsAfterLoss != 2 || !slices.ContainsFunc(p.Notes, func(n string) bool { return strings.HasPrefix(n, "2 faults on pages known from before") }) {
+		t.Errorf("faults_after_loss %d, notes %q; want 2 and a note", p.FaultsAfterLoss, p.Notes)
 	}
 }
 

@@ -208,6 +208,9 @@ const rigPid = 1 << 23
 
 func newSyscallRig(t *testing.T) *syscallRig {
 	a := newAnalyzer([]int{0}, []int{0}, []int{-1, 0})
+	// As if this node were one of a machine with NUMA balancing on: a
+	// later fault on a known page is a sampled access.
+	a.hinting = true
 	a.procRoot = t.TempDir()
 	writeStatus(t, a.procRoot, rigPid, rigPid, "0")
 	fakeSyscalls(a)

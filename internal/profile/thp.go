@@ -170,7 +170,7 @@ func (a *analyzer) decideHuge() {
 // mapping and allocation site.
 func (a *analyzer) creditHuge(c *thpCandidate) {
 	rk := regionOf(c.key)
-	a.huge[rk] = c.node
+	a.huge[rk] = hugeState{node: c.node, epoch: a.lossEpoch}
 	a.hugePages++
 	seen := uint64(a.thp.firsts[rk])
 	extra := hugeSize/a.pageSize - min(seen, hugeSize/a.pageSize)
