@@ -77,7 +77,15 @@ func TestNumavmContract(t *testing.T) {
 	// watchdog.)
 	args = append(append([]string{}, small...), "--timeout", "120", "--", "sh", "-c",
 		"echo '<0>watchdog: BUG: soft lockup - CPU#0 stuck for 22s! [simulated:1]' >/dev/kmsg; sleep 600")
-	_, errs, code = numavm(t, noBin, args...)
+	for try := 1; ; try++ {
+		_, errs, code = numavm(t, noBin, args...)
+		// A real lockup or boot hang before the simulated report is the
+		// testbed's problem, not this check's answer: run it again.
+		if code != numavmLockedUp || strings.Contains(errs, "simulated:1") || try == 3 {
+			break
+		}
+		t.Logf("soft lockup: a real lockup or hang came first (try %d); running the VM again\n%s", try, tail(errs, 2000))
+	}
 	if code != numavmLockedUp || !strings.Contains(errs, "locked up") || !strings.Contains(errs, "simulated:1") {
 		t.Errorf("soft lockup: exit %d, stderr %q; want %d, a message and the kernel's report", code, tail(errs, 500), numavmLockedUp)
 	}
