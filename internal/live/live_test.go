@@ -855,8 +855,11 @@ func TestLiveRecordingSwitch(t *testing.T) {
 	if d := rb.Header.Start.Sub(lastA); d < -10*time.Microsecond || d > 10*time.Microsecond {
 		t.Errorf("b starts %v after a's last sample, want at it", d)
 	}
-	if first := rb.Samples[0].T; first < 0.004 || first > 0.1 {
-		t.Errorf("b's first sample at t=%v, want one interval (5 ms) after its t=0", first)
+	// The next sample after the switch: after t=0, and about one interval
+	// later; less when the sample at t=0 was itself late (deadlines are
+	// absolute: CI saw 2.4 ms), more on a loaded machine.
+	if first := rb.Samples[0].T; first <= 0 || first > 0.1 {
+		t.Errorf("b's first sample at t=%v, want the next sample after its t=0 (about 5 ms)", first)
 	}
 	if s := strings.Join(logs.lines, "\n"); strings.Contains(s, "recording stopped") {
 		t.Errorf("log: %s", s)
