@@ -45,12 +45,22 @@ func markedLine(t *testing.T, src, mark string) int {
 // buildWorkload compiles profnuma.c with debug information, or skips.
 func buildWorkload(t *testing.T, static bool) string {
 	t.Helper()
-	gcc, err := exec.LookPath("gcc")
-	if err != nil {
+	if _, err := exec.LookPath("gcc"); err != nil {
 		t.Skip("gcc not found: cannot build the test program (scripts/install-test-deps installs it)")
 	}
-	out := filepath.Join(t.TempDir(), "profnuma")
-	args := []string{"-g", "-O1", "-Wall", "-pthread", "-o", out, workloadSrc}
+	return buildC(t, workloadSrc, static)
+}
+
+// buildC compiles the test program src with debug information; a missing
+// static libc skips a static build.
+func buildC(t *testing.T, src string, static bool) string {
+	t.Helper()
+	gcc, err := exec.LookPath("gcc")
+	if err != nil {
+		t.Fatal("gcc not found: run scripts/install-test-deps")
+	}
+	out := filepath.Join(t.TempDir(), strings.TrimSuffix(filepath.Base(src), ".c"))
+	args := []string{"-g", "-O1", "-Wall", "-pthread", "-o", out, src}
 	if static {
 		args = append([]string{"-static"}, args...)
 	}
@@ -549,15 +559,7 @@ func TestFaultStormInventsNoAccesses(t *testing.T) {
 	if b, err := os.ReadFile("/proc/sys/kernel/numa_balancing"); len(topo.Nodes) > 1 && err == nil && strings.TrimSpace(string(b)) != "0" {
 		t.Skip("NUMA balancing is on with several nodes: hinting faults are real accesses here (the NUMA VM suite covers it)")
 	}
-	gcc, err := exec.LookPath("gcc")
-	if err != nil {
-		t.Fatal("gcc not found: run scripts/install-test-deps")
-	}
-	bin := filepath.Join(t.TempDir(), "profbench")
-	src := filepath.Join("..", "..", "testdata", "workloads", "profbench.c")
-	if b, err := exec.Command(gcc, "-O1", "-pthread", "-o", bin, src).CombinedOutput(); err != nil {
-		t.Fatalf("gcc %s: %v: %s", src, err, b)
-	}
+	bin := buildC(t, filepath.Join("..", "..", "testdata", "workloads", "profbench.c"), false)
 	threads := 4 * runtime.NumCPU()
 	p := runProfile(t, bin, "--faults", "--threads", strconv.Itoa(threads), "--mb", "128", "--rounds", "24")
 	t.Logf("%d threads: %d samples, %d lost, %d after a loss, %d first touches", threads, p.Samples, p.Lost, p.FaultsAfterLoss, p.Totals.FirstTouch)

@@ -106,6 +106,22 @@ func TestLocalFS(t *testing.T) {
 	}
 }
 
+// rawWriter returns a FileWriter on f, the file os.Open or os.Create gave
+// with err, closed when the test ends; a test of raw writes is skipped
+// where the temporary directory is not on a local file system.
+func rawWriter(t *testing.T, f *os.File, err error) *FileWriter {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	w := NewFileWriter(f)
+	if !w.Raw() {
+		t.Skip("the temporary directory is not on a local file system")
+	}
+	return w
+}
+
 // TestFileWriterErrorsLikeOs: a failed raw write reports what os.File's
 // Write would: a *fs.PathError naming the file, with the errno inside.
 func TestFileWriterErrorsLikeOs(t *testing.T) {
@@ -114,14 +130,7 @@ func TestFileWriterErrorsLikeOs(t *testing.T) {
 		t.Fatal(err)
 	}
 	f, err := os.Open(path) // read-only: write(2) fails with EBADF
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	w := NewFileWriter(f)
-	if !w.Raw() {
-		t.Skip("the temporary directory is not on a local file system")
-	}
+	w := rawWriter(t, f, err)
 	_, err = w.Write([]byte("x"))
 	var pe *fs.PathError
 	if !errors.As(err, &pe) || pe.Path != path || !errors.Is(err, syscall.EBADF) {
@@ -136,14 +145,7 @@ func TestFileWriterErrorsLikeOs(t *testing.T) {
 // made the ordinary way in the meantime all land.
 func TestSlowWritePausesRawWrites(t *testing.T) {
 	f, err := os.Create(filepath.Join(t.TempDir(), "big"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	w := NewFileWriter(f)
-	if !w.Raw() {
-		t.Skip("the temporary directory is not on a local file system")
-	}
+	w := rawWriter(t, f, err)
 	total := 0
 	for size := 256 << 10; w.until.IsZero(); size *= 2 {
 		if size > 512<<20 {

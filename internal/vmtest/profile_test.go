@@ -483,7 +483,12 @@ func TestProfileCPULess(t *testing.T) {
 		// Balancing off: said plainly, first touches still reported.
 		"echo 0 > /proc/sys/kernel/numa_balancing\n"+
 		"sec off sh -c 'timeout 60 numascope profile -o /tmp/off.json -- profnuma-g --serial --mb %d --seconds 1 --lead 0 --linger 0 2>&1 >/dev/null'\n"+
-		"sec off.json cat /tmp/off.json\n", mb, mb)
+		"sec off.json cat /tmp/off.json\n"+
+		// And a fault storm, four threads per CPU mapping, touching and
+		// unmapping the same addresses: no hinting fault, so not one
+		// sampled access, lost records or not.
+		"sec storm sh -c 'timeout 120 numascope profile -o /tmp/storm.json -- profbench --faults --threads 8 --mb 32 --rounds 6 --lead 0 --linger 0 2>&1 >/dev/null'\n"+
+		"sec storm.json cat /tmp/storm.json\n", mb, mb)
 	r := runVM(t, []string{"--nodes", "3", "--cpuless", "1", "--add", bin}, script)
 
 	var topo struct {
@@ -542,6 +547,18 @@ func TestProfileCPULess(t *testing.T) {
 		// Two workers (nodes 0 and 1), each buffer first-touched at @init.
 		if in := off.at(initLine); in.FirstTouch != 2*pages || in.Local+in.Remote != 0 {
 			t.Errorf("init line with balancing off: %+v, want %d first touches and no sampled access", in, 2*pages)
+		}
+		if off.Totals.Local+off.Totals.Remote != 0 {
+			t.Errorf("balancing off: totals %+v, want no sampled access anywhere", off.Totals)
+		}
+		r.section(t, "storm")
+		var storm profDoc
+		if err := json.Unmarshal([]byte(r.section(t, "storm.json")), &storm); err != nil {
+			t.Fatalf("the storm's profile is not valid JSON: %v", err)
+		}
+		t.Logf("storm with balancing off: %d lost, totals %+v", storm.Lost, storm.Totals)
+		if storm.Totals.Local+storm.Totals.Remote != 0 || storm.Totals.FirstTouch < 8192 {
+			t.Errorf("fault storm with balancing off: totals %+v, want no sampled access and at least one round's 8192 first touches", storm.Totals)
 		}
 	})
 }
