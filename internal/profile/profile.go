@@ -53,12 +53,15 @@ type Profile struct {
 	// FaultsAfterLoss are faults on pages known from before records were
 	// lost, counted neither as first touches nor as accesses: the lost
 	// records may have held the page's munmap.
-	FaultsAfterLoss uint64     `json:"faults_after_loss"`
-	HugePages       uint64     `json:"huge_pages"`
-	Totals          Metrics    `json:"totals"`
-	AccessMatrix    Matrix     `json:"access_matrix"`
-	Locations       []Location `json:"locations"`
-	Threads         []Thread   `json:"threads"`
+	FaultsAfterLoss uint64 `json:"faults_after_loss"`
+	// RepeatFaults are later faults on known pages where the kernel takes
+	// no NUMA hinting faults (one node, balancing off): not accesses.
+	RepeatFaults uint64     `json:"repeat_faults"`
+	HugePages    uint64     `json:"huge_pages"`
+	Totals       Metrics    `json:"totals"`
+	AccessMatrix Matrix     `json:"access_matrix"`
+	Locations    []Location `json:"locations"`
+	Threads      []Thread   `json:"threads"`
 	// Mappings say where the memory came from: heap, stack, anonymous
 	// mmap, file.
 	Mappings []Mapping `json:"mappings"`
@@ -385,7 +388,8 @@ func parseMapsLine(line string) (mapping, bool) {
 
 // fill writes the analyzer's counts into p, symbolizing the locations.
 func (a *analyzer) fill(p *Profile) {
-	p.Samples, p.Lost, p.HugePages, p.FaultsAfterLoss = a.samples, a.lost, a.hugePages, a.afterLoss
+	p.Samples, p.Lost, p.HugePages = a.samples, a.lost, a.hugePages
+	p.FaultsAfterLoss, p.RepeatFaults = a.afterLoss, a.repeats
 	if a.lost > 0 {
 		p.Notes = append(p.Notes, fmt.Sprintf("the kernel dropped %d records because numascope fell behind: counts are low by about that much", a.lost))
 	}

@@ -562,9 +562,12 @@ func TestFaultStormInventsNoAccesses(t *testing.T) {
 	bin := buildC(t, filepath.Join("..", "..", "testdata", "workloads", "profbench.c"), false)
 	threads := 4 * runtime.NumCPU()
 	p := runProfile(t, bin, "--faults", "--threads", strconv.Itoa(threads), "--mb", "128", "--rounds", "24")
-	t.Logf("%d threads: %d samples, %d lost, %d after a loss, %d first touches", threads, p.Samples, p.Lost, p.FaultsAfterLoss, p.Totals.FirstTouch)
+	t.Logf("%d threads: %d samples, %d lost, %d repeats, %d after a loss, %d first touches", threads, p.Samples, p.Lost, p.RepeatFaults, p.FaultsAfterLoss, p.Totals.FirstTouch)
 	if p.Totals.Accesses() != 0 || p.AccessMatrix.total() != 0 {
 		t.Errorf("%d sampled accesses (matrix %v) on a machine that takes no hinting faults", p.Totals.Accesses(), p.AccessMatrix.Counts)
+	}
+	if p.RepeatFaults+p.FaultsAfterLoss+p.Totals.FirstTouch > p.Samples {
+		t.Errorf("%d repeats, %d after a loss and %d first touches: more than the %d samples", p.RepeatFaults, p.FaultsAfterLoss, p.Totals.FirstTouch, p.Samples)
 	}
 	if p.Totals.FirstTouch < 32768 { // 128 MiB of 4 KiB pages, in every round
 		t.Errorf("%d first touches, want at least the 32768 pages of one round", p.Totals.FirstTouch)
