@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/numascope/numascope/internal/beneath"
 	"github.com/numascope/numascope/internal/profile"
 	"github.com/numascope/numascope/internal/topology"
 )
@@ -18,7 +19,7 @@ import (
 func init() { extraCommands = append(extraCommands, newProfileCmd) }
 
 func newProfileCmd(g *globals) *cobra.Command {
-	var out, format string
+	var out, format, capture string
 	var scanRate time.Duration
 	var stackCopy int
 	var force bool
@@ -94,8 +95,19 @@ it ends.`,
 			if copyOpt == 0 {
 				copyOpt = -1 // none
 			}
-			p, err := profile.Run(args, profile.Options{Topology: topo, Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr,
-				ScanRate: scanRate, Closer: closer, StackCopy: copyOpt})
+			opt := profile.Options{Topology: topo, Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr,
+				ScanRate: scanRate, Closer: closer, StackCopy: copyOpt}
+			if capture != "" {
+				// A new file, never through a symlink planted in its
+				// directory, readable by its owner only.
+				f, err := beneath.Create(filepath.Dir(capture), filepath.Base(capture), 0o600)
+				if err != nil {
+					return fmt.Errorf("--capture: %w (name a new file in a directory you own)", err)
+				}
+				defer f.Close()
+				opt.Capture = f
+			}
+			p, err := profile.Run(args, opt)
 			if err != nil {
 				return err
 			}
@@ -125,6 +137,8 @@ it ends.`,
 		},
 	}
 	cmd.Flags().StringVarP(&out, "output", "o", "numascope-profile.json", "profile file to write")
+	cmd.Flags().StringVar(&capture, "capture", "", "also write every perf record read to FILE, for replaying the consumer in its tests and benchmarks (docs/profile.md)")
+	_ = cmd.Flags().MarkHidden("capture") // a developer's tool
 	cmd.Flags().BoolVar(&force, "force", false, "overwrite FILE if it exists")
 	cmd.Flags().StringVar(&format, "format", "json", "output format (json)")
 	cmd.Flags().IntVar(&stackCopy, "stack-copy", profile.DefaultStackCopy, "bytes of user stack each page fault copies, where the application's call into libc (memset, memcpy) is found; "+

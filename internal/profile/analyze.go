@@ -1,18 +1,14 @@
 package profile
 
 import (
-	"bufio"
 	"cmp"
-	"encoding/binary"
 	"os"
 	"slices"
 	"sort"
-	"strconv"
-	"strings"
-	"unsafe"
 
 	"golang.org/x/sys/unix"
 
+	"github.com/numascope/numascope/internal/profile/perfring"
 	"github.com/numascope/numascope/internal/sysfs"
 )
 
@@ -134,10 +130,12 @@ type analyzer struct {
 	nodeIdx map[int]int // node ID -> column of the access matrix
 	rowIdx  map[int]int // thread node (-1 unpinned) -> row
 	// threadNodes are the matrix rows, pageNodes its columns.
-	threadNodes []int
-	pageSize    uint64
-	startNs     uint64 // start on CLOCK_MONOTONIC, the clock of the samples
-	procRoot    string
+	threadNodes, pageNodes []int
+	pageSize               uint64
+	startNs                uint64 // start on CLOCK_MONOTONIC, the clock of the samples
+	// kern answers what the records do not say: page nodes, affinities,
+	// mappings.
+	kern kernel
 
 	pages   map[pageKey]pageState
 	huge    map[pageKey]hugeState // 2 MiB regions found THP-backed
@@ -148,7 +146,10 @@ type analyzer struct {
 	matrix  [][]uint64
 	totals  Metrics
 
-	batch   []rawSample
+	batch []rawSample
+	// sortBuf and runs are sortBatch's buffers.
+	sortBuf []rawSample
+	runs    []int
 	stamp   uint64
 	pending []pendingFirst
 	refresh []refreshQ
@@ -178,13 +179,12 @@ type analyzer struct {
 	hugePages uint64
 
 	regions  map[int32][]region
-	pfn      *pfnNodes          // nil: no pagemap fallback
-	pagemaps map[int32]*os.File // open /proc/PID/pagemap files
-	mapsRead map[int32]uint64   // batch stamp of the last /proc/PID/maps read
-	mappings []Mapping          // [regionUnknown] is the unknown mapping
+	mapsRead map[int32]uint64 // batch stamp of the last /proc/PID/maps read
+	mappings []Mapping        // [regionUnknown] is the unknown mapping
 	mapIdx   map[mapKey]uint32
 
 	sym *symbolizer
+	dec decoded
 	// syscalls are the syscall tracepoints opened (none: allocation sites
 	// are not tracked and affinities are only polled).
 	syscalls []openedEvent
@@ -215,7 +215,6 @@ func newAnalyzer(cpuNode []int, pageNodes, threadNodes []int) *analyzer {
 		nodeIdx:     map[int]int{},
 		rowIdx:      map[int]int{},
 		pageSize:    uint64(os.Getpagesize()),
-		procRoot:    "/proc",
 		pages:       map[pageKey]pageState{},
 		huge:        map[pageKey]hugeState{},
 		threads:     map[int32]*threadState{},
@@ -224,11 +223,11 @@ func newAnalyzer(cpuNode []int, pageNodes, threadNodes []int) *analyzer {
 		locs:        map[locKey]*Metrics{},
 		stamp:       1,
 		regions:     map[int32][]region{},
-		pagemaps:    map[int32]*os.File{},
 		mapsRead:    map[int32]uint64{},
 		mappings:    []Mapping{{Kind: "unknown"}},
 		mapIdx:      map[mapKey]uint32{{kind: "unknown"}: regionUnknown},
 		threadNodes: threadNodes,
+		pageNodes:   pageNodes,
 		sym:         newSymbolizer(),
 		sysPend:     map[int32]sysPending{},
 		allocs:      map[int32][]allocRange{},
@@ -244,6 +243,9 @@ func newAnalyzer(cpuNode []int, pageNodes, threadNodes []int) *analyzer {
 		hinting:     len(pageNodes) > 1,
 	}
 	a.startNs = monotonicNs()
+	// The live kernel, without the pagemap fallback and the exact
+	// huge-page check (Run sets up the whole of it).
+	a.kern = &procKernel{procRoot: "/proc", pageSize: a.pageSize, pagemaps: map[int32]*os.File{}}
 	for i, n := range pageNodes {
 		a.nodeIdx[n] = i
 	}
@@ -267,82 +269,86 @@ func (a *analyzer) nodeOfCPU(cpu int32) int {
 // record handles one perf record. Samples are buffered for handleBatch;
 // the rest (rare) are applied at once.
 func (a *analyzer) record(rec []byte) {
-	switch recordType(rec) {
+	switch perfring.Type(rec) {
 	case unix.PERF_RECORD_SAMPLE:
-		var s sample
-		if !decodeSample(rec, &s) {
+		s := &a.dec.sample
+		if !perfring.DecodeSample(rec, s) {
 			return
 		}
-		if s.raw != nil {
-			a.syscallSample(&s)
+		if s.Raw != nil {
+			a.syscallSample(s)
 			return
 		}
 		a.samples++
-		r := rawSample{ip: s.ip, addr: s.addr, time: s.time, pid: s.pid, tid: s.tid, cpu: s.cpu}
-		if !a.hasLine(s.pid, s.ip) {
-			r.caller = a.faultCaller(&s)
+		r := rawSample{ip: s.IP, addr: s.Addr, time: s.Time, pid: s.PID, tid: s.TID, cpu: s.CPU}
+		if !a.hasLine(s.PID, s.IP) {
+			r.caller = a.faultCaller(s)
 		}
 		a.batch = append(a.batch, r)
 	case unix.PERF_RECORD_MMAP2:
-		if len(rec) < 72+sampleIDSize {
+		m := &a.dec.mmap
+		if !perfring.DecodeMmap2(rec, m) || m.Prot&unix.PROT_EXEC == 0 {
 			return
 		}
-		pid := int32(le32(rec, 8))
-		prot := le32(rec, 64)
-		if prot&unix.PROT_EXEC == 0 {
-			return
-		}
-		start, length, pgoff := le64(rec, 16), le64(rec, 24), le64(rec, 32)
-		name := cString(rec[72 : len(rec)-sampleIDSize])
-		a.maps[pid] = append(a.maps[pid], mapping{start: start, end: start + length, pgoff: pgoff, file: name})
+		a.maps[m.PID] = append(a.maps[m.PID], mapping{start: m.Start, end: m.Start + m.Len, pgoff: m.Pgoff, file: string(m.File)})
 	case unix.PERF_RECORD_COMM:
-		if len(rec) < 16+sampleIDSize {
+		c := &a.dec.comm
+		if !perfring.DecodeComm(rec, c) {
 			return
 		}
-		tid := int32(le32(rec, 12))
-		pid := int32(le32(rec, 8))
-		t := a.thread(pid, tid)
-		t.comm = cString(rec[16 : len(rec)-sampleIDSize])
-		if binary.LittleEndian.Uint16(rec[4:])&miscCommExec != 0 {
+		t := a.thread(c.PID, c.TID)
+		if string(c.Name) != t.comm {
+			t.comm = string(c.Name)
+		}
+		if c.Exec {
 			// An exec: the process's old pages are gone. Forget them in
 			// time order, among the samples.
-			a.batch = append(a.batch, rawSample{kind: evExec, time: recordTime(rec), pid: pid, tid: tid})
+			a.batch = append(a.batch, rawSample{kind: evExec, time: c.Time, pid: c.PID, tid: c.TID})
 		}
 	case unix.PERF_RECORD_FORK:
-		if len(rec) < 32 {
+		f := &a.dec.task
+		if !perfring.DecodeTask(rec, f) {
 			return
 		}
-		pid, ppid, tid, ptid := int32(le32(rec, 8)), int32(le32(rec, 12)), int32(le32(rec, 16)), int32(le32(rec, 20))
-		if pid != ppid {
+		if f.PID != f.PPID {
 			// A new process starts with its parent's mappings. They are
 			// looked up in the parent at symbolization time rather than
 			// copied now, since records from other CPUs' rings (the
 			// parent's last mmaps) may not have been read yet.
-			a.parent[pid] = ppid
+			a.parent[f.PID] = f.PPID
 		}
-		t := a.thread(pid, tid)
-		if p, ok := a.threads[ptid]; ok && t.comm == "" {
+		t := a.thread(f.PID, f.TID)
+		if p, ok := a.threads[f.PTID]; ok && t.comm == "" {
 			t.comm = p.comm // a new thread or process has its parent's name until it execs
 		}
 		// Its affinity is its parent's at that moment: set in time order.
-		a.batch = append(a.batch, rawSample{kind: evFork, time: le64(rec, 24), pid: pid, tid: tid, a0: uint64(ptid)})
+		a.batch = append(a.batch, rawSample{kind: evFork, time: f.Time, pid: f.PID, tid: f.TID, a0: uint64(f.PTID)})
 	case unix.PERF_RECORD_EXIT:
-		if len(rec) < 32 {
+		e := &a.dec.task
+		if !perfring.DecodeTask(rec, e) {
 			return
 		}
-		tid := int32(le32(rec, 16))
-		if t, ok := a.threads[tid]; ok {
+		if t, ok := a.threads[e.TID]; ok {
 			t.exited = true
 		}
-		delete(a.lastCall, tid) // its number may be reused
+		delete(a.lastCall, e.TID) // its number may be reused
 	case unix.PERF_RECORD_LOST:
-		if len(rec) >= 24 {
-			a.lost += le64(rec, 16)
+		if n, ok := perfring.DecodeLost(rec); ok {
+			a.lost += n
 			// An munmap may have been among them: no page known until
 			// now can be trusted to be the same memory (handleFault).
 			a.lossEpoch++
 		}
 	}
+}
+
+// decoded holds the analyzer's decoded records, reused from one record to
+// the next so that decoding allocates nothing.
+type decoded struct {
+	sample perfring.Sample
+	mmap   perfring.Mmap2
+	comm   perfring.Comm
+	task   perfring.Task
 }
 
 // hasLine says whether a faulting instruction has line information, so that
@@ -375,30 +381,30 @@ const routineSpan = 1024
 // frame-pointer walk misses the innermost caller of a routine that sets up
 // no frame, reporting its caller's caller. The result points inside the
 // call instruction (0: none).
-func (a *analyzer) faultCaller(s *sample) uint64 {
-	if ip, ok := a.appReturnIn(s.pid, s.stack); ok {
-		if c := (routineCall{s.ip, ip - 1}); a.lastCall[s.tid] != c {
-			a.lastCall[s.tid] = c
+func (a *analyzer) faultCaller(s *perfring.Sample) uint64 {
+	if ip, ok := a.appReturnIn(s.PID, s.Stack); ok {
+		if c := (routineCall{s.IP, ip - 1}); a.lastCall[s.TID] != c {
+			a.lastCall[s.TID] = c
 		}
 		return ip - 1
 	}
-	if s.stackCut {
+	if s.StackCut {
 		// The kernel's copy stopped short: it copies without faulting, and
 		// a stack page was not mapped. The call into the routine wrote its
 		// return address there, so the page was unmapped since, by the
 		// NUMA balancing scanner, while the thread stayed in the routine:
 		// the thread's last fault in the same routine (|leaf - ip| <
 		// routineSpan) had the caller.
-		if c, ok := a.lastCall[s.tid]; ok && c.leaf-s.ip+routineSpan < 2*routineSpan {
+		if c, ok := a.lastCall[s.TID]; ok && c.leaf-s.IP+routineSpan < 2*routineSpan {
 			return c.caller
 		}
 	}
 	// The chain starts with PERF_CONTEXT_USER and the leaf IP; the next
 	// address is the caller's return address.
 	seenLeaf := false
-	for i := 0; i < chainLen(s.chain); i++ {
-		ip := chainAt(s.chain, i)
-		if isContext(ip) {
+	for i := 0; i < s.Chain.Len(); i++ {
+		ip := s.Chain.At(i)
+		if perfring.IsContext(ip) {
 			continue
 		}
 		if !seenLeaf {
@@ -469,7 +475,7 @@ func (a *analyzer) readAffinity(t *threadState, via string, at uint64) {
 
 // affinityOf reads a thread's Cpus_allowed_list.
 func (a *analyzer) affinityOf(t *threadState) (string, []int, bool) {
-	list, ok := readStatusField(a.procRoot+"/"+strconv.Itoa(int(t.pid))+"/task/"+strconv.Itoa(int(t.tid))+"/status", "Cpus_allowed_list:")
+	list, ok := a.kern.Affinity(t.pid, t.tid)
 	if !ok {
 		return "", nil, false
 	}
@@ -511,21 +517,6 @@ func (a *analyzer) setAffinity(t *threadState, list string, cpus []int, via stri
 	t.log = append(t.log, Binding{TimeS: a.sinceStart(at), CPUs: list, Nodes: append([]int(nil), t.nodes...), Via: via})
 }
 
-func readStatusField(path, key string) (string, bool) {
-	f, err := os.Open(path)
-	if err != nil {
-		return "", false
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		if v, ok := strings.CutPrefix(sc.Text(), key); ok {
-			return strings.TrimSpace(v), true
-		}
-	}
-	return "", false
-}
-
 // handleBatch handles every record drained so far (see handleUntil).
 func (a *analyzer) handleBatch() { a.handleUntil(^uint64(0)) }
 
@@ -539,9 +530,7 @@ func (a *analyzer) handleBatch() { a.handleUntil(^uint64(0)) }
 // that is gone).
 func (a *analyzer) handleUntil(horizon uint64) {
 	a.stamp++
-	// Each ring's records are in time order already, and pdqsort is quick
-	// on such runs.
-	slices.SortFunc(a.batch, func(x, y rawSample) int { return cmp.Compare(x.time, y.time) })
+	a.sortBatch()
 	n := sort.Search(len(a.batch), func(i int) bool { return a.batch[i].time > horizon })
 	later := a.batch[n:]
 	a.batch = a.batch[:n]
@@ -577,9 +566,6 @@ func (a *analyzer) loc(k locKey) *Metrics {
 	}
 	return m
 }
-
-// miscCommExec is PERF_RECORD_MISC_COMM_EXEC: a COMM record from exec.
-const miscCommExec = 1 << 13
 
 func (a *analyzer) handle(s *rawSample) {
 	switch s.kind {
@@ -854,9 +840,6 @@ func (a *analyzer) lookupNodes(q []nodeQuery) {
 	}
 }
 
-// movePagesBatch bounds one move_pages call.
-const movePagesBatch = 4096
-
 // nodeNow asks where one page is now (lookupNodes for one page): -1 when
 // neither move_pages nor pagemap knows.
 func (a *analyzer) nodeNow(key pageKey) int {
@@ -865,26 +848,27 @@ func (a *analyzer) nodeNow(key pageKey) int {
 	return int(a.oneQuery[0].node)
 }
 
-// move_pages reads an array of user pointers: the pages' addresses are
-// passed as they are, which needs 64-bit pointers (a 32-bit build fails
-// here).
-const _ = uint64(unsafe.Sizeof(uintptr(0))) - 8
-
-// movePages returns the node of each page of pid (nodes == NULL: query
-// only), or a negative errno for a page that is not present; nil when the
-// process is gone. The result is a.statusBuf, valid until the next call.
+// movePages returns the node of each page of pid, or a negative errno for a
+// page that is not present; nil when the process is gone. The result is
+// a.statusBuf, valid until the next call.
 func (a *analyzer) movePages(pid int32, pages []uint64) []int32 {
 	if cap(a.statusBuf) < len(pages) {
 		a.statusBuf = make([]int32, len(pages))
 	}
 	status := a.statusBuf[:len(pages)]
-	for off := 0; off < len(pages); off += movePagesBatch {
-		end := min(off+movePagesBatch, len(pages))
-		_, _, errno := unix.Syscall6(unix.SYS_MOVE_PAGES, uintptr(pid), uintptr(end-off),
-			uintptr(unsafe.Pointer(&pages[off])), 0, uintptr(unsafe.Pointer(&status[off])), 0)
-		if errno != 0 {
-			return nil
-		}
+	if !a.kern.PageNodes(pid, pages, status) {
+		return nil
 	}
 	return status
+}
+
+// pagemapNode returns the node of a page from its physical frame, or -1:
+// the fallback of move_pages for a page NUMA balancing has just made
+// PROT_NONE, which move_pages does not report (see pfnNodes).
+func (a *analyzer) pagemapNode(pid int32, page uint64) int {
+	pfn, ok := a.kern.PageFrame(pid, page)
+	if !ok {
+		return -1
+	}
+	return a.kern.FrameNode(pfn)
 }

@@ -1,8 +1,6 @@
 package profile
 
 import (
-	"bufio"
-	"os"
 	"sort"
 	"strconv"
 	"strings"
@@ -86,15 +84,13 @@ func findRegion(rs []region, addr uint64) (uint32, bool) {
 // readRegions replaces pid's ranges with /proc/PID/maps; a process that is
 // gone keeps the ranges it had.
 func (a *analyzer) readRegions(pid int32) {
-	f, err := os.Open(a.procRoot + "/" + strconv.Itoa(int(pid)) + "/maps")
-	if err != nil {
+	maps, ok := a.kern.Maps(pid)
+	if !ok {
 		return
 	}
-	defer f.Close()
 	var rs []region
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		start, end, name, ok := parseRange(sc.Text())
+	for line := range strings.Lines(string(maps)) {
+		start, end, name, ok := parseRange(line)
 		if !ok {
 			continue
 		}

@@ -14,9 +14,10 @@
 package profile
 
 import (
-	"bufio"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -28,6 +29,8 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/numascope/numascope/internal/perfevent"
+	"github.com/numascope/numascope/internal/profile/perfring"
 	"github.com/numascope/numascope/internal/sigfwd"
 	"github.com/numascope/numascope/internal/topology"
 )
@@ -135,6 +138,10 @@ type Options struct {
 	// DefaultStackCopy): 0 is DefaultStackCopy, negative none, at most
 	// MaxStackCopy, a multiple of 8.
 	StackCopy int
+	// Capture, if set, receives every record the rings gave, drain by
+	// drain (perfring's capture format): a stream the consumer can be
+	// replayed on without the kernel, for its tests and benchmarks.
+	Capture io.Writer
 }
 
 // pollMs is how often the rings are drained when they fill slowly: it bounds
@@ -175,11 +182,10 @@ func Run(args []string, opt Options) (*Profile, error) {
 		}
 	}
 	a := newAnalyzer(cpuNode, pageNodes, threadNodes)
-	a.procRoot = procRoot
-	a.pfn = loadPFNNodes("/sys", a.pageSize)
-	defer a.closePagemaps()
-	a.thp = openTHP(procRoot, "/sys")
-	defer a.thp.close()
+	kern := newProcKernel(procRoot, "/sys", a.pageSize)
+	defer kern.Close()
+	a.kern = kern
+	a.thp = openTHP("/sys")
 	p := &Profile{Command: args, Nodes: pageNodes}
 	p.NUMABalancing, a.hinting, p.Notes = balancingNotes(procRoot, topo)
 
@@ -209,6 +215,7 @@ func Run(args []string, opt Options) (*Profile, error) {
 	defer signal.Stop(sigs)
 
 	var ps *perfSession
+	var capture *perfring.CaptureWriter
 	err = startStopped(cmd, func(pid int) error {
 		var err error
 		if ps, err = openPerf(pid, cpus, stackCopy); err != nil {
@@ -220,6 +227,11 @@ func Run(args []string, opt Options) (*Profile, error) {
 				"the syscall tracepoints are unavailable (%v); run as root, or set kernel.perf_event_paranoid=-1", pollMs, err))
 		}
 		a.seed(pid, args[0])
+		if opt.Capture != nil {
+			if capture, err = startCapture(opt.Capture, a, pid); err != nil {
+				return err
+			}
+		}
 		return nil
 	})
 	if err != nil {
@@ -247,11 +259,20 @@ func Run(args []string, opt Options) (*Profile, error) {
 		// Records after the moment this pass starts may still be coming
 		// in rings read earlier: they wait for the next pass.
 		horizon := monotonicNs() - horizonSlack
-		ps.drain(a.record)
-		if running {
-			a.handleUntil(horizon)
+		if !running {
+			horizon = ^uint64(0)
+		}
+		if capture != nil {
+			ps.drain(func(rec []byte) { capture.Record(rec); a.record(rec) })
+			capture.Pass(horizon)
 		} else {
-			a.handleBatch()
+			ps.drain(a.record)
+		}
+		a.handleUntil(horizon)
+	}
+	if capture != nil {
+		if err := capture.Close(); err != nil {
+			p.Notes = append(p.Notes, fmt.Sprintf("the record capture is incomplete: %v", err))
 		}
 	}
 	// Samples the kernel dropped without a PERF_RECORD_LOST to say so are
@@ -341,11 +362,9 @@ func balancingNotes(procRoot string, topo *topology.Topology) (on, hinting bool,
 // executable mappings (mapped by execve, before the event existed, so no
 // MMAP2 record describes them) and its main thread.
 func (a *analyzer) seed(pid int, name string) {
-	f, err := os.Open(a.procRoot + "/" + strconv.Itoa(pid) + "/maps")
-	if err == nil {
-		sc := bufio.NewScanner(f)
-		for sc.Scan() {
-			if m, ok := parseMapsLine(sc.Text()); ok {
+	if maps, ok := a.kern.Maps(int32(pid)); ok {
+		for line := range strings.Lines(string(maps)) {
+			if m, ok := parseMapsLine(line); ok {
 				a.maps[int32(pid)] = append(a.maps[int32(pid)], m)
 				// Read the program's line tables now, while it is
 				// stopped: the first faults ask for them, and reading a
@@ -354,15 +373,14 @@ func (a *analyzer) seed(pid int, name string) {
 				a.sym.load(m.file)
 			}
 		}
-		f.Close()
 	}
 	t := a.thread(int32(pid), int32(pid))
 	if t.status == "" {
 		a.readAffinity(t, "start", 0) // stopped: its affinity at its start
 	}
 	t.comm = name
-	if b, err := os.ReadFile(a.procRoot + "/" + strconv.Itoa(pid) + "/comm"); err == nil {
-		t.comm = strings.TrimSpace(string(b))
+	if comm, ok := a.kern.Comm(int32(pid)); ok {
+		t.comm = comm
 	}
 }
 
@@ -506,4 +524,47 @@ func (a *analyzer) resolve(sym *symbolizer, pid int32, ip uint64) (Frame, bool) 
 		pid = pp
 	}
 	return Frame{}, false
+}
+
+// captureMeta is the header of a record capture: what the analyzer knew
+// before the first record, so that a replay starts where the run did.
+type captureMeta struct {
+	PID         int32  `json:"pid"`
+	Comm        string `json:"comm"`
+	Maps        string `json:"maps"`
+	Affinity    string `json:"affinity"`
+	CPUNode     []int  `json:"cpu_node"`
+	PageNodes   []int  `json:"page_nodes"`
+	ThreadNodes []int  `json:"thread_nodes"`
+	Hinting     bool   `json:"hinting"`
+	THPOff      bool   `json:"thp_off"`
+	PageSize    uint64 `json:"page_size"`
+	// Syscalls are the syscall tracepoints opened: their ids and field
+	// offsets are this kernel's, and the raw records hold them.
+	Syscalls []capturedSyscall `json:"syscalls"`
+}
+
+// capturedSyscall is a syscall tracepoint as opened.
+type capturedSyscall struct {
+	Name       string                `json:"name"`
+	Tracepoint *perfevent.Tracepoint `json:"tracepoint"`
+}
+
+// startCapture writes a capture's header for the stopped process pid.
+func startCapture(w io.Writer, a *analyzer, pid int) (*perfring.CaptureWriter, error) {
+	m := captureMeta{PID: int32(pid), CPUNode: a.cpuNode, PageNodes: a.pageNodes, ThreadNodes: a.threadNodes,
+		Hinting: a.hinting, THPOff: a.thp.off, PageSize: a.pageSize}
+	if maps, ok := a.kern.Maps(int32(pid)); ok {
+		m.Maps = string(maps)
+	}
+	m.Comm, _ = a.kern.Comm(int32(pid))
+	m.Affinity, _ = a.kern.Affinity(int32(pid), int32(pid))
+	for _, oe := range a.syscalls {
+		m.Syscalls = append(m.Syscalls, capturedSyscall{Name: oe.ev.name, Tracepoint: oe.tp})
+	}
+	b, err := json.Marshal(m)
+	if err != nil {
+		return nil, err
+	}
+	return perfring.NewCaptureWriter(w, b), nil
 }

@@ -17,6 +17,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/numascope/numascope/internal/profile/perfring"
 	"github.com/numascope/numascope/internal/sysfs"
 	"github.com/numascope/numascope/internal/topology"
 )
@@ -333,33 +334,20 @@ func TestExitStatus(t *testing.T) {
 	}
 }
 
-// writeStatus writes a fake /proc/PID/task/TID/status with an affinity.
-func writeStatus(t *testing.T, root string, pid, tid int, cpus string) {
-	t.Helper()
-	dir := filepath.Join(root, itoa(pid), "task", itoa(tid))
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, "status"), []byte("Name:\tx\nCpus_allowed_list:\t"+cpus+"\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-}
-
 func itoa(i int) string { return strconv.Itoa(i) }
 
 // TestClassify drives the analyzer with samples of a 2-node machine (CPU 0
 // on node 0, CPU 1 on node 1): a page first touched on node 0, then accessed
 // by a pinned thread of each node and by an unpinned thread.
 func TestClassify(t *testing.T) {
-	root := t.TempDir()
-	// A pid beyond pid_max: move_pages finds no such process, so every
-	// page keeps the node of the CPU that first touched it.
+	// The kernel does not place the pages (they are not present), so
+	// every page keeps the node of the CPU that first touched it.
 	const fake = 1 << 23
-	writeStatus(t, root, fake, fake, "0")
-	writeStatus(t, root, fake, fake+1, "1")
-	writeStatus(t, root, fake, fake+2, "0-1")
 	a := newAnalyzer([]int{0, 1}, []int{0, 1}, []int{-1, 0, 1})
-	a.procRoot = root
+	k := useFakeKernel(a)
+	k.setAffinity(fake, fake, "0")
+	k.setAffinity(fake, fake+1, "1")
+	k.setAffinity(fake, fake+2, "0-1")
 	add := func(tid int32, cpu int32, addr uint64, ip uint64) {
 		a.batch = append(a.batch, rawSample{ip: ip, addr: addr, time: uint64(len(a.batch) + 1), pid: fake, tid: tid, cpu: cpu})
 	}
@@ -411,9 +399,9 @@ func TestParseMapsLine(t *testing.T) {
 
 // rec builds a perf record of the given type with body and a sample_id trailer.
 func rec(typ uint32, body []byte) []byte {
-	b := make([]byte, 8, 8+len(body)+sampleIDSize)
+	b := make([]byte, 8, 8+len(body)+perfring.SampleIDSize)
 	b = append(b, body...)
-	b = append(b, make([]byte, sampleIDSize)...)
+	b = append(b, make([]byte, perfring.SampleIDSize)...)
 	binary.LittleEndian.PutUint32(b[0:], typ)
 	binary.LittleEndian.PutUint16(b[6:], uint16(len(b)))
 	return b
@@ -442,7 +430,7 @@ func FuzzRecord(f *testing.F) {
 			return
 		}
 		a := newAnalyzer([]int{0}, []int{0}, []int{-1, 0})
-		a.procRoot = "/nonexistent" // no affinity to read: decoding only
+		useFakeKernel(a) // no affinity to read: decoding only
 		a.record(b)
 		for _, s := range a.batch {
 			_ = s.caller
@@ -464,7 +452,7 @@ func BenchmarkRecord(b *testing.B) {
 	}{{"app", true}, {"libc", false}} {
 		b.Run(bc.name, func(b *testing.B) {
 			a := newAnalyzer([]int{0, 1}, []int{0, 1}, []int{-1, 0, 1})
-			a.procRoot = "/nonexistent"
+			useFakeKernel(a)
 			a.lineAt[pageKey{pid, leaf}] = bc.line
 			a.appRet[pageKey{pid, ret}] = true
 			le := binary.LittleEndian
@@ -514,15 +502,15 @@ func TestExecForgetsPages(t *testing.T) {
 	const fake = 1 << 23
 	a := newAnalyzer([]int{0}, []int{0}, []int{-1, 0})
 	a.hinting = true // as on one node of a machine with NUMA balancing on
-	a.procRoot = t.TempDir()
-	writeStatus(t, a.procRoot, fake, fake, "0")
-	comm := make([]byte, 8, 16+sampleIDSize)
+	useFakeKernel(a)
+	fakeOf(t, a).setAffinity(fake, fake, "0")
+	comm := make([]byte, 8, 16+perfring.SampleIDSize)
 	binary.LittleEndian.PutUint32(comm[0:], fake)
 	binary.LittleEndian.PutUint32(comm[4:], fake)
 	comm = append(comm, "prog\x00\x00\x00\x00"...)
 	exec := rec(unix.PERF_RECORD_COMM, comm)
-	binary.LittleEndian.PutUint16(exec[4:], miscCommExec)
-	binary.LittleEndian.PutUint64(exec[len(exec)-sampleIDSize+8:], 15) // time
+	binary.LittleEndian.PutUint16(exec[4:], perfring.MiscCommExec)
+	binary.LittleEndian.PutUint64(exec[len(exec)-perfring.SampleIDSize+8:], 15) // time
 	add := func(tm, addr uint64) {
 		a.batch = append(a.batch, rawSample{ip: 1, addr: addr, time: tm, pid: fake, tid: fake, cpu: 0})
 	}
@@ -580,8 +568,8 @@ func TestFaultStormInventsNoAccesses(t *testing.T) {
 func TestNoHintingNoAccesses(t *testing.T) {
 	const fake = 1 << 23
 	a := newAnalyzer([]int{0}, []int{0}, []int{-1, 0})
-	a.procRoot = t.TempDir()
-	writeStatus(t, a.procRoot, fake, fake, "0")
+	useFakeKernel(a)
+	fakeOf(t, a).setAffinity(fake, fake, "0")
 	for i, addr := range []uint64{0x5000, 0x6000, 0x5008, 0x6010, 0x5000} {
 		a.batch = append(a.batch, rawSample{ip: 1, addr: addr, time: uint64(10 + i), pid: fake, tid: fake, cpu: 0})
 	}
@@ -604,8 +592,8 @@ func TestNoHintingNoAccesses(t *testing.T) {
 func TestLossMakesKnownPagesSuspect(t *testing.T) {
 	const fake = 1 << 23
 	a := newAnalyzer([]int{0, 1}, []int{0, 1}, []int{-1, 0, 1})
-	a.procRoot = t.TempDir()
-	writeStatus(t, a.procRoot, fake, fake, "0")
+	useFakeKernel(a)
+	fakeOf(t, a).setAffinity(fake, fake, "0")
 	tm := uint64(10)
 	fault := func(addr uint64) {
 		tm++

@@ -20,6 +20,7 @@ package profile
 // affinities and says that allocation sites were not tracked.
 
 import (
+	"encoding/binary"
 	"fmt"
 	"os"
 	"os/exec"
@@ -31,6 +32,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/numascope/numascope/internal/perfevent"
+	"github.com/numascope/numascope/internal/profile/perfring"
 	"github.com/numascope/numascope/internal/sysfs"
 )
 
@@ -123,7 +125,7 @@ func (ps *perfSession) openSyscalls(pid int) ([]openedEvent, error) {
 			Size:        uint32(unsafe.Sizeof(unix.PerfEventAttr{})),
 			Config:      tp.ID,
 			Sample:      1,
-			Sample_type: sampleType | unix.PERF_SAMPLE_RAW,
+			Sample_type: perfring.SampleType | unix.PERF_SAMPLE_RAW,
 			// Not exclude_kernel: a tracepoint fires in the kernel, and
 			// that would drop it. The call chain is the user one.
 			Bits: unix.PerfBitExcludeHv | unix.PerfBitInherit | unix.PerfBitSampleIDAll |
@@ -140,13 +142,13 @@ func (ps *perfSession) openSyscalls(pid int) ([]openedEvent, error) {
 			attr.Sample_regs_user = 1 << perfRegX86SP
 		}
 		for _, r := range ps.rings {
-			fd, err := unix.PerfEventOpen(&attr, pid, r.cpu, -1, unix.PERF_FLAG_FD_CLOEXEC)
+			fd, err := unix.PerfEventOpen(&attr, pid, r.CPU, -1, unix.PERF_FLAG_FD_CLOEXEC)
 			if err != nil {
 				ps.closeSyscalls()
 				return nil, fmt.Errorf("perf_event_open(syscalls:%s): %w", ev.name, err)
 			}
 			ps.extra = append(ps.extra, fd)
-			if err := unix.IoctlSetInt(fd, unix.PERF_EVENT_IOC_SET_OUTPUT, r.fd); err != nil {
+			if err := unix.IoctlSetInt(fd, unix.PERF_EVENT_IOC_SET_OUTPUT, r.FD); err != nil {
 				ps.closeSyscalls()
 				return nil, fmt.Errorf("redirecting syscalls:%s into the page-fault ring: %w", ev.name, err)
 			}
@@ -164,11 +166,11 @@ func (ps *perfSession) closeSyscalls() {
 }
 
 // syscallSample turns a tracepoint sample into a rawSample for the batch.
-func (a *analyzer) syscallSample(s *sample) {
-	if len(s.raw) < 2 {
+func (a *analyzer) syscallSample(s *perfring.Sample) {
+	if len(s.Raw) < 2 {
 		return
 	}
-	id := uint16(s.raw[0]) | uint16(s.raw[1])<<8
+	id := uint16(s.Raw[0]) | uint16(s.Raw[1])<<8
 	var oe *openedEvent
 	for i := range a.syscalls {
 		if a.syscalls[i].id == id {
@@ -179,11 +181,11 @@ func (a *analyzer) syscallSample(s *sample) {
 	if oe == nil {
 		return
 	}
-	r := rawSample{kind: oe.ev.kind, time: s.time, pid: s.pid, tid: s.tid, cpu: s.cpu}
+	r := rawSample{kind: oe.ev.kind, time: s.Time, pid: s.PID, tid: s.TID, cpu: s.CPU}
 	args := [3]*uint64{&r.a0, &r.a1, &r.a2}
 	for i, f := range oe.ev.fields {
 		if f != "" {
-			*args[i], _ = oe.tp.Uint(s.raw, f)
+			*args[i], _ = oe.tp.Uint(s.Raw, f)
 		}
 	}
 	var regs, stack []byte
@@ -192,7 +194,7 @@ func (a *analyzer) syscallSample(s *sample) {
 		if oe.ev.sp {
 			nregs = 1
 		}
-		regs, stack, _ = userStack(s.rest, nregs)
+		regs, stack, _ = perfring.UserStack(s.Rest, nregs)
 	}
 	switch oe.ev.kind {
 	case evMmapEnter, evBrkEnter:
@@ -201,7 +203,7 @@ func (a *analyzer) syscallSample(s *sample) {
 		// The mask as it was at the call, when it lies in the stack copy
 		// (a local cpu_set_t): reading it later could see a newer one.
 		if len(regs) == 8 && r.a1 > 0 && r.a1 <= 1024 {
-			sp := le64(regs, 0)
+			sp := binary.LittleEndian.Uint64(regs)
 			if r.a2 >= sp && r.a2-sp+r.a1 <= uint64(len(stack)) {
 				r.mask = append([]byte(nil), stack[r.a2-sp:r.a2-sp+r.a1]...)
 			}
@@ -248,8 +250,8 @@ type siteKey struct {
 // has none). flags are mmap's: MAP_STACK marks a thread's stack (glibc's
 // pthread_create maps each one so). The result is an index into a.sites
 // (never 0).
-func (a *analyzer) siteOf(s *sample, stack []byte, kind evKind, flags uint64) uint32 {
-	k := siteKey{pid: s.pid, kind: "mmap"}
+func (a *analyzer) siteOf(s *perfring.Sample, stack []byte, kind evKind, flags uint64) uint32 {
+	k := siteKey{pid: s.PID, kind: "mmap"}
 	switch {
 	case kind == evBrkEnter:
 		k.kind = "heap"
@@ -258,20 +260,20 @@ func (a *analyzer) siteOf(s *sample, stack []byte, kind evKind, flags uint64) ui
 	}
 	leaf := uint64(0)
 	app := false
-	for i := 0; i < chainLen(s.chain) && !app; i++ {
-		ip := chainAt(s.chain, i)
-		if isContext(ip) {
+	for i := 0; i < s.Chain.Len() && !app; i++ {
+		ip := s.Chain.At(i)
+		if perfring.IsContext(ip) {
 			continue
 		}
 		if leaf == 0 {
 			leaf = ip
 			continue
 		}
-		app = a.isAppReturn(s.pid, ip)
+		app = a.isAppReturn(s.PID, ip)
 		k.ip = ip
 	}
 	if !app {
-		if ip, ok := a.appReturnIn(s.pid, stack); ok {
+		if ip, ok := a.appReturnIn(s.PID, stack); ok {
 			app, k.ip = true, ip
 		}
 	}
@@ -292,7 +294,7 @@ func (a *analyzer) siteOf(s *sample, stack []byte, kind evKind, flags uint64) ui
 // application's call that led to a syscall or a fault inside libc.
 func (a *analyzer) appReturnIn(pid int32, stack []byte) (uint64, bool) {
 	for off := 0; off+8 <= len(stack); off += 8 {
-		if ip := le64(stack, off); a.isAppReturn(pid, ip) {
+		if ip := binary.LittleEndian.Uint64(stack[off:]); a.isAppReturn(pid, ip) {
 			return ip, true
 		}
 	}
@@ -303,7 +305,7 @@ func (a *analyzer) appReturnIn(pid int32, stack []byte) (uint64, bool) {
 // information: it lies in an executable mapping, right after a call
 // instruction, and the call's line is known. Answers are cached per address.
 func (a *analyzer) isAppReturn(pid int32, ip uint64) bool {
-	if ip < 4096 || isContext(ip) {
+	if ip < 4096 || perfring.IsContext(ip) {
 		return false
 	}
 	key := pageKey{pid, ip}

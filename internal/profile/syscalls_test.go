@@ -13,6 +13,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/numascope/numascope/internal/perfevent"
+	"github.com/numascope/numascope/internal/profile/perfring"
 )
 
 // fakeSyscalls gives a the syscall events as if opened, with made-up ids
@@ -116,7 +117,7 @@ func faultRecordStack(pid int32, time, addr uint64, cpu uint32, stack []byte, as
 func TestFaultCaller(t *testing.T) {
 	const pid, memset, ret = 1 << 23, 0x7f0000001000, 0x401005
 	a := newAnalyzer([]int{0}, []int{0}, []int{-1, 0})
-	a.procRoot = "/nonexistent"
+	useFakeKernel(a)
 	// What symbolization would say: libc's memset has no line, the word
 	// ret is a return address into the application.
 	a.appRet[pageKey{pid, ret}] = true
@@ -162,32 +163,32 @@ func TestFaultCaller(t *testing.T) {
 // (a STACK_USER size, a multiple of 8, or a RAW size, 4 more than one).
 func TestDecodeSampleKinds(t *testing.T) {
 	stack := binary.LittleEndian.AppendUint64(nil, 0x401234)
-	var s sample
-	if !decodeSample(faultRecordStack(7, 1, 0x1000, 0, stack, DefaultStackCopy), &s) {
+	var s perfring.Sample
+	if !perfring.DecodeSample(faultRecordStack(7, 1, 0x1000, 0, stack, DefaultStackCopy), &s) {
 		t.Fatal("fault sample not decoded")
 	}
-	if s.raw != nil || len(s.stack) != 8 || le64(s.stack, 0) != 0x401234 {
-		t.Errorf("fault sample: raw %v, stack %x; want no raw and the 8 bytes copied", s.raw, s.stack)
+	if s.Raw != nil || len(s.Stack) != 8 || binary.LittleEndian.Uint64(s.Stack) != 0x401234 {
+		t.Errorf("fault sample: raw %v, stack %x; want no raw and the 8 bytes copied", s.Raw, s.Stack)
 	}
-	if !decodeSample(faultRecordStack(7, 1, 0x1000, 0, nil, DefaultStackCopy), &s) || s.raw != nil || len(s.stack) != 0 || !s.stackCut {
-		t.Errorf("fault sample with nothing copied: raw %v, stack %x, cut %v", s.raw, s.stack, s.stackCut)
+	if !perfring.DecodeSample(faultRecordStack(7, 1, 0x1000, 0, nil, DefaultStackCopy), &s) || s.Raw != nil || len(s.Stack) != 0 || !s.StackCut {
+		t.Errorf("fault sample with nothing copied: raw %v, stack %x, cut %v", s.Raw, s.Stack, s.StackCut)
 	}
 	full := make([]byte, DefaultStackCopy)
-	if !decodeSample(faultRecordStack(7, 1, 0x1000, 0, full, DefaultStackCopy), &s) || len(s.stack) != len(full) || s.stackCut {
-		t.Errorf("fault sample with a whole copy: stack of %d bytes, cut %v", len(s.stack), s.stackCut)
+	if !perfring.DecodeSample(faultRecordStack(7, 1, 0x1000, 0, full, DefaultStackCopy), &s) || len(s.Stack) != len(full) || s.StackCut {
+		t.Errorf("fault sample with a whole copy: stack of %d bytes, cut %v", len(s.Stack), s.StackCut)
 	}
-	if !decodeSample(faultRecord(7, 1, 0x1000, 0), &s) || s.raw != nil || s.stack != nil || s.stackCut {
-		t.Errorf("fault sample without a stack copy (--stack-copy 0): raw %v, stack %x, cut %v", s.raw, s.stack, s.stackCut)
+	if !perfring.DecodeSample(faultRecord(7, 1, 0x1000, 0), &s) || s.Raw != nil || s.Stack != nil || s.StackCut {
+		t.Errorf("fault sample without a stack copy (--stack-copy 0): raw %v, stack %x, cut %v", s.Raw, s.Stack, s.StackCut)
 	}
-	if !decodeSample(syscallRecord(evMmapEnter, 7, 1, [3]uint64{0, 4096, 0}, 0x7f00, make([]byte, 64)), &s) {
+	if !perfring.DecodeSample(syscallRecord(evMmapEnter, 7, 1, [3]uint64{0, 4096, 0}, 0x7f00, make([]byte, 64)), &s) {
 		t.Fatal("tracepoint sample not decoded")
 	}
-	if len(s.raw) != 44 || s.stack != nil {
-		t.Errorf("tracepoint sample: raw of %d bytes, stack %x; want 44 bytes and no fault stack", len(s.raw), s.stack)
+	if len(s.Raw) != 44 || s.Stack != nil {
+		t.Errorf("tracepoint sample: raw of %d bytes, stack %x; want 44 bytes and no fault stack", len(s.Raw), s.Stack)
 	}
 	// A record cut inside its stack copy is refused, not read past.
 	r := faultRecordStack(7, 1, 0x1000, 0, stack, DefaultStackCopy)
-	if decodeSample(r[:len(r)-DefaultStackCopy], &s) {
+	if perfring.DecodeSample(r[:len(r)-DefaultStackCopy], &s) {
 		t.Error("a truncated stack copy was decoded")
 	}
 }
@@ -211,8 +212,8 @@ func newSyscallRig(t *testing.T) *syscallRig {
 	// As if this node were one of a machine with NUMA balancing on: a
 	// later fault on a known page is a sampled access.
 	a.hinting = true
-	a.procRoot = t.TempDir()
-	writeStatus(t, a.procRoot, rigPid, rigPid, "0")
+	useFakeKernel(a)
+	fakeOf(t, a).setAffinity(rigPid, rigPid, "0")
 	fakeSyscalls(a)
 	return &syscallRig{a: a}
 }
@@ -320,15 +321,15 @@ func TestSyscallsFollowMemory(t *testing.T) {
 func TestAffinityFromSyscall(t *testing.T) {
 	const pid = 1 << 23
 	a := newAnalyzer([]int{0, 0, 1, 1}, []int{0, 1}, []int{-1, 0, 1})
-	a.procRoot = t.TempDir()
-	writeStatus(t, a.procRoot, pid, pid, "0-3")
+	useFakeKernel(a)
+	fakeOf(t, a).setAffinity(pid, pid, "0-3")
 	fakeSyscalls(a)
 	a.readAffinity(a.thread(pid, pid), "start", 0)
 	const sp = 0x7ffd00000000
 	stack := make([]byte, 256)
 	stack[64] = 0b1100 // CPUs 2 and 3: node 1
 	at := a.startNs + 1.5e9
-	writeStatus(t, a.procRoot, pid, pid, "2-3") // what the kernel says after the call
+	fakeOf(t, a).setAffinity(pid, pid, "2-3") // what the kernel says after the call
 	a.record(syscallRecord(evAffinityEnter, pid, at, [3]uint64{0, 8, sp + 64}, sp, stack))
 	a.record(syscallRecord(evAffinityExit, pid, at+1000, [3]uint64{0}, 0, nil))
 	a.handleBatch()
@@ -340,7 +341,7 @@ func TestAffinityFromSyscall(t *testing.T) {
 		t.Errorf("log entry %+v, want CPUs 2-3 via sched_setaffinity at 1.5 s", b)
 	}
 	// A mask outside the copy: the status file says.
-	writeStatus(t, a.procRoot, pid, pid, "1")
+	fakeOf(t, a).setAffinity(pid, pid, "1")
 	a.record(syscallRecord(evAffinityEnter, pid, at+2e9, [3]uint64{0, 8, sp + 1<<20}, sp, stack))
 	a.record(syscallRecord(evAffinityExit, pid, at+2e9+1000, [3]uint64{0}, 0, nil))
 	a.handleBatch()
@@ -358,7 +359,7 @@ func TestAffinityFromSyscall(t *testing.T) {
 	}
 	// A change from outside the program (taskset -p): polled, and applied
 	// when the next round still shows it without a call explaining it.
-	writeStatus(t, a.procRoot, pid, pid, "0")
+	fakeOf(t, a).setAffinity(pid, pid, "0")
 	a.record(faultRecord(pid, at+4e9, 0x7f0000000000, 0))
 	a.handleBatch()
 	if len(th.log) != n {
@@ -501,7 +502,7 @@ func FuzzSyscallRecord(f *testing.F) {
 			return
 		}
 		a := newAnalyzer([]int{0}, []int{0}, []int{-1, 0})
-		a.procRoot = "/nonexistent"
+		useFakeKernel(a)
 		fakeSyscalls(a)
 		a.record(b)
 		for i := range a.batch {
@@ -605,9 +606,7 @@ func TestThreadStacks(t *testing.T) {
 	pg := a.pageSize
 	const stack, buf = 0x7f0000000000, 0x7f0000100000
 	maps := fmt.Sprintf("%x-%x rw-p 00000000 00:00 0 \n%x-%x rw-p 00000000 00:00 0 \n", stack, stack+16*pg, buf, buf+16*pg)
-	if err := os.WriteFile(filepath.Join(a.procRoot, fmt.Sprint(rigPid), "maps"), []byte(maps), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	fakeOf(t, a).maps[rigPid] = maps
 	sb.step(
 		sys(evMmapEnter, 16*pg, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS|unix.MAP_STACK), sys(evMmapExit, stack),
 		sys(evMmapEnter, 16*pg, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS), sys(evMmapExit, buf),
@@ -637,8 +636,8 @@ func TestThreadStacks(t *testing.T) {
 func TestUnplacedPageAskedAgain(t *testing.T) {
 	const pid = 1 << 23 // no such process: move_pages finds nothing
 	a := newAnalyzer([]int{0, 1}, []int{0, 1}, []int{-1, 0, 1})
-	a.procRoot = t.TempDir()
-	writeStatus(t, a.procRoot, pid, pid, "1")
+	useFakeKernel(a)
+	fakeOf(t, a).setAffinity(pid, pid, "1")
 	const page, freed = 0x7f0000000000, 0x7f0000100000
 	a.record(faultRecord(pid, 1, page, 1))
 	a.record(faultRecord(pid, 2, freed, 1))
@@ -663,8 +662,8 @@ func TestUnplacedPageAskedAgain(t *testing.T) {
 // TestSameRoundAccessUsesRealNode: a page first-touched and then accessed
 // within one round (the balancing scanner unmapped it soon after) is judged
 // against the node the kernel reports, not the first toucher's CPU's node:
-// here CPU 1 is said to be on node 1, but the page (of this process, on the
-// machine's node 0) is on node 0, so the access is remote.
+// CPU 1 is on node 1, but the kernel has the page on node 0, so the access
+// is remote.
 func TestSameRoundAccessUsesRealNode(t *testing.T) {
 	a, pid, page := ownPageOnTwoNodes(t, "1")
 	a.record(faultRecord(pid, 1, page, 1)) // first touch from CPU 1 (node 1)
@@ -682,7 +681,7 @@ func TestSameRoundAccessUsesRealNode(t *testing.T) {
 // have migrated toward the accessor (the hinting fault migrates it), so a
 // second access in the same round (the profiler short of CPU, a round
 // spanning two scans) is judged against where the page is then. Here the
-// page of this process is on node 0 but was last known on node 1: the
+// kernel has the page on node 0 but it was last known on node 1: the
 // first access from node 0 is remote, the second, asked anew, local.
 func TestAccessAfterRemoteAccessAsksAgain(t *testing.T) {
 	a, pid, page := ownPageOnTwoNodes(t, "0")
@@ -695,24 +694,15 @@ func TestAccessAfterRemoteAccessAsksAgain(t *testing.T) {
 	}
 }
 
-// ownPageOnTwoNodes maps and touches a page of this process, which
-// move_pages must place on node 0, and returns an analyzer that takes CPU 0
-// for node 0 and CPU 1 for node 1, with this thread's affinity cpus.
+// ownPageOnTwoNodes returns an analyzer that takes CPU 0 for node 0 and CPU
+// 1 for node 1, with a fake kernel that has a page of a process on node 0
+// and the process's thread's affinity cpus.
 func ownPageOnTwoNodes(t *testing.T, cpus string) (*analyzer, int32, uint64) {
 	t.Helper()
-	mem, err := unix.Mmap(-1, 0, os.Getpagesize(), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { unix.Munmap(mem) })
-	mem[0] = 1
-	page := uint64(uintptr(unsafe.Pointer(&mem[0])))
-	pid := int32(os.Getpid())
+	const pid, page = 4321, 0x7f0000000000
 	a := newAnalyzer([]int{0, 1}, []int{0, 1}, []int{-1, 0, 1})
-	if n := a.movePages(pid, []uint64{page}); n == nil || n[0] != 0 {
-		t.Skipf("move_pages on this process says %v, want node 0", n)
-	}
-	a.procRoot = t.TempDir()
-	writeStatus(t, a.procRoot, int(pid), int(pid), cpus)
+	k := useFakeKernel(a)
+	k.nodes[pageKey{pid, page}] = 0
+	k.setAffinity(pid, pid, cpus)
 	return a, pid, page
 }

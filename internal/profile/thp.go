@@ -20,13 +20,9 @@ package profile
 //     been read: a probe whose own fault shows up then was a base page.
 
 import (
-	"encoding/binary"
 	"os"
 	"strings"
 )
-
-// kpfTHP is KPF_THP of /proc/kpageflags (include/uapi/linux/kernel-page-flags.h).
-const kpfTHP = 22
 
 // thpTries is how many rounds a candidate whose region is not present yet
 // is asked again.
@@ -48,8 +44,6 @@ type thpCandidate struct {
 type thpState struct {
 	// off: THP is disabled on this system (transparent_hugepage=never).
 	off bool
-	// kpf is /proc/kpageflags, nil without root.
-	kpf *os.File
 	// firsts counts the first touches seen in each 2 MiB region.
 	firsts map[pageKey]uint16
 	// flagged wait for the pagemap/kpageflags check (root); probed have
@@ -58,24 +52,13 @@ type thpState struct {
 	flagged, probed, fresh []thpCandidate
 }
 
-// openTHP prepares the huge-page checks for the live system under procRoot
-// and sysRoot.
-func openTHP(procRoot, sysRoot string) thpState {
+// openTHP prepares the huge-page checks for the live system under sysRoot.
+func openTHP(sysRoot string) thpState {
 	st := thpState{firsts: map[pageKey]uint16{}}
 	if b, err := os.ReadFile(sysRoot + "/kernel/mm/transparent_hugepage/enabled"); err == nil && strings.Contains(string(b), "[never]") {
 		st.off = true
 	}
-	if f, err := os.Open(procRoot + "/kpageflags"); err == nil {
-		st.kpf = f
-	}
 	return st
-}
-
-func (st *thpState) close() {
-	if st.kpf != nil {
-		st.kpf.Close()
-		st.kpf = nil
-	}
 }
 
 func regionOf(k pageKey) pageKey { return pageKey{k.pid, k.page &^ (hugeSize - 1)} }
@@ -90,7 +73,7 @@ func (a *analyzer) considerHuge(p *pendingFirst, ps *pageState) {
 		return
 	}
 	c := thpCandidate{pendingFirst: *p, node: ps.node, mapping: ps.mapping, site: ps.site}
-	if a.thp.kpf != nil {
+	if a.kern.ExactTHP() {
 		a.thp.flagged = append(a.thp.flagged, c)
 	} else {
 		a.thp.fresh = append(a.thp.fresh, c)
@@ -186,19 +169,15 @@ func (a *analyzer) creditHuge(c *thpCandidate) {
 // the first marked KPF_THP. known is false when the region's ends are not
 // present (not yet, or the frames are hidden).
 func (a *analyzer) thpAt(pid int32, region uint64) (huge, known bool) {
-	first, ok0 := a.pagemapPFN(pid, region)
-	last, ok1 := a.pagemapPFN(pid, region+hugeSize-a.pageSize)
+	first, ok0 := a.kern.PageFrame(pid, region)
+	last, ok1 := a.kern.PageFrame(pid, region+hugeSize-a.pageSize)
 	if !ok0 || !ok1 {
 		return false, false
 	}
 	if last != first+hugeSize/a.pageSize-1 {
 		return false, true
 	}
-	var e [8]byte
-	if _, err := a.thp.kpf.ReadAt(e[:], int64(first*8)); err != nil {
-		return false, false
-	}
-	return binary.LittleEndian.Uint64(e[:])&(1<<kpfTHP) != 0, true
+	return a.kern.FrameTHP(first)
 }
 
 // forgetRegions drops the huge-page state of pid's regions that overlap
