@@ -50,11 +50,6 @@ func (m *Metrics) Accesses() uint64 { return m.Local + m.Remote }
 // hugeSize is the x86-64 transparent huge page size.
 const hugeSize = 2 << 20
 
-type pageKey struct {
-	pid  int32
-	page uint64
-}
-
 // pageState is what the profiler knows about one touched base page.
 type pageState struct {
 	node int16 // current node; the first toucher's CPU's node until move_pages says
@@ -111,6 +106,9 @@ type pendingFirst struct {
 	tid int32
 	// unpinned: the first toucher was unpinned.
 	unpinned bool
+	// maybeHuge: it was the first fault seen in its 2 MiB region (and
+	// THP is not off), so it may have placed a huge page.
+	maybeHuge bool
 }
 
 // rawSample is a page fault, an exec or a syscall event, kept for handling
@@ -120,8 +118,12 @@ type rawSample struct {
 	a0, a1, a2             uint64 // syscall arguments or result (see evKind)
 	pid, tid, cpu          int32
 	site                   uint32 // allocation site of an allocating syscall
-	kind                   evKind
-	mask                   []byte // sched_setaffinity's CPU mask, when found
+	// mask is the index in analyzer.masks of sched_setaffinity's CPU
+	// mask, when found (0: none). An index, not a slice: a record without
+	// pointers is cheaper to move and the garbage collector skips batches
+	// of them.
+	mask uint32
+	kind evKind
 }
 
 // analyzer turns records into the profile's counts.
@@ -137,8 +139,7 @@ type analyzer struct {
 	// mappings.
 	kern kernel
 
-	pages   map[pageKey]pageState
-	huge    map[pageKey]hugeState // 2 MiB regions found THP-backed
+	pg      pageTracker
 	threads map[int32]*threadState
 	maps    map[int32][]mapping
 	parent  map[int32]int32 // process -> the process that forked it
@@ -147,6 +148,9 @@ type analyzer struct {
 	totals  Metrics
 
 	batch []rawSample
+	// masks are the CPU masks of the sched_setaffinity calls in the batch
+	// ([0] is none).
+	masks [][]byte
 	// sortBuf and runs are sortBatch's buffers.
 	sortBuf []rawSample
 	runs    []int
@@ -195,6 +199,11 @@ type analyzer struct {
 	siteIdx  map[siteKey]uint32
 	appRet   map[pageKey]bool // isAppReturn's answers
 	lineAt   map[pageKey]bool // hasLine's answers
+	lastLine lineAnswer
+	// lastLoc and lastThread are the last location and thread looked up.
+	lastLoc    locKey
+	lastLocM   *Metrics
+	lastThread *threadState
 	// lastCall is, by thread, the last call into code without lines whose
 	// caller faultCaller found in the stack copy.
 	lastCall map[int32]routineCall
@@ -215,8 +224,7 @@ func newAnalyzer(cpuNode []int, pageNodes, threadNodes []int) *analyzer {
 		nodeIdx:     map[int]int{},
 		rowIdx:      map[int]int{},
 		pageSize:    uint64(os.Getpagesize()),
-		pages:       map[pageKey]pageState{},
-		huge:        map[pageKey]hugeState{},
+		pg:          newPageTracker(),
 		threads:     map[int32]*threadState{},
 		maps:        map[int32][]mapping{},
 		parent:      map[int32]int32{},
@@ -230,6 +238,7 @@ func newAnalyzer(cpuNode []int, pageNodes, threadNodes []int) *analyzer {
 		pageNodes:   pageNodes,
 		sym:         newSymbolizer(),
 		sysPend:     map[int32]sysPending{},
+		masks:       [][]byte{nil},
 		allocs:      map[int32][]allocRange{},
 		brk:         map[int32]uint64{},
 		sites:       []allocSite{{}},
@@ -238,7 +247,6 @@ func newAnalyzer(cpuNode []int, pageNodes, threadNodes []int) *analyzer {
 		lineAt:      map[pageKey]bool{},
 		lastCall:    map[int32]routineCall{},
 		unplaced:    map[pageKey]uint8{},
-		thp:         thpState{firsts: map[pageKey]uint16{}},
 		oneNode:     len(pageNodes) == 1,
 		hinting:     len(pageNodes) > 1,
 	}
@@ -356,14 +364,28 @@ type decoded struct {
 // yet in a known mapping is asked again next time.
 func (a *analyzer) hasLine(pid int32, ip uint64) bool {
 	key := pageKey{pid, ip}
-	if v, ok := a.lineAt[key]; ok {
-		return v
+	if c := &a.lastLine; c.valid && c.key == key {
+		return c.line // faults come in runs from one instruction
 	}
-	fr, ok := a.resolve(a.sym, pid, ip)
-	if ok && len(a.lineAt) < 1<<16 {
-		a.lineAt[key] = fr.Line > 0
+	v, ok := a.lineAt[key]
+	if !ok {
+		fr, found := a.resolve(a.sym, pid, ip)
+		if !found {
+			return false
+		}
+		v = fr.Line > 0
+		if len(a.lineAt) < 1<<16 {
+			a.lineAt[key] = v
+		}
 	}
-	return ok && fr.Line > 0
+	a.lastLine = lineAnswer{key: key, line: v, valid: true}
+	return v
+}
+
+// lineAnswer is hasLine's last answer.
+type lineAnswer struct {
+	key         pageKey
+	line, valid bool
 }
 
 // routineCall is a fault in code without lines and the call that led to it.
@@ -417,8 +439,13 @@ func (a *analyzer) faultCaller(s *perfring.Sample) uint64 {
 }
 
 func (a *analyzer) thread(pid, tid int32) *threadState {
+	if t := a.lastThread; t != nil && t.tid == tid {
+		return t
+	}
 	t, ok := a.threads[tid]
-	if !ok {
+	if ok {
+		a.lastThread = t
+	} else {
 		t = &threadState{tid: tid, pid: pid, node: -1}
 		a.threads[tid] = t
 		if a.syscalls == nil {
@@ -555,15 +582,20 @@ func (a *analyzer) handleUntil(horizon uint64) {
 		}
 	}
 	a.batch = a.batch[:copy(a.batch[:cap(a.batch)], later)]
+	a.keepMasks()
 	a.queryNodes()
 }
 
 func (a *analyzer) loc(k locKey) *Metrics {
+	if a.lastLocM != nil && a.lastLoc == k {
+		return a.lastLocM
+	}
 	m := a.locs[k]
 	if m == nil {
 		m = &Metrics{}
 		a.locs[k] = m
 	}
+	a.lastLoc, a.lastLocM = k, m
 	return m
 }
 
@@ -588,21 +620,7 @@ func (a *analyzer) handle(s *rawSample) {
 
 // forgetProcess drops what is known of a process's memory when it execs.
 func (a *analyzer) forgetProcess(pid int32) {
-	for k := range a.pages {
-		if k.pid == pid {
-			delete(a.pages, k)
-		}
-	}
-	for k := range a.huge {
-		if k.pid == pid {
-			delete(a.huge, k)
-		}
-	}
-	for k := range a.thp.firsts {
-		if k.pid == pid {
-			delete(a.thp.firsts, k)
-		}
-	}
+	a.pg.forget(pid)
 	delete(a.regions, pid)
 	delete(a.allocs, pid)
 	delete(a.brk, pid)
@@ -616,33 +634,33 @@ func (a *analyzer) handleFault(s *rawSample) {
 	}
 	key := pageKey{s.pid, s.addr &^ (a.pageSize - 1)}
 	lk := locKey{pid: s.pid, ip: s.ip, caller: s.caller}
-	ps, touched := a.pages[key]
+	ps, touched := a.pg.get(key)
+	var firsts uint16 // first touches seen in the page's region
 	if !touched {
-		if h, ok := a.huge[pageKey{s.pid, s.addr &^ (hugeSize - 1)}]; ok {
+		var h hugeState
+		var isHuge bool
+		if h, isHuge, firsts = a.pg.untouched(regionOf(key), !a.thp.off); isHuge {
 			// Placed by an earlier huge-page fault, counted there; a fault
 			// here now is an access (after a split or a hinting unmap).
 			site := a.siteAt(s.pid, s.addr)
 			ps, touched = pageState{node: h.node, mapping: a.mappingFor(s.pid, key.page, site), site: site, epoch: h.epoch}, true
-			a.pages[key] = ps
+			a.pg.set(key, ps)
 		}
 	}
 	if !touched {
 		site := a.siteAt(s.pid, s.addr)
-		if rk := regionOf(key); !a.thp.off && a.thp.firsts[rk] < ^uint16(0) {
-			a.thp.firsts[rk]++
-		}
 		// Where the memory came from: /proc/PID/maps, read again at most
 		// once a round, after the drain, so it has every mapping made
 		// before this fault (unless already unmapped again).
 		mapping := a.mappingFor(s.pid, key.page, site)
-		a.pages[key] = pageState{node: int16(a.nodeOfCPU(s.cpu)), unsure: !a.oneNode, unpinnedOwner: t.node < 0, site: site, mapping: mapping, epoch: a.lossEpoch}
+		a.pg.set(key, pageState{node: int16(a.nodeOfCPU(s.cpu)), unsure: !a.oneNode, unpinnedOwner: t.node < 0, site: site, mapping: mapping, epoch: a.lossEpoch})
 		var d Metrics
 		d.FirstTouch = 1
 		if t.node < 0 {
 			d.UnpinnedFirstTouch = 1
 		}
 		a.credit(t, lk, mapping, site, &d)
-		a.pending = append(a.pending, pendingFirst{key: key, loc: lk, tid: t.tid, unpinned: t.node < 0})
+		a.pending = append(a.pending, pendingFirst{key: key, loc: lk, tid: t.tid, unpinned: t.node < 0, maybeHuge: firsts == 1})
 		return
 	}
 	// A later fault on a touched page: a NUMA hinting fault, a sampled
@@ -658,7 +676,7 @@ func (a *analyzer) handleFault(s *rawSample) {
 		// neither, and know the page again from here, where it really is.
 		a.afterLoss++
 		ps.epoch, ps.unsure = a.lossEpoch, !a.oneNode
-		a.pages[key] = ps
+		a.pg.set(key, ps)
 		return
 	}
 	wasUnsure := ps.unsure
@@ -684,7 +702,7 @@ func (a *analyzer) handleFault(s *rawSample) {
 	// A remote access's hinting fault may migrate the page toward acc.
 	ps.unsure = d.Remote != 0
 	if wasUnsure || ps.unsure {
-		a.pages[key] = ps
+		a.pg.set(key, ps)
 	}
 	switch {
 	case t.node < 0 && ps.unpinnedOwner:
@@ -748,7 +766,11 @@ func (a *analyzer) queryNodes() {
 	}
 	q := a.queries[:0]
 	for i := range a.pending {
-		q = append(q, nodeQuery{key: a.pending[i].key, pend: int32(i), acc: -1, node: -1})
+		// With one node there is nothing to ask of a first touch: only
+		// one that may have placed a huge page is looked at again.
+		if !a.oneNode || a.pending[i].maybeHuge {
+			q = append(q, nodeQuery{key: a.pending[i].key, pend: int32(i), acc: -1, node: -1})
+		}
 	}
 	for _, r := range a.refresh {
 		q = append(q, nodeQuery{key: r.key, pend: -1, acc: r.acc, node: -1})
@@ -761,7 +783,7 @@ func (a *analyzer) queryNodes() {
 		a.lookupNodes(q)
 	}
 	for i := range q {
-		ps, ok := a.pages[q[i].key]
+		ps, ok := a.pg.get(q[i].key)
 		if !ok {
 			if len(a.unplaced) > 0 {
 				delete(a.unplaced, q[i].key)
@@ -770,7 +792,7 @@ func (a *analyzer) queryNodes() {
 		}
 		if q[i].node >= 0 && (ps.node != q[i].node || ps.unsure) {
 			ps.node, ps.unsure = q[i].node, false
-			a.pages[q[i].key] = ps
+			a.pg.set(q[i].key, ps)
 		}
 		// The sample is written as the fault begins; a query that comes
 		// before the kernel has placed the page finds no page (under load,
@@ -830,7 +852,7 @@ func (a *analyzer) lookupNodes(q []nodeQuery) {
 				n = int(st[i-start])
 			}
 			if n < 0 {
-				if _, ok := a.pages[q[i].key]; ok { // not for a page freed meanwhile
+				if a.pg.known(q[i].key) { // not for a page freed meanwhile
 					n = a.pagemapNode(pid, q[i].key.page)
 				}
 			}

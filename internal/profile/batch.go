@@ -78,3 +78,28 @@ func mergeRuns(out, x, y []rawSample) {
 	k += copy(out[k:], x[i:])
 	copy(out[k:], y[j:])
 }
+
+// maxMasks bounds the CPU masks kept for the records a round leaves for the
+// next (see keepMasks).
+const maxMasks = 1024
+
+// keepMasks drops the CPU masks no record in the batch refers to any more:
+// all of them when the batch is empty, else, once there are many, all but
+// those of the records left.
+func (a *analyzer) keepMasks() {
+	switch {
+	case len(a.masks) == 1:
+	case len(a.batch) == 0:
+		clear(a.masks[1:])
+		a.masks = a.masks[:1]
+	case len(a.masks) > maxMasks:
+		kept := [][]byte{nil}
+		for i := range a.batch {
+			if s := &a.batch[i]; s.mask != 0 {
+				kept = append(kept, a.masks[s.mask])
+				s.mask = uint32(len(kept) - 1)
+			}
+		}
+		a.masks = kept
+	}
+}

@@ -205,7 +205,8 @@ func (a *analyzer) syscallSample(s *perfring.Sample) {
 		if len(regs) == 8 && r.a1 > 0 && r.a1 <= 1024 {
 			sp := binary.LittleEndian.Uint64(regs)
 			if r.a2 >= sp && r.a2-sp+r.a1 <= uint64(len(stack)) {
-				r.mask = append([]byte(nil), stack[r.a2-sp:r.a2-sp+r.a1]...)
+				a.masks = append(a.masks, append([]byte(nil), stack[r.a2-sp:r.a2-sp+r.a1]...))
+				r.mask = uint32(len(a.masks) - 1)
 			}
 		}
 	}
@@ -367,7 +368,7 @@ func (a *analyzer) readCode(pid int32, addr uint64, b []byte) bool {
 func (a *analyzer) handleSyscall(s *rawSample) {
 	switch s.kind {
 	case evMmapEnter, evBrkEnter, evMremapEnter, evAffinityEnter:
-		a.sysPend[s.tid] = sysPending{kind: s.kind, a0: s.a0, a1: s.a1, a2: s.a2, site: s.site, mask: s.mask}
+		a.sysPend[s.tid] = sysPending{kind: s.kind, a0: s.a0, a1: s.a1, a2: s.a2, site: s.site, mask: a.masks[s.mask]}
 		return
 	case evMunmap:
 		a.freeRange(s.pid, s.a0, s.a0+s.a1, true)
@@ -508,8 +509,7 @@ func (a *analyzer) freeRange(pid int32, start, end uint64, unmapped bool) {
 	if end <= start {
 		return
 	}
-	a.forEachPage(pid, start, end, func(k pageKey) { delete(a.pages, k) })
-	a.forgetRegions(pid, start, end)
+	a.pg.free(pid, start, end, a.pageSize, nil)
 	if unmapped {
 		a.cutAlloc(pid, start, end)
 		rs := a.regions[pid][:0:0]
@@ -522,40 +522,17 @@ func (a *analyzer) freeRange(pid int32, start, end uint64, unmapped bool) {
 	}
 }
 
-// forEachPage calls fn for every touched page of pid in [start, end),
-// walking whichever is smaller: the range or the set of touched pages (a
-// program may unmap a reservation of terabytes).
-func (a *analyzer) forEachPage(pid int32, start, end uint64, fn func(pageKey)) {
-	if (end-start)/a.pageSize <= uint64(len(a.pages)) {
-		for p := start; p < end; p += a.pageSize {
-			if _, ok := a.pages[pageKey{pid, p}]; ok {
-				fn(pageKey{pid, p})
-			}
-		}
-		return
-	}
-	for k := range a.pages {
-		if k.pid == pid && k.page >= start && k.page < end {
-			fn(k)
-		}
-	}
-}
-
 // remap follows mremap: the pages of [old, old+oldLen) now live at
 // [addr, addr+newLen) with the same allocation site, and keep what is known
 // of them (they were moved, not touched).
 func (a *analyzer) remap(pid int32, old, oldLen, addr, newLen uint64) {
 	site := a.siteAt(pid, old)
 	if addr != old {
-		moved := map[pageKey]pageState{}
-		a.forEachPage(pid, old, old+oldLen, func(k pageKey) {
-			moved[pageKey{pid, k.page - old + addr}] = a.pages[k]
-			delete(a.pages, k)
-		})
-		a.forgetRegions(pid, old, old+oldLen)
+		moved := map[uint64]pageState{}
+		a.pg.free(pid, old&^(a.pageSize-1), old+oldLen, a.pageSize, moved)
 		a.cutAlloc(pid, old, old+oldLen)
-		for k, ps := range moved {
-			a.pages[k] = ps
+		for p, ps := range moved {
+			a.pg.set(pageKey{pid, p - old + addr}, ps)
 		}
 	} else if newLen < oldLen {
 		a.freeRange(pid, old+newLen, old+oldLen, true)

@@ -642,9 +642,9 @@ func TestUnplacedPageAskedAgain(t *testing.T) {
 	a.record(faultRecord(pid, 1, page, 1))
 	a.record(faultRecord(pid, 2, freed, 1))
 	a.handleBatch()
-	if len(a.recheck) != 2 || a.pages[pageKey{pid, page}].node != 1 {
+	if len(a.recheck) != 2 || pageNode(a, pid, page) != 1 {
 		t.Fatalf("after the first touches: recheck %v, page %+v; want both pages asked again, on the CPU's node meanwhile",
-			a.recheck, a.pages[pageKey{pid, page}])
+			a.recheck, pageNode(a, pid, page))
 	}
 	a.freeRange(pid, freed, freed+a.pageSize, true)
 	for round := 2; round <= maxUnplacedRounds; round++ {
@@ -672,7 +672,7 @@ func TestSameRoundAccessUsesRealNode(t *testing.T) {
 	if a.totals.FirstTouch != 1 || a.totals.Remote != 1 || a.totals.Local != 0 {
 		t.Errorf("totals %+v, want 1 first touch and 1 remote access (the page is on node 0)", a.totals)
 	}
-	if ps := a.pages[pageKey{pid, page}]; ps.node != 0 || ps.unsure {
+	if ps, _ := a.pg.get(pageKey{pid, page}); ps.node != 0 || ps.unsure {
 		t.Errorf("page state %+v, want node 0, read from the kernel", ps)
 	}
 }
@@ -685,7 +685,7 @@ func TestSameRoundAccessUsesRealNode(t *testing.T) {
 // first access from node 0 is remote, the second, asked anew, local.
 func TestAccessAfterRemoteAccessAsksAgain(t *testing.T) {
 	a, pid, page := ownPageOnTwoNodes(t, "0")
-	a.pages[pageKey{pid, page}] = pageState{node: 1} // as of the last round
+	a.pg.set(pageKey{pid, page}, pageState{node: 1}) // as of the last round
 	a.record(faultRecord(pid, 1, page, 0))
 	a.record(faultRecord(pid, 2, page, 0))
 	a.handleBatch()
@@ -705,4 +705,12 @@ func ownPageOnTwoNodes(t *testing.T, cpus string) (*analyzer, int32, uint64) {
 	k.nodes[pageKey{pid, page}] = 0
 	k.setAffinity(pid, pid, cpus)
 	return a, pid, page
+}
+
+// pageNode is the node the analyzer has for a page (-1: not touched).
+func pageNode(a *analyzer, pid int32, page uint64) int {
+	if ps, ok := a.pg.get(pageKey{pid, page}); ok {
+		return int(ps.node)
+	}
+	return -1
 }

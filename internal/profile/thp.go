@@ -44,8 +44,6 @@ type thpCandidate struct {
 type thpState struct {
 	// off: THP is disabled on this system (transparent_hugepage=never).
 	off bool
-	// firsts counts the first touches seen in each 2 MiB region.
-	firsts map[pageKey]uint16
 	// flagged wait for the pagemap/kpageflags check (root); probed have
 	// had their probes queried and wait for the next round (no root);
 	// fresh are this round's candidates for probing.
@@ -54,7 +52,7 @@ type thpState struct {
 
 // openTHP prepares the huge-page checks for the live system under sysRoot.
 func openTHP(sysRoot string) thpState {
-	st := thpState{firsts: map[pageKey]uint16{}}
+	st := thpState{}
 	if b, err := os.ReadFile(sysRoot + "/kernel/mm/transparent_hugepage/enabled"); err == nil && strings.Contains(string(b), "[never]") {
 		st.off = true
 	}
@@ -66,10 +64,10 @@ func regionOf(k pageKey) pageKey { return pageKey{k.pid, k.page &^ (hugeSize - 1
 // considerHuge looks at a first touch whose node and mapping are now known.
 func (a *analyzer) considerHuge(p *pendingFirst, ps *pageState) {
 	rk := regionOf(p.key)
-	if a.thp.off || a.thp.firsts[rk] != 1 {
+	if a.thp.off || a.pg.firsts(rk) != 1 {
 		return
 	}
-	if _, done := a.huge[rk]; done || !a.hugeCandidate(p.key.pid, p.key.page) {
+	if _, done := a.pg.hugeAt(rk); done || !a.hugeCandidate(p.key.pid, p.key.page) {
 		return
 	}
 	c := thpCandidate{pendingFirst: *p, node: ps.node, mapping: ps.mapping, site: ps.site}
@@ -86,7 +84,7 @@ func (a *analyzer) probeHuge() {
 	keep := a.thp.flagged[:0]
 	for _, c := range a.thp.flagged {
 		rk := regionOf(c.key)
-		if _, done := a.huge[rk]; done || a.thp.firsts[rk] == 0 {
+		if _, done := a.pg.hugeAt(rk); done || a.pg.firsts(rk) == 0 {
 			continue // freed meanwhile
 		}
 		huge, known := a.thpAt(c.key.pid, rk.page)
@@ -138,7 +136,7 @@ func (a *analyzer) decideHuge() {
 	for i := range a.thp.probed {
 		c := &a.thp.probed[i]
 		rk := regionOf(c.key)
-		if _, done := a.huge[rk]; done || a.thp.firsts[rk] != 1 {
+		if _, done := a.pg.hugeAt(rk); done || a.pg.firsts(rk) != 1 {
 			continue
 		}
 		if n := int(c.node); c.probes[0] == n && c.probes[1] == n {
@@ -153,9 +151,9 @@ func (a *analyzer) decideHuge() {
 // mapping and allocation site.
 func (a *analyzer) creditHuge(c *thpCandidate) {
 	rk := regionOf(c.key)
-	a.huge[rk] = hugeState{node: c.node, epoch: a.lossEpoch}
+	a.pg.setHuge(rk, hugeState{node: c.node, epoch: a.lossEpoch})
 	a.hugePages++
-	seen := uint64(a.thp.firsts[rk])
+	seen := uint64(a.pg.firsts(rk))
 	extra := hugeSize/a.pageSize - min(seen, hugeSize/a.pageSize)
 	d := Metrics{FirstTouch: extra}
 	if c.unpinned {
@@ -178,28 +176,4 @@ func (a *analyzer) thpAt(pid int32, region uint64) (huge, known bool) {
 		return false, true
 	}
 	return a.kern.FrameTHP(first)
-}
-
-// forgetRegions drops the huge-page state of pid's regions that overlap
-// [start, end): the memory was given back.
-func (a *analyzer) forgetRegions(pid int32, start, end uint64) {
-	first := start &^ (hugeSize - 1)
-	n := (end - first + hugeSize - 1) / hugeSize
-	if n <= uint64(len(a.thp.firsts)+len(a.huge)) {
-		for r := first; r < end; r += hugeSize {
-			delete(a.huge, pageKey{pid, r})
-			delete(a.thp.firsts, pageKey{pid, r})
-		}
-		return
-	}
-	for k := range a.huge {
-		if k.pid == pid && k.page+hugeSize > start && k.page < end {
-			delete(a.huge, k)
-		}
-	}
-	for k := range a.thp.firsts {
-		if k.pid == pid && k.page+hugeSize > start && k.page < end {
-			delete(a.thp.firsts, k)
-		}
-	}
 }
