@@ -21,7 +21,6 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
-	"sort"
 	"strconv"
 	"strings"
 	"syscall"
@@ -402,128 +401,6 @@ func parseMapsLine(line string) (mapping, bool) {
 		return mapping{}, false
 	}
 	return mapping{start: start, end: end, pgoff: off, file: strings.Join(f[5:], " ")}, true
-}
-
-// fill writes the analyzer's counts into p, symbolizing the locations.
-func (a *analyzer) fill(p *Profile) {
-	p.Samples, p.Lost, p.HugePages = a.samples, a.lost, a.hugePages
-	p.FaultsAfterLoss, p.RepeatFaults = a.afterLoss, a.repeats
-	if a.lost > 0 {
-		p.Notes = append(p.Notes, fmt.Sprintf("the kernel dropped %d records because numascope fell behind: counts are low by about that much", a.lost))
-	}
-	if a.afterLoss > 0 {
-		p.Notes = append(p.Notes, fmt.Sprintf("%d faults on pages known from before records were lost are counted neither as first touches nor as accesses "+
-			"(an munmap may have been among the lost records, and the address reused): first touches and local/remote accesses are low by up to that much", a.afterLoss))
-	}
-	if a.repeats > 0 {
-		p.Notes = append(p.Notes, fmt.Sprintf("%d later faults on pages already touched are not accesses: without NUMA hinting faults here they are memory unmapped and mapped again, "+
-			"copy-on-write or reclaim", a.repeats))
-	}
-	p.Totals = a.totals
-	p.AccessMatrix = Matrix{ThreadNodes: a.threadNodes, PageNodes: p.Nodes, Counts: a.matrix}
-
-	defer a.sym.close()
-	agg := map[Frame]*Metrics{}
-	for k, m := range a.locs {
-		fr := a.symbolize(a.sym, k)
-		if agg[fr] == nil {
-			agg[fr] = &Metrics{}
-		}
-		agg[fr].add(m)
-	}
-	for fr, m := range agg {
-		p.Locations = append(p.Locations, Location{Function: fr.Function, File: fr.File, Line: fr.Line, Metrics: *m})
-	}
-	sort.Slice(p.Locations, func(i, j int) bool {
-		x, y := &p.Locations[i], &p.Locations[j]
-		if kx, ky := x.Metrics.FirstTouch+x.Metrics.Accesses(), y.Metrics.FirstTouch+y.Metrics.Accesses(); kx != ky {
-			return kx > ky
-		}
-		if x.File != y.File {
-			return x.File < y.File
-		}
-		if x.Line != y.Line {
-			return x.Line < y.Line
-		}
-		return x.Function < y.Function
-	})
-	if p.Locations == nil {
-		p.Locations = []Location{}
-	}
-	p.Mappings = []Mapping{}
-	for _, m := range a.mappings {
-		if m.Metrics != (Metrics{}) {
-			p.Mappings = append(p.Mappings, m)
-		}
-	}
-	sort.SliceStable(p.Mappings, func(i, j int) bool {
-		x, y := &p.Mappings[i].Metrics, &p.Mappings[j].Metrics
-		return x.FirstTouch+x.Accesses() > y.FirstTouch+y.Accesses()
-	})
-	if a.syscalls != nil {
-		p.Allocations = a.allocations()
-	}
-	p.CompDirs = map[string][]string{}
-	note := func(file string) {
-		if _, done := p.CompDirs[file]; !done && file != "" {
-			if dirs := a.sym.compDirs(file); len(dirs) > 0 {
-				p.CompDirs[file] = dirs
-			}
-		}
-	}
-	for i := range p.Locations {
-		note(p.Locations[i].File)
-	}
-	for i := range p.Allocations {
-		note(p.Allocations[i].File)
-	}
-	p.Threads = []Thread{}
-	for _, t := range a.threads {
-		th := Thread{TID: int(t.tid), PID: int(t.pid), Comm: t.comm, Nodes: t.nodes, Metrics: t.metrics, BindingLog: t.log}
-		if th.Nodes == nil {
-			th.Nodes = []int{}
-		}
-		if th.BindingLog == nil {
-			th.BindingLog = []Binding{}
-		}
-		p.Threads = append(p.Threads, th)
-	}
-	sort.Slice(p.Threads, func(i, j int) bool { return p.Threads[i].TID < p.Threads[j].TID })
-}
-
-// symbolize resolves a location: the faulting instruction's line, or, when
-// it has none (a libc routine without debug information), its caller's line,
-// keeping the instruction's function name if the caller has none either.
-func (a *analyzer) symbolize(sym *symbolizer, k locKey) Frame {
-	fr, ok := a.resolve(sym, k.pid, k.ip)
-	if ok && fr.Line > 0 {
-		return fr
-	}
-	if k.caller != 0 {
-		if cf, ok := a.resolve(sym, k.pid, k.caller); ok && cf.Line > 0 {
-			return cf
-		}
-	}
-	if !ok || fr.Function == "" {
-		return Frame{Function: "[unknown]"}
-	}
-	return fr
-}
-
-// resolve looks ip up in the process's mappings, then in its parent's (a
-// forked child that has not exec'd runs its parent's code).
-func (a *analyzer) resolve(sym *symbolizer, pid int32, ip uint64) (Frame, bool) {
-	for range 64 { // bounds a cycle from pid reuse
-		if fr, ok := sym.resolve(a.maps[pid], ip); ok {
-			return fr, true
-		}
-		pp, ok := a.parent[pid]
-		if !ok {
-			break
-		}
-		pid = pp
-	}
-	return Frame{}, false
 }
 
 // captureMeta is the header of a record capture: what the analyzer knew

@@ -250,3 +250,29 @@ func (s *symbolizer) resolve(maps []mapping, ip uint64) (Frame, bool) {
 	}
 	return Frame{}, false
 }
+
+// readAt reads code bytes from a mapped file, keeping the file open.
+func (s *symbolizer) readAt(path string, b []byte, off uint64) bool {
+	f, ok := s.files[path]
+	if !ok {
+		var err error
+		if f, err = os.Open(path); err != nil {
+			f = nil
+		}
+		s.files[path] = f
+	}
+	if f == nil {
+		return false
+	}
+	n, err := f.ReadAt(b, int64(off))
+	return err == nil && n == len(b)
+}
+
+func (s *symbolizer) close() {
+	for _, f := range s.files {
+		if f != nil {
+			f.Close()
+		}
+	}
+	s.files = map[string]*os.File{}
+}

@@ -1,0 +1,237 @@
+package profile
+
+// Allocation sites: which application call made the kernel hand out each
+// range of memory (mmap, brk, mremap), so that pages are attributed to the
+// line that allocated them as well as to the line that touched them.
+
+import (
+	"sort"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/numascope/numascope/internal/profile/perfring"
+)
+
+// sysPending is a syscall entry waiting for its exit.
+type sysPending struct {
+	kind       evKind
+	a0, a1, a2 uint64
+	site       uint32
+	mask       []byte
+}
+
+// allocRange is a range of a process's memory and its allocation site.
+type allocRange struct {
+	start, end uint64
+	site       uint32
+}
+
+// allocSite is where memory was asked for, before symbolization.
+type allocSite struct {
+	pid  int32
+	kind string // "mmap", "stack" (mmap with MAP_STACK) or "heap"
+	// ip is the return address into the application's code (app true), or
+	// the syscall's own address when no application frame was found.
+	ip           uint64
+	app          bool
+	calls, bytes uint64
+	metrics      Metrics
+}
+
+type siteKey struct {
+	pid  int32
+	kind string
+	ip   uint64
+}
+
+// siteOf finds the allocation site of an allocating syscall: the first
+// address of its call chain, then of its stack copy, that is a return
+// address into code with line information (the application's, since libc
+// has none). flags are mmap's: MAP_STACK marks a thread's stack (glibc's
+// pthread_create maps each one so). The result is an index into a.sites
+// (never 0).
+func (a *analyzer) siteOf(s *perfring.Sample, stack []byte, kind evKind, flags uint64) uint32 {
+	k := siteKey{pid: s.PID, kind: "mmap"}
+	switch {
+	case kind == evBrkEnter:
+		k.kind = "heap"
+	case flags&unix.MAP_STACK != 0:
+		k.kind = "stack"
+	}
+	leaf := uint64(0)
+	app := false
+	for i := 0; i < s.Chain.Len() && !app; i++ {
+		ip := s.Chain.At(i)
+		if perfring.IsContext(ip) {
+			continue
+		}
+		if leaf == 0 {
+			leaf = ip
+			continue
+		}
+		app = a.isAppReturn(s.PID, ip)
+		k.ip = ip
+	}
+	if !app {
+		if ip, ok := a.appReturnIn(s.PID, stack); ok {
+			app, k.ip = true, ip
+		}
+	}
+	if !app {
+		k.ip = leaf
+	}
+	if i, ok := a.siteIdx[k]; ok {
+		return i
+	}
+	a.sites = append(a.sites, allocSite{pid: k.pid, kind: k.kind, ip: k.ip, app: app})
+	i := uint32(len(a.sites) - 1)
+	a.siteIdx[k] = i
+	return i
+}
+
+// addAlloc records that [start, end) of pid comes from site.
+func (a *analyzer) addAlloc(pid int32, start, end uint64, site uint32) {
+	if end <= start {
+		return
+	}
+	st := &a.sites[site]
+	st.calls++
+	st.bytes += end - start
+	a.placeAlloc(pid, start, end, site)
+}
+
+// placeAlloc makes [start, end) of pid belong to site, replacing what was
+// there.
+func (a *analyzer) placeAlloc(pid int32, start, end uint64, site uint32) {
+	a.cutAlloc(pid, start, end)
+	rs := a.allocs[pid]
+	i := sort.Search(len(rs), func(i int) bool { return rs[i].start >= start })
+	rs = append(rs, allocRange{})
+	copy(rs[i+1:], rs[i:])
+	rs[i] = allocRange{start: start, end: end, site: site}
+	a.allocs[pid] = rs
+}
+
+// cutAlloc removes [start, end) from pid's allocation ranges.
+func (a *analyzer) cutAlloc(pid int32, start, end uint64) {
+	rs := a.allocs[pid]
+	out := rs[:0:0]
+	for _, r := range rs {
+		if r.end <= start || r.start >= end {
+			out = append(out, r)
+			continue
+		}
+		if r.start < start {
+			out = append(out, allocRange{start: r.start, end: start, site: r.site})
+		}
+		if r.end > end {
+			out = append(out, allocRange{start: end, end: r.end, site: r.site})
+		}
+	}
+	a.allocs[pid] = out
+}
+
+// siteAt returns the allocation site of addr in pid (0: none known), looking
+// in the parent of a forked child that has not replaced the memory.
+func (a *analyzer) siteAt(pid int32, addr uint64) uint32 {
+	for range 64 {
+		rs := a.allocs[pid]
+		i := sort.Search(len(rs), func(i int) bool { return rs[i].end > addr })
+		if i < len(rs) && rs[i].start <= addr {
+			return rs[i].site
+		}
+		pp, ok := a.parent[pid]
+		if !ok {
+			return 0
+		}
+		pid = pp
+	}
+	return 0
+}
+
+// remap follows mremap: the pages of [old, old+oldLen) now live at
+// [addr, addr+newLen) with the same allocation site, and keep what is known
+// of them (they were moved, not touched).
+func (a *analyzer) remap(pid int32, old, oldLen, addr, newLen uint64) {
+	site := a.siteAt(pid, old)
+	if addr != old {
+		moved := map[uint64]pageState{}
+		a.pg.free(pid, old&^(a.pageSize-1), old+oldLen, a.pageSize, moved)
+		a.cutAlloc(pid, old, old+oldLen)
+		for p, ps := range moved {
+			a.pg.set(pageKey{pid, p - old + addr}, ps)
+		}
+	} else if newLen < oldLen {
+		a.freeRange(pid, old+newLen, old+oldLen, true)
+	}
+	if site != 0 {
+		a.placeAlloc(pid, addr, addr+newLen, site)
+	} else {
+		a.cutAlloc(pid, addr, addr+newLen)
+	}
+}
+
+// Allocation is an allocation site: the application line whose call made
+// the kernel hand out memory (mmap, or heap growth through brk), with the
+// metrics of the pages it handed out.
+type Allocation struct {
+	Function string `json:"function"`
+	File     string `json:"file"`
+	Line     int    `json:"line"`
+	// Kind is "mmap" (anonymous or file mmap: malloc's large blocks,
+	// explicit mmaps), "stack" (an mmap with MAP_STACK: a thread's stack,
+	// at the pthread_create) or "heap" (brk growth: malloc's main arena).
+	Kind string `json:"kind"`
+	// Calls and Bytes count the system calls and the memory they mapped.
+	Calls   uint64  `json:"calls"`
+	Bytes   uint64  `json:"bytes"`
+	Metrics Metrics `json:"metrics"`
+}
+
+// allocations symbolizes the sites and merges those on the same line.
+func (a *analyzer) allocations() []Allocation {
+	type key struct {
+		Frame
+		kind string
+	}
+	agg := map[key]*Allocation{}
+	var order []key
+	for i := 1; i < len(a.sites); i++ {
+		st := &a.sites[i]
+		if st.calls == 0 && st.metrics == (Metrics{}) {
+			continue
+		}
+		var fr Frame
+		ok := false
+		if st.app {
+			fr, ok = a.resolve(a.sym, st.pid, st.ip-1)
+		} else {
+			fr, ok = a.resolve(a.sym, st.pid, st.ip)
+		}
+		if !ok || (fr.Function == "" && fr.Line == 0) {
+			fr = Frame{Function: "[unknown]"}
+		}
+		k := key{fr, st.kind}
+		al := agg[k]
+		if al == nil {
+			al = &Allocation{Function: fr.Function, File: fr.File, Line: fr.Line, Kind: st.kind}
+			agg[k] = al
+			order = append(order, k)
+		}
+		al.Calls += st.calls
+		al.Bytes += st.bytes
+		al.Metrics.add(&st.metrics)
+	}
+	out := make([]Allocation, 0, len(order))
+	for _, k := range order {
+		out = append(out, *agg[k])
+	}
+	sort.SliceStable(out, func(i, j int) bool {
+		x, y := &out[i], &out[j]
+		if kx, ky := x.Metrics.FirstTouch+x.Metrics.Accesses(), y.Metrics.FirstTouch+y.Metrics.Accesses(); kx != ky {
+			return kx > ky
+		}
+		return x.Bytes > y.Bytes
+	})
+	return out
+}
