@@ -81,7 +81,7 @@ func Columns(cols []*sampler.Column) []recording.Column {
 	for _, c := range cols {
 		out = append(out, recording.Column{
 			Name: c.Name, Sensor: c.Sensor, Event: c.Event.Name, Sources: c.Sources,
-			Unit: c.Event.Unit, Kind: c.Event.Kind.String(), Desc: c.Event.Desc, Max: c.Max,
+			Unit: c.Event.Unit, Kind: recording.ValueKind(c.Event.Kind.String()), Desc: c.Event.Desc, Max: c.Max,
 		})
 	}
 	return out

@@ -46,7 +46,7 @@ func setup(t *testing.T, count uint64) (*sampler.Sampler, *Recorder, *[]string) 
 	h := recording.Header{Host: "test", Topology: topo}
 	for _, c := range cols {
 		h.Columns = append(h.Columns, recording.Column{Name: c.Name, Sensor: c.Sensor, Event: c.Event.Name,
-			Sources: c.Sources, Unit: c.Event.Unit, Kind: c.Event.Kind.String()})
+			Sources: c.Sources, Unit: c.Event.Unit, Kind: recording.ValueKind(c.Event.Kind.String())})
 	}
 	rec := New(smp, smp.AddSink("rec", 64), h, false, func(err error) {
 		mu.Lock()

@@ -286,8 +286,8 @@ func TestRunControls(t *testing.T) {
 	defer cancel()
 	go func() { _ = s.Run(ctx) }()
 
-	var kinds []Kind
-	wait := func(kind Kind) *Record {
+	var kinds []RecordKind
+	wait := func(kind RecordKind) *Record {
 		t.Helper()
 		deadline := time.Now().Add(10 * time.Second)
 		for {

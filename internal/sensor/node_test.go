@@ -109,7 +109,7 @@ func TestNodeEvents(t *testing.T) {
 	}
 	for _, c := range []struct {
 		name, unit string
-		kind       Kind
+		kind       ValueKind
 	}{
 		{"numa_hit", "pages", Counter},
 		{"interleave_hit", "pages", Counter},
