@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -515,15 +516,15 @@ func (l *Live) command(cm command) {
 				fail(errors.New("enable: give \"event\""))
 				return
 			}
-			if !contains(events, r.Event) {
+			if !slices.Contains(events, r.Event) {
 				events = append(events, r.Event)
 			}
 		case "disable":
-			if !contains(events, r.Event) {
+			if !slices.Contains(events, r.Event) {
 				fail(fmt.Errorf("disable: %q is not enabled (enabled: %s)", r.Event, strings.Join(events, ", ")))
 				return
 			}
-			events = remove(events, r.Event)
+			events = slices.DeleteFunc(events, func(e string) bool { return e == r.Event }) // events is a copy
 			if len(events) == 0 {
 				fail(errors.New("disable: that is the last event; enable another first"))
 				return
@@ -576,25 +577,6 @@ func (l *Live) command(cm command) {
 	default:
 		fail(unknownType(r.Type, "numascope live", liveTypes))
 	}
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
-}
-
-func remove(list []string, s string) []string {
-	out := list[:0:0]
-	for _, x := range list {
-		if x != s {
-			out = append(out, x)
-		}
-	}
-	return out
 }
 
 // restart replaces the sampler with one for the new event set. Samples

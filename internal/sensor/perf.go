@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -432,21 +433,12 @@ func (p *perfSensor) eventCPUs(ev *perfevent.Event, s int) (cpus []int, types []
 		return cpus, types
 	}
 	for _, c := range p.srcCPUs[s] {
-		if ev.CPUs != nil && !containsInt(ev.CPUs, c) {
+		if ev.CPUs != nil && !slices.Contains(ev.CPUs, c) {
 			continue
 		}
 		cpus, types = append(cpus, c), append(types, ev.Attr.Type)
 	}
 	return cpus, types
-}
-
-func containsInt(v []int, x int) bool {
-	for _, y := range v {
-		if y == x {
-			return true
-		}
-	}
-	return false
 }
 
 // groupsPerSource counts the (CPU, PMU instance) pairs of source s where
