@@ -137,7 +137,7 @@ The websocket protocol is documented in docs/live-protocol.md.`,
 			srv, err := live.NewLive(w.options(stderr), live.LiveConfig{
 				Catalog: cat, Events: patterns, Discrete: f.discrete, Interval: interval, PinCPUs: pin,
 				Header: h, Record: out, Force: force, RecordDir: recordDir,
-				Errors: func(err error) { stderr.printf("%v", err) },
+				Errors: func(err error) { stderr.printf("%v", err) }, Notices: func(m string) { stderr.printf("%s", m) },
 			})
 			if err != nil {
 				return err

@@ -131,6 +131,7 @@ func newSession(g *globals, f *sampleFlags, recPath string, force bool, command 
 		Count:    f.count,
 		PinCPUs:  pin,
 		Errors:   func(err error) { s.stderr.printf("%v", err) },
+		Notices:  func(m string) { s.stderr.printf("%s", m) },
 	})
 	if err != nil {
 		s.cat.Close()
@@ -140,7 +141,8 @@ func newSession(g *globals, f *sampleFlags, recPath string, force bool, command 
 	// The recorder is always attached, so that `ctl record FILE` can start a
 	// recording in any sampling mode.
 	sink := s.smp.AddSink("recording", sampler.SinkDepth(interval))
-	s.rec = recorder.New(s.smp, sink, s.header(command), force, func(err error) { s.stderr.printf("%v", err) })
+	s.rec = recorder.New(s.smp, sink, s.header(command), force,
+		func(err error) { s.stderr.printf("%v", err) }, func(m string) { s.stderr.printf("%s", m) })
 	if recPath != "" {
 		if err := s.rec.Create(recPath); err != nil {
 			s.cat.Close()

@@ -33,8 +33,10 @@ type LiveConfig struct {
 	// RecordDir is where client-requested recordings go; client paths are
 	// relative to it and may not leave it. Default: the working directory.
 	RecordDir string
-	// Errors receives sampler and recording problems.
-	Errors func(error)
+	// Errors receives sampler and recording problems; Notices, their news
+	// that is not a problem (see sampler.Config). Either may be nil.
+	Errors  func(error)
+	Notices func(string)
 }
 
 // Live is the `numascope live` server: one sampler shared by every client.
@@ -95,6 +97,9 @@ type command struct {
 func NewLive(opt Options, cfg LiveConfig) (*Live, error) {
 	if cfg.Errors == nil {
 		cfg.Errors = func(error) {}
+	}
+	if cfg.Notices == nil {
+		cfg.Notices = func(string) {}
 	}
 	recDir, err := recorder.ResolveDir(cfg.RecordDir)
 	if err != nil {
@@ -197,6 +202,7 @@ func (l *Live) startSampler(patterns []string, discrete bool) error {
 		Interval: interval,
 		PinCPUs:  l.cfg.PinCPUs,
 		Errors:   l.cfg.Errors,
+		Notices:  l.cfg.Notices,
 	})
 	if err != nil {
 		return err
@@ -207,7 +213,7 @@ func (l *Live) startSampler(patterns []string, discrete bool) error {
 	if l.rec == nil {
 		h := l.cfg.Header
 		h.Columns = l.cols
-		l.rec = recorder.New(smp, l.sink, h, l.cfg.Force, l.cfg.Errors)
+		l.rec = recorder.New(smp, l.sink, h, l.cfg.Force, l.cfg.Errors, l.cfg.Notices)
 		l.rec.OnStop(l.recordingStopped)
 	} else {
 		l.rec.Attach(smp, l.sink)

@@ -174,7 +174,8 @@ func TestReadErrorMakesValuesMissing(t *testing.T) {
 	c, st := newStepCatalog()
 	cols, _ := c.Select([]string{"step.hits", "step.free"}, false)
 	var got []error
-	s, err := New(cols, Config{Interval: time.Second, Errors: func(e error) { got = append(got, e) }})
+	s, err := New(cols, Config{Interval: time.Second, Errors: func(e error) { got = append(got, e) },
+		Notices: func(m string) { got = append(got, errors.New(m)) }})
 	if err != nil {
 		t.Fatal(err)
 	}
