@@ -71,11 +71,10 @@ With --web, the report is then served to the web client.
 			if spec.DefaultEvents {
 				// Keep the default events this machine has (a kernel without
 				// NUMA balancing has no hinting-fault counters).
-				env, err := g.env()
+				_, cat, err := g.open()
 				if err != nil {
 					return err
 				}
-				cat := sampler.Open(env)
 				var keep []string
 				for _, p := range spec.Events {
 					if _, err := cat.Select([]string{p}, true); err == nil {
@@ -315,11 +314,10 @@ func (r *sessionRunner) Run(ctx context.Context, req experiment.RunRequest) (exp
 // will record on this machine (resolved as the run's session resolves them),
 // before anything runs: the dry run checks what the real run checks.
 func checkResponses(g *globals, spec *experiment.Spec) error {
-	env, err := g.env()
+	_, cat, err := g.open()
 	if err != nil {
 		return err
 	}
-	cat := sampler.Open(env)
 	defer cat.Close()
 	patterns, err := cat.ExpandPresets(spec.Events)
 	if err != nil {

@@ -119,12 +119,11 @@ The websocket protocol is documented in docs/live-protocol.md.`,
 			if w.batch < 10*time.Millisecond || w.batch > 10*time.Second {
 				return fmt.Errorf("--batch %v: give 10ms to 10s", w.batch)
 			}
-			env, err := g.env()
+			env, cat, err := g.open()
 			if err != nil {
 				return err
 			}
 			stderr := &lockedWriter{w: os.Stderr}
-			cat := sampler.Open(env)
 			defer cat.Close()
 			if len(patterns) == 0 {
 				patterns = cat.Available(sampler.DefaultEvents)

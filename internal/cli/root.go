@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/numascope/numascope/internal/sampler"
 	"github.com/numascope/numascope/internal/sensor"
 	"github.com/numascope/numascope/internal/sysfs"
 	"github.com/numascope/numascope/internal/topology"
@@ -106,8 +107,24 @@ func (g *globals) fs() (sysfs.FS, error) {
 	return sysfs.New(g.root), nil
 }
 
-// env discovers the topology and returns what sensors need. Topology
-// warnings go to stderr; they never stop the tool.
+// open discovers the topology and opens every sensor against it, the perf
+// and uncore sensors with the perf flags. Topology warnings go to stderr;
+// they never stop the tool. The caller closes the catalog.
+func (g *globals) open() (sensor.Env, *sampler.Catalog, error) {
+	env, err := g.env()
+	if err != nil {
+		return sensor.Env{}, nil, err
+	}
+	var specs []string
+	for _, v := range g.perf.Events {
+		specs = append(specs, sensor.SplitPerfSpecs(v)...)
+	}
+	perf := g.perf
+	perf.Events = specs
+	return env, sampler.OpenWith(env, []sensor.Sensor{sensor.NewPerf(perf), sensor.NewUncore(perf)}), nil
+}
+
+// env discovers the topology and returns what sensors need.
 func (g *globals) env() (sensor.Env, error) {
 	fs, err := g.fs()
 	if err != nil {
@@ -117,11 +134,5 @@ func (g *globals) env() (sensor.Env, error) {
 	if err != nil {
 		return sensor.Env{}, fmt.Errorf("discovering the topology: %w", err)
 	}
-	var specs []string
-	for _, v := range g.perf.Events {
-		specs = append(specs, sensor.SplitPerfSpecs(v)...)
-	}
-	perf := g.perf
-	perf.Events = specs
-	return sensor.Env{FS: fs, Topology: topo, Perf: perf}, nil
+	return sensor.Env{FS: fs, Topology: topo}, nil
 }

@@ -99,12 +99,11 @@ func newSession(g *globals, f *sampleFlags, recPath string, force bool, command 
 	if err != nil {
 		return nil, fmt.Errorf("-i: %w", err)
 	}
-	env, err := g.env()
+	env, cat, err := g.open()
 	if err != nil {
 		return nil, err
 	}
-	s := &session{env: env, stderr: &lockedWriter{w: os.Stderr}}
-	s.cat = sampler.Open(env)
+	s := &session{env: env, cat: cat, stderr: &lockedWriter{w: os.Stderr}}
 	explicit := len(patterns) > 0
 	if !explicit {
 		patterns = s.cat.Available(sampler.DefaultEvents)

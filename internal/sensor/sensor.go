@@ -67,8 +67,6 @@ type Event struct {
 type Env struct {
 	FS       sysfs.FS
 	Topology *topology.Topology
-	// Perf holds the options of the perf and uncore sensors (docs/perf.md).
-	Perf PerfOptions
 }
 
 // Sensor is one source of events. The sampler calls Open once; if it fails the
