@@ -140,7 +140,7 @@ type Sampler struct {
 // New prepares sampling of cols. It enables on each sensor exactly the events
 // the columns need, so disabled events cost nothing.
 func New(cols []*Column, cfg Config) (*Sampler, error) {
-	if _, err := ParseInterval(cfg.Interval.String()); err != nil {
+	if err := CheckInterval(cfg.Interval); err != nil {
 		return nil, err
 	}
 	if len(cols) == 0 {
@@ -382,7 +382,7 @@ func (s *Sampler) send(c control) {
 
 // SetInterval changes the sampling interval from the next deadline on.
 func (s *Sampler) SetInterval(d time.Duration) error {
-	if _, err := ParseInterval(d.String()); err != nil {
+	if err := CheckInterval(d); err != nil {
 		return err
 	}
 	s.send(control{op: opInterval, interval: d})
