@@ -21,8 +21,6 @@ import (
 	"github.com/numascope/numascope/internal/topology"
 )
 
-func init() { extraCommands = append(extraCommands, newExperimentCmd) }
-
 func newExperimentCmd(g *globals) *cobra.Command {
 	var report, format string
 	var dryRun, analyzeOnly, web bool

@@ -14,8 +14,6 @@ import (
 	"github.com/numascope/numascope/internal/sampler"
 )
 
-func init() { extraCommands = append(extraCommands, newLiveCmd) }
-
 // webFlags are the flags of the commands that serve the web client.
 type webFlags struct {
 	listen     string

@@ -15,8 +15,6 @@ import (
 	"github.com/numascope/numascope/internal/topology"
 )
 
-func init() { extraCommands = append(extraCommands, newProfileCmd) }
-
 func newProfileCmd(g *globals) *cobra.Command {
 	var out, format string
 	var scanRate time.Duration
