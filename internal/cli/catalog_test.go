@@ -25,11 +25,10 @@ func TestCatalogDescribedAlike(t *testing.T) {
 	for _, root := range []string{"", "../sensor/testdata/twonode"} {
 		t.Run("root="+root, func(t *testing.T) {
 			g := &globals{root: root}
-			env, err := g.env()
+			env, cat, err := g.open()
 			if err != nil {
 				t.Fatal(err)
 			}
-			cat := sampler.Open(env)
 			defer cat.Close()
 
 			var buf bytes.Buffer

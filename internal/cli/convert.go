@@ -34,7 +34,7 @@ func outputFormat(out string) (convertFormat, error) {
 	return 0, fmt.Errorf("-o %s: unknown output suffix: name a .csv file for CSV, or .jsonl or .jsonl.zst for the current recording format (without -o, CSV goes to stdout)", out)
 }
 
-func newConvertCmd() *cobra.Command {
+func newConvertCmd(*globals) *cobra.Command {
 	var out string
 	var force, labels bool
 	cmd := &cobra.Command{

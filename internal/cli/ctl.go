@@ -9,7 +9,7 @@ import (
 	"github.com/numascope/numascope/internal/ctl"
 )
 
-func newCtlCmd() *cobra.Command {
+func newCtlCmd(*globals) *cobra.Command {
 	var path string
 	cmd := &cobra.Command{
 		Use:   "ctl [--ctl PATH] COMMAND [ARGS...]",

@@ -22,11 +22,10 @@ func newEventsCmd(g *globals) *cobra.Command {
 description. PATTERNs select events as -e does (EVENT, SENSOR.EVENT or SENSOR.SOURCE.EVENT,
 globs allowed); without them every event is listed.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			env, err := g.env()
+			_, cat, err := g.open()
 			if err != nil {
 				return err
 			}
-			cat := sampler.Open(env)
 			defer cat.Close()
 			var only map[string]bool
 			if len(args) > 0 {

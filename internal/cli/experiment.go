@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"strings"
@@ -19,11 +18,8 @@ import (
 	"github.com/numascope/numascope/internal/experiment"
 	"github.com/numascope/numascope/internal/live"
 	"github.com/numascope/numascope/internal/placement"
-	"github.com/numascope/numascope/internal/sampler"
 	"github.com/numascope/numascope/internal/topology"
 )
-
-func init() { extraCommands = append(extraCommands, newExperimentCmd) }
 
 func newExperimentCmd(g *globals) *cobra.Command {
 	var report, format string
@@ -71,11 +67,10 @@ With --web, the report is then served to the web client.
 			if spec.DefaultEvents {
 				// Keep the default events this machine has (a kernel without
 				// NUMA balancing has no hinting-fault counters).
-				env, err := g.env()
+				_, cat, err := g.open()
 				if err != nil {
 					return err
 				}
-				cat := sampler.Open(env)
 				var keep []string
 				for _, p := range spec.Events {
 					if _, err := cat.Select([]string{p}, true); err == nil {
@@ -192,134 +187,51 @@ func serveReport(w *webFlags, file string, report *experiment.WebReport) error {
 	return serveUntilSignal(stderr, srv.Server)
 }
 
-// signalSamples tells sampled, without waiting, that a sample was taken,
-// for every sample until sampling ends.
-func signalSamples(sink *sampler.Sink, sampled chan<- struct{}) {
-	for rec := range sink.Records() {
-		if rec.Kind == sampler.KindSample {
-			select {
-			case sampled <- struct{}{}:
-			default:
-			}
-		}
-		sink.Release(rec)
-	}
-}
-
 // sessionRunner carries out one run with numascope's own sampling session:
 // the recorder writes the run's recording while the command runs.
 type sessionRunner struct{ g *globals }
 
 func (r *sessionRunner) Run(ctx context.Context, req experiment.RunRequest) (experiment.Outcome, error) {
 	var out experiment.Outcome
-	flags := sampleFlags{
-		events:      req.Events,
-		interval:    fmt.Sprintf("%dus", req.Interval.Microseconds()),
+	s, err := newSession(r.g, sessionConfig{
+		patterns: splitPatterns(req.Events),
+		// Whole microseconds, as the runs have always been sampled.
+		interval:    req.Interval.Truncate(time.Microsecond),
 		discrete:    true,
 		ctl:         filepath.Join(filepath.Dir(req.Recording), "ctl"),
 		samplerNode: "auto",
-	}
-	s, err := newSession(r.g, &flags, req.Recording, true, req.Argv)
+		record:      req.Recording,
+		force:       true,
+		command:     req.Argv,
+	})
 	if err != nil {
 		return out, err
 	}
-	// A sink of our own tells when samples are taken: after the command
-	// exits, the session runs until the next sample, so that the last
-	// events are counted.
-	sink := s.smp.AddSink("experiment", 64)
-	sampled := make(chan struct{}, 1)
-	go signalSamples(sink, sampled)
-	done := make(chan error, 1)
-	go func() { done <- s.run(context.Background()) }()
-	stopSession := func() error {
-		s.smp.Stop()
-		return <-done
-	}
-	if err := s.waitSampling(done); err != nil {
-		<-done
-		return out, err
-	}
-
-	logf, err := os.Create(req.Output)
-	if err != nil {
-		stopSession()
-		return out, fmt.Errorf("cannot create the run's output file: %w", err)
-	}
-	defer logf.Close()
-	c := exec.Command(req.Argv[0], req.Argv[1:]...)
-	c.Stdout, c.Stderr = logf, logf
-	// Its own process group: Ctrl-C stops numascope, which stops the run.
-	c.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	out.Start = time.Now()
-	if err := c.Start(); err != nil {
-		stopSession()
-		return out, fmt.Errorf("cannot run %s: %w", req.Argv[0], err)
-	}
-	waited := make(chan error, 1)
-	go func() { waited <- c.Wait() }()
-	var timeout <-chan time.Time
-	if req.Timeout > 0 {
-		t := time.NewTimer(req.Timeout)
-		defer t.Stop()
-		timeout = t.C
-	}
-	kill := func() {
-		_ = syscall.Kill(-c.Process.Pid, syscall.SIGTERM)
-		select {
-		case <-waited:
-		case <-time.After(5 * time.Second):
-			_ = syscall.Kill(-c.Process.Pid, syscall.SIGKILL)
-			<-waited
-		}
-	}
-	var werr error
-	select {
-	case werr = <-waited:
-		out.Wall = time.Since(out.Start)
-	case <-ctx.Done():
-		kill()
-		stopSession()
-		return out, ctx.Err()
-	case <-timeout:
-		kill()
-		stopSession()
-		return out, fmt.Errorf("timed out after %v (timeout in the spec); its output is in %s", req.Timeout, req.Output)
-	}
-	// Wait for the sample that covers the command's end.
-	select {
-	case <-sampled: // a sample taken while the command ran: drop it
-	default:
-	}
-	select {
-	case <-sampled:
-	case <-time.After(2*req.Interval + time.Second):
-	}
-	if err := stopSession(); err != nil {
-		return out, fmt.Errorf("recording: %w", err)
-	}
-	var ee *exec.ExitError
+	// After the command exits, the session runs until the next sample, so
+	// that the last events are counted.
+	run, err := s.runCommand(ctx, supervision{argv: req.Argv, output: req.Output, timeout: req.Timeout,
+		lastSample: 2*req.Interval + time.Second})
+	out.Start, out.Wall = run.start, run.wall
 	switch {
-	case werr == nil:
-	case errors.As(werr, &ee):
-		out.ExitStatus = ee.ExitCode()
-		if st, ok := ee.Sys().(syscall.WaitStatus); ok && st.Signaled() {
-			out.ExitStatus = 128 + int(st.Signal())
-		}
-	default:
-		return out, werr
+	case errors.Is(err, errTimedOut):
+		return out, fmt.Errorf("timed out after %v (timeout in the spec); its output is in %s", req.Timeout, req.Output)
+	case err != nil:
+		return out, err
+	case run.sampling != nil:
+		return out, fmt.Errorf("recording: %w", run.sampling)
 	}
-	return out, nil
+	out.ExitStatus, _, err = run.status()
+	return out, err
 }
 
 // checkResponses checks the spec's responses against the events its runs
 // will record on this machine (resolved as the run's session resolves them),
 // before anything runs: the dry run checks what the real run checks.
 func checkResponses(g *globals, spec *experiment.Spec) error {
-	env, err := g.env()
+	_, cat, err := g.open()
 	if err != nil {
 		return err
 	}
-	cat := sampler.Open(env)
 	defer cat.Close()
 	patterns, err := cat.ExpandPresets(spec.Events)
 	if err != nil {

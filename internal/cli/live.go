@@ -14,8 +14,6 @@ import (
 	"github.com/numascope/numascope/internal/sampler"
 )
 
-func init() { extraCommands = append(extraCommands, newLiveCmd) }
-
 // webFlags are the flags of the commands that serve the web client.
 type webFlags struct {
 	listen     string
@@ -119,12 +117,11 @@ The websocket protocol is documented in docs/live-protocol.md.`,
 			if w.batch < 10*time.Millisecond || w.batch > 10*time.Second {
 				return fmt.Errorf("--batch %v: give 10ms to 10s", w.batch)
 			}
-			env, err := g.env()
+			env, cat, err := g.open()
 			if err != nil {
 				return err
 			}
 			stderr := &lockedWriter{w: os.Stderr}
-			cat := sampler.Open(env)
 			defer cat.Close()
 			if len(patterns) == 0 {
 				patterns = cat.Available(sampler.DefaultEvents)
@@ -137,7 +134,7 @@ The websocket protocol is documented in docs/live-protocol.md.`,
 			srv, err := live.NewLive(w.options(stderr), live.LiveConfig{
 				Catalog: cat, Events: patterns, Discrete: f.discrete, Interval: interval, PinCPUs: pin,
 				Header: h, Record: out, Force: force, RecordDir: recordDir,
-				Errors: func(err error) { stderr.printf("%v", err) },
+				Errors: func(err error) { stderr.printf("%v", err) }, Notices: func(m string) { stderr.printf("%s", m) },
 			})
 			if err != nil {
 				return err

@@ -12,8 +12,6 @@ import (
 	"github.com/numascope/numascope/internal/perfevent"
 )
 
-func init() { extraCommands = append(extraCommands, newPerfCmd) }
-
 // newPerfCmd is `numascope perf`: what the perf and uncore sensors can see on
 // this machine (PMUs, presets) and how a specification encodes, for
 // checking an event before sampling it.

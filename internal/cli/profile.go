@@ -16,8 +16,6 @@ import (
 	"github.com/numascope/numascope/internal/topology"
 )
 
-func init() { extraCommands = append(extraCommands, newProfileCmd) }
-
 func newProfileCmd(g *globals) *cobra.Command {
 	var out, format, capture string
 	var scanRate time.Duration

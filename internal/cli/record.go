@@ -5,14 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"os/signal"
 	"strings"
 	"syscall"
 
 	"github.com/spf13/cobra"
-
-	"github.com/numascope/numascope/internal/sigfwd"
 )
 
 func newRecordCmd(g *globals) *cobra.Command {
@@ -39,7 +36,12 @@ label, pause, resume, interval and record FILE (switch files) commands.`,
 			if len(args) > 0 && cmd.ArgsLenAtDash() != 0 {
 				return fmt.Errorf("unexpected argument %q: put the command to run after --", args[0])
 			}
-			s, err := newSession(g, &f, out, force, args)
+			cfg, err := f.config()
+			if err != nil {
+				return err
+			}
+			cfg.record, cfg.force, cfg.command = out, force, args
+			s, err := newSession(g, cfg)
 			if err != nil {
 				return err
 			}
@@ -61,52 +63,27 @@ label, pause, resume, interval and record FILE (switch files) commands.`,
 
 // recordCommand samples while args runs and returns its exit status.
 func recordCommand(s *session, out string, args []string) error {
-	sigs := make(chan os.Signal, 4)
-	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
-	defer signal.Stop(sigs)
-
-	done := make(chan error, 1)
-	go func() { done <- s.run(context.Background()) }()
-	if err := s.waitSampling(done); err != nil {
-		<-done
-		s.summary(out)
-		return err
-	}
-
-	c := exec.Command(args[0], args[1:]...)
-	c.Stdin, c.Stdout, c.Stderr = os.Stdin, os.Stdout, os.Stderr
-	if err := c.Start(); err != nil {
-		s.smp.Stop()
-		<-done
-		s.summary(out)
-		return fmt.Errorf("cannot run %s: %w (the recording %s holds the samples taken so far)", args[0], err, out)
-	}
-	waited := make(chan error, 1)
-	go func() { waited <- c.Wait() }()
-	var werr error
-	for running := true; running; {
-		select {
-		case sig := <-sigs:
-			_ = sigfwd.Relay(c.Process, sig) // the command stops; sampling ends when it exits
-		case werr = <-waited:
-			running = false
-		}
-	}
-	s.smp.Stop()
-	err := <-done
+	run, err := s.runCommand(context.Background(), supervision{argv: args, relay: true})
 	s.summary(out)
-	if err != nil {
+	var se *startError
+	switch {
+	case errors.As(err, &se):
+		return fmt.Errorf("%w (the recording %s holds the samples taken so far)", err, out)
+	case err != nil:
 		return err
+	case run.sampling != nil:
+		return run.sampling
 	}
-	var ee *exec.ExitError
-	if errors.As(werr, &ee) {
-		if st, ok := ee.Sys().(syscall.WaitStatus); ok && st.Signaled() {
-			s.stderr.printf("%s was killed by signal %v", args[0], st.Signal())
-			return exitError{128 + int(st.Signal())}
-		}
-		return exitError{ee.ExitCode()}
+	code, sig, err := run.status()
+	switch {
+	case err != nil:
+		return err
+	case sig != 0:
+		s.stderr.printf("%s was killed by signal %v", args[0], sig)
+	case code == 0:
+		return nil
 	}
-	return werr
+	return exitError{code}
 }
 
 // summary says on stderr what was recorded: the samples the files hold,

@@ -14,6 +14,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/numascope/numascope/internal/recording"
+	"github.com/numascope/numascope/internal/testutil"
 )
 
 // cliHelperEnv makes TestCLIHelper run numascope with the arguments in the
@@ -66,23 +67,8 @@ func numascopeCmd(args []string, env ...string) *exec.Cmd {
 // numascope runs numascope ARGS and returns its stderr and exit status.
 func numascope(t *testing.T, args []string, env ...string) (string, int) {
 	t.Helper()
-	_, errs, code := runNumascope(t, numascopeCmd(args, env...))
+	_, errs, code := testutil.Run(t, numascopeCmd(args, env...))
 	return errs, code
-}
-
-// runNumascope runs cmd and returns its stdout, stderr and exit status.
-func runNumascope(t *testing.T, cmd *exec.Cmd) (string, string, int) {
-	t.Helper()
-	var out, errb strings.Builder
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	err := cmd.Run()
-	code := 0
-	if ee, ok := err.(*exec.ExitError); ok {
-		code = ee.ExitCode()
-	} else if err != nil {
-		t.Fatal(err)
-	}
-	return out.String(), errb.String(), code
 }
 
 // recordArgs are the arguments of a quiet record into dir.

@@ -10,8 +10,6 @@ import (
 	"github.com/numascope/numascope/internal/recording"
 )
 
-func init() { extraCommands = append(extraCommands, newReportCmd) }
-
 func newReportCmd(*globals) *cobra.Command {
 	var top int
 	cmd := &cobra.Command{

@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/numascope/numascope/internal/sampler"
 	"github.com/numascope/numascope/internal/sensor"
 	"github.com/numascope/numascope/internal/sysfs"
 	"github.com/numascope/numascope/internal/topology"
@@ -20,11 +21,18 @@ type exitError struct{ code int }
 
 func (e exitError) Error() string { return fmt.Sprintf("exit status %d", e.code) }
 
-// extraCommands lets a subcommand's file register itself in init, so that
-// adding a command means adding one file:
-//
-//	func init() { extraCommands = append(extraCommands, newLiveCmd) }
-var extraCommands []func(*globals) *cobra.Command
+// commandGroups is every command, by group, in the order the root help
+// lists them: the one place a command is registered, so that the help
+// cannot leave one out. Adding a command is its file and one entry here.
+var commandGroups = []struct {
+	id, title string
+	commands  []func(*globals) *cobra.Command
+}{
+	{"observe", "Observe:", []func(*globals) *cobra.Command{newTopologyCmd, newEventsCmd, newPerfCmd, newStatCmd, newRecordCmd, newLiveCmd}},
+	{"analyse", "Analyse:", []func(*globals) *cobra.Command{newConvertCmd, newViewCmd, newReportCmd, newStatsCmd}},
+	{"act", "Act:", []func(*globals) *cobra.Command{newRunCmd, newExperimentCmd, newProfileCmd}},
+	{"control", "Control:", []func(*globals) *cobra.Command{newCtlCmd}},
+}
 
 // globals are the flags every command shares.
 type globals struct {
@@ -68,14 +76,7 @@ func newRoot() *cobra.Command {
 		Use:   "numascope",
 		Short: "NUMA observability: where memory lives, who touches it, and what that costs",
 		Long: `numascope shows a Linux machine as a NUMA engineer sees it and samples the kernel's
-NUMA events at high rate with low overhead.
-
-  numascope topology            nodes, CPUs, memory, distances, caches
-  numascope events              sensors and their events
-  numascope stat                vmstat-style lines of the selected events
-  numascope record -o FILE      record samples to a file (optionally while running a command)
-  numascope convert FILE        turn a recording into CSV
-  numascope ctl COMMAND         steer a running numascope through its control FIFO`,
+NUMA events at high rate with low overhead.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
@@ -85,9 +86,16 @@ NUMA events at high rate with low overhead.
 		"perf events to offer besides the defaults, e.g. 'cpu/event=0xd3,umask=0x01,name=local_dram/' (docs/perf.md)")
 	root.PersistentFlags().StringArrayVar(&g.perf.PresetFiles, "presets", nil, "add a perf preset FILE (docs/perf.md)")
 	root.PersistentFlags().BoolVar(&g.perf.PerCPU, "perf-per-cpu", false, "perf sensor: one source per CPU instead of per node")
-	root.AddCommand(newTopologyCmd(g), newEventsCmd(g), newStatCmd(g), newRecordCmd(g), newConvertCmd(), newCtlCmd())
-	for _, add := range extraCommands {
-		root.AddCommand(add(g))
+	// The help lists each group's commands in the order above (observe
+	// before analyse before act), not sorted by name.
+	cobra.EnableCommandSorting = false
+	for _, grp := range commandGroups {
+		root.AddGroup(&cobra.Group{ID: grp.id, Title: grp.title})
+		for _, newCmd := range grp.commands {
+			cmd := newCmd(g)
+			cmd.GroupID = grp.id
+			root.AddCommand(cmd)
+		}
 	}
 	return root
 }
@@ -106,8 +114,24 @@ func (g *globals) fs() (sysfs.FS, error) {
 	return sysfs.New(g.root), nil
 }
 
-// env discovers the topology and returns what sensors need. Topology
-// warnings go to stderr; they never stop the tool.
+// open discovers the topology and opens every sensor against it, the perf
+// and uncore sensors with the perf flags. Topology warnings go to stderr;
+// they never stop the tool. The caller closes the catalog.
+func (g *globals) open() (sensor.Env, *sampler.Catalog, error) {
+	env, err := g.env()
+	if err != nil {
+		return sensor.Env{}, nil, err
+	}
+	var specs []string
+	for _, v := range g.perf.Events {
+		specs = append(specs, sensor.SplitPerfSpecs(v)...)
+	}
+	perf := g.perf
+	perf.Events = specs
+	return env, sampler.OpenWith(env, []sensor.Sensor{sensor.NewPerf(perf), sensor.NewUncore(perf)}), nil
+}
+
+// env discovers the topology and returns what sensors need.
 func (g *globals) env() (sensor.Env, error) {
 	fs, err := g.fs()
 	if err != nil {
@@ -117,11 +141,5 @@ func (g *globals) env() (sensor.Env, error) {
 	if err != nil {
 		return sensor.Env{}, fmt.Errorf("discovering the topology: %w", err)
 	}
-	var specs []string
-	for _, v := range g.perf.Events {
-		specs = append(specs, sensor.SplitPerfSpecs(v)...)
-	}
-	perf := g.perf
-	perf.Events = specs
-	return sensor.Env{FS: fs, Topology: topo, Perf: perf}, nil
+	return sensor.Env{FS: fs, Topology: topo}, nil
 }

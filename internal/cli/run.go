@@ -11,8 +11,6 @@ import (
 	"github.com/numascope/numascope/internal/topology"
 )
 
-func init() { extraCommands = append(extraCommands, newRunCmd) }
-
 func newRunCmd(g *globals) *cobra.Command {
 	var policy, cpus, nodes string
 	var threadsPerNode int

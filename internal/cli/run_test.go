@@ -4,12 +4,14 @@ import (
 	"os"
 	"strings"
 	"testing"
+
+	"github.com/numascope/numascope/internal/testutil"
 )
 
 // numascopeRun runs `numascope run ARGS` in a child process.
 func numascopeRun(t *testing.T, args ...string) (string, string, int) {
 	t.Helper()
-	return runNumascope(t, numascopeCmd(append([]string{"run"}, args...)))
+	return testutil.Run(t, numascopeCmd(append([]string{"run"}, args...)))
 }
 
 func TestRunAppliesPolicyAndAffinity(t *testing.T) {

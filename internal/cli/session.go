@@ -87,69 +87,94 @@ func (l *lockedWriter) printf(format string, args ...any) {
 	fmt.Fprintf(l.w, "numascope: "+format+"\n", args...)
 }
 
-// newSession opens the sensors, resolves the events and prepares sampling.
-// With recPath it creates the recording at once, so that an existing or
-// unwritable file is reported before anything runs.
-func newSession(g *globals, f *sampleFlags, recPath string, force bool, command []string) (*session, error) {
+// sessionConfig is what a sampling session needs, typed: a command builds
+// it once from its flags (sampleFlags.config), experiment from its spec, so
+// that nothing is formatted into a flag string to be parsed again.
+type sessionConfig struct {
+	patterns    []string // the events; nil: the default events
+	interval    time.Duration
+	count       uint64 // samples to take; 0: until stopped
+	discrete    bool
+	ctl         string // the control FIFO; "": the default path, best effort
+	samplerNode string // --sampler-node: a node ID, auto or none
+	per         string // --per: the counter to divide by, or ""
+	record      string // the recording to create at once, or ""
+	force       bool   // overwrite it (and `ctl record` files)
+	command     []string
+}
+
+// config checks the flags and types them: the events given with -e and
+// the interval.
+func (f *sampleFlags) config() (sessionConfig, error) {
 	patterns, err := f.eventPatterns()
 	if err != nil {
-		return nil, err
+		return sessionConfig{}, err
 	}
 	interval, err := sampler.ParseInterval(f.interval)
 	if err != nil {
-		return nil, fmt.Errorf("-i: %w", err)
+		return sessionConfig{}, fmt.Errorf("-i: %w", err)
 	}
-	env, err := g.env()
+	return sessionConfig{patterns: patterns, interval: interval, count: f.count, discrete: f.discrete,
+		ctl: f.ctl, samplerNode: f.samplerNode, per: f.per}, nil
+}
+
+// newSession opens the sensors, resolves the events and prepares sampling.
+// With cfg.record it creates the recording at once, so that an existing or
+// unwritable file is reported before anything runs. Until it returns a
+// session, it owns the catalog and closes it on every error; then the
+// session does (run).
+func newSession(g *globals, cfg sessionConfig) (_ *session, err error) {
+	env, cat, err := g.open()
 	if err != nil {
 		return nil, err
 	}
-	s := &session{env: env, stderr: &lockedWriter{w: os.Stderr}}
-	s.cat = sampler.Open(env)
-	explicit := len(patterns) > 0
-	if !explicit {
-		patterns = s.cat.Available(sampler.DefaultEvents)
+	defer func() {
+		if err != nil {
+			cat.Close()
+		}
+	}()
+	s := &session{env: env, cat: cat, stderr: &lockedWriter{w: os.Stderr}}
+	patterns := cfg.patterns
+	if len(patterns) == 0 {
+		patterns = cat.Available(sampler.DefaultEvents)
 	}
-	if patterns, err = s.cat.ExpandPresets(patterns); err != nil {
-		s.cat.Close()
+	if patterns, err = cat.ExpandPresets(patterns); err != nil {
 		return nil, err
 	}
-	cols, err := s.cat.Select(patterns, f.discrete)
-	if err == nil && f.per != "" {
-		err = s.cat.Per(cols, f.per)
+	cols, err := cat.Select(patterns, cfg.discrete)
+	if err == nil && cfg.per != "" {
+		err = cat.Per(cols, cfg.per)
 	}
 	if err != nil {
-		s.cat.Close()
 		return nil, err
 	}
-	pin, err := pinCPUs(env, f.samplerNode, g.root != "")
+	pin, err := pinCPUs(env, cfg.samplerNode, g.root != "")
 	if err != nil {
-		s.cat.Close()
 		return nil, err
 	}
 	s.smp, err = sampler.New(cols, sampler.Config{
-		Interval: interval,
-		Count:    f.count,
+		Interval: cfg.interval,
+		Count:    cfg.count,
 		PinCPUs:  pin,
 		Errors:   func(err error) { s.stderr.printf("%v", err) },
+		Notices:  func(m string) { s.stderr.printf("%s", m) },
 	})
 	if err != nil {
-		s.cat.Close()
 		return nil, err
 	}
 
 	// The recorder is always attached, so that `ctl record FILE` can start a
 	// recording in any sampling mode.
-	sink := s.smp.AddSink("recording", sampler.SinkDepth(interval))
-	s.rec = recorder.New(s.smp, sink, s.header(command), force, func(err error) { s.stderr.printf("%v", err) })
-	if recPath != "" {
-		if err := s.rec.Create(recPath); err != nil {
-			s.cat.Close()
+	sink := s.smp.AddSink("recording", sampler.SinkDepth(cfg.interval))
+	s.rec = recorder.New(s.smp, sink, s.header(cfg.command), cfg.force,
+		func(err error) { s.stderr.printf("%v", err) }, func(m string) { s.stderr.printf("%s", m) })
+	if cfg.record != "" {
+		if err := s.rec.Create(cfg.record); err != nil {
 			return nil, err
 		}
 	}
 
-	if err := s.listen(f.ctl); err != nil {
-		s.cat.Close()
+	if err := s.listen(cfg.ctl); err != nil {
 		return nil, err
 	}
 	return s, nil

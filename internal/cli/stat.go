@@ -31,7 +31,11 @@ pause, resume, interval and record commands (see numascope ctl).`,
   numascope stat --csv -e node.*.MemFree > free.csv`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			s, err := newSession(g, &f, "", false, nil)
+			cfg, err := f.config()
+			if err != nil {
+				return err
+			}
+			s, err := newSession(g, cfg)
 			if err != nil {
 				return err
 			}

@@ -13,8 +13,6 @@ import (
 	"github.com/numascope/numascope/internal/stats"
 )
 
-func init() { extraCommands = append(extraCommands, newStatsCmd) }
-
 func newStatsCmd(*globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "stats",

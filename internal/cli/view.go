@@ -18,8 +18,6 @@ import (
 	"github.com/numascope/numascope/internal/recording"
 )
 
-func init() { extraCommands = append(extraCommands, newViewCmd) }
-
 func newViewCmd(g *globals) *cobra.Command {
 	var w webFlags
 	var sourcePath []string

@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/numascope/numascope/internal/testutil"
 )
 
 const waitFor = 10 * time.Second // generous: only reached when a test fails
@@ -402,9 +404,7 @@ func TestNonFIFORefused(t *testing.T) {
 }
 
 func TestOtherUsersFIFORefused(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("needs root to give a FIFO to another user")
-	}
+	testutil.RequireRoot(t, "to give a FIFO to another user")
 	path := filepath.Join(t.TempDir(), "ctl")
 	mkfifo(t, path, 0o666)
 	if err := os.Chown(path, 65534, 65534); err != nil {

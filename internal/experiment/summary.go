@@ -11,8 +11,8 @@ import (
 
 // EventSummary is one event over one run.
 type EventSummary struct {
-	Kind string `json:"kind"`
-	Unit string `json:"unit,omitempty"`
+	Kind recording.ValueKind `json:"kind"`
+	Unit string              `json:"unit,omitempty"`
 	// Total is, for a counter, the count over the run (the integral of its
 	// rate); for a gauge, the mean level.
 	Total float64 `json:"total"`
@@ -140,7 +140,7 @@ func Summarize(rec *recording.Recording) map[string]EventSummary {
 				for _, v := range g.perNode {
 					s.Total += v
 				}
-				if s.Kind == recording.KindGauge && strings.HasSuffix(s.Unit, "%") {
+				if s.Kind == recording.Gauge && strings.HasSuffix(s.Unit, "%") {
 					s.Total /= float64(len(g.perNode)) // percentages average
 				}
 			}
@@ -157,7 +157,7 @@ func Summarize(rec *recording.Recording) map[string]EventSummary {
 // rate covers the interval that ends at its sample; the first interval
 // starts at t = 0, when the sampler primed its counters) or averages a
 // gauge column. NaN when the column has no value.
-func columnTotal(rec *recording.Recording, col int, kind string) float64 {
+func columnTotal(rec *recording.Recording, col int, kind recording.ValueKind) float64 {
 	sum, n := 0.0, 0
 	prev := 0.0
 	paused := pauses(rec)
@@ -171,7 +171,7 @@ func columnTotal(rec *recording.Recording, col int, kind string) float64 {
 			continue
 		}
 		n++
-		if kind == recording.KindCounter {
+		if kind == recording.Counter {
 			sum += s.V[col] * dt
 		} else {
 			sum += s.V[col]
@@ -180,7 +180,7 @@ func columnTotal(rec *recording.Recording, col int, kind string) float64 {
 	if n == 0 {
 		return math.NaN()
 	}
-	if kind != recording.KindCounter {
+	if kind != recording.Counter {
 		return sum / float64(n)
 	}
 	return sum

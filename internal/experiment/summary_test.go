@@ -19,12 +19,12 @@ func writeRecording(t *testing.T, path string, scale float64) {
 		t.Fatal(err)
 	}
 	cols := []recording.Column{
-		{Name: "node.0.numa_hit", Sensor: "node", Event: "numa_hit", Sources: []string{"0"}, Unit: "pages", Kind: recording.KindCounter},
-		{Name: "node.1.numa_hit", Sensor: "node", Event: "numa_hit", Sources: []string{"1"}, Unit: "pages", Kind: recording.KindCounter},
-		{Name: "node.2.numa_hit", Sensor: "node", Event: "numa_hit", Sources: []string{"2"}, Unit: "pages", Kind: recording.KindCounter},
-		{Name: "vmstat.numa_hint_faults", Sensor: "vmstat", Event: "numa_hint_faults", Sources: []string{""}, Unit: "faults", Kind: recording.KindCounter},
-		{Name: "node.0.MemUsed", Sensor: "node", Event: "MemUsed", Sources: []string{"0"}, Unit: "bytes", Kind: recording.KindGauge},
-		{Name: "node.1.MemUsed", Sensor: "node", Event: "MemUsed", Sources: []string{"1"}, Unit: "bytes", Kind: recording.KindGauge},
+		{Name: "node.0.numa_hit", Sensor: "node", Event: "numa_hit", Sources: []string{"0"}, Unit: "pages", Kind: recording.Counter},
+		{Name: "node.1.numa_hit", Sensor: "node", Event: "numa_hit", Sources: []string{"1"}, Unit: "pages", Kind: recording.Counter},
+		{Name: "node.2.numa_hit", Sensor: "node", Event: "numa_hit", Sources: []string{"2"}, Unit: "pages", Kind: recording.Counter},
+		{Name: "vmstat.numa_hint_faults", Sensor: "vmstat", Event: "numa_hint_faults", Sources: []string{""}, Unit: "faults", Kind: recording.Counter},
+		{Name: "node.0.MemUsed", Sensor: "node", Event: "MemUsed", Sources: []string{"0"}, Unit: "bytes", Kind: recording.Gauge},
+		{Name: "node.1.MemUsed", Sensor: "node", Event: "MemUsed", Sources: []string{"1"}, Unit: "bytes", Kind: recording.Gauge},
 	}
 	if err := w.WriteHeader(&recording.Header{Interval: 0.5, Columns: cols}); err != nil {
 		t.Fatal(err)

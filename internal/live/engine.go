@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -32,8 +33,10 @@ type LiveConfig struct {
 	// RecordDir is where client-requested recordings go; client paths are
 	// relative to it and may not leave it. Default: the working directory.
 	RecordDir string
-	// Errors receives sampler and recording problems.
-	Errors func(error)
+	// Errors receives sampler and recording problems; Notices, their news
+	// that is not a problem (see sampler.Config). Either may be nil.
+	Errors  func(error)
+	Notices func(string)
 }
 
 // Live is the `numascope live` server: one sampler shared by every client.
@@ -94,6 +97,9 @@ type command struct {
 func NewLive(opt Options, cfg LiveConfig) (*Live, error) {
 	if cfg.Errors == nil {
 		cfg.Errors = func(error) {}
+	}
+	if cfg.Notices == nil {
+		cfg.Notices = func(string) {}
 	}
 	recDir, err := recorder.ResolveDir(cfg.RecordDir)
 	if err != nil {
@@ -196,6 +202,7 @@ func (l *Live) startSampler(patterns []string, discrete bool) error {
 		Interval: interval,
 		PinCPUs:  l.cfg.PinCPUs,
 		Errors:   l.cfg.Errors,
+		Notices:  l.cfg.Notices,
 	})
 	if err != nil {
 		return err
@@ -206,7 +213,7 @@ func (l *Live) startSampler(patterns []string, discrete bool) error {
 	if l.rec == nil {
 		h := l.cfg.Header
 		h.Columns = l.cols
-		l.rec = recorder.New(smp, l.sink, h, l.cfg.Force, l.cfg.Errors)
+		l.rec = recorder.New(smp, l.sink, h, l.cfg.Force, l.cfg.Errors, l.cfg.Notices)
 		l.rec.OnStop(l.recordingStopped)
 	} else {
 		l.rec.Attach(smp, l.sink)
@@ -515,15 +522,15 @@ func (l *Live) command(cm command) {
 				fail(errors.New("enable: give \"event\""))
 				return
 			}
-			if !contains(events, r.Event) {
+			if !slices.Contains(events, r.Event) {
 				events = append(events, r.Event)
 			}
 		case "disable":
-			if !contains(events, r.Event) {
+			if !slices.Contains(events, r.Event) {
 				fail(fmt.Errorf("disable: %q is not enabled (enabled: %s)", r.Event, strings.Join(events, ", ")))
 				return
 			}
-			events = remove(events, r.Event)
+			events = slices.DeleteFunc(events, func(e string) bool { return e == r.Event }) // events is a copy
 			if len(events) == 0 {
 				fail(errors.New("disable: that is the last event; enable another first"))
 				return
@@ -576,25 +583,6 @@ func (l *Live) command(cm command) {
 	default:
 		fail(unknownType(r.Type, "numascope live", liveTypes))
 	}
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
-}
-
-func remove(list []string, s string) []string {
-	out := list[:0:0]
-	for _, x := range list {
-		if x != s {
-			out = append(out, x)
-		}
-	}
-	return out
 }
 
 // restart replaces the sampler with one for the new event set. Samples

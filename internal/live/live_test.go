@@ -71,6 +71,7 @@ func runLive(t *testing.T, opt Options, cfg LiveConfig) (*Live, *logBuf, func())
 	cfg.Header = recording.Header{Host: "fixture", Topology: topo}
 	logs := &logBuf{}
 	cfg.Errors = func(err error) { logs.add(err.Error()) }
+	cfg.Notices = logs.add
 	if opt.Listen == "" {
 		opt.Listen = "127.0.0.1:0"
 	}

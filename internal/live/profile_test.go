@@ -14,6 +14,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/numascope/numascope/internal/profile"
+	"github.com/numascope/numascope/internal/testutil"
 )
 
 // fixtureProfile is the real 4-node capture of testdata/profiles (README
@@ -55,18 +56,6 @@ func abs(t *testing.T, p string) string {
 		t.Fatal(err)
 	}
 	return a
-}
-
-// markedLine is the 1-based line of profnuma.c marked /* @mark */.
-func markedLine(t *testing.T, lines []string, mark string) int {
-	t.Helper()
-	for i, l := range lines {
-		if strings.Contains(l, "/* @"+mark+" */") {
-			return i + 1
-		}
-	}
-	t.Fatalf("no line marked @%s", mark)
-	return 0
 }
 
 func TestProfileHelloCarriesProfileAndHints(t *testing.T) {
@@ -168,9 +157,9 @@ func TestProfileServesSourceFromSearchPath(t *testing.T) {
 	// The profile's compute line is the line marked @compute in what was served.
 	p, _ := profile.Load(fixtureProfile)
 	top := p.Locations[0]
-	if top.Function != "compute" || top.Line != markedLine(t, got, "compute") {
+	if top.Function != "compute" || top.Line != testutil.MarkedLine(t, got, "compute") {
 		t.Errorf("the profile's top line %s:%d (%s) is not the served file's @compute line %d",
-			top.File, top.Line, top.Function, markedLine(t, got, "compute"))
+			top.File, top.Line, top.Function, testutil.MarkedLine(t, got, "compute"))
 	}
 }
 

@@ -17,10 +17,10 @@ import (
 	"time"
 
 	"github.com/coder/websocket"
-	"golang.org/x/sys/unix"
 
 	"github.com/numascope/numascope/internal/profile"
 	"github.com/numascope/numascope/internal/recording"
+	"github.com/numascope/numascope/internal/testutil"
 )
 
 // TestClientRecordingStaysInRecordDir: a recording a client asks for is
@@ -358,46 +358,12 @@ func TestClientOverByteBoundIsDropped(t *testing.T) {
 
 var _ = profile.Load // the profile fixture helpers live in profile_test.go
 
-// smallDisk mounts a 64 KiB tmpfs, unmounted at the end of the test, and
-// fills it so that only about free bytes are left (0: full).
-func smallDisk(t *testing.T, free int64) string {
-	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("needs root, to mount a small tmpfs as a full disk")
-	}
-	dir := t.TempDir()
-	if err := unix.Mount("tmpfs", dir, "tmpfs", 0, "size=64k"); err != nil {
-		t.Skipf("cannot mount a tmpfs as a full disk: %v", err)
-	}
-	t.Cleanup(func() { _ = unix.Unmount(dir, unix.MNT_DETACH) })
-	f, err := os.Create(filepath.Join(dir, "filler"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	buf := make([]byte, 4096)
-	var size int64
-	for {
-		n, err := f.Write(buf)
-		size += int64(n)
-		if err != nil {
-			break
-		}
-	}
-	if free > 0 {
-		if err := f.Truncate(size - free); err != nil {
-			t.Fatal(err)
-		}
-	}
-	f.Close()
-	return dir
-}
-
 // TestFillingDiskStopsOnlyTheRecording records onto a disk that fills up:
 // the recording stops (every client is told, and the state says so), the
 // line on stderr counts the samples the file really holds, and sampling
 // goes on.
 func TestFillingDiskStopsOnlyTheRecording(t *testing.T) {
-	path := filepath.Join(smallDisk(t, 6000), "r.jsonl")
+	path := filepath.Join(testutil.SmallFS(t, 6000), "r.jsonl")
 	l, logs, stop := runLive(t, Options{Batch: 20 * time.Millisecond}, LiveConfig{Interval: 2 * time.Millisecond, Record: path})
 	c := dial(t, l.Server, "")
 	c.next("hello", typeIs("hello"))
@@ -429,7 +395,7 @@ func TestFillingDiskStopsOnlyTheRecording(t *testing.T) {
 // header is written and flushed before the switch; the current recording
 // goes on, and the empty new file is removed.
 func TestRecordingSwitchOntoFullDiskKeepsTheCurrentFile(t *testing.T) {
-	full := smallDisk(t, 0)
+	full := testutil.SmallFS(t, 0)
 	cur := filepath.Join(t.TempDir(), "cur.jsonl")
 	l, logs, stop := runLive(t, Options{}, LiveConfig{Record: cur, RecordDir: full})
 	c := dial(t, l.Server, "")

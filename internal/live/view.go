@@ -322,7 +322,7 @@ func (v *View) total(col recording.Column, lo, hi int, at func(k int) float64) c
 	}
 	ct := columnTotal{Name: col.Name, N: n}
 	if n > 0 {
-		counter := col.Kind == recording.KindCounter && col.Unit != "%"
+		counter := col.Kind == recording.Counter && col.Unit != "%"
 		mean := sum / float64(n)
 		if counter {
 			ct.Count = ct.finite(area)

@@ -14,6 +14,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/numascope/numascope/internal/testutil"
 )
 
 func loadPresets(t *testing.T) *Presets {
@@ -484,22 +486,6 @@ func TestParsePresetsErrors(t *testing.T) {
 	}
 }
 
-// sharedFixtures locates ../shared/fixtures/hwloc-linux from the repo root.
-func sharedFixtures(t *testing.T) string {
-	dir, _ := filepath.Abs(".")
-	for d := dir; d != filepath.Dir(d); d = filepath.Dir(d) {
-		if _, err := os.Stat(filepath.Join(d, "go.mod")); err == nil {
-			p := filepath.Join(filepath.Dir(d), "shared", "fixtures", "hwloc-linux")
-			if _, err := os.Stat(p); err != nil {
-				t.Skipf("%s is absent: the hwloc captures are not available here", p)
-			}
-			return p
-		}
-	}
-	t.Skip("repository root not found")
-	return ""
-}
-
 // cpuinfoFromTarball extracts proc/cpuinfo from a hwloc capture, with the
 // system's tar when there is one (its bzip2 is several times faster than
 // compress/bzip2, which matters under -race), else in Go.
@@ -538,11 +524,7 @@ func cpuinfoFromTarball(path string) ([]byte, error) {
 // only the Skylake-SP-class machines (family 6 model 85) are server cores
 // this tool has presets for; the others are older, non-x86 or client CPUs.
 func TestPresetSelectionHwloc(t *testing.T) {
-	dir := sharedFixtures(t)
-	tars, _ := filepath.Glob(filepath.Join(dir, "*.tar.bz2"))
-	if len(tars) == 0 {
-		t.Skipf("no captures in %s", dir)
-	}
+	_, tars := testutil.HwlocFixtures(t)
 	want := map[string]string{
 		"32intel64-2p8co2t+8ve":           "skx",
 		"memorysidecaches":                "skx",
@@ -656,12 +638,9 @@ func TestPresetsLibpfm(t *testing.T) {
 // gcc or libpfm4 it skips, unless NUMASCOPE_PFM_REQUIRED is set (as in CI,
 // after scripts/install-perf-deps), when it fails.
 func buildPfmHelper(t *testing.T) string {
+	t.Helper()
 	skip := func(format string, args ...any) {
-		msg := fmt.Sprintf(format, args...) + " (install: scripts/install-perf-deps)"
-		if os.Getenv("NUMASCOPE_PFM_REQUIRED") != "" {
-			t.Fatal(msg)
-		}
-		t.Skip(msg)
+		testutil.SkipUnless(t, testutil.PfmRequired, format+" (install: scripts/install-perf-deps)", args...)
 	}
 	cc, err := exec.LookPath("gcc")
 	if err != nil {

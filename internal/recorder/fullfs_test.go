@@ -1,72 +1,17 @@
 package recorder
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/numascope/numascope/internal/recording"
+	"github.com/numascope/numascope/internal/testutil"
 )
-
-// noRootEnv lets a developer without root run the other tests; without it a
-// test that needs a real full filesystem fails rather than skip silently.
-const noRootEnv = "NUMASCOPE_TEST_NO_ROOT"
-
-// smallFS mounts a 64 KiB tmpfs in a temporary directory, unmounted at the
-// end of the test, and fills it with a file so that only about free bytes are
-// left (0: full).
-func smallFS(t *testing.T, free int) string {
-	t.Helper()
-	if os.Geteuid() != 0 {
-		if os.Getenv(noRootEnv) != "" {
-			t.Skipf("needs root to mount a small tmpfs (%s is set)", noRootEnv)
-		}
-		t.Fatalf("needs root to mount a small tmpfs (a real full disk); run as root, or set %s=1 to skip", noRootEnv)
-	}
-	dir := t.TempDir()
-	if err := unix.Mount("tmpfs", dir, "tmpfs", 0, "size=64k"); err != nil {
-		t.Fatalf("mounting a tmpfs on %s: %v", dir, err)
-	}
-	t.Cleanup(func() {
-		if err := unix.Unmount(dir, unix.MNT_DETACH); err != nil {
-			t.Errorf("unmounting %s: %v", dir, err)
-		}
-	})
-	filler := filepath.Join(dir, "filler")
-	f, err := os.Create(filler)
-	if err != nil {
-		t.Fatal(err)
-	}
-	chunk := bytes.Repeat([]byte{'x'}, 4096)
-	size := int64(0)
-	for {
-		n, err := f.Write(chunk)
-		size += int64(n)
-		if errors.Is(err, syscall.ENOSPC) {
-			break
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
-	if free > 0 {
-		if err := f.Truncate(size - int64(free)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := f.Close(); err != nil && !errors.Is(err, syscall.ENOSPC) {
-		t.Fatal(err)
-	}
-	return dir
-}
 
 // countLines counts the sample lines of a plain recording as bytes, not
 // through the reader, and whether it ends with an end line. A last line cut
@@ -90,7 +35,7 @@ func countLines(t *testing.T, path string) (samples int, end bool) {
 // onto a full filesystem: the new file cannot take its header, so it is
 // removed, the switch is reported, and the current file keeps every sample.
 func TestRotationOntoAFullDiskKeepsTheCurrentFile(t *testing.T) {
-	full := smallFS(t, 0)
+	full := testutil.SmallFS(t, 0)
 	a := filepath.Join(t.TempDir(), "a.jsonl")
 	b := filepath.Join(full, "b.jsonl")
 	smp, rec, msgs := setup(t, 40)
@@ -128,7 +73,7 @@ func TestRotationOntoAFullDiskKeepsTheCurrentFile(t *testing.T) {
 func TestFullDiskCountsWhatIsInTheFile(t *testing.T) {
 	for _, name := range []string{"run.jsonl", "run.jsonl.zst"} {
 		t.Run(name, func(t *testing.T) {
-			dir := smallFS(t, 6000)
+			dir := testutil.SmallFS(t, 6000)
 			path := filepath.Join(dir, name)
 			smp, rec, _ := setup(t, 0)
 			if err := rec.Create(path); err != nil {

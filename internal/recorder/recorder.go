@@ -35,6 +35,7 @@ type Recorder struct {
 	header recording.Header // template: everything but Start and Interval
 	force  bool
 	report func(error)
+	notice func(string)
 	onStop func(error)
 
 	// The source: the sampler whose records arrive now, through sink.
@@ -67,9 +68,10 @@ type Recorder struct {
 // New returns a recorder for the records of smp that arrive through sink.
 // header is the template for every file's header (columns included);
 // force lets Create and `ctl record` overwrite a file; report receives
-// problems worth a line on stderr.
-func New(smp *sampler.Sampler, sink *sampler.Sink, header recording.Header, force bool, report func(error)) *Recorder {
-	r := &Recorder{header: header, force: force, report: report}
+// problems worth a line on stderr, and notice news that is not a problem
+// (a switch to another file).
+func New(smp *sampler.Sampler, sink *sampler.Sink, header recording.Header, force bool, report func(error), notice func(string)) *Recorder {
+	r := &Recorder{header: header, force: force, report: report, notice: notice}
 	r.Attach(smp, sink)
 	return r
 }
@@ -81,7 +83,7 @@ func Columns(cols []*sampler.Column) []recording.Column {
 	for _, c := range cols {
 		out = append(out, recording.Column{
 			Name: c.Name, Sensor: c.Sensor, Event: c.Event.Name, Sources: c.Sources,
-			Unit: c.Event.Unit, Kind: c.Event.Kind.String(), Desc: c.Event.Desc, Max: c.Max,
+			Unit: c.Event.Unit, Kind: recording.ValueKind(c.Event.Kind.String()), Desc: c.Event.Desc, Max: c.Max,
 		})
 	}
 	return out
@@ -397,7 +399,7 @@ func (r *Recorder) rotate(path string) {
 		return
 	}
 	if old != "" {
-		r.report(fmt.Errorf("closed %s (%d samples); now recording to %s", old, r.closedN-before, path))
+		r.notice(fmt.Sprintf("closed %s (%d samples); now recording to %s", old, r.closedN-before, path))
 	}
 }
 

@@ -46,13 +46,14 @@ func setup(t *testing.T, count uint64) (*sampler.Sampler, *Recorder, *[]string) 
 	h := recording.Header{Host: "test", Topology: topo}
 	for _, c := range cols {
 		h.Columns = append(h.Columns, recording.Column{Name: c.Name, Sensor: c.Sensor, Event: c.Event.Name,
-			Sources: c.Sources, Unit: c.Event.Unit, Kind: c.Event.Kind.String()})
+			Sources: c.Sources, Unit: c.Event.Unit, Kind: recording.ValueKind(c.Event.Kind.String())})
 	}
-	rec := New(smp, smp.AddSink("rec", 64), h, false, func(err error) {
+	report := func(m string) {
 		mu.Lock()
 		defer mu.Unlock()
-		msgs = append(msgs, err.Error())
-	})
+		msgs = append(msgs, m)
+	}
+	rec := New(smp, smp.AddSink("rec", 64), h, false, func(err error) { report(err.Error()) }, report)
 	return smp, rec, &msgs
 }
 
@@ -257,7 +258,8 @@ func TestSynchronousFeed(t *testing.T) {
 	smpA, sinkA := newSampler("vmstat.pgfault", "node.MemFree")
 	h := recording.Header{Host: "test", Topology: topo, Columns: Columns(smpA.Columns())}
 	var msgs []string
-	rec := New(smpA, sinkA, h, false, func(err error) { msgs = append(msgs, err.Error()) })
+	rec := New(smpA, sinkA, h, false, func(err error) { msgs = append(msgs, err.Error()) },
+		func(m string) { msgs = append(msgs, m) })
 	if err := rec.Create(a); err != nil {
 		t.Fatal(err)
 	}

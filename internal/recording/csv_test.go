@@ -57,7 +57,7 @@ func TestWriteCSV(t *testing.T) {
 func writeLabelled(t *testing.T, buf *bytes.Buffer) error {
 	buf.Reset()
 	w := NewWriter(buf, false)
-	h := &Header{Columns: []Column{{Sensor: "a", Event: "x", Kind: KindCounter}, {Sensor: "a", Event: "y", Kind: KindGauge}}}
+	h := &Header{Columns: []Column{{Sensor: "a", Event: "x", Kind: Counter}, {Sensor: "a", Event: "y", Kind: Gauge}}}
 	if err := w.WriteHeader(h); err != nil {
 		return err
 	}

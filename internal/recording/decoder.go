@@ -11,18 +11,19 @@ import (
 	"strconv"
 )
 
-// Kind says what a Line is.
-type Kind int
+// LineKind says what a Line is. (The sampler's records have sampler.RecordKind;
+// a column's values, ValueKind.)
+type LineKind int
 
 const (
-	KindHeader   Kind = iota + 1 // Line.Header
-	KindSample                   // Line.T, Line.Values
-	KindLabel                    // Line.T, Line.Text
-	KindInterval                 // Line.T, Line.Interval
-	KindPause                    // Line.T
-	KindResume                   // Line.T
-	KindColumns                  // Line.T, Line.Columns
-	KindEnd                      // Line.T, Line.End
+	KindHeader   LineKind = iota + 1 // Line.Header
+	KindSample                       // Line.T, Line.Values
+	KindLabel                        // Line.T, Line.Text
+	KindInterval                     // Line.T, Line.Interval
+	KindPause                        // Line.T
+	KindResume                       // Line.T
+	KindColumns                      // Line.T, Line.Columns
+	KindEnd                          // Line.T, Line.End
 	// KindSkipped is a line the decoder could not use: corrupt, of an
 	// unknown type (Line.Type), or inconsistent. Line.Reason says why.
 	KindSkipped
@@ -30,16 +31,16 @@ const (
 
 var kindNames = [...]string{"", "header", "sample", "label", "interval", "pause", "resume", "columns", "end", "skipped"}
 
-func (k Kind) String() string {
+func (k LineKind) String() string {
 	if k > 0 && int(k) < len(kindNames) {
 		return kindNames[k]
 	}
-	return "Kind(" + strconv.Itoa(int(k)) + ")"
+	return "LineKind(" + strconv.Itoa(int(k)) + ")"
 }
 
 // Line is one decoded line of a recording.
 type Line struct {
-	Kind Kind
+	Kind LineKind
 	// No is the line number, counting from 1.
 	No       int
 	Header   *Header

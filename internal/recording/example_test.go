@@ -23,7 +23,7 @@ func Example() {
 	w.WriteHeader(&recording.Header{
 		Interval: 0.1,
 		Columns: []recording.Column{
-			{Sensor: "node", Event: "numa_miss", Sources: []string{"1"}, Unit: "pages", Kind: recording.KindCounter},
+			{Sensor: "node", Event: "numa_miss", Sources: []string{"1"}, Unit: "pages", Kind: recording.Counter},
 		},
 	})
 	w.WriteSample(100*time.Millisecond, []float64{1520})

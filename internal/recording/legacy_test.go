@@ -35,10 +35,10 @@ func TestLegacyNumaConnect2(t *testing.T) {
 		t.Errorf("sensors = %+v", rec.Header.Sensors)
 	}
 	wantCols := []Column{
-		{Name: "numaconnect2.0.RdBlkMod_commands_sent", Sensor: "numaconnect2", Event: "RdBlkMod_commands_sent", Sources: []string{"0"}, Kind: KindCounter, Desc: "RdBlkMod commands sent"},
-		{Name: "numaconnect2.1.RdBlkMod_commands_sent", Sensor: "numaconnect2", Event: "RdBlkMod_commands_sent", Sources: []string{"1"}, Kind: KindCounter, Desc: "RdBlkMod commands sent"},
-		{Name: "numaconnect2.0.wait_cycles_for_requests_from_PIU_to_RMPE", Sensor: "numaconnect2", Event: "wait_cycles_for_requests_from_PIU_to_RMPE", Sources: []string{"0"}, Unit: "%", Kind: KindCounter, Desc: "% wait cycles for requests from PIU to RMPE", Max: 100},
-		{Name: "numaconnect2.1.wait_cycles_for_requests_from_PIU_to_RMPE", Sensor: "numaconnect2", Event: "wait_cycles_for_requests_from_PIU_to_RMPE", Sources: []string{"1"}, Unit: "%", Kind: KindCounter, Desc: "% wait cycles for requests from PIU to RMPE", Max: 100},
+		{Name: "numaconnect2.0.RdBlkMod_commands_sent", Sensor: "numaconnect2", Event: "RdBlkMod_commands_sent", Sources: []string{"0"}, Kind: Counter, Desc: "RdBlkMod commands sent"},
+		{Name: "numaconnect2.1.RdBlkMod_commands_sent", Sensor: "numaconnect2", Event: "RdBlkMod_commands_sent", Sources: []string{"1"}, Kind: Counter, Desc: "RdBlkMod commands sent"},
+		{Name: "numaconnect2.0.wait_cycles_for_requests_from_PIU_to_RMPE", Sensor: "numaconnect2", Event: "wait_cycles_for_requests_from_PIU_to_RMPE", Sources: []string{"0"}, Unit: "%", Kind: Counter, Desc: "% wait cycles for requests from PIU to RMPE", Max: 100},
+		{Name: "numaconnect2.1.wait_cycles_for_requests_from_PIU_to_RMPE", Sensor: "numaconnect2", Event: "wait_cycles_for_requests_from_PIU_to_RMPE", Sources: []string{"1"}, Unit: "%", Kind: Counter, Desc: "% wait cycles for requests from PIU to RMPE", Max: 100},
 	}
 	if !reflect.DeepEqual(rec.Columns, wantCols) {
 		t.Errorf("columns =\n%+v\nwant\n%+v", rec.Columns, wantCols)
@@ -69,7 +69,7 @@ func TestLegacyInterrupted(t *testing.T) {
 	var names []string
 	for _, c := range rec.Columns {
 		names = append(names, c.Name)
-		if c.Unit != "" || c.Kind != KindCounter || !reflect.DeepEqual(c.Sources, []string{""}) {
+		if c.Unit != "" || c.Kind != Counter || !reflect.DeepEqual(c.Sources, []string{""}) {
 			t.Errorf("column %+v", c)
 		}
 	}

@@ -35,10 +35,14 @@ const Version = 1
 // FormatName is the value of the header's "format" field.
 const FormatName = "numascope"
 
-// Column kinds, as written in Column.Kind.
+// ValueKind says what a column's values are, as written in Column.Kind: the
+// file's spelling of sensor.ValueKind. (LineKind says what a decoded line is.)
+type ValueKind string
+
+// The value kinds.
 const (
-	KindCounter = "counter" // values are rates per second
-	KindGauge   = "gauge"   // values are levels, as read
+	Counter ValueKind = "counter" // values are rates per second
+	Gauge   ValueKind = "gauge"   // values are levels, as read
 )
 
 // Header is the first line of a recording.
@@ -88,9 +92,9 @@ type Column struct {
 	// Unit is the unit of what is counted (counters; their values are Unit
 	// per second) or of the level (gauges). "%" columns hold percentages.
 	Unit string `json:"unit"`
-	// Kind is KindCounter or KindGauge.
-	Kind string `json:"kind"`
-	Desc string `json:"desc"`
+	// Kind is Counter or Gauge.
+	Kind ValueKind `json:"kind"`
+	Desc string    `json:"desc"`
 	// Max is the highest value the column can reach (a rate for counters), 0
 	// when unknown.
 	Max float64 `json:"max,omitempty"`

@@ -37,18 +37,18 @@ func testHeader() *Header {
 			{Name: "perf", Present: false, Reason: "no PMU access", Sources: []string{}},
 		},
 		Columns: []Column{
-			{Name: "node.0.numa_miss", Sensor: "node", Event: "numa_miss", Sources: []string{"0"}, Unit: "pages", Kind: KindCounter, Desc: "allocations that missed"},
-			{Sensor: "node", Event: "numa_miss", Sources: []string{"1"}, Unit: "pages", Kind: KindCounter, Desc: "allocations that missed"},
-			{Name: "node.MemFree", Sensor: "node", Event: "MemFree", Sources: []string{"0", "1"}, Unit: "bytes", Kind: KindGauge, Max: 2 << 30},
+			{Name: "node.0.numa_miss", Sensor: "node", Event: "numa_miss", Sources: []string{"0"}, Unit: "pages", Kind: Counter, Desc: "allocations that missed"},
+			{Sensor: "node", Event: "numa_miss", Sources: []string{"1"}, Unit: "pages", Kind: Counter, Desc: "allocations that missed"},
+			{Name: "node.MemFree", Sensor: "node", Event: "MemFree", Sources: []string{"0", "1"}, Unit: "bytes", Kind: Gauge, Max: 2 << 30},
 		},
 		Command: []string{"stream", "-n", "4"},
 	}
 }
 
 var secondColumns = []Column{
-	{Name: "node.MemFree", Sensor: "node", Event: "MemFree", Sources: []string{"0", "1"}, Unit: "bytes", Kind: KindGauge},
-	{Name: "node.1.numa_miss", Sensor: "node", Event: "numa_miss", Sources: []string{"1"}, Unit: "pages", Kind: KindCounter},
-	{Name: "node.cpu_busy", Sensor: "node", Event: "cpu_busy", Sources: []string{"0", "1"}, Unit: "%", Kind: KindGauge, Max: 100},
+	{Name: "node.MemFree", Sensor: "node", Event: "MemFree", Sources: []string{"0", "1"}, Unit: "bytes", Kind: Gauge},
+	{Name: "node.1.numa_miss", Sensor: "node", Event: "numa_miss", Sources: []string{"1"}, Unit: "pages", Kind: Counter},
+	{Name: "node.cpu_busy", Sensor: "node", Event: "cpu_busy", Sources: []string{"0", "1"}, Unit: "%", Kind: Gauge, Max: 100},
 }
 
 func ms(n int) time.Duration { return time.Duration(n) * time.Millisecond }
@@ -141,7 +141,7 @@ func checkTestRecording(t *testing.T, rec *Recording) {
 	if !reflect.DeepEqual(names, wantNames) {
 		t.Errorf("union columns = %q, want %q", names, wantNames)
 	}
-	if rec.Columns[3].Unit != "%" || rec.Columns[3].Max != 100 || rec.Columns[2].Kind != KindGauge {
+	if rec.Columns[3].Unit != "%" || rec.Columns[3].Max != 100 || rec.Columns[2].Kind != Gauge {
 		t.Errorf("union column metadata = %+v", rec.Columns)
 	}
 	checkSamples(t, rec.Samples, wantSamples)

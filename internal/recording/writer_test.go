@@ -18,7 +18,7 @@ import (
 func wideHeader(n int) *Header {
 	h := &Header{Interval: 0.1}
 	for i := 0; i < n; i++ {
-		h.Columns = append(h.Columns, Column{Sensor: "node", Event: fmt.Sprintf("e%d", i/4), Sources: []string{fmt.Sprint(i % 4)}, Kind: KindCounter})
+		h.Columns = append(h.Columns, Column{Sensor: "node", Event: fmt.Sprintf("e%d", i/4), Sources: []string{fmt.Sprint(i % 4)}, Kind: Counter})
 	}
 	return h
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"path"
+	"slices"
 	"sort"
 	"strings"
 
@@ -42,6 +43,13 @@ type Catalog struct {
 // sensor that fails to open stays in the catalog as absent; it never stops the
 // others.
 func Open(env sensor.Env, names ...string) *Catalog {
+	return OpenWith(env, nil, names...)
+}
+
+// OpenWith is Open with some sensors made by the caller, each in place of
+// the registered sensor of its Name: sensors with options of their own
+// (sensor.NewPerf) get them this way rather than through the shared Env.
+func OpenWith(env sensor.Env, custom []sensor.Sensor, names ...string) *Catalog {
 	if len(names) == 0 {
 		names = sensor.Names()
 	}
@@ -49,6 +57,9 @@ func Open(env sensor.Env, names ...string) *Catalog {
 	for _, name := range names {
 		e := &Entry{Name: name}
 		s, ok := sensor.New(name)
+		if i := slices.IndexFunc(custom, func(s sensor.Sensor) bool { return s.Name() == name }); i >= 0 {
+			s, ok = custom[i], true
+		}
 		if !ok {
 			e.Err = fmt.Errorf("no sensor named %q (known: %s)", name, strings.Join(sensor.Names(), ", "))
 		} else if err := s.Open(env); err != nil {

@@ -32,7 +32,8 @@ func runChild(args []string) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 2
 	}
-	cfg := Config{Interval: iv, Errors: func(err error) { fmt.Fprintln(os.Stderr, err) }}
+	cfg := Config{Interval: iv, Errors: func(err error) { fmt.Fprintln(os.Stderr, err) },
+		Notices: func(m string) { fmt.Fprintln(os.Stderr, m) }}
 	if len(args) > 2 {
 		c, err := strconv.Atoi(args[2])
 		if err != nil {

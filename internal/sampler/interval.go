@@ -32,11 +32,24 @@ func ParseInterval(s string) (time.Duration, error) {
 			return 0, fmt.Errorf("bad interval %q: give a duration such as 100ms, 1s or 500us", s)
 		}
 	}
-	if d <= 0 {
-		return 0, fmt.Errorf("bad interval %q: it must be positive (at least %v)", s, MinInterval)
-	}
-	if d < MinInterval || d > MaxInterval {
-		return 0, fmt.Errorf("bad interval %q: it must be between %v and %v", s, MinInterval, MaxInterval)
+	if err := checkInterval(d, s); err != nil {
+		return 0, err
 	}
 	return d, nil
+}
+
+// CheckInterval says whether d can be a sampling interval: positive, and
+// from MinInterval to MaxInterval. It checks the duration itself, so that a
+// caller holding a time.Duration need not format it to parse it again.
+func CheckInterval(d time.Duration) error { return checkInterval(d, d.String()) }
+
+// checkInterval checks d, naming it as the user wrote it (as).
+func checkInterval(d time.Duration, as string) error {
+	if d <= 0 {
+		return fmt.Errorf("bad interval %q: it must be positive (at least %v)", as, MinInterval)
+	}
+	if d < MinInterval || d > MaxInterval {
+		return fmt.Errorf("bad interval %q: it must be between %v and %v", as, MinInterval, MaxInterval)
+	}
+	return nil
 }

@@ -34,3 +34,20 @@ func FuzzParseInterval(f *testing.F) {
 		}
 	})
 }
+
+// TestCheckInterval checks durations as New and SetInterval see them, with
+// the messages ParseInterval gives for the same values written out.
+func TestCheckInterval(t *testing.T) {
+	for _, d := range []time.Duration{MinInterval, 150500 * time.Nanosecond, time.Second, MaxInterval} {
+		if err := CheckInterval(d); err != nil {
+			t.Errorf("CheckInterval(%v): %v", d, err)
+		}
+	}
+	for _, d := range []time.Duration{0, -time.Second, MinInterval - 1, MaxInterval + 1} {
+		err := CheckInterval(d)
+		_, perr := ParseInterval(d.String())
+		if err == nil || perr == nil || err.Error() != perr.Error() {
+			t.Errorf("CheckInterval(%v) = %v, want ParseInterval's %v", d, err, perr)
+		}
+	}
+}

@@ -99,9 +99,13 @@ type Config struct {
 	// PinCPUs, when not empty, pins the process (the sampler and its
 	// consumers) to these CPUs, so it stays out of the workload's way.
 	PinCPUs []int
-	// Errors receives read failures and other conditions worth a line on
-	// stderr; it is called from the sampling goroutine and must not block.
-	Errors func(error)
+	// Errors receives read failures and other problems worth a line on
+	// stderr; Notices, news that is not a problem (a sensor reading again).
+	// Both are called from the sampling goroutine and must not block; either
+	// may be nil. They are apart so that a caller can tell a problem from
+	// the all-clear that follows it.
+	Errors  func(error)
+	Notices func(string)
 }
 
 // Stats are cumulative counts, safe to read while sampling runs.
@@ -136,7 +140,7 @@ type Sampler struct {
 // New prepares sampling of cols. It enables on each sensor exactly the events
 // the columns need, so disabled events cost nothing.
 func New(cols []*Column, cfg Config) (*Sampler, error) {
-	if _, err := ParseInterval(cfg.Interval.String()); err != nil {
+	if err := CheckInterval(cfg.Interval); err != nil {
 		return nil, err
 	}
 	if len(cols) == 0 {
@@ -146,6 +150,9 @@ func New(cols []*Column, cfg Config) (*Sampler, error) {
 		primed: make(chan struct{})}
 	if s.cfg.Errors == nil {
 		s.cfg.Errors = func(error) {}
+	}
+	if s.cfg.Notices == nil {
+		s.cfg.Notices = func(string) {}
 	}
 	s.interval.Store(int64(cfg.Interval))
 	s.sinks.Store(&[]*Sink{})
@@ -281,7 +288,7 @@ func (s *Sampler) read() {
 			continue
 		}
 		if recovered == len(g.failed) { // the whole sensor: one line
-			s.cfg.Errors(fmt.Errorf("%s: reading works again after %d failed samples", g.entry.Name, slices.Max(g.errs)))
+			s.cfg.Notices(fmt.Sprintf("%s: reading works again after %d failed samples", g.entry.Name, slices.Max(g.errs)))
 			clear(g.failed)
 			clear(g.errs)
 			continue
@@ -289,7 +296,7 @@ func (s *Sampler) read() {
 		for src, ok := range g.okCur {
 			if ok && g.failed[src] {
 				g.failed[src] = false
-				s.cfg.Errors(fmt.Errorf("%s: source %s: reading works again after %d failed samples",
+				s.cfg.Notices(fmt.Sprintf("%s: source %s: reading works again after %d failed samples",
 					g.entry.Name, sourceName(g.entry.Sources[src]), g.errs[src]))
 				g.errs[src] = 0
 			}
@@ -375,7 +382,7 @@ func (s *Sampler) send(c control) {
 
 // SetInterval changes the sampling interval from the next deadline on.
 func (s *Sampler) SetInterval(d time.Duration) error {
-	if _, err := ParseInterval(d.String()); err != nil {
+	if err := CheckInterval(d); err != nil {
 		return err
 	}
 	s.send(control{op: opInterval, interval: d})

@@ -174,7 +174,8 @@ func TestReadErrorMakesValuesMissing(t *testing.T) {
 	c, st := newStepCatalog()
 	cols, _ := c.Select([]string{"step.hits", "step.free"}, false)
 	var got []error
-	s, err := New(cols, Config{Interval: time.Second, Errors: func(e error) { got = append(got, e) }})
+	s, err := New(cols, Config{Interval: time.Second, Errors: func(e error) { got = append(got, e) },
+		Notices: func(m string) { got = append(got, errors.New(m)) }})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -286,8 +287,8 @@ func TestRunControls(t *testing.T) {
 	defer cancel()
 	go func() { _ = s.Run(ctx) }()
 
-	var kinds []Kind
-	wait := func(kind Kind) *Record {
+	var kinds []RecordKind
+	wait := func(kind RecordKind) *Record {
 		t.Helper()
 		deadline := time.Now().Add(10 * time.Second)
 		for {
@@ -373,7 +374,8 @@ func TestRunHonoursInterval(t *testing.T) {
 		t.Fatal(err)
 	}
 	k := s.AddSink("t", 100)
-	go func() { _ = s.Run(context.Background()) }()
+	done := make(chan error, 1)
+	go func() { done <- s.Run(context.Background()) }()
 	var ts []time.Duration
 	for r := range k.Records() {
 		if r.Kind == KindSample {
@@ -381,10 +383,19 @@ func TestRunHonoursInterval(t *testing.T) {
 		}
 		k.Release(r)
 	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
 	// Absolute deadlines: sample i lands at or after (i+1)*20ms and, on a
-	// quiet machine, well before the next; we only assert the ordering and
-	// the lower bound, which no scheduling noise can break.
+	// quiet machine, well before the next; we only assert the count, the
+	// ordering and the lower bound, which no scheduling noise can break.
+	if len(ts) != 10 {
+		t.Fatalf("%d samples, want the 10 of Count", len(ts))
+	}
 	for i, tt := range ts {
+		if i > 0 && tt <= ts[i-1] {
+			t.Errorf("sample %d at %v, not after sample %d at %v", i, tt, i-1, ts[i-1])
+		}
 		if tt < time.Duration(i+1)*20*time.Millisecond {
 			t.Errorf("sample %d at %v, before its deadline", i, tt)
 		}

@@ -6,27 +6,28 @@ import (
 	"time"
 )
 
-// Kind says what a Record carries.
-type Kind uint8
+// RecordKind says what a Record carries. (A recording file's lines have
+// recording.LineKind; an event's values, sensor.ValueKind.)
+type RecordKind uint8
 
 const (
-	KindSample   Kind = iota // Values holds one sample
-	KindLabel                // Text is a label placed at T
-	KindInterval             // the interval changed to Interval at T
-	KindPause                // samples stop at T (sampling goes on)
-	KindResume               // samples continue at T
-	KindRotate               // file sinks switch to the file named by Text
-	KindEnd                  // sampling ended; Stats and Dropped are final
+	KindSample   RecordKind = iota // Values holds one sample
+	KindLabel                      // Text is a label placed at T
+	KindInterval                   // the interval changed to Interval at T
+	KindPause                      // samples stop at T (sampling goes on)
+	KindResume                     // samples continue at T
+	KindRotate                     // file sinks switch to the file named by Text
+	KindEnd                        // sampling ended; Stats and Dropped are final
 )
 
 var kindNames = [...]string{"sample", "label", "interval change", "pause", "resume", "record switch", "end"}
 
-func (k Kind) String() string { return kindNames[k] }
+func (k RecordKind) String() string { return kindNames[k] }
 
 // Record is what a sink receives. Sample records come from the sink's own
 // pool and must be handed back with Release once consumed.
 type Record struct {
-	Kind     Kind
+	Kind     RecordKind
 	T        time.Duration // since the sampler's start
 	Values   []float64     // KindSample: one value per column
 	Text     string

@@ -54,7 +54,8 @@ func TestBadFileFailsOnlyItsSource(t *testing.T) {
 		t.Fatalf("columns %v", names)
 	}
 	var msgs []string
-	s, err := New(cols, Config{Interval: time.Second, Errors: func(e error) { msgs = append(msgs, e.Error()) }})
+	s, err := New(cols, Config{Interval: time.Second, Errors: func(e error) { msgs = append(msgs, e.Error()) },
+		Notices: func(m string) { msgs = append(msgs, m) }})
 	if err != nil {
 		t.Fatal(err)
 	}

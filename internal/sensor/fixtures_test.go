@@ -25,6 +25,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/numascope/numascope/internal/sysfs"
+	"github.com/numascope/numascope/internal/testutil"
 	"github.com/numascope/numascope/internal/topology"
 )
 
@@ -257,32 +258,14 @@ var hwlocWanted = regexp.MustCompile(`^[^/]+/(proc/(stat|vmstat|meminfo)|sys/dev
 
 // hwlocTrees extracts ../shared/fixtures/hwloc-linux/*.tar.bz2 (relative to
 // the repository root) once per test binary and returns the roots of the
-// captured trees; it skips the test when the captures are absent.
+// captured trees. Without the captures it skips the test, or fails it when
+// NUMASCOPE_HWLOC_REQUIRED is set; captures that do not extract, or that
+// hold no tree, fail it: the cross-checks must not pass having read nothing.
 func hwlocTrees(t *testing.T) []string {
 	t.Helper()
+	_, tarballs := testutil.HwlocFixtures(t)
 	hwlocOnce.Do(func() {
-		dir, err := os.Getwd()
-		if err != nil {
-			hwlocErr = err.Error()
-			return
-		}
-		for {
-			if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-				break
-			}
-			parent := filepath.Dir(dir)
-			if parent == dir {
-				hwlocErr = "repository root not found"
-				return
-			}
-			dir = parent
-		}
-		src := filepath.Join(dir, "..", "shared", "fixtures", "hwloc-linux")
-		tarballs, _ := filepath.Glob(filepath.Join(src, "*.tar.bz2"))
-		if len(tarballs) == 0 {
-			hwlocErr = "no hwloc captures in " + src
-			return
-		}
+		var err error
 		hwlocDir, err = os.MkdirTemp("", "numascope-sensor-hwloc-")
 		if err != nil {
 			hwlocErr = err.Error()
@@ -291,16 +274,19 @@ func hwlocTrees(t *testing.T) []string {
 		for _, tb := range tarballs {
 			root, err := extractHwloc(tb, hwlocDir)
 			if err != nil {
-				hwlocErr = err.Error()
+				hwlocErr = fmt.Sprintf("extracting %s: %v", tb, err)
 				return
 			}
 			if root != "" {
 				hwlocRoots = append(hwlocRoots, root)
 			}
 		}
+		if len(hwlocRoots) == 0 {
+			hwlocErr = fmt.Sprintf("none of the %d hwloc captures holds a tree the sensors read", len(tarballs))
+		}
 	})
 	if hwlocErr != "" {
-		t.Skip("hwloc captures unavailable: " + hwlocErr)
+		t.Fatal("hwloc captures: " + hwlocErr)
 	}
 	return hwlocRoots
 }

@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -109,7 +110,7 @@ func TestNodeEvents(t *testing.T) {
 	}
 	for _, c := range []struct {
 		name, unit string
-		kind       Kind
+		kind       ValueKind
 	}{
 		{"numa_hit", "pages", Counter},
 		{"interleave_hit", "pages", Counter},
@@ -343,7 +344,7 @@ func TestNodeHwloc(t *testing.T) {
 			for _, id := range ids {
 				for _, k := range nodeKindFile {
 					p := filepath.Join(root, nodeDir, "node"+id, k)
-					if fileExists(p) && len(s.(*nodeSensor).files[indexOf(ids, id)][kindOf(k)].lines) > 0 {
+					if fileExists(p) && len(s.(*nodeSensor).files[slices.Index(ids, id)][kindOf(k)].lines) > 0 {
 						want = append(want, p)
 					}
 				}
@@ -356,15 +357,6 @@ func TestNodeHwloc(t *testing.T) {
 	if tested < 30 {
 		t.Errorf("only %d captures with node meminfo", tested)
 	}
-}
-
-func indexOf(s []string, v string) int {
-	for i := range s {
-		if s[i] == v {
-			return i
-		}
-	}
-	return -1
 }
 
 func kindOf(file string) nodeKind {

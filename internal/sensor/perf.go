@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -16,14 +17,23 @@ import (
 )
 
 func init() {
-	Register("perf", func() Sensor { return &perfSensor{} })
-	Register("uncore", func() Sensor { return &perfSensor{uncore: true} })
+	Register("perf", func() Sensor { return NewPerf(PerfOptions{}) })
+	Register("uncore", func() Sensor { return NewUncore(PerfOptions{}) })
 }
+
+// NewPerf returns a perf sensor with options of its own. The registered
+// "perf" sensor has only the environment's; a caller with options opens this
+// one in its place (sampler.OpenWith), so that the shared Env carries nothing
+// that only the perf sensors read.
+func NewPerf(opts PerfOptions) Sensor { return &perfSensor{opts: opts} }
+
+// NewUncore is NewPerf for the uncore sensor.
+func NewUncore(opts PerfOptions) Sensor { return &perfSensor{uncore: true, opts: opts} }
 
 // PerfOptions configures the perf and uncore sensors. A sensor's event list
 // is fixed when it opens, so events beyond the defaults are named before the
-// catalog opens the sensors, in Env.Perf (the CLI's --perf-events, --presets
-// and --perf-per-cpu), extended by the environment (NUMASCOPE_PERF_EVENTS,
+// catalog opens the sensors, with NewPerf and NewUncore (the CLI's
+// --perf-events, --presets and --perf-per-cpu), extended by the environment (NUMASCOPE_PERF_EVENTS,
 // NUMASCOPE_PRESETS, NUMASCOPE_PERF_PER_CPU).
 type PerfOptions struct {
 	// Events are perf specifications to offer besides the defaults, e.g.
@@ -120,6 +130,7 @@ func ExpandPresets(patterns []string, sensors map[string]Sensor) ([]string, erro
 // summed per package).
 type perfSensor struct {
 	uncore  bool
+	opts    PerfOptions // as given to NewPerf; Open adds the environment's
 	fs      sysfs.FS
 	sources []string
 	srcCPUs [][]int // per source: the CPUs to open per-CPU events on
@@ -147,7 +158,7 @@ const perfMaxGroup = 4
 
 func (p *perfSensor) Open(env Env) error {
 	p.Close()
-	*p = perfSensor{uncore: p.uncore}
+	*p = perfSensor{uncore: p.uncore, opts: p.opts}
 	name := p.Name()
 	if !env.FS.Live() {
 		return fmt.Errorf("%s: counts the running kernel only; --root reads a captured tree", name)
@@ -157,7 +168,7 @@ func (p *perfSensor) Open(env Env) error {
 		return fmt.Errorf("%s: no topology: discover the topology before opening sensors", name)
 	}
 	p.fs = env.FS
-	opts := env.Perf.withEnvironment()
+	opts := p.opts.withEnvironment()
 	p.srcOf = map[int]int{}
 	online := map[int]bool{}
 	for _, c := range t.CPUs {
@@ -432,21 +443,12 @@ func (p *perfSensor) eventCPUs(ev *perfevent.Event, s int) (cpus []int, types []
 		return cpus, types
 	}
 	for _, c := range p.srcCPUs[s] {
-		if ev.CPUs != nil && !containsInt(ev.CPUs, c) {
+		if ev.CPUs != nil && !slices.Contains(ev.CPUs, c) {
 			continue
 		}
 		cpus, types = append(cpus, c), append(types, ev.Attr.Type)
 	}
 	return cpus, types
-}
-
-func containsInt(v []int, x int) bool {
-	for _, y := range v {
-		if y == x {
-			return true
-		}
-	}
-	return false
 }
 
 // groupsPerSource counts the (CPU, PMU instance) pairs of source s where

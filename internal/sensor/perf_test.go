@@ -25,8 +25,8 @@ func livePerf(t testing.TB, opts PerfOptions) *perfSensor {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := &perfSensor{}
-	if err := s.Open(Env{FS: fs, Topology: topo, Perf: opts}); err != nil {
+	s := &perfSensor{opts: opts}
+	if err := s.Open(Env{FS: fs, Topology: topo}); err != nil {
 		t.Fatalf("perf sensor: %v", err)
 	}
 	t.Cleanup(func() { s.Close() })
@@ -237,8 +237,8 @@ func TestPerfCapturedTree(t *testing.T) {
 func TestPerfBadUserSpec(t *testing.T) {
 	fs := sysfs.New("")
 	topo, _ := topology.Discover(fs)
-	s := &perfSensor{}
-	err := s.Open(Env{FS: fs, Topology: topo, Perf: PerfOptions{Events: []string{"cpu/event=0xd3"}}})
+	s := NewPerf(PerfOptions{Events: []string{"cpu/event=0xd3"}})
+	err := s.Open(Env{FS: fs, Topology: topo})
 	if err == nil || !strings.Contains(err.Error(), "--perf-events") || !strings.Contains(err.Error(), "closing '/'") {
 		t.Errorf("Open with a malformed --perf-events: %v", err)
 	}

@@ -18,17 +18,18 @@ import (
 	"github.com/numascope/numascope/internal/topology"
 )
 
-// Kind says how the sampler treats an event's raw values.
-type Kind uint8
+// ValueKind says how the sampler treats an event's raw values; a recording
+// writes it as recording.ValueKind, its String.
+type ValueKind uint8
 
 const (
 	// Counter values only grow (modulo wrap-around); they are shown as rates per second.
-	Counter Kind = iota
+	Counter ValueKind = iota
 	// Gauge values are levels (free memory, a temperature); they are shown as read.
 	Gauge
 )
 
-func (k Kind) String() string {
+func (k ValueKind) String() string {
 	if k == Gauge {
 		return "gauge"
 	}
@@ -46,7 +47,7 @@ type Event struct {
 	// (its rate is Unit per second), for a gauge the unit of the level. The
 	// special unit "%" means the value is shown as a percentage of Max.
 	Unit string
-	Kind Kind
+	Kind ValueKind
 	// Bits is the width of a counter that wraps around; 0 means 64.
 	Bits uint8
 	// Max, when not nil, holds per source the highest rate (counters) or value
@@ -66,8 +67,6 @@ type Event struct {
 type Env struct {
 	FS       sysfs.FS
 	Topology *topology.Topology
-	// Perf holds the options of the perf and uncore sensors (docs/perf.md).
-	Perf PerfOptions
 }
 
 // Sensor is one source of events. The sampler calls Open once; if it fails the

@@ -120,7 +120,7 @@ var cumulativeNr = map[string]bool{
 }
 
 // vmstatKind says whether a vmstat entry is a level or a count since boot.
-func vmstatKind(name string) Kind {
+func vmstatKind(name string) ValueKind {
 	switch {
 	case cumulativeNr[name]:
 		return Counter

@@ -30,7 +30,7 @@ func TestVmstatEvents(t *testing.T) {
 	}
 	for _, c := range []struct {
 		name, unit string
-		kind       Kind
+		kind       ValueKind
 	}{
 		{"nr_free_pages", "pages", Gauge},
 		{"nr_dirty", "pages", Gauge},

@@ -11,6 +11,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/numascope/numascope/internal/testutil"
 )
 
 func close(t *testing.T, what string, got, want, tol float64) {
@@ -313,11 +315,7 @@ func requireStatsmodels(t *testing.T) {
 	if err == nil {
 		return
 	}
-	msg := fmt.Sprintf("statsmodels unavailable (%v: %s); install it with scripts/install-stats-deps", err, strings.TrimSpace(string(out)))
-	if os.Getenv("NUMASCOPE_STATS_REQUIRED") != "" {
-		t.Fatal("NUMASCOPE_STATS_REQUIRED is set but " + msg)
-	}
-	t.Skip(msg + " (set NUMASCOPE_STATS_REQUIRED=1 to fail instead)")
+	testutil.SkipUnless(t, testutil.StatsRequired, "statsmodels unavailable (%v: %s); install it with scripts/install-stats-deps", err, strings.TrimSpace(string(out)))
 }
 
 // relEq reports whether a and b agree to rel relative precision.

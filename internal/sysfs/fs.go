@@ -12,7 +12,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -118,7 +118,8 @@ func ParseCPUList(s string) ([]int, error) {
 			out = append(out, i)
 		}
 	}
-	return sortUnique(out), nil
+	slices.Sort(out)
+	return slices.Compact(out), nil
 }
 
 // ParseCPUMask parses the kernel's hex mask format ("00000000,0000000f"),
@@ -150,7 +151,8 @@ func ParseCPUMask(s string) ([]int, error) {
 			}
 		}
 	}
-	return sortUnique(out), nil
+	slices.Sort(out)
+	return slices.Compact(out), nil
 }
 
 // FormatCPUList renders a sorted list in the kernel's compact list format.
@@ -172,30 +174,4 @@ func FormatCPUList(cpus []int) string {
 		i = j + 1
 	}
 	return b.String()
-}
-
-func sortUnique(v []int) []int {
-	if len(v) < 2 {
-		return v
-	}
-	sorted := true
-	for i := 1; i < len(v); i++ {
-		if v[i] <= v[i-1] {
-			sorted = false
-			break
-		}
-	}
-	if sorted {
-		return v
-	}
-	m := make(map[int]struct{}, len(v))
-	out := v[:0:0]
-	for _, x := range v {
-		if _, ok := m[x]; !ok {
-			m[x] = struct{}{}
-			out = append(out, x)
-		}
-	}
-	sort.Ints(out)
-	return out
 }

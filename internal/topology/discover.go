@@ -4,8 +4,10 @@ import (
 	"errors"
 	"fmt"
 	iofs "io/fs"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -155,7 +157,7 @@ func (d *discoverer) readPair(dir, list, mask string) ([]int, bool) {
 	m, mok := d.readSet(dir, mask)
 	switch {
 	case lok && mok:
-		if !equalInts(l, m) {
+		if !slices.Equal(l, m) {
 			// One edited tree disagrees in hundreds of files: count them
 			// and report once per kind of file (see flushDisagreements).
 			if d.disagree == nil {
@@ -324,7 +326,7 @@ func (d *discoverer) run() (*Topology, error) {
 		}
 		if len(multi) > 0 {
 			d.warnf("CPUs %s are listed by more than one of nodes %s; the firmware's NUMA description looks wrong (each CPU is attributed to its lowest node)",
-				sysfs.FormatCPUList(sortUnique(multi)), sysfs.FormatCPUList(keys(multiNodes)))
+				sysfs.FormatCPUList(slices.Sorted(maps.Keys(toSet(multi)))), sysfs.FormatCPUList(keys(multiNodes)))
 		}
 		nodeExists := map[int]bool{}
 		for _, n := range t.Nodes {
@@ -441,7 +443,7 @@ func (d *discoverer) nodes() (out []rawNode, numa bool) {
 	// the kernel creates for exactly the online nodes.
 	order := ids
 	if online, ok := d.readSet(root, "online"); ok && len(online) > 0 {
-		if !equalInts(online, ids) {
+		if !slices.Equal(online, ids) {
 			d.warnf("%s lists nodes %s but directories exist for nodes %s; distance columns follow the online list",
 				filepath.Join(root, "online"), sysfs.FormatCPUList(online), sysfs.FormatCPUList(ids))
 		}
@@ -704,7 +706,7 @@ func packages(cpus []CPU, states map[int]*cpuState) []Package {
 			ids = append(ids, c.Package)
 		}
 		p.CPUs = append(p.CPUs, c.ID)
-		if c.Node >= 0 && (len(p.Nodes) == 0 || !containsInt(p.Nodes, c.Node)) {
+		if c.Node >= 0 && (len(p.Nodes) == 0 || !slices.Contains(p.Nodes, c.Node)) {
 			p.Nodes = append(p.Nodes, c.Node)
 		}
 	}
@@ -716,15 +718,6 @@ func packages(cpus []CPU, states map[int]*cpuState) []Package {
 		out = append(out, *p)
 	}
 	return out
-}
-
-func containsInt(v []int, x int) bool {
-	for _, y := range v {
-		if y == x {
-			return true
-		}
-	}
-	return false
 }
 
 func nonNil(v []int) []int {
@@ -757,20 +750,4 @@ func union(a, b []int) []int {
 		m[x] = true
 	}
 	return keys(m)
-}
-
-func sortUnique(v []int) []int {
-	return keys(toSet(v))
-}
-
-func equalInts(a, b []int) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }

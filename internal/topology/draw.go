@@ -3,6 +3,8 @@ package topology
 import (
 	"bufio"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -94,7 +96,7 @@ func (t *Topology) writeDrawing(w *bufio.Writer, width int) {
 		}
 		nodes := ""
 		if len(tw.nodes) > 0 {
-			nodes = ", nodes " + sysfs.FormatCPUList(sortUnique(tw.nodes))
+			nodes = ", nodes " + sysfs.FormatCPUList(slices.Sorted(maps.Keys(toSet(tw.nodes))))
 		}
 		if len(tw.ids) <= 4 {
 			for _, id := range tw.ids {
@@ -103,7 +105,7 @@ func (t *Topology) writeDrawing(w *bufio.Writer, width int) {
 		} else {
 			fmt.Fprintf(w, "%d more packages have the same layout as package %d\n", len(tw.ids), tw.first)
 		}
-		fmt.Fprintf(w, "  (CPUs %s%s)\n", sysfs.FormatCPUList(sortUnique(tw.cpus)), nodes)
+		fmt.Fprintf(w, "  (CPUs %s%s)\n", sysfs.FormatCPUList(slices.Sorted(maps.Keys(toSet(tw.cpus)))), nodes)
 	}
 }
 
@@ -177,7 +179,7 @@ func (t *Topology) layoutPackage(p Package) ([]drawCore, []drawRow) {
 		for i, dc := range cores {
 			out[i] = -1
 			for j, c := range l.insts {
-				if containsInt(c.CPUs, dc.threads[0]) {
+				if slices.Contains(c.CPUs, dc.threads[0]) {
 					out[i] = j
 					break
 				}

@@ -16,6 +16,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/numascope/numascope/internal/testutil"
 )
 
 // This file gives the tests access to the shared hwloc fixture trees: it finds
@@ -31,30 +33,13 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// hwlocFixtureDir returns the directory of the hwloc fixtures, or skips the
-// test when the shared directory is absent (a plain checkout without it).
+// hwlocFixtureDir returns the directory of the hwloc fixtures. Without them
+// (a plain checkout lacks ../shared) it skips the test, or fails it when
+// NUMASCOPE_HWLOC_REQUIRED is set, as scripts/test does.
 func hwlocFixtureDir(t testing.TB) string {
 	t.Helper()
-	wd, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := wd
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			break
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Skipf("no go.mod above %s: cannot locate ../shared", wd)
-		}
-		dir = parent
-	}
-	fx := filepath.Join(dir, "..", "shared", "fixtures", "hwloc-linux")
-	if fi, err := os.Stat(fx); err != nil || !fi.IsDir() {
-		t.Skipf("hwloc fixtures not found at %s (they live in ../shared next to the repository); skipping", fx)
-	}
-	return fx
+	dir, _ := testutil.HwlocFixtures(t)
+	return dir
 }
 
 var (

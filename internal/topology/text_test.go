@@ -72,7 +72,10 @@ func lineDiff(want, got string) string {
 // bounded length even for 256-CPU machines.
 func TestWriteTextFixtures(t *testing.T) {
 	dir := hwlocFixtureDir(t)
-	trees, _ := fixtureTrees(t, dir)
+	trees, errs := fixtureTrees(t, dir)
+	if len(trees) == 0 {
+		t.Fatalf("no hwloc tree extracted from %s (errors: %v)", dir, errs)
+	}
 	longest, longestName := 0, ""
 	for _, name := range sortedKeys(trees) {
 		top, err := Discover(sysfs.New(trees[name]))

@@ -19,6 +19,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/numascope/numascope/internal/testutil"
 )
 
 // vmTimeout bounds one VM run, boot included. A scenario takes 10-40 s on an
@@ -44,7 +46,7 @@ var (
 // -short), unless NUMASCOPE_VM_REQUIRED is set: then it fails.
 func requireVM(t *testing.T) {
 	t.Helper()
-	required := os.Getenv("NUMASCOPE_VM_REQUIRED") != ""
+	required := testutil.IsRequired(testutil.VMRequired)
 	if testing.Short() && !required {
 		t.Skip("VM integration test skipped in -short mode")
 	}
@@ -58,10 +60,7 @@ func requireVM(t *testing.T) {
 	if checkErr == nil {
 		return
 	}
-	if required {
-		t.Fatalf("NUMASCOPE_VM_REQUIRED is set but the NUMA VM cannot run: %v (install with scripts/install-test-deps)", checkErr)
-	}
-	t.Skipf("NUMA VM unavailable, skipping (set NUMASCOPE_VM_REQUIRED=1 to fail instead; install with scripts/install-test-deps): %v", checkErr)
+	testutil.SkipUnless(t, testutil.VMRequired, "the NUMA VM cannot run: %v (install with scripts/install-test-deps)", checkErr)
 }
 
 // trackInputs opens every file that the VM runs depend on but that this test

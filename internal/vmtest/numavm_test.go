@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/numascope/numascope/internal/testutil"
 )
 
 // numavm runs scripts/numavm with args and extra environment and returns its
@@ -17,16 +19,7 @@ func numavm(t *testing.T, env []string, args ...string) (string, string, int) {
 	t.Helper()
 	cmd := exec.Command(numavmPath(t), args...)
 	cmd.Env = append(os.Environ(), env...)
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	err := cmd.Run()
-	code := 0
-	if ee, ok := err.(*exec.ExitError); ok {
-		code = ee.ExitCode()
-	} else if err != nil {
-		t.Fatalf("numavm %v: %v", args, err)
-	}
-	return out.String(), errb.String(), code
+	return testutil.Run(t, cmd)
 }
 
 // numavmBooted is numavm for a run that must boot: a guest that hung while

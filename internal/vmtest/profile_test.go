@@ -1,10 +1,8 @@
 package vmtest
 
 import (
-	"bufio"
 	"encoding/json"
 	"fmt"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
@@ -12,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/numascope/numascope/internal/profile"
+	"github.com/numascope/numascope/internal/testutil"
 )
 
 // profMetrics and profDoc are the parts of numascope profile's JSON
@@ -125,19 +124,7 @@ func profLine(t *testing.T, mark string) int {
 // markedLine is the line of testdata/workloads/FILE marked /* @mark */.
 func markedLine(t *testing.T, file, mark string) int {
 	t.Helper()
-	f, err := os.Open(filepath.Join("..", "..", "testdata", "workloads", file))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for n := 1; sc.Scan(); n++ {
-		if strings.Contains(sc.Text(), "/* @"+mark+" */") {
-			return n
-		}
-	}
-	t.Fatalf("%s has no line marked @%s", file, mark)
-	return 0
+	return testutil.MarkedLineIn(t, filepath.Join("..", "..", "testdata", "workloads", file), mark)
 }
 
 // buildProfnumaG builds profnuma static with debug information (numavm
