@@ -52,13 +52,33 @@ func CheckStackCopy(n int) error {
 	return nil
 }
 
-// ringPages is the size of each CPU's data area in pages (a power of two).
-// At 160 bytes a page-fault sample (with the default stack copy), 4 MiB
-// hold some 26,000 page faults: a 100 MiB first touch between two drains.
-const ringPages = 1024
+// Ring sizes. A ring absorbs a burst of faults while the consumer is off
+// CPU: at 160 bytes a page-fault sample (with the default stack copy), 4 MiB
+// hold some 26,000 faults. The rings share ringBudget, so that a machine of
+// few CPUs (where the faulting threads and the consumer compete for them)
+// gets deep rings, and one of hundreds does not lock gigabytes: each CPU's
+// ring is ringBudget over the CPUs, a power of two from minRingBytes to
+// maxRingBytes (2 CPUs: 32 MiB each; 16: 8 MiB; 64: 2 MiB; 256 and more:
+// 512 KiB).
+const (
+	ringBudget   = 128 << 20
+	maxRingBytes = 32 << 20
+	minRingBytes = 512 << 10
+)
+
+// ringPagesFor is the size of each CPU's data area in pages, for ncpu
+// rings of pageSize pages.
+func ringPagesFor(ncpu, pageSize int) int {
+	b := min(max(ringBudget/max(ncpu, 1), minRingBytes), maxRingBytes)
+	n := 1
+	for n*2*pageSize <= b {
+		n *= 2
+	}
+	return n
+}
 
 // minRingPages is the smallest ring tried when the locked-memory limit
-// refuses ringPages.
+// refuses a larger one.
 const minRingPages = 8
 
 // perfSession is the set of rings of one profiled process.
@@ -72,6 +92,8 @@ type perfSession struct {
 // The event is inherited by the threads and processes pid creates after this
 // call, so pid must not have started yet (see startStopped).
 func openPerf(pid int, cpus []int, stackCopy int) (*perfSession, error) {
+	pg := os.Getpagesize()
+	ringPages := ringPagesFor(len(cpus), pg)
 	attr := unix.PerfEventAttr{
 		Type:        unix.PERF_TYPE_SOFTWARE,
 		Size:        uint32(unsafe.Sizeof(unix.PerfEventAttr{})),
@@ -81,7 +103,7 @@ func openPerf(pid int, cpus []int, stackCopy int) (*perfSession, error) {
 		Bits: unix.PerfBitExcludeKernel | unix.PerfBitExcludeHv | unix.PerfBitInherit |
 			unix.PerfBitMmap | unix.PerfBitComm | unix.PerfBitTask | unix.PerfBitSampleIDAll |
 			unix.PerfBitMmap2 | unix.PerfBitExcludeCallchainKernel | unix.PerfBitWatermark | unix.PerfBitUseClockID,
-		Wakeup:           ringPages * uint32(os.Getpagesize()) / 4, // wakeup_watermark, in bytes (the kernel caps it at a smaller ring's size)
+		Wakeup:           uint32(ringPages * pg / 4), // wakeup_watermark, in bytes (the kernel caps it at a smaller ring's size)
 		Sample_max_stack: faultStack,
 		// CLOCK_MONOTONIC: sample times compare with numascope's own clock
 		// (binding log times); events that share a ring must agree on it.
@@ -92,7 +114,6 @@ func openPerf(pid int, cpus []int, stackCopy int) (*perfSession, error) {
 		attr.Sample_stack_user = uint32(stackCopy)
 	}
 	ps := &perfSession{}
-	pg := os.Getpagesize()
 	for _, cpu := range cpus {
 		fd, err := unix.PerfEventOpen(&attr, pid, cpu, -1, unix.PERF_FLAG_FD_CLOEXEC)
 		if err != nil {

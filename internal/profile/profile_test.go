@@ -666,3 +666,15 @@ func firstTouchByMapping(p *Profile) []string {
 	}
 	return out
 }
+
+// TestRingPagesFor: the rings share their budget, within their bounds.
+func TestRingPagesFor(t *testing.T) {
+	for _, c := range []struct{ cpus, bytes int }{
+		{1, 32 << 20}, {2, 32 << 20}, {3, 32 << 20}, {4, 32 << 20}, {5, 16 << 20}, {16, 8 << 20},
+		{64, 2 << 20}, {96, 1 << 20}, {256, 512 << 10}, {1024, 512 << 10},
+	} {
+		if got := ringPagesFor(c.cpus, 4096) * 4096; got != c.bytes {
+			t.Errorf("%d CPUs: rings of %d KiB, want %d KiB", c.cpus, got>>10, c.bytes>>10)
+		}
+	}
+}
