@@ -196,8 +196,8 @@ func TestDecodeSampleKinds(t *testing.T) {
 // TestSyscallsFollowMemory drives the analyzer with the syscall events of a
 // program that maps, touches, unmaps, grows its heap, remaps and drops
 // pages, and checks what counts as a first touch and what as an access, and
-// which allocation site owns the pages. The pid is fake (beyond pid_max), so
-// the pages keep the faulting CPU's node.
+// which allocation site owns the pages. The kernel is a fake that places no
+// page, so the pages keep the faulting CPU's node.
 // syscallRig is a one-node analyzer with the syscall events as if opened,
 // for process pid (made up), and records for it in time order.
 type syscallRig struct {
@@ -630,11 +630,11 @@ func TestThreadStacks(t *testing.T) {
 }
 
 // TestUnplacedPageAskedAgain: a first-touched page that move_pages does not
-// find (the kernel had not placed it yet when asked; here the process does
-// not exist at all) is asked again in each of the next maxUnplacedRounds
+// find (the kernel had not placed it yet when asked; here the fake kernel
+// places no page) is asked again in each of the next maxUnplacedRounds
 // rounds, then given up, and one that is freed meanwhile is forgotten.
 func TestUnplacedPageAskedAgain(t *testing.T) {
-	const pid = 1 << 23 // no such process: move_pages finds nothing
+	const pid = 1 << 23
 	a := newAnalyzer([]int{0, 1}, []int{0, 1}, []int{-1, 0, 1})
 	useFakeKernel(a)
 	fakeOf(t, a).setAffinity(pid, pid, "1")
