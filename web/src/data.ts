@@ -2,23 +2,7 @@
 // growable columnar store of samples, min/max decimation for drawing and the
 // totals of a time window.
 
-export interface Column {
-  name: string;
-  sensor: string;
-  event: string;
-  sources: string[];
-  unit: string;
-  kind: string;
-  desc: string;
-  max?: number;
-}
-
-export interface Mark {
-  mark: string; // label, interval, pause, resume, columns
-  t: number;
-  text?: string;
-  interval_s?: number;
-}
+import type { Column, Mark } from "./protocol";
 
 /** Store holds samples column by column; NaN where a column had no value. */
 export class Store {
