@@ -81,8 +81,6 @@ export interface Profile {
   allocations?: Allocation[];
 }
 
-const numbers = (v: unknown) => J.list(v, J.num);
-const strings = (v: unknown) => J.list(v, J.str);
 
 /** asMetrics reads the seven metrics; a missing one is 0. */
 export function asMetrics(v: unknown): Metrics {
@@ -103,9 +101,9 @@ function asThread(v: unknown): Thread | undefined {
     tid: J.numOr(v.tid, 0),
     pid: J.numOr(v.pid, 0),
     comm: J.str(v.comm),
-    nodes: numbers(v.nodes),
+    nodes: J.numbers(v.nodes),
     metrics: asMetrics(v.metrics),
-    binding_log: J.list(v.binding_log, (b) => (J.isObj(b) ? { time_s: J.numOr(b.time_s, 0), cpus: J.strOr(b.cpus, ""), nodes: numbers(b.nodes), via: J.str(b.via) } : undefined)),
+    binding_log: J.list(v.binding_log, (b) => (J.isObj(b) ? { time_s: J.numOr(b.time_s, 0), cpus: J.strOr(b.cpus, ""), nodes: J.numbers(b.nodes), via: J.str(b.via) } : undefined)),
   };
 }
 
@@ -126,18 +124,18 @@ export function readProfile(x: unknown): Profile {
   const v = J.obj(x);
   const m = J.obj(v.access_matrix);
   return {
-    command: strings(v.command),
+    command: J.strings(v.command),
     exit_status: J.num(v.exit_status),
     signal: J.str(v.signal),
     duration_s: J.numOr(v.duration_s, 0),
-    nodes: numbers(v.nodes),
+    nodes: J.numbers(v.nodes),
     numa_balancing: !!J.bool(v.numa_balancing),
-    notes: strings(v.notes),
+    notes: J.strings(v.notes),
     samples: J.numOr(v.samples, 0),
     lost: J.numOr(v.lost, 0),
     huge_pages: J.numOr(v.huge_pages, 0),
     totals: asMetrics(v.totals),
-    access_matrix: { thread_nodes: numbers(m.thread_nodes), page_nodes: numbers(m.page_nodes), counts: J.list(m.counts, (r): number[] => (Array.isArray(r) ? r.map((x: unknown) => J.numOr(x, 0)) : [])) },
+    access_matrix: { thread_nodes: J.numbers(m.thread_nodes), page_nodes: J.numbers(m.page_nodes), counts: J.list(m.counts, (r): number[] => (Array.isArray(r) ? r.map((x: unknown) => J.numOr(x, 0)) : [])) },
     locations: J.list(v.locations, asLocation),
     mappings: J.list(v.mappings, (x) => (J.isObj(x) ? { kind: J.str(x.kind), file: J.str(x.file), metrics: asMetrics(x.metrics) } : undefined)),
     threads: J.list(v.threads, asThread),
@@ -308,7 +306,7 @@ function asAnova(v: unknown): Anova | undefined {
         ? {
             term: J.strOr(te.term, ""),
             effects: J.list(te.effects, (e) =>
-              J.isObj(e) ? { levels: strings(e.levels), estimate: J.numOr(e.estimate, NaN), low: J.numOr(e.low, NaN), high: J.numOr(e.high, NaN), significant: !!J.bool(e.significant) } : undefined,
+              J.isObj(e) ? { levels: J.strings(e.levels), estimate: J.numOr(e.estimate, NaN), low: J.numOr(e.low, NaN), high: J.numOr(e.high, NaN), significant: !!J.bool(e.significant) } : undefined,
             ),
           }
         : undefined,
@@ -316,10 +314,10 @@ function asAnova(v: unknown): Anova | undefined {
     contrasts: J.list(v.contrasts, (c) =>
       J.isObj(c) ? { factor: J.strOr(c.factor, ""), a: J.strOr(c.a, ""), b: J.strOr(c.b, ""), estimate: nul(c.estimate), low: nul(c.low), high: nul(c.high), significant: !!J.bool(c.significant) } : undefined,
     ),
-    residuals: J.list(v.residuals, (r) => (J.isObj(r) ? { levels: strings(r.levels), predicted: J.numOr(r.predicted, NaN), residual: J.numOr(r.residual, NaN) } : undefined)),
+    residuals: J.list(v.residuals, (r) => (J.isObj(r) ? { levels: J.strings(r.levels), predicted: J.numOr(r.predicted, NaN), residual: J.numOr(r.residual, NaN) } : undefined)),
     qq: J.list(v.qq, (q) => (J.isObj(q) ? { normal: J.numOr(q.normal, NaN), residual: J.numOr(q.residual, NaN) } : undefined)),
     diagnostics: { qq_correlation: nul(J.obj(v.diagnostics).qq_correlation) },
-    verdicts: strings(v.verdicts),
+    verdicts: J.strings(v.verdicts),
   };
 }
 
@@ -327,7 +325,7 @@ function asAnalysis(v: J.Obj): Analysis {
   return {
     name: J.strOr(v.name, ""),
     // experiment.Factor had no JSON tags once: its keys were "Name" and "Levels".
-    factors: J.list(v.factors, (f) => (J.isObj(f) ? { name: J.str(f.name) ?? J.strOr(f.Name, ""), levels: strings(f.levels ?? f.Levels) } : undefined)),
+    factors: J.list(v.factors, (f) => (J.isObj(f) ? { name: J.str(f.name) ?? J.strOr(f.Name, ""), levels: J.strings(f.levels ?? f.Levels) } : undefined)),
     measured: J.numOr(v.measured, 0),
     warmups: J.numOr(v.warmups, 0),
     missing: J.numOr(v.missing, 0),

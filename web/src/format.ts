@@ -57,6 +57,11 @@ export function share(a: number, b: number): string {
   return (p > 0 && p < 1 ? p.toFixed(1) : p.toFixed(0)) + "%";
 }
 
+/** percent formats a percentage with one decimal ("12.5%"); "–" when it is not finite. */
+export function percent(v: number): string {
+  return Number.isFinite(v) ? `${v.toFixed(1)}%` : "–";
+}
+
 /** interval formats a sampling interval as the server parses one: 1s, 100ms, 250us. */
 export function interval(s: number): string {
   if (s >= 1) return `${+s.toFixed(3)}s`;

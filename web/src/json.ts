@@ -68,6 +68,16 @@ export function optList<T>(v: unknown, f: (x: unknown) => T | undefined): T[] | 
   return Array.isArray(v) ? list(v, f) : undefined;
 }
 
+/** strings reads an array of strings, leaving out anything else. */
+export function strings(v: unknown): string[] {
+  return list(v, str);
+}
+
+/** numbers reads an array of numbers, leaving out anything else. */
+export function numbers(v: unknown): number[] {
+  return list(v, num);
+}
+
 /** record reads an object's values with f, leaving out those f rejects; not an object: {}. */
 export function record<T>(v: unknown, f: (x: unknown) => T | undefined): Record<string, T> {
   const out: Record<string, T> = {};

@@ -10,12 +10,12 @@ import { connect } from "./connection";
 import { $, input } from "./dom";
 import { loadFile } from "./files";
 import { showError } from "./notice";
+import { renderPicker } from "./panels";
 import { resizePlots } from "./plots";
 import { send } from "./socket";
 import { app, type App } from "./state";
 import { exportCSV } from "./totals";
 import { followNow, render, scheduleRender, setWindow } from "./view";
-import { renderPicker } from "./panels";
 
 /** What the tests and benchmarks see: read-only access to the data and a way to pan. */
 interface TestHook {

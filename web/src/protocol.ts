@@ -170,7 +170,6 @@ export type ClientMessage =
 
 // ---------------------------------------------------------------- reading
 
-const strings = (v: unknown) => J.list(v, J.str);
 
 export function asColumn(v: unknown): Column | undefined {
   if (!J.isObj(v)) return undefined;
@@ -178,7 +177,7 @@ export function asColumn(v: unknown): Column | undefined {
     name: J.strOr(v.name, ""),
     sensor: J.strOr(v.sensor, ""),
     event: J.strOr(v.event, ""),
-    sources: strings(v.sources),
+    sources: J.strings(v.sources),
     unit: J.strOr(v.unit, ""),
     kind: J.strOr(v.kind, ""),
     desc: J.strOr(v.desc, ""),
@@ -195,12 +194,12 @@ export function asMark(v: unknown): Mark | undefined {
 
 export function asState(v: unknown): State {
   const o = J.obj(v);
-  return { interval_s: J.numOr(o.interval_s, 1), paused: !!J.bool(o.paused), discrete: !!J.bool(o.discrete), events: strings(o.events), recording: J.strOr(o.recording, "") };
+  return { interval_s: J.numOr(o.interval_s, 1), paused: !!J.bool(o.paused), discrete: !!J.bool(o.discrete), events: J.strings(o.events), recording: J.strOr(o.recording, "") };
 }
 
 export function asSensorInfo(v: unknown): SensorInfo | undefined {
   if (!J.isObj(v)) return undefined;
-  return { name: J.strOr(v.name, ""), present: !!J.bool(v.present), reason: J.str(v.reason), sources: strings(v.sources) };
+  return { name: J.strOr(v.name, ""), present: !!J.bool(v.present), reason: J.str(v.reason), sources: J.strings(v.sources) };
 }
 
 function asCatalogEvent(v: unknown): CatalogEvent | undefined {
@@ -254,7 +253,7 @@ function asHello(m: J.Obj): Hello {
     case "experiment":
       return { ...base, mode: "experiment", file, experiment: readExperiment(m.experiment) };
     case "profile":
-      return { ...base, mode: "profile", file, profile: readProfile(m.profile), hints: strings(m.hints), source_path: strings(m.source_path) };
+      return { ...base, mode: "profile", file, profile: readProfile(m.profile), hints: J.strings(m.hints), source_path: J.strings(m.source_path) };
     case "live":
     case "view":
       break;
@@ -274,7 +273,7 @@ function asHello(m: J.Obj): Hello {
     duration_s: J.num(m.duration_s),
     samples: J.num(m.samples),
     marks: J.list(m.marks, asMark),
-    skipped: strings(m.skipped),
+    skipped: J.strings(m.skipped),
   };
 }
 
@@ -307,7 +306,7 @@ export function parseServerMessage(text: string): ServerMessage | null {
       return { type: "range", id: id(v.id), t0: J.numOr(v.t0, NaN), t1: J.numOr(v.t1, NaN), decimated: !!J.bool(v.decimated), samples: rows(v.samples) };
     case "source": {
       const file = J.strOr(v.file, "");
-      return { type: "source", id: id(v.id), file, path: J.strOr(v.path, file), lines: strings(v.lines) };
+      return { type: "source", id: id(v.id), file, path: J.strOr(v.path, file), lines: J.strings(v.lines) };
     }
     case "totals":
       return { type: "totals", id: id(v.id), t0: J.numOr(v.t0, NaN), t1: J.numOr(v.t1, NaN), columns: J.list(v.columns, asTotalsRow), sums: J.optList(v.sums, asTotalsRow) };

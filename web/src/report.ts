@@ -8,7 +8,7 @@
 
 import type { Anova, Distribution, Experiment, Run } from "./documents";
 import { el } from "./dom";
-import { num } from "./format";
+import { num, percent } from "./format";
 
 const svgNS = "http://www.w3.org/2000/svg";
 
@@ -90,16 +90,14 @@ function effectsChart(res: Anova): SVGElement {
   return s;
 }
 
-let clips = 0;
-
 interface Pt {
   x: number;
   y: number;
   title: string;
 }
 
-/** scatter draws points with axes, and an optional reference line. */
-function scatter(cls: string, pts: Pt[], xl: string, yl: string, line?: (x: number) => number): SVGElement {
+/** scatter draws points with axes, and an optional reference line; id makes its clip path's id unique in the page. */
+function scatter(id: string, cls: string, pts: Pt[], xl: string, yl: string, line?: (x: number) => number): SVGElement {
   const W = 360,
     H = 260,
     L = 58,
@@ -123,9 +121,9 @@ function scatter(cls: string, pts: Pt[], xl: string, yl: string, line?: (x: numb
   s.appendChild(svg("text", { class: "axis", x: 12, y: (T + H - B) / 2, "text-anchor": "middle", transform: `rotate(-90 12 ${(T + H - B) / 2})` }, yl));
   if (line) {
     // Clipped to the plotting area: a steep line would cross the axes' labels.
-    const id = `clip${++clips}`;
-    s.appendChild(svg("clipPath", { id })).appendChild(svg("rect", { x: L, y: T, width: W - L - R, height: H - B - T }));
-    s.appendChild(svg("line", { class: "ref", x1: X(x0), x2: X(x1), y1: Y(line(x0)), y2: Y(line(x1)), "clip-path": `url(#${id})` }));
+    const clip = `clip-${id}-${cls}`;
+    s.appendChild(svg("clipPath", { id: clip })).appendChild(svg("rect", { x: L, y: T, width: W - L - R, height: H - B - T }));
+    s.appendChild(svg("line", { class: "ref", x1: X(x0), x2: X(x1), y1: Y(line(x0)), y2: Y(line(x1)), "clip-path": `url(#${clip})` }));
   }
   for (const p of pts) s.appendChild(titled(svg("circle", { class: "point", cx: X(p.x), cy: Y(p.y), r: 4 }), p.title));
   return s;
@@ -214,9 +212,8 @@ function table(cls: string, head: string[], rows: string[][]): HTMLTableElement 
 }
 
 function anovaTable(res: Anova): HTMLTableElement {
-  const pct = (v: number) => (Number.isFinite(v) ? `${v.toFixed(1)}%` : "–");
-  const rows = res.terms.map((t) => [t.name, num(t.ss), String(t.dof), num(t.ms), num(t.f), num(t.p), num(t.f_crit), pct(t.percent_variation)]);
-  rows.push([res.error_term ? `error (${res.error_term})` : "error", num(res.error.ss), String(res.error.dof), num(res.error.ms), "", "", "", pct(res.error.percent_variation)]);
+  const rows = res.terms.map((t) => [t.name, num(t.ss), String(t.dof), num(t.ms), num(t.f), num(t.p), num(t.f_crit), percent(t.percent_variation)]);
+  rows.push([res.error_term ? `error (${res.error_term})` : "error", num(res.error.ss), String(res.error.dof), num(res.error.ms), "", "", "", percent(res.error.percent_variation)]);
   rows.push(["total", num(res.total.ss), String(res.total.dof), "", "", "", "", "100%"]);
   return table("anova", ["term", "SS", "dof", "MS", "F", "p", `F-crit ${Math.round(res.confidence * 100)}%`, "% variation"], rows);
 }
@@ -237,7 +234,7 @@ export function renderReport(root: HTMLElement, x: Experiment, file: string): vo
   if (a.failed > 0) sum += `, ${a.failed} failed`;
   root.appendChild(el("p", { class: "summary" }, sum + `. From ${file.split("/").pop()}.`));
 
-  for (const r of a.responses) {
+  for (const [i, r] of a.responses.entries()) {
     const sec = el("section", { class: "response", "data-response": r.response });
     sec.appendChild(el("h3", {}, r.response));
     root.appendChild(sec);
@@ -266,14 +263,14 @@ export function renderReport(root: HTMLElement, x: Experiment, file: string): vo
     if (qq.length) {
       fig(
         `Normal QQ plot of the residuals (correlation ${num(res.diagnostics.qq_correlation)})`,
-        scatter("qq", qq.map((p) => ({ x: p.normal, y: p.residual, title: `normal ${num(p.normal)}, residual ${num(p.residual)}` })), "normal quantile", "residual", qqLine(qq)),
+        scatter(String(i), "qq", qq.map((p) => ({ x: p.normal, y: p.residual, title: `normal ${num(p.normal)}, residual ${num(p.residual)}` })), "normal quantile", "residual", qqLine(qq)),
       );
     }
     const rv = res.residuals;
     if (rv.length) {
       fig(
         "Residuals against predicted values",
-        scatter("residuals", rv.map((p) => ({ x: p.predicted, y: p.residual, title: `${p.levels.join(" ")}: predicted ${num(p.predicted)}, residual ${num(p.residual)}` })), `predicted${scale}`, "residual", () => 0),
+        scatter(String(i), "residuals", rv.map((p) => ({ x: p.predicted, y: p.residual, title: `${p.levels.join(" ")}: predicted ${num(p.predicted)}, residual ${num(p.residual)}` })), `predicted${scale}`, "residual", () => 0),
       );
     }
     sec.appendChild(charts);
@@ -296,7 +293,7 @@ export function renderReport(root: HTMLElement, x: Experiment, file: string): vo
       table(
         "comparison",
         ["event", c.base, c.other, "change"],
-        c.events.map((r) => [r.event, num(r.base), num(r.other), r.change_percent == null ? "n/a" : `${r.change_percent >= 0 ? "+" : ""}${r.change_percent.toFixed(1)}%`]),
+        c.events.map((r) => [r.event, num(r.base), num(r.other), r.change_percent == null ? "n/a" : `${r.change_percent >= 0 ? "+" : ""}${percent(r.change_percent)}`]),
       ),
     );
     root.appendChild(sec);

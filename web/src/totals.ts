@@ -3,7 +3,7 @@
 // (src/data.ts); view asks the server, which has every sample at full
 // resolution ("totals" requests). Also its CSV export.
 
-import { totals, totalsCSV, type Total } from "./data";
+import { nodeOf, totals, totalsCSV, type Total } from "./data";
 import { $ } from "./dom";
 import { si } from "./format";
 import type { Column, SumRequest, TotalsRow } from "./protocol";
@@ -45,8 +45,7 @@ export function updateTotals(gs: Group[]): void {
     const byName = new Map<string, TotalsRow>([...rt.columns, ...(rt.sums ?? [])].map((c) => [c.name, c]));
     rows = cols.map(({ name, col }) => {
       const r = byName.get(name);
-      const node = col.sources.length === 1 && col.sources[0] !== "" ? col.sources[0] : "all";
-      return { name, node, unit: col.unit, kind: col.kind, n: r?.n ?? 0, count: r?.count ?? null, mean: r?.mean ?? null, max: r?.max ?? null };
+      return { name, node: nodeOf(col), unit: col.unit, kind: col.kind, n: r?.n ?? 0, count: r?.count ?? null, mean: r?.mean ?? null, max: r?.max ?? null };
     });
   } else {
     rows = totals(s, cols, app.xr.min, app.xr.max);

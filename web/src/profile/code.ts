@@ -6,8 +6,7 @@
 
 import type { Location, Metrics } from "../documents";
 import { el } from "../dom";
-import { base } from "../format";
-import { add, isHeatKey, metricCols, value, zero } from "./metrics";
+import { add, isHeatKey, metricCols, value, where, zero } from "./metrics";
 import type { ProfileContext } from "./pages";
 import { SortTable, type Col } from "./table";
 
@@ -55,7 +54,7 @@ export function codePage(sec: HTMLElement, ctx: ProfileContext): void {
       key: "where",
       label: "file:line",
       get: (r) => `${r.file} ${String(r.line).padStart(8, "0")}`,
-      text: (r) => (r.file ? `${base(r.file)}${r.line ? ":" + r.line : ""}${r.lines && r.lines > 1 ? ` (${r.lines} lines)` : ""}` : "(no line information)"),
+      text: (r) => (r.file ? `${where(r)}${r.lines && r.lines > 1 ? ` (${r.lines} lines)` : ""}` : "(no line information)"),
     },
     ...metricCols<LineRow>((r) => r.metrics),
   ];

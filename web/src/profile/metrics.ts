@@ -3,7 +3,7 @@
 // and the table columns of all of them.
 
 import { METRIC_KEYS, type Location, type Metric, type Metrics } from "../documents";
-import { base, ranges } from "../format";
+import { base, percent, ranges } from "../format";
 import type { Col } from "./table";
 
 /** The seven metrics' label, short label and what each counts. */
@@ -83,7 +83,7 @@ export function metricCols<R>(get: (r: R) => Metrics, bar = true): Col<R>[] {
       num: true,
       bar: bar && k !== "remote_pct",
       get: (r: R) => value(get(r), k),
-      text: k === "remote_pct" ? (r: R) => (value(get(r), "accesses") ? value(get(r), k).toFixed(1) + "%" : "–") : undefined,
+      text: k === "remote_pct" ? (r: R) => (value(get(r), "accesses") ? percent(value(get(r), k)) : "–") : undefined,
     })),
   ];
 }
