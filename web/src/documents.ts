@@ -85,9 +85,16 @@ export interface Profile {
 /** asMetrics reads the seven metrics; a missing one is 0. */
 export function asMetrics(v: unknown): Metrics {
   const o = J.obj(v);
-  const m = {} as Metrics;
-  for (const k of METRIC_KEYS) m[k] = J.numOr(o[k], 0);
-  return m;
+  const n = (k: Metric) => J.numOr(o[k], 0);
+  return {
+    first_touch: n("first_touch"),
+    unpinned_first_touch: n("unpinned_first_touch"),
+    local: n("local"),
+    remote: n("remote"),
+    unpinned_page: n("unpinned_page"),
+    unpinned_thread: n("unpinned_thread"),
+    unpinned_both: n("unpinned_both"),
+  };
 }
 
 function asLocation(v: unknown): Location | undefined {

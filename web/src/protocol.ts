@@ -187,9 +187,12 @@ export function asColumn(v: unknown): Column | undefined {
   return c;
 }
 
-export function asMark(v: unknown): Mark | undefined {
-  if (!J.isObj(v)) return undefined;
+function markOf(v: J.Obj): Mark {
   return { mark: J.strOr(v.mark, ""), t: J.numOr(v.t, NaN), text: J.str(v.text), interval_s: J.num(v.interval_s) };
+}
+
+export function asMark(v: unknown): Mark | undefined {
+  return J.isObj(v) ? markOf(v) : undefined;
 }
 
 export function asState(v: unknown): State {
@@ -299,7 +302,7 @@ export function parseServerMessage(text: string): ServerMessage | null {
     case "columns":
       return { type: "columns", t: J.numOr(v.t, NaN), columns: J.list(v.columns, asColumn), state: asState(v.state) };
     case "mark":
-      return { type: "mark", ...asMark(v)! };
+      return { type: "mark", ...markOf(v) };
     case "state":
       return { type: "state", state: asState(v.state) };
     case "range":

@@ -2,7 +2,7 @@
 // docs/profile.md with their labels, the derived ones tables also sort by,
 // and the table columns of all of them.
 
-import { METRIC_KEYS, type Location, type Metric, type Metrics } from "../documents";
+import { asMetrics, METRIC_KEYS, type Location, type Metric, type Metrics } from "../documents";
 import { base, percent, ranges } from "../format";
 import type { Col } from "./table";
 
@@ -51,7 +51,7 @@ export function value(m: Metrics, k: Key): number {
 
 /** zero is a set of metrics that are all 0. */
 export function zero(): Metrics {
-  return { first_touch: 0, unpinned_first_touch: 0, local: 0, remote: 0, unpinned_page: 0, unpinned_thread: 0, unpinned_both: 0 };
+  return asMetrics(undefined);
 }
 
 /** add adds m into into. */
