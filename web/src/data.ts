@@ -2,23 +2,7 @@
 // growable columnar store of samples, min/max decimation for drawing and the
 // totals of a time window.
 
-export interface Column {
-  name: string;
-  sensor: string;
-  event: string;
-  sources: string[];
-  unit: string;
-  kind: string;
-  desc: string;
-  max?: number;
-}
-
-export interface Mark {
-  mark: string; // label, interval, pause, resume, columns
-  t: number;
-  text?: string;
-  interval_s?: number;
-}
+import type { Column, Mark } from "./protocol";
 
 /** Store holds samples column by column; NaN where a column had no value. */
 export class Store {
@@ -212,6 +196,11 @@ export interface Total {
   max: number | null;
 }
 
+/** nodeOf is the node a column is of, as the totals table says it: its one source, or "all". */
+export function nodeOf(col: Column): string {
+  return col.sources.length === 1 && col.sources[0] !== "" ? col.sources[0] : "all";
+}
+
 /**
  * totals computes, per column, over the samples with t in [t0, t1]: the
  * number of events (a counter's rate integrated over each sample's
@@ -239,10 +228,9 @@ export function totals(s: Store, cols: { name: string; col: Column; f: (k: numbe
       }
     }
     const counter = col.kind === "counter" && col.unit !== "%";
-    const node = col.sources.length === 1 && col.sources[0] !== "" ? col.sources[0] : "all";
     return {
       name,
-      node,
+      node: nodeOf(col),
       unit: col.unit,
       kind: col.kind,
       n,

@@ -3,11 +3,22 @@
 // the original NUMAscope JSON-array format. It mirrors internal/recording.
 
 import { Decompress } from "fzstd";
-import { Store, type Column } from "./data";
+import { Store } from "./data";
+import * as J from "./json";
+import { asColumn, asMark, asSensorInfo, asTopology, type Column, type SensorInfo, type Topology } from "./protocol";
+
+/** What the client uses of a recording's header line (docs/recording-format.md). */
+export interface RecordingHeader {
+  host: string;
+  kernel: string;
+  topology?: Topology;
+  sensors: SensorInfo[];
+  columns: Column[];
+}
 
 export interface Loaded {
   store: Store;
-  header: any;
+  header: RecordingHeader;
   legacy: boolean;
   skipped: string[];
 }
@@ -33,8 +44,8 @@ export function unzstd(bytes: Uint8Array): { data: Uint8Array; cut: string } {
     const step = 1 << 20;
     for (let o = 0; o < bytes.length; o += step) d.push(bytes.subarray(o, Math.min(bytes.length, o + step)));
     d.push(new Uint8Array(0), true);
-  } catch (e: any) {
-    cut = String(e?.message ?? e);
+  } catch (e) {
+    cut = J.errorText(e);
   }
   const data = new Uint8Array(size);
   let o = 0;
@@ -72,7 +83,7 @@ export async function parseFile(name: string, buf: ArrayBuffer): Promise<Loaded>
 export function parseLines(text: string): Loaded {
   const store = new Store(Infinity);
   const skipped: string[] = [];
-  let header: any = null;
+  let header: RecordingHeader | null = null;
   let lineNo = 0;
   let start = 0;
   while (start < text.length) {
@@ -83,7 +94,7 @@ export function parseLines(text: string): Loaded {
     start = end + 1;
     lineNo++;
     if (!line) continue;
-    let v: any;
+    let v: unknown;
     try {
       v = JSON.parse(line);
     } catch {
@@ -92,30 +103,40 @@ export function parseLines(text: string): Loaded {
       continue;
     }
     if (!header) {
-      if (!v || v.type !== "header" || v.format !== "numascope") throw new Error("not a numascope recording: the first line is not its header");
-      header = v;
-      store.setColumns(v.columns as Column[]);
+      if (!J.isObj(v) || v.type !== "header" || v.format !== "numascope") throw new Error("not a numascope recording: the first line is not its header");
+      header = {
+        host: J.strOr(v.host, ""),
+        kernel: J.strOr(v.kernel, ""),
+        topology: asTopology(v.topology),
+        sensors: J.list(v.sensors, asSensorInfo),
+        columns: J.list(v.columns, asColumn),
+      };
+      store.setColumns(header.columns);
       continue;
     }
-    if (Array.isArray(v)) {
-      store.append(v);
+    const row = J.row(v);
+    if (row) {
+      store.append(row);
       continue;
     }
-    switch (v?.type) {
+    const o = J.obj(v);
+    switch (o.type) {
       case "columns":
-        store.setColumns(v.columns);
-        store.marks.push({ mark: "columns", t: v.t });
+        store.setColumns(J.list(o.columns, asColumn));
+        store.marks.push({ mark: "columns", t: J.numOr(o.t, NaN) });
         break;
       case "label":
       case "interval":
       case "pause":
-      case "resume":
-        store.marks.push({ mark: v.type, t: v.t, text: v.text, interval_s: v.interval_s });
+      case "resume": {
+        const m = asMark(o);
+        if (m) store.marks.push({ ...m, mark: o.type });
         break;
+      }
       case "end":
         break;
       default:
-        skipped.push(`line ${lineNo}: unknown line type ${JSON.stringify(v?.type)}; skipped`);
+        skipped.push(`line ${lineNo}: unknown line type ${JSON.stringify(o.type)}; skipped`);
     }
   }
   if (!header) throw new Error("the recording is empty");
@@ -130,7 +151,7 @@ function ident(s: string): string {
 export function parseLegacy(text: string): Loaded {
   const skipped: string[] = [];
   // One element per line; an interrupted recording lacks the closing ']'.
-  const rows: any[] = [];
+  const rows: unknown[] = [];
   const lines = text.split("\n");
   for (let i = 0; i < lines.length; i++) {
     let l = lines[i].trim();
@@ -145,26 +166,31 @@ export function parseLegacy(text: string): Loaded {
       skipped.push(`line ${i + 1}: not valid JSON; skipped`);
     }
   }
-  if (rows.length < 1 || !Array.isArray(rows[0]) || typeof rows[0][0] !== "string") {
+  const first = rows[0];
+  const meta: readonly unknown[] = Array.isArray(first) ? first : [];
+  const name = meta[0];
+  if (typeof name !== "string") {
     throw new Error("the first element of the legacy array is not [sensor, sources, rate]");
   }
-  const meta = rows[0];
+  const isStrings = (v: unknown): v is string[] => Array.isArray(v) && v.every((x) => typeof x === "string");
   let headings: string[];
   let sources = -1,
     rate = 0,
     next = 1;
-  if (meta.length > 1 && meta.slice(1).every((x: any) => typeof x === "string")) {
-    headings = meta.slice(1);
+  const named = meta.slice(1);
+  if (named.length > 0 && isStrings(named)) {
+    headings = named;
   } else {
     if (typeof meta[1] === "number") sources = meta[1];
     if (typeof meta[2] === "number" && meta[2] > 0) rate = meta[2];
-    headings = rows[1];
+    const h = rows[1];
     next = 2;
-    if (!Array.isArray(headings) || !headings.every((x) => typeof x === "string")) {
+    if (!isStrings(h)) {
       throw new Error("the second element of the legacy array is not the list of column headings");
     }
+    headings = h;
   }
-  const sensor = ident(meta[0].toLowerCase()) || "legacy";
+  const sensor = ident(name.toLowerCase()) || "legacy";
   let maxSrc = -1;
   const hs = headings.map((h) => {
     const m = /^(.*):(\d+)$/.exec(h);
@@ -202,36 +228,29 @@ export function parseLegacy(text: string): Loaded {
   const store = new Store(Infinity);
   store.setColumns(cols);
   let origin = 0;
-  const firstRow = rows.slice(next).find((r) => Array.isArray(r));
+  const data = rows.slice(next).filter((r): r is unknown[] => Array.isArray(r));
+  const firstRow = data[0];
   const t0 = firstRow ? (firstRow[0] === "label" ? firstRow[1] : firstRow[0]) : 0;
-  if (t0 >= 1e14) origin = t0;
-  const deltas: number[] = [];
-  let prev = NaN;
-  for (const r of rows.slice(next)) {
-    if (!Array.isArray(r) || r.length === 0) continue;
-    if (r[0] === "label") {
-      store.marks.push({ mark: "label", t: (r[1] - origin) / 1e6, text: String(r[2]) });
+  if (typeof t0 === "number" && t0 >= 1e14) origin = t0;
+  for (const r of data) {
+    if (r.length === 0) continue;
+    const t = r[0];
+    if (t === "label") {
+      store.marks.push({ mark: "label", t: (Number(r[1]) - origin) / 1e6, text: String(r[2]) });
       continue;
     }
-    if (typeof r[0] !== "number" || r.length - 1 !== cols.length) {
+    if (typeof t !== "number" || r.length - 1 !== cols.length) {
       skipped.push(`row ${JSON.stringify(r).slice(0, 40)}: does not match the headings; skipped`);
       continue;
     }
-    const row: (number | null)[] = [(r[0] - origin) / 1e6];
-    for (let i = 1; i < r.length; i++) row.push(r[i] === null ? null : pct[i - 1] ? (r[i] * 100) / rate : r[i]);
+    const row: (number | null)[] = [(t - origin) / 1e6];
+    for (let i = 1; i < r.length; i++) {
+      const v = r[i];
+      row.push(typeof v !== "number" ? null : pct[i - 1] ? (v * 100) / rate : v);
+    }
     store.append(row);
-    if (r[0] - prev > 0) deltas.push(r[0] - prev);
-    prev = r[0];
   }
-  deltas.sort((a, b) => a - b);
-  const header = {
-    format: "numascope",
-    version: 0,
-    host: "",
-    start: origin ? new Date(origin / 1000).toISOString() : undefined,
-    interval_s: deltas.length ? Math.round(deltas[(deltas.length - 1) >> 1]) / 1e6 : 0,
-    sensors: [{ name: sensor, present: true, sources: srcNames }],
-    columns: cols,
-  };
+  // A legacy header names no host or kernel, and one sensor with the sources the headings imply.
+  const header: RecordingHeader = { host: "", kernel: "", sensors: [{ name: sensor, present: true, sources: srcNames }], columns: cols };
   return { store, header, legacy: true, skipped };
 }

@@ -6,19 +6,11 @@
 // the verdicts. Plain SVG keeps the bundle small: uPlot draws time series,
 // and none of these is one.
 
-export interface Experiment {
-  analysis: any;
-  runs: any[];
-}
+import type { Anova, Distribution, Experiment, Run } from "./documents";
+import { el } from "./dom";
+import { num, percent } from "./format";
 
 const svgNS = "http://www.w3.org/2000/svg";
-
-function el<K extends keyof HTMLElementTagNameMap>(tag: K, attrs: Record<string, string> = {}, text?: string): HTMLElementTagNameMap[K] {
-  const e = document.createElement(tag);
-  for (const [k, v] of Object.entries(attrs)) e.setAttribute(k, v);
-  if (text !== undefined) e.textContent = text;
-  return e;
-}
 
 function svg(tag: string, attrs: Record<string, string | number> = {}, text?: string): SVGElement {
   const e = document.createElementNS(svgNS, tag) as SVGElement;
@@ -30,16 +22,6 @@ function svg(tag: string, attrs: Record<string, string | number> = {}, text?: st
 function titled(e: SVGElement, text: string): SVGElement {
   e.appendChild(svg("title", {}, text));
   return e;
-}
-
-/** num formats a number compactly, for tables and axes. */
-export function num(v: number | null | undefined): string {
-  if (v === null || v === undefined || Number.isNaN(v)) return "–";
-  if (!Number.isFinite(v)) return v > 0 ? "∞" : "-∞";
-  const a = Math.abs(v);
-  if (a !== 0 && (a >= 1e6 || a < 1e-3)) return v.toExponential(3).replace(/\.?0+e/, "e");
-  if (a === Math.trunc(a)) return String(v);
-  return String(+v.toPrecision(4));
 }
 
 /** ticks gives about n round numbers covering [lo, hi]. */
@@ -64,9 +46,9 @@ function pad(lo: number, hi: number): [number, number] {
 }
 
 /** effectsChart draws every level's effect as a bar from zero with its confidence interval. */
-function effectsChart(res: any): SVGElement {
-  const rows: { term: string; level: string; e: any }[] = [];
-  for (const te of res.term_effects ?? []) for (const e of te.effects) rows.push({ term: te.term, level: e.levels.join(":"), e });
+function effectsChart(res: Anova): SVGElement {
+  const rows: { term: string; level: string; e: Anova["term_effects"][number]["effects"][number] }[] = [];
+  for (const te of res.term_effects) for (const e of te.effects) rows.push({ term: te.term, level: e.levels.join(":"), e });
   const W = 560,
     L = 150,
     R = 16,
@@ -108,16 +90,14 @@ function effectsChart(res: any): SVGElement {
   return s;
 }
 
-let clips = 0;
-
 interface Pt {
   x: number;
   y: number;
   title: string;
 }
 
-/** scatter draws points with axes, and an optional reference line. */
-function scatter(cls: string, pts: Pt[], xl: string, yl: string, line?: (x: number) => number): SVGElement {
+/** scatter draws points with axes, and an optional reference line; id makes its clip path's id unique in the page. */
+function scatter(id: string, cls: string, pts: Pt[], xl: string, yl: string, line?: (x: number) => number): SVGElement {
   const W = 360,
     H = 260,
     L = 58,
@@ -141,16 +121,16 @@ function scatter(cls: string, pts: Pt[], xl: string, yl: string, line?: (x: numb
   s.appendChild(svg("text", { class: "axis", x: 12, y: (T + H - B) / 2, "text-anchor": "middle", transform: `rotate(-90 12 ${(T + H - B) / 2})` }, yl));
   if (line) {
     // Clipped to the plotting area: a steep line would cross the axes' labels.
-    const id = `clip${++clips}`;
-    s.appendChild(svg("clipPath", { id })).appendChild(svg("rect", { x: L, y: T, width: W - L - R, height: H - B - T }));
-    s.appendChild(svg("line", { class: "ref", x1: X(x0), x2: X(x1), y1: Y(line(x0)), y2: Y(line(x1)), "clip-path": `url(#${id})` }));
+    const clip = `clip-${id}-${cls}`;
+    s.appendChild(svg("clipPath", { id: clip })).appendChild(svg("rect", { x: L, y: T, width: W - L - R, height: H - B - T }));
+    s.appendChild(svg("line", { class: "ref", x1: X(x0), x2: X(x1), y1: Y(line(x0)), y2: Y(line(x1)), "clip-path": `url(#${clip})` }));
   }
   for (const p of pts) s.appendChild(titled(svg("circle", { class: "point", cx: X(p.x), cy: Y(p.y), r: 4 }), p.title));
   return s;
 }
 
 /** qqLine is the line through the QQ points' first and third quartiles, as R's qqline draws. */
-function qqLine(qq: any[]): ((x: number) => number) | undefined {
+function qqLine(qq: Anova["qq"]): ((x: number) => number) | undefined {
   if (qq.length < 2) return undefined;
   const q = (arr: number[], p: number) => {
     const s = [...arr].sort((a, b) => a - b);
@@ -171,7 +151,7 @@ function qqLine(qq: any[]): ((x: number) => number) | undefined {
 
 export interface Box {
   label: string;
-  dist: any;
+  dist: Distribution;
   perNode: Record<string, number>;
   run?: number;
 }
@@ -231,32 +211,30 @@ function table(cls: string, head: string[], rows: string[][]): HTMLTableElement 
   return t;
 }
 
-function anovaTable(res: any): HTMLTableElement {
-  const pct = (v: number) => (Number.isFinite(v) ? `${v.toFixed(1)}%` : "–");
-  const rows = (res.terms ?? []).map((t: any) => [t.name, num(t.ss), String(t.dof), num(t.ms), num(t.f), num(t.p), num(t.f_crit), pct(t.percent_variation)]);
-  rows.push([res.error_term ? `error (${res.error_term})` : "error", num(res.error.ss), String(res.error.dof), num(res.error.ms), "", "", "", pct(res.error.percent_variation)]);
+function anovaTable(res: Anova): HTMLTableElement {
+  const rows = res.terms.map((t) => [t.name, num(t.ss), String(t.dof), num(t.ms), num(t.f), num(t.p), num(t.f_crit), percent(t.percent_variation)]);
+  rows.push([res.error_term ? `error (${res.error_term})` : "error", num(res.error.ss), String(res.error.dof), num(res.error.ms), "", "", "", percent(res.error.percent_variation)]);
   rows.push(["total", num(res.total.ss), String(res.total.dof), "", "", "", "", "100%"]);
   return table("anova", ["term", "SS", "dof", "MS", "F", "p", `F-crit ${Math.round(res.confidence * 100)}%`, "% variation"], rows);
 }
 
 /** runLabel names a run by its levels, e.g. "a=1 b=x #2". */
-function runLabel(r: any, factors: { name: string }[]): string {
-  return factors.map((f) => `${f.name}=${r.levels?.[f.name] ?? "?"}`).join(" ") + ` #${r.rep}`;
+function runLabel(r: Run, factors: { name: string }[]): string {
+  return factors.map((f) => `${f.name}=${r.levels[f.name] ?? "?"}`).join(" ") + ` #${r.rep}`;
 }
 
 /** renderReport fills root with the experiment page. */
 export function renderReport(root: HTMLElement, x: Experiment, file: string): void {
   const a = x.analysis;
   root.replaceChildren();
-  // experiment.Factor has no JSON tags: its keys are "Name" and "Levels".
-  const factors: { name: string; levels: string[] }[] = (a.factors ?? []).map((f: any) => ({ name: f.name ?? f.Name, levels: f.levels ?? f.Levels ?? [] }));
+  const factors = a.factors;
   root.appendChild(el("h2", {}, `Experiment ${a.name}`));
   let sum = `Factors: ${factors.map((f) => `${f.name} (${f.levels.join(", ")})`).join("; ")}. ${a.measured} measured runs, ${a.warmups} warm-up runs left out`;
   if (a.missing > 0) sum += `, ${a.missing} planned runs not done yet`;
   if (a.failed > 0) sum += `, ${a.failed} failed`;
   root.appendChild(el("p", { class: "summary" }, sum + `. From ${file.split("/").pop()}.`));
 
-  for (const r of a.responses ?? []) {
+  for (const [i, r] of a.responses.entries()) {
     const sec = el("section", { class: "response", "data-response": r.response });
     sec.appendChild(el("h3", {}, r.response));
     root.appendChild(sec);
@@ -271,7 +249,7 @@ export function renderReport(root: HTMLElement, x: Experiment, file: string): vo
     );
     sec.appendChild(anovaTable(res));
     const ul = el("ul", { class: "verdicts" });
-    for (const v of res.verdicts ?? []) ul.appendChild(el("li", {}, v));
+    for (const v of res.verdicts) ul.appendChild(el("li", {}, v));
     sec.appendChild(ul);
     const charts = el("div", { class: "charts" });
     const fig = (title: string, c: SVGElement) => {
@@ -281,33 +259,33 @@ export function renderReport(root: HTMLElement, x: Experiment, file: string): vo
       charts.appendChild(f);
     };
     fig(`Effects${scale} with ${Math.round(res.confidence * 100)}% confidence intervals (filled: the interval excludes 0)`, effectsChart(res));
-    const qq = res.qq ?? [];
+    const qq = res.qq;
     if (qq.length) {
       fig(
-        `Normal QQ plot of the residuals (correlation ${num(res.diagnostics?.qq_correlation)})`,
-        scatter("qq", qq.map((p: any) => ({ x: p.normal, y: p.residual, title: `normal ${num(p.normal)}, residual ${num(p.residual)}` })), "normal quantile", "residual", qqLine(qq)),
+        `Normal QQ plot of the residuals (correlation ${num(res.diagnostics.qq_correlation)})`,
+        scatter(String(i), "qq", qq.map((p) => ({ x: p.normal, y: p.residual, title: `normal ${num(p.normal)}, residual ${num(p.residual)}` })), "normal quantile", "residual", qqLine(qq)),
       );
     }
-    const rv = res.residuals ?? [];
+    const rv = res.residuals;
     if (rv.length) {
       fig(
         "Residuals against predicted values",
-        scatter("residuals", rv.map((p: any) => ({ x: p.predicted, y: p.residual, title: `${p.levels.join(" ")}: predicted ${num(p.predicted)}, residual ${num(p.residual)}` })), `predicted${scale}`, "residual", () => 0),
+        scatter(String(i), "residuals", rv.map((p) => ({ x: p.predicted, y: p.residual, title: `${p.levels.join(" ")}: predicted ${num(p.predicted)}, residual ${num(p.residual)}` })), `predicted${scale}`, "residual", () => 0),
       );
     }
     sec.appendChild(charts);
-    if (res.contrasts?.length) {
+    if (res.contrasts.length) {
       sec.appendChild(
         table(
           "contrasts",
           ["factor", "contrast", "difference", "low", "high", "significant"],
-          res.contrasts.map((c: any) => [c.factor, `${c.a} − ${c.b}`, num(c.estimate), num(c.low), num(c.high), c.significant ? "yes" : "no"]),
+          res.contrasts.map((c) => [c.factor, `${c.a} − ${c.b}`, num(c.estimate), num(c.low), num(c.high), c.significant ? "yes" : "no"]),
         ),
       );
     }
   }
 
-  for (const c of a.comparisons ?? []) {
+  for (const c of a.comparisons) {
     const sec = el("section", { class: "comparison" });
     sec.appendChild(el("h3", {}, `${c.other} vs ${c.base}`));
     sec.appendChild(el("p", {}, `Speedup of ${c.other} over ${c.base} (mean wall time ratio): ${c.speedup == null ? "–" : c.speedup.toFixed(3) + "×"}.`));
@@ -315,7 +293,7 @@ export function renderReport(root: HTMLElement, x: Experiment, file: string): vo
       table(
         "comparison",
         ["event", c.base, c.other, "change"],
-        (c.events ?? []).map((r: any) => [r.event, num(r.base), num(r.other), r.change_percent == null ? "n/a" : `${r.change_percent >= 0 ? "+" : ""}${r.change_percent.toFixed(1)}%`]),
+        c.events.map((r) => [r.event, num(r.base), num(r.other), r.change_percent == null ? "n/a" : `${r.change_percent >= 0 ? "+" : ""}${percent(r.change_percent)}`]),
       ),
     );
     root.appendChild(sec);
@@ -326,8 +304,8 @@ export function renderReport(root: HTMLElement, x: Experiment, file: string): vo
   dsec.appendChild(el("h3", {}, "Per-node distributions"));
   dsec.appendChild(el("p", {}, "Each box spreads one event's per-node totals over the nodes: whiskers at the smallest and largest node, the box from the first to the third quartile, the line at the median, and a dot per node (red: the node with the largest value when it is an outlier)."));
   // Measured runs grouped by cell (levels in the spec's order), then by replication.
-  const rank = (r: any) => factors.map((f) => f.levels.indexOf(r.levels?.[f.name]));
-  const runs = (x.runs ?? [])
+  const rank = (r: Run) => factors.map((f) => f.levels.indexOf(r.levels[f.name] ?? ""));
+  const runs = x.runs
     .filter((r) => !r.warmup)
     .sort((p, q) => {
       const a = rank(p),
@@ -336,12 +314,13 @@ export function renderReport(root: HTMLElement, x: Experiment, file: string): vo
       return p.rep - q.rep;
     });
   const events = new Set<string>();
-  for (const r of runs) for (const [ev, e] of Object.entries<any>(r.events ?? {})) if (e.distribution) events.add(ev);
+  for (const r of runs) for (const [ev, e] of Object.entries(r.events)) if (e.distribution) events.add(ev);
   let drawn = 0;
   for (const ev of [...events].sort()) {
-    const boxes: Box[] = runs
-      .filter((r) => r.events?.[ev]?.distribution)
-      .map((r) => ({ label: runLabel(r, factors), dist: r.events[ev].distribution, perNode: r.events[ev].per_node ?? {}, run: r.run }));
+    const boxes: Box[] = runs.flatMap((r) => {
+      const e = r.events[ev];
+      return e?.distribution ? [{ label: runLabel(r, factors), dist: e.distribution, perNode: e.per_node, run: r.run }] : [];
+    });
     if (boxes.every((b) => b.dist.max === 0 && b.dist.min === 0)) continue; // nothing happened on any node
     const f = el("figure", { class: "dist", "data-event": ev });
     f.appendChild(boxplot(ev, boxes));
@@ -350,7 +329,7 @@ export function renderReport(root: HTMLElement, x: Experiment, file: string): vo
     drawn++;
   }
   const byEvent = new Map<string, Box[]>();
-  for (const d of a.distributions ?? []) {
+  for (const d of a.distributions) {
     if (!d.distribution) continue;
     byEvent.set(d.event, [...(byEvent.get(d.event) ?? []), { label: d.regime, dist: d.distribution, perNode: d.per_node }]);
   }
@@ -363,12 +342,4 @@ export function renderReport(root: HTMLElement, x: Experiment, file: string): vo
   }
   if (!drawn) dsec.appendChild(el("p", { class: "none" }, "No event was spread over two or more nodes in these runs (a one-node machine, or no per-node events recorded)."));
   root.appendChild(dsec);
-}
-
-/** asExperiment recognises an experiment report: `--web`'s payload or `--format json`'s analysis. */
-export function asExperiment(v: any): Experiment | null {
-  if (!v || typeof v !== "object" || Array.isArray(v)) return null;
-  if (v.analysis && Array.isArray(v.analysis.responses) && Array.isArray(v.runs)) return v as Experiment;
-  if (Array.isArray(v.responses) && Array.isArray(v.factors) && typeof v.measured === "number") return { analysis: v, runs: [] };
-  return null;
 }

@@ -1,0 +1,134 @@
+// The connection to numascope live / view / experiment --web (the websocket
+// of docs/live-protocol.md): connect() opens it when the page came from a
+// server, and every message it brings is read (src/protocol.ts) and applied
+// here: the hello picks the page, batches and marks go into the store, and
+// replies go to whoever asked.
+
+import { Store } from "./data";
+import { $, input } from "./dom";
+import { interval } from "./format";
+import { errorText } from "./json";
+import { drawSamples, showProfile, showReport, showSamples } from "./modes";
+import { setStatus, showError } from "./notice";
+import { renderLabels, renderPicker } from "./panels";
+import { profileDisconnected, profileMessage, serverSource } from "./profile/sources";
+import { parseServerMessage, PROTOCOL, type DataHello, type Hello, type ServerMessage, type State } from "./protocol";
+import { onRange } from "./range";
+import { groups } from "./series";
+import { send } from "./socket";
+import { app } from "./state";
+import { onTotals, resetTotals } from "./totals";
+import { render, scheduleRender, statusText } from "./view";
+
+/** connect opens the websocket, passing on the page's token (none for a page opened from disk). */
+export function connect(): void {
+  if (location.protocol !== "http:" && location.protocol !== "https:") return;
+  const token = new URLSearchParams(location.search).get("token");
+  const url = `${location.protocol === "https:" ? "wss" : "ws"}://${location.host}/ws${token ? "?token=" + encodeURIComponent(token) : ""}`;
+  const ws = new WebSocket(url);
+  app.ws = ws;
+  ws.onmessage = (e: MessageEvent<unknown>) => {
+    let m: ServerMessage | null;
+    try {
+      m = parseServerMessage(typeof e.data === "string" ? e.data : "");
+    } catch (err) {
+      showError(errorText(err));
+      return;
+    }
+    if (m) onMessage(m);
+  };
+  ws.onclose = (e) => {
+    if (app.ws !== ws) return;
+    app.ws = null;
+    profileDisconnected(e.reason);
+    setStatus(`disconnected${e.reason ? ": " + e.reason : ""}`);
+    if (app.mode === "live" || app.mode === "view") showError(`connection closed${e.reason ? ": " + e.reason : ""}; reload to reconnect`);
+  };
+}
+
+function onMessage(m: ServerMessage): void {
+  if (profileMessage(m)) return;
+  switch (m.type) {
+    case "hello":
+      onHello(m);
+      break;
+    case "batch":
+      for (const row of m.samples) app.store.append(row);
+      app.received += m.samples.length;
+      scheduleRender();
+      break;
+    case "columns":
+      app.store.setColumns(m.columns);
+      app.store.marks.push({ mark: "columns", t: m.t });
+      applyState(m.state);
+      renderPicker();
+      scheduleRender();
+      break;
+    case "mark":
+      app.store.marks.push({ mark: m.mark, t: m.t, text: m.text, interval_s: m.interval_s });
+      if (m.mark === "label") renderLabels();
+      scheduleRender();
+      break;
+    case "state":
+      applyState(m.state);
+      break;
+    case "range":
+      onRange(m);
+      render();
+      break;
+    case "totals":
+      onTotals(m, groups());
+      break;
+    case "error":
+      showError(m.error);
+      break;
+    case "ok":
+      showError("");
+      break;
+  }
+}
+
+function onHello(m: Hello): void {
+  if (m.protocol !== PROTOCOL) showError(`this client speaks protocol ${PROTOCOL}, the server ${m.protocol}: reload the page`);
+  switch (m.mode) {
+    case "experiment":
+      showReport(m.experiment, m.file);
+      return;
+    case "profile":
+      showProfile(m.profile, m.file, { file: m.file, hints: m.hints, sourcePath: m.source_path, fetch: serverSource(send) });
+      return;
+  }
+  showData(m);
+}
+
+/** showData shows the samples of live or view. */
+function showData(m: DataHello): void {
+  const store = new Store();
+  store.setColumns(m.columns);
+  showSamples(m.mode, m, store, m.mode === "live" ? "live" : `recording ${m.file ?? ""}`, [m.host, m.kernel].filter(Boolean).join(" · "));
+  if (m.mode === "live") {
+    applyState(m.state);
+  } else {
+    app.duration = m.duration_s ?? 0;
+    resetTotals();
+    app.store.marks = m.marks;
+    app.fetched = null;
+    if (m.skipped.length) showError(`${m.skipped.length} problems reading the file: ${m.skipped[0]}`);
+  }
+  drawSamples(m.topology);
+}
+
+/** applyState shows the live session's shared state in the controls. */
+function applyState(st: State): void {
+  app.state = st;
+  input("interval").value = interval(st.interval_s);
+  $("pause").textContent = st.paused ? "resume" : "pause";
+  $("pause").classList.toggle("on", st.paused);
+  $("record").textContent = st.recording ? "stop recording" : "record";
+  $("record").classList.toggle("on", !!st.recording);
+  if (app.mode === "live") {
+    app.perNode = st.discrete;
+    input(st.discrete ? "view-pernode" : "view-summed").checked = true;
+  }
+  setStatus(statusText());
+}
