@@ -2,6 +2,7 @@ package profile
 
 import (
 	"testing"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -20,6 +21,10 @@ type fakeKernel struct {
 	thp        map[uint64]bool
 	// queries counts the pages asked of PageNodes.
 	queries int
+	// frameDelay is how long each PageFrame takes (a contended mmap
+	// lock); frameReads counts them.
+	frameDelay time.Duration
+	frameReads int
 }
 
 // useFakeKernel gives a a fake kernel that knows nothing yet.
@@ -56,6 +61,8 @@ func (k *fakeKernel) PageNodes(pid int32, pages []uint64, status []int32) bool {
 }
 
 func (k *fakeKernel) PageFrame(pid int32, page uint64) (uint64, bool) {
+	k.frameReads++
+	time.Sleep(k.frameDelay)
 	f, ok := k.frames[pageKey{pid, page}]
 	return f, ok
 }

@@ -40,6 +40,9 @@ const maxUnplacedRounds = 8
 func (a *analyzer) queryNodes() {
 	a.decideHuge()
 	if len(a.pending) == 0 && len(a.refresh) == 0 && len(a.recheck) == 0 {
+		if len(a.thp.flagged) > 0 {
+			a.probeHuge() // those a slow round left over
+		}
 		return
 	}
 	q := a.queries[:0]

@@ -19,6 +19,14 @@ func (a *analyzer) fill(p *Profile) {
 		p.Notes = append(p.Notes, fmt.Sprintf("%d faults on pages known from before records were lost are counted neither as first touches nor as accesses "+
 			"(an munmap may have been among the lost records, and the address reused): first touches and local/remote accesses are low by up to that much", a.afterLoss))
 	}
+	// Candidates still waiting when the program ended cannot be checked
+	// any more (its pagemap is gone).
+	a.thp.unchecked += uint64(len(a.thp.flagged))
+	a.thp.flagged = a.thp.flagged[:0]
+	if a.thp.unchecked > 0 {
+		p.Notes = append(p.Notes, fmt.Sprintf("%d first touches that may have placed a transparent huge page were not checked, the kernel being slow to answer "+
+			"(its mmap lock contended): first touches may be low by up to 511 pages each", a.thp.unchecked))
+	}
 	if a.repeats > 0 {
 		p.Notes = append(p.Notes, fmt.Sprintf("%d later faults on pages already touched are not accesses: without NUMA hinting faults here they are memory unmapped and mapped again, "+
 			"copy-on-write or reclaim", a.repeats))

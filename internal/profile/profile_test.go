@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -676,5 +677,40 @@ func TestRingPagesFor(t *testing.T) {
 		if got := ringPagesFor(c.cpus, 4096) * 4096; got != c.bytes {
 			t.Errorf("%d CPUs: rings of %d KiB, want %d KiB", c.cpus, got>>10, c.bytes>>10)
 		}
+	}
+}
+
+// TestHugeChecksBounded: when the kernel is slow to answer the exact
+// huge-page checks (pagemap reads waiting on a contended mmap lock), a round
+// spends about thpBudget on them and leaves the rest for the next rounds,
+// instead of keeping the consumer from its rings: every candidate is still
+// checked and credited in the end.
+func TestHugeChecksBounded(t *testing.T) {
+	const pid, n = 4242, 12
+	const base = 0x7f0000000000
+	a := newAnalyzer([]int{0}, []int{0}, []int{-1, 0})
+	k := useFakeKernel(a)
+	k.setAffinity(pid, pid, "0")
+	k.maps[pid] = fmt.Sprintf("%x-%x rw-p 00000000 00:00 0 \n", base, base+n*hugeSize)
+	k.frames, k.frameNodes, k.thp = map[pageKey]uint64{}, map[uint64]int{}, map[uint64]bool{}
+	for i := range uint64(n) {
+		region, pfn := base+i*hugeSize, 1<<20+i*512
+		k.frames[pageKey{pid, region}] = pfn
+		k.frames[pageKey{pid, region + hugeSize - a.pageSize}] = pfn + 511
+		k.thp[pfn] = true
+		a.record(faultRecord(pid, 1+i, region, 0)) // each region's one fault
+	}
+	k.frameDelay = 2 * time.Millisecond // two reads per check: 4 ms each
+	a.handleBatch()
+	if a.hugePages == 0 || a.hugePages >= n || len(a.thp.flagged) != n-int(a.hugePages) {
+		t.Fatalf("after one round: %d huge pages found, %d waiting; want a few found (a round's budget is %v) and the rest waiting",
+			a.hugePages, len(a.thp.flagged), thpBudget)
+	}
+	for round := 0; round < n && len(a.thp.flagged) > 0; round++ {
+		a.handleBatch()
+	}
+	if a.hugePages != n || a.thp.unchecked != 0 || a.totals.FirstTouch != n*hugeSize/a.pageSize {
+		t.Errorf("in the end: %d huge pages, %d unchecked, %d first touches; want %d, 0 and %d",
+			a.hugePages, a.thp.unchecked, a.totals.FirstTouch, n, n*hugeSize/a.pageSize)
 	}
 }

@@ -22,6 +22,7 @@ package profile
 import (
 	"os"
 	"strings"
+	"time"
 )
 
 // thpTries is how many rounds a candidate whose region is not present yet
@@ -48,7 +49,22 @@ type thpState struct {
 	// had their probes queried and wait for the next round (no root);
 	// fresh are this round's candidates for probing.
 	flagged, probed, fresh []thpCandidate
+	// unchecked counts the candidates given up for want of time (see
+	// thpBudget).
+	unchecked uint64
 }
+
+// thpBudget bounds the time a round spends on the exact huge-page checks.
+// Each reads /proc/PID/pagemap, which takes the process's mmap lock: in a
+// storm of mmap and munmap from many threads one read waited up to a
+// quarter of a second, some twenty of them in a round took 1.8 s, and the
+// rings overflowed meanwhile (docs/performance.md, "Storms on this
+// machine"). Candidates left over wait for the next round, at most
+// maxTHPWaiting of them; beyond that the oldest are given up and counted.
+const (
+	thpBudget     = 5 * time.Millisecond
+	maxTHPWaiting = 4096
+)
 
 // openTHP prepares the huge-page checks for the live system under sysRoot.
 func openTHP(sysRoot string) thpState {
@@ -82,7 +98,14 @@ func (a *analyzer) considerHuge(p *pendingFirst, ps *pageState) {
 // candidates, and the probes of the fresh ones (decided next round).
 func (a *analyzer) probeHuge() {
 	keep := a.thp.flagged[:0]
-	for _, c := range a.thp.flagged {
+	deadline := monotonicNs() + uint64(thpBudget)
+	for i, c := range a.thp.flagged {
+		if i > 0 && monotonicNs() > deadline {
+			// Out of time: the rest wait for the next round, untried.
+			// (Appending the list's own tail moves it down, a memmove.)
+			keep = append(keep, a.thp.flagged[i:]...)
+			break
+		}
 		rk := regionOf(c.key)
 		if _, done := a.pg.hugeAt(rk); done || a.pg.firsts(rk) == 0 {
 			continue // freed meanwhile
@@ -95,6 +118,10 @@ func (a *analyzer) probeHuge() {
 			c.tries++
 			keep = append(keep, c)
 		}
+	}
+	if n := len(keep) - maxTHPWaiting; n > 0 {
+		a.thp.unchecked += uint64(n)
+		keep = keep[:copy(keep, keep[n:])] // the oldest go
 	}
 	a.thp.flagged = keep
 
