@@ -193,11 +193,6 @@ func TestDecodeSampleKinds(t *testing.T) {
 	}
 }
 
-// TestSyscallsFollowMemory drives the analyzer with the syscall events of a
-// program that maps, touches, unmaps, grows its heap, remaps and drops
-// pages, and checks what counts as a first touch and what as an access, and
-// which allocation site owns the pages. The kernel is a fake that places no
-// page, so the pages keep the faulting CPU's node.
 // syscallRig is a one-node analyzer with the syscall events as if opened,
 // for process pid (made up), and records for it in time order.
 type syscallRig struct {
@@ -240,6 +235,11 @@ func (sb *syscallRig) step(recs ...[]byte) {
 	sb.a.handleBatch()
 }
 
+// TestSyscallsFollowMemory drives the analyzer with the syscall events of a
+// program that maps, touches, unmaps, grows its heap, remaps and drops
+// pages, and checks what counts as a first touch and what as an access, and
+// which allocation site owns the pages. The kernel is a fake that places no
+// page, so the pages keep the faulting CPU's node.
 func TestSyscallsFollowMemory(t *testing.T) {
 	const pid = rigPid
 	sb := newSyscallRig(t)
