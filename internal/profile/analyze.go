@@ -167,10 +167,7 @@ type analyzer struct {
 	// hugePages counts the 2 MiB regions found placed by one fault.
 	hugePages uint64
 
-	regions  map[int32][]region
-	mapsRead map[int32]uint64 // batch stamp of the last /proc/PID/maps read
-	mappings []Mapping        // [regionUnknown] is the unknown mapping
-	mapIdx   map[mapKey]uint32
+	mp mappingTracker // where memory came from
 
 	sym *symbolizer
 	dec decoded
@@ -215,10 +212,7 @@ func newAnalyzer(cpuNode []int, pageNodes, threadNodes []int) *analyzer {
 		parent:      map[int32]int32{},
 		locs:        map[locKey]*Metrics{},
 		stamp:       1,
-		regions:     map[int32][]region{},
-		mapsRead:    map[int32]uint64{},
-		mappings:    []Mapping{{Kind: "unknown"}},
-		mapIdx:      map[mapKey]uint32{{kind: "unknown"}: regionUnknown},
+		mp:          newMappingTracker(),
 		threadNodes: threadNodes,
 		pageNodes:   pageNodes,
 		sym:         newSymbolizer(),
@@ -340,7 +334,7 @@ func (a *analyzer) handle(s *rawSample) {
 // forgetProcess drops what is known of a process's memory when it execs.
 func (a *analyzer) forgetProcess(pid int32) {
 	a.pg.forget(pid)
-	delete(a.regions, pid)
+	a.mp.forget(pid)
 	delete(a.allocs, pid)
 	delete(a.brk, pid)
 }
@@ -448,6 +442,6 @@ func (a *analyzer) credit(t *threadState, lk locKey, mapping, site uint32, d *Me
 		t.metrics.add(d)
 	}
 	a.loc(lk).add(d)
-	a.mappings[mapping].Metrics.add(d)
+	a.mp.list[mapping].Metrics.add(d)
 	a.sites[site].metrics.add(d)
 }

@@ -31,19 +31,38 @@ const regionUnknown = 0
 // mapKey identifies a Mapping.
 type mapKey struct{ kind, file string }
 
-// mappingOf returns the Mapping index of addr in pid, reading
-// /proc/PID/maps again (at most once per round) when addr is in no known
-// range: a new mmap or a heap that grew.
-func (a *analyzer) mappingOf(pid int32, addr uint64) uint32 {
-	if idx, ok := findRegion(a.regions[pid], addr); ok {
+// mappingTracker owns where each process's memory came from: its address
+// ranges from /proc/PID/maps, each with the index of its Mapping, and the
+// Mappings with the metrics credited to them.
+type mappingTracker struct {
+	regions  map[int32][]region
+	mapsRead map[int32]uint64 // the round of the last /proc/PID/maps read
+	list     []Mapping        // [regionUnknown] is the unknown mapping
+	idx      map[mapKey]uint32
+}
+
+func newMappingTracker() mappingTracker {
+	return mappingTracker{
+		regions:  map[int32][]region{},
+		mapsRead: map[int32]uint64{},
+		list:     []Mapping{{Kind: "unknown"}},
+		idx:      map[mapKey]uint32{{kind: "unknown"}: regionUnknown},
+	}
+}
+
+// of returns the Mapping index of addr in pid, reading /proc/PID/maps from
+// k again (at most once per round) when addr is in no known range: a new
+// mmap or a heap that grew.
+func (t *mappingTracker) of(k kernel, round uint64, pid int32, addr uint64) uint32 {
+	if idx, ok := findRegion(t.regions[pid], addr); ok {
 		return idx
 	}
-	if a.mapsRead[pid] == a.stamp {
+	if t.mapsRead[pid] == round {
 		return regionUnknown
 	}
-	a.mapsRead[pid] = a.stamp
-	a.readRegions(pid)
-	idx, _ := findRegion(a.regions[pid], addr)
+	t.mapsRead[pid] = round
+	t.read(k, pid)
+	idx, _ := findRegion(t.regions[pid], addr)
 	return idx
 }
 
@@ -51,24 +70,38 @@ func (a *analyzer) mappingOf(pid int32, addr uint64) uint32 {
 // transparent huge page: only anonymous memory (heap or anonymous mmap)
 // whose mapping covers the page's whole 2 MiB region. File pages (the page
 // cache maps several pages per fault, "fault-around") never count.
-func (a *analyzer) hugeCandidate(pid int32, page uint64) bool {
-	idx := a.mappingOf(pid, page)
-	if k := a.mappings[idx].Kind; k != "anon" && k != "heap" {
+func (t *mappingTracker) hugeCandidate(k kernel, round uint64, pid int32, page uint64) bool {
+	idx := t.of(k, round, pid, page)
+	if kind := t.list[idx].Kind; kind != "anon" && kind != "heap" {
 		return false
 	}
 	region := page &^ (hugeSize - 1)
-	rs := a.regions[pid]
+	rs := t.regions[pid]
 	i := sort.Search(len(rs), func(i int) bool { return rs[i].end > page })
 	return i < len(rs) && rs[i].start <= region && region+hugeSize <= rs[i].end
 }
 
-// mappingFor is mappingOf for a page whose allocation site is site: pages
-// of a thread's stack (an mmap with MAP_STACK) are in the stack mapping,
-// which /proc/PID/maps cannot tell from other anonymous memory.
+// forget drops a process's ranges (it exec'd).
+func (t *mappingTracker) forget(pid int32) { delete(t.regions, pid) }
+
+// unmap drops a process's ranges that overlap [start, end).
+func (t *mappingTracker) unmap(pid int32, start, end uint64) {
+	rs := t.regions[pid][:0:0]
+	for _, r := range t.regions[pid] {
+		if r.end <= start || r.start >= end {
+			rs = append(rs, r)
+		}
+	}
+	t.regions[pid] = rs
+}
+
+// mappingFor is the Mapping index of a page whose allocation site is site:
+// pages of a thread's stack (an mmap with MAP_STACK) are in the stack
+// mapping, which /proc/PID/maps cannot tell from other anonymous memory.
 func (a *analyzer) mappingFor(pid int32, page uint64, site uint32) uint32 {
-	idx := a.mappingOf(pid, page)
-	if site != 0 && a.sites[site].kind == "stack" && a.mappings[idx].Kind == "anon" {
-		return a.mappingIndex(mapKey{kind: "stack"})
+	idx := a.mp.of(a.kern, a.stamp, pid, page)
+	if site != 0 && a.sites[site].kind == "stack" && a.mp.list[idx].Kind == "anon" {
+		return a.mp.index(mapKey{kind: "stack"})
 	}
 	return idx
 }
@@ -81,10 +114,10 @@ func findRegion(rs []region, addr uint64) (uint32, bool) {
 	return regionUnknown, false
 }
 
-// readRegions replaces pid's ranges with /proc/PID/maps; a process that is
+// read replaces pid's ranges with its /proc/PID/maps; a process that is
 // gone keeps the ranges it had.
-func (a *analyzer) readRegions(pid int32) {
-	maps, ok := a.kern.Maps(pid)
+func (t *mappingTracker) read(k kernel, pid int32) {
+	maps, ok := k.Maps(pid)
 	if !ok {
 		return
 	}
@@ -94,33 +127,34 @@ func (a *analyzer) readRegions(pid int32) {
 		if !ok {
 			continue
 		}
-		var k mapKey
+		var mk mapKey
 		switch {
 		case name == "[heap]":
-			k.kind = "heap"
+			mk.kind = "heap"
 		case name == "[stack]":
-			k.kind = "stack"
+			mk.kind = "stack"
 		case name == "":
-			k.kind = "anon"
+			mk.kind = "anon"
 		case strings.HasPrefix(name, "/"):
-			k = mapKey{"file", name}
+			mk = mapKey{"file", name}
 		default:
-			k.kind = "other"
+			mk.kind = "other"
 		}
-		rs = append(rs, region{start: start, end: end, idx: a.mappingIndex(k)})
+		rs = append(rs, region{start: start, end: end, idx: t.index(mk)})
 	}
 	if len(rs) > 0 {
-		a.regions[pid] = rs
+		t.regions[pid] = rs
 	}
 }
 
-func (a *analyzer) mappingIndex(k mapKey) uint32 {
-	if i, ok := a.mapIdx[k]; ok {
+// index returns the index of the Mapping k, adding it if new.
+func (t *mappingTracker) index(k mapKey) uint32 {
+	if i, ok := t.idx[k]; ok {
 		return i
 	}
-	a.mappings = append(a.mappings, Mapping{Kind: k.kind, File: k.file})
-	i := uint32(len(a.mappings) - 1)
-	a.mapIdx[k] = i
+	t.list = append(t.list, Mapping{Kind: k.kind, File: k.file})
+	i := uint32(len(t.list) - 1)
+	t.idx[k] = i
 	return i
 }
 

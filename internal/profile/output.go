@@ -63,7 +63,7 @@ func (a *analyzer) fill(p *Profile) {
 		p.Locations = []Location{}
 	}
 	p.Mappings = []Mapping{}
-	for _, m := range a.mappings {
+	for _, m := range a.mp.list {
 		if m.Metrics != (Metrics{}) {
 			p.Mappings = append(p.Mappings, m)
 		}

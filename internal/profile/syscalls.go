@@ -296,12 +296,6 @@ func (a *analyzer) freeRange(pid int32, start, end uint64, unmapped bool) {
 	a.pg.free(pid, start, end, a.pageSize, nil)
 	if unmapped {
 		a.cutAlloc(pid, start, end)
-		rs := a.regions[pid][:0:0]
-		for _, r := range a.regions[pid] {
-			if r.end <= start || r.start >= end {
-				rs = append(rs, r)
-			}
-		}
-		a.regions[pid] = rs
+		a.mp.unmap(pid, start, end)
 	}
 }

@@ -614,7 +614,7 @@ func TestThreadStacks(t *testing.T) {
 	)
 
 	got := map[string]uint64{}
-	for _, m := range a.mappings {
+	for _, m := range a.mp.list {
 		got[m.Kind] += m.Metrics.FirstTouch
 	}
 	if got["stack"] != 2 || got["anon"] != 1 {

@@ -83,7 +83,7 @@ func (a *analyzer) considerHuge(p *pendingFirst, ps *pageState) {
 	if a.thp.off || a.pg.firsts(rk) != 1 {
 		return
 	}
-	if _, done := a.pg.hugeAt(rk); done || !a.hugeCandidate(p.key.pid, p.key.page) {
+	if _, done := a.pg.hugeAt(rk); done || !a.mp.hugeCandidate(a.kern, a.stamp, p.key.pid, p.key.page) {
 		return
 	}
 	c := thpCandidate{pendingFirst: *p, node: ps.node, mapping: ps.mapping, site: ps.site}
