@@ -80,41 +80,66 @@ func (a *analyzer) siteOf(s *perfring.Sample, stack []byte, kind evKind, flags u
 	if !app {
 		k.ip = leaf
 	}
-	if i, ok := a.siteIdx[k]; ok {
+	return a.al.site(k, app)
+}
+
+// allocTracker owns the allocation sites and which site each range of each
+// process's memory comes from.
+type allocTracker struct {
+	ranges map[int32][]allocRange // by process, sorted by address
+	brk    map[int32]uint64       // each process's program break, once seen
+	sites  []allocSite            // [0] is "no site"
+	idx    map[siteKey]uint32
+}
+
+func newAllocTracker() allocTracker {
+	return allocTracker{ranges: map[int32][]allocRange{}, brk: map[int32]uint64{}, sites: []allocSite{{}}, idx: map[siteKey]uint32{}}
+}
+
+// site returns the index of site k (never 0), adding it if new; app says
+// whether k.ip is a return address into the application.
+func (t *allocTracker) site(k siteKey, app bool) uint32 {
+	if i, ok := t.idx[k]; ok {
 		return i
 	}
-	a.sites = append(a.sites, allocSite{pid: k.pid, kind: k.kind, ip: k.ip, app: app})
-	i := uint32(len(a.sites) - 1)
-	a.siteIdx[k] = i
+	t.sites = append(t.sites, allocSite{pid: k.pid, kind: k.kind, ip: k.ip, app: app})
+	i := uint32(len(t.sites) - 1)
+	t.idx[k] = i
 	return i
 }
 
-// addAlloc records that [start, end) of pid comes from site.
-func (a *analyzer) addAlloc(pid int32, start, end uint64, site uint32) {
+// forget drops what is known of a process's memory (it exec'd).
+func (t *allocTracker) forget(pid int32) {
+	delete(t.ranges, pid)
+	delete(t.brk, pid)
+}
+
+// add records that a call at site allocated [start, end) of pid.
+func (t *allocTracker) add(pid int32, start, end uint64, site uint32) {
 	if end <= start {
 		return
 	}
-	st := &a.sites[site]
+	st := &t.sites[site]
 	st.calls++
 	st.bytes += end - start
-	a.placeAlloc(pid, start, end, site)
+	t.place(pid, start, end, site)
 }
 
 // placeAlloc makes [start, end) of pid belong to site, replacing what was
 // there.
-func (a *analyzer) placeAlloc(pid int32, start, end uint64, site uint32) {
-	a.cutAlloc(pid, start, end)
-	rs := a.allocs[pid]
+func (t *allocTracker) place(pid int32, start, end uint64, site uint32) {
+	t.cut(pid, start, end)
+	rs := t.ranges[pid]
 	i := sort.Search(len(rs), func(i int) bool { return rs[i].start >= start })
 	rs = append(rs, allocRange{})
 	copy(rs[i+1:], rs[i:])
 	rs[i] = allocRange{start: start, end: end, site: site}
-	a.allocs[pid] = rs
+	t.ranges[pid] = rs
 }
 
 // cutAlloc removes [start, end) from pid's allocation ranges.
-func (a *analyzer) cutAlloc(pid int32, start, end uint64) {
-	rs := a.allocs[pid]
+func (t *allocTracker) cut(pid int32, start, end uint64) {
+	rs := t.ranges[pid]
 	out := rs[:0:0]
 	for _, r := range rs {
 		if r.end <= start || r.start >= end {
@@ -128,19 +153,19 @@ func (a *analyzer) cutAlloc(pid int32, start, end uint64) {
 			out = append(out, allocRange{start: end, end: r.end, site: r.site})
 		}
 	}
-	a.allocs[pid] = out
+	t.ranges[pid] = out
 }
 
-// siteAt returns the allocation site of addr in pid (0: none known), looking
-// in the parent of a forked child that has not replaced the memory.
-func (a *analyzer) siteAt(pid int32, addr uint64) uint32 {
+// at returns the allocation site of addr in pid (0: none known), looking in
+// the parent (by parent) of a forked child that has not replaced the memory.
+func (t *allocTracker) at(pid int32, addr uint64, parent map[int32]int32) uint32 {
 	for range 64 {
-		rs := a.allocs[pid]
+		rs := t.ranges[pid]
 		i := sort.Search(len(rs), func(i int) bool { return rs[i].end > addr })
 		if i < len(rs) && rs[i].start <= addr {
 			return rs[i].site
 		}
-		pp, ok := a.parent[pid]
+		pp, ok := parent[pid]
 		if !ok {
 			return 0
 		}
@@ -153,11 +178,11 @@ func (a *analyzer) siteAt(pid int32, addr uint64) uint32 {
 // [addr, addr+newLen) with the same allocation site, and keep what is known
 // of them (they were moved, not touched).
 func (a *analyzer) remap(pid int32, old, oldLen, addr, newLen uint64) {
-	site := a.siteAt(pid, old)
+	site := a.al.at(pid, old, a.parent)
 	if addr != old {
 		moved := map[uint64]pageState{}
 		a.pg.free(pid, old&^(a.pageSize-1), old+oldLen, a.pageSize, moved)
-		a.cutAlloc(pid, old, old+oldLen)
+		a.al.cut(pid, old, old+oldLen)
 		for p, ps := range moved {
 			a.pg.set(pageKey{pid, p - old + addr}, ps)
 		}
@@ -165,9 +190,9 @@ func (a *analyzer) remap(pid int32, old, oldLen, addr, newLen uint64) {
 		a.freeRange(pid, old+newLen, old+oldLen, true)
 	}
 	if site != 0 {
-		a.placeAlloc(pid, addr, addr+newLen, site)
+		a.al.place(pid, addr, addr+newLen, site)
 	} else {
-		a.cutAlloc(pid, addr, addr+newLen)
+		a.al.cut(pid, addr, addr+newLen)
 	}
 }
 
@@ -196,8 +221,8 @@ func (a *analyzer) allocations() []Allocation {
 	}
 	agg := map[key]*Allocation{}
 	var order []key
-	for i := 1; i < len(a.sites); i++ {
-		st := &a.sites[i]
+	for i := 1; i < len(a.al.sites); i++ {
+		st := &a.al.sites[i]
 		if st.calls == 0 && st.metrics == (Metrics{}) {
 			continue
 		}

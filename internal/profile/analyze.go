@@ -175,12 +175,9 @@ type analyzer struct {
 	// are not tracked and affinities are only polled).
 	syscalls []openedEvent
 	sysPend  map[int32]sysPending // by thread: an entry waiting for its exit
-	allocs   map[int32][]allocRange
-	brk      map[int32]uint64 // each process's program break, once seen
-	sites    []allocSite      // [0] is "no site"
-	siteIdx  map[siteKey]uint32
-	appRet   map[pageKey]bool // isAppReturn's answers
-	lineAt   map[pageKey]bool // hasLine's answers
+	al       allocTracker         // allocation sites
+	appRet   map[pageKey]bool     // isAppReturn's answers
+	lineAt   map[pageKey]bool     // hasLine's answers
 	lastLine lineAnswer
 	// lastLoc and lastThread are the last location and thread looked up.
 	lastLoc    locKey
@@ -218,10 +215,7 @@ func newAnalyzer(cpuNode []int, pageNodes, threadNodes []int) *analyzer {
 		sym:         newSymbolizer(),
 		sysPend:     map[int32]sysPending{},
 		masks:       [][]byte{nil},
-		allocs:      map[int32][]allocRange{},
-		brk:         map[int32]uint64{},
-		sites:       []allocSite{{}},
-		siteIdx:     map[siteKey]uint32{},
+		al:          newAllocTracker(),
 		appRet:      map[pageKey]bool{},
 		lineAt:      map[pageKey]bool{},
 		lastCall:    map[int32]routineCall{},
@@ -335,8 +329,7 @@ func (a *analyzer) handle(s *rawSample) {
 func (a *analyzer) forgetProcess(pid int32) {
 	a.pg.forget(pid)
 	a.mp.forget(pid)
-	delete(a.allocs, pid)
-	delete(a.brk, pid)
+	a.al.forget(pid)
 }
 
 // handleFault classifies a page fault: a first touch or a sampled access.
@@ -355,13 +348,13 @@ func (a *analyzer) handleFault(s *rawSample) {
 		if h, isHuge, firsts = a.pg.untouched(regionOf(key), !a.thp.off); isHuge {
 			// Placed by an earlier huge-page fault, counted there; a fault
 			// here now is an access (after a split or a hinting unmap).
-			site := a.siteAt(s.pid, s.addr)
+			site := a.al.at(s.pid, s.addr, a.parent)
 			ps, touched = pageState{node: h.node, mapping: a.mappingFor(s.pid, key.page, site), site: site, epoch: h.epoch}, true
 			a.pg.set(key, ps)
 		}
 	}
 	if !touched {
-		site := a.siteAt(s.pid, s.addr)
+		site := a.al.at(s.pid, s.addr, a.parent)
 		// Where the memory came from: /proc/PID/maps, read again at most
 		// once a round, after the drain, so it has every mapping made
 		// before this fault (unless already unmapped again).
@@ -443,5 +436,5 @@ func (a *analyzer) credit(t *threadState, lk locKey, mapping, site uint32, d *Me
 	}
 	a.loc(lk).add(d)
 	a.mp.list[mapping].Metrics.add(d)
-	a.sites[site].metrics.add(d)
+	a.al.sites[site].metrics.add(d)
 }

@@ -100,7 +100,7 @@ func (t *mappingTracker) unmap(pid int32, start, end uint64) {
 // mapping, which /proc/PID/maps cannot tell from other anonymous memory.
 func (a *analyzer) mappingFor(pid int32, page uint64, site uint32) uint32 {
 	idx := a.mp.of(a.kern, a.stamp, pid, page)
-	if site != 0 && a.sites[site].kind == "stack" && a.mp.list[idx].Kind == "anon" {
+	if site != 0 && a.al.sites[site].kind == "stack" && a.mp.list[idx].Kind == "anon" {
 		return a.mp.index(mapKey{kind: "stack"})
 	}
 	return idx

@@ -236,17 +236,17 @@ func (a *analyzer) handleSyscall(s *rawSample) {
 		if p.a1&unix.MAP_FIXED != 0 {
 			a.freeRange(s.pid, s.a0, s.a0+p.a0, true)
 		}
-		a.addAlloc(s.pid, s.a0, s.a0+p.a0, p.site)
+		a.al.add(s.pid, s.a0, s.a0+p.a0, p.site)
 	case evBrkExit:
 		if !ok || p.kind != evBrkEnter {
 			return
 		}
-		old, known := a.brk[s.pid]
-		a.brk[s.pid] = s.a0
+		old, known := a.al.brk[s.pid]
+		a.al.brk[s.pid] = s.a0
 		switch {
 		case !known || s.a0 == old:
 		case s.a0 > old:
-			a.addAlloc(s.pid, old, s.a0, p.site)
+			a.al.add(s.pid, old, s.a0, p.site)
 		default:
 			a.freeRange(s.pid, s.a0, old, true)
 		}
@@ -295,7 +295,7 @@ func (a *analyzer) freeRange(pid int32, start, end uint64, unmapped bool) {
 	}
 	a.pg.free(pid, start, end, a.pageSize, nil)
 	if unmapped {
-		a.cutAlloc(pid, start, end)
+		a.al.cut(pid, start, end)
 		a.mp.unmap(pid, start, end)
 	}
 }

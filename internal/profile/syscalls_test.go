@@ -277,23 +277,23 @@ func TestSyscallsFollowMemory(t *testing.T) {
 	if a.totals.FirstTouch != 9 || a.totals.Local != 4 {
 		t.Fatalf("after brk and mremap: %+v, want 9 first touches and 4 accesses", a.totals)
 	}
-	if got := a.siteAt(pid, moved+3*pg); got == 0 {
+	if got := a.al.at(pid, moved+3*pg, a.parent); got == 0 {
 		t.Error("the grown part of the remapped range has no allocation site")
 	}
 	// A failed mmap adds nothing.
 	step(sys(evMmapEnter, pg, 0), sys(evMmapExit, errnoRet(unix.ENOMEM)))
 
 	var mm, hp *allocSite
-	for i := 1; i < len(a.sites); i++ {
-		switch a.sites[i].kind {
+	for i := 1; i < len(a.al.sites); i++ {
+		switch a.al.sites[i].kind {
 		case "mmap":
-			mm = &a.sites[i]
+			mm = &a.al.sites[i]
 		case "heap":
-			hp = &a.sites[i]
+			hp = &a.al.sites[i]
 		}
 	}
 	if mm == nil || hp == nil {
-		t.Fatalf("sites %+v: want one mmap and one heap site", a.sites)
+		t.Fatalf("sites %+v: want one mmap and one heap site", a.al.sites)
 	}
 	// The mmap site: 1 call of 4 pages; its 4 pages, then page 3 again after
 	// MADV_DONTNEED. The touches of unmapped addresses (base after munmap,
@@ -310,7 +310,7 @@ func TestSyscallsFollowMemory(t *testing.T) {
 	// Shrinking the heap frees its pages: after it grows again, the touch
 	// is a first touch.
 	step(sys(evBrkEnter), sys(evBrkExit, heap), sys(evBrkEnter), sys(evBrkExit, heap+pg), fault(heap))
-	if hp = &a.sites[a.siteAt(pid, heap)]; hp.kind != "heap" || hp.calls != 2 || hp.metrics.FirstTouch != 3 || a.totals.Local != 4 {
+	if hp = &a.al.sites[a.al.at(pid, heap, a.parent)]; hp.kind != "heap" || hp.calls != 2 || hp.metrics.FirstTouch != 3 || a.totals.Local != 4 {
 		t.Errorf("after a shrink and regrowth: heap %+v, totals %+v", hp.metrics, a.totals)
 	}
 }
@@ -621,7 +621,7 @@ func TestThreadStacks(t *testing.T) {
 		t.Errorf("first touches by mapping kind %v, want 2 in stack and 1 in anon", got)
 	}
 	kinds := map[string]uint64{}
-	for _, s := range a.sites[1:] {
+	for _, s := range a.al.sites[1:] {
 		kinds[s.kind] += s.metrics.FirstTouch
 	}
 	if kinds["stack"] != 2 || kinds["mmap"] != 1 {
