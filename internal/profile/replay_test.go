@@ -163,9 +163,10 @@ func TestReplayStorm(t *testing.T) {
 // stopped, once per run) is not timed.
 //
 // "fresh" replays into a new analyzer each time: its buffers (a drain's
-// worth of records) grow as a run's do at its start, which weighs on a
-// stream this short. "warm" hands each replay the buffers of the last one,
-// as a long run has them after its first drains: the steady state.
+// worth of records) and page maps grow as a run's do at its start, which
+// weighs on a stream this short. "warm" hands each replay the buffers and
+// the (emptied) page maps of the last one, as a long run has them after its
+// first drains: the steady state.
 func BenchmarkReplay(b *testing.B) {
 	capture, exe := stormCapture(b)
 	for _, warm := range []bool{false, true} {
@@ -187,6 +188,13 @@ func BenchmarkReplay(b *testing.B) {
 				}
 				if warm && last != nil {
 					a.batch, a.sortBuf, a.pending, a.queries = last.batch[:0], last.sortBuf[:0], last.pending[:0], last.queries[:0]
+					// The page maps too, emptied: Go's maps keep their
+					// size, as a long run's do.
+					for pid, pp := range last.pg.procs {
+						clear(pp.pages)
+						clear(pp.regions)
+						a.pg.procs[pid] = pp
+					}
 				}
 				b.StartTimer()
 				c0 := processCPU()
