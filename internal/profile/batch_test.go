@@ -40,3 +40,30 @@ func TestSortBatch(t *testing.T) {
 		}
 	}
 }
+
+// TestKeepMasks: the CPU masks of the records a round leaves for the next
+// stay reachable through their records' indices, and the others go: all of
+// them when the batch is empty, else once there are more than maxMasks.
+func TestKeepMasks(t *testing.T) {
+	a := newAnalyzer([]int{0}, []int{0}, []int{-1, 0})
+	for i := 1; i <= maxMasks+10; i++ {
+		a.masks = append(a.masks, []byte{byte(i), byte(i >> 8)})
+	}
+	a.batch = []rawSample{{time: 1, mask: 5}, {time: 2}, {time: 3, mask: maxMasks + 9}}
+	a.keepMasks()
+	if len(a.masks) != 3 || a.batch[0].mask != 1 || a.batch[1].mask != 0 || a.batch[2].mask != 2 {
+		t.Fatalf("after compaction: %d masks, record masks %d %d %d; want 3 masks (none, and the two kept), indices 1 0 2",
+			len(a.masks), a.batch[0].mask, a.batch[1].mask, a.batch[2].mask)
+	}
+	if m := a.masks[a.batch[0].mask]; m[0] != 5 || m[1] != 0 {
+		t.Errorf("first record's mask %v, want the 5th", m)
+	}
+	if m := a.masks[a.batch[2].mask]; int(m[0])|int(m[1])<<8 != maxMasks+9 {
+		t.Errorf("third record's mask %v, want the %dth", m, maxMasks+9)
+	}
+	a.batch = a.batch[:0]
+	a.keepMasks()
+	if len(a.masks) != 1 || a.masks[0] != nil {
+		t.Errorf("with an empty batch: %d masks, want only the none entry", len(a.masks))
+	}
+}
