@@ -180,11 +180,11 @@ func (t *allocTracker) at(pid int32, addr uint64, parent map[int32]int32) uint32
 func (a *analyzer) remap(pid int32, old, oldLen, addr, newLen uint64) {
 	site := a.al.at(pid, old, a.parent)
 	if addr != old {
-		moved := map[uint64]pageState{}
-		a.pg.free(pid, old&^(a.pageSize-1), old+oldLen, a.pageSize, moved)
+		a.moved = a.moved[:0]
+		a.pg.free(pid, old&^(a.pageSize-1), old+oldLen, &a.moved)
 		a.al.cut(pid, old, old+oldLen)
-		for p, ps := range moved {
-			a.pg.set(pageKey{pid, p - old + addr}, ps)
+		for _, m := range a.moved {
+			a.pg.set(pageKey{pid, m.addr - old + addr}, m.ps)
 		}
 	} else if newLen < oldLen {
 		a.freeRange(pid, old+newLen, old+oldLen, true)

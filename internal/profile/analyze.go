@@ -125,6 +125,7 @@ type analyzer struct {
 	kern kernel
 
 	pg      pageTracker
+	moved   []movedPage // remap's buffer
 	threads map[int32]*threadState
 	maps    map[int32][]mapping
 	parent  map[int32]int32 // process -> the process that forked it
@@ -198,12 +199,13 @@ type analyzer struct {
 }
 
 func newAnalyzer(cpuNode []int, pageNodes, threadNodes []int) *analyzer {
+	pageSize := uint64(os.Getpagesize())
 	a := &analyzer{
 		cpuNode:     cpuNode,
 		nodeIdx:     map[int]int{},
 		rowIdx:      map[int]int{},
-		pageSize:    uint64(os.Getpagesize()),
-		pg:          newPageTracker(),
+		pageSize:    pageSize,
+		pg:          newPageTracker(pageSize),
 		threads:     map[int32]*threadState{},
 		maps:        map[int32][]mapping{},
 		parent:      map[int32]int32{},
@@ -340,17 +342,20 @@ func (a *analyzer) handleFault(s *rawSample) {
 	}
 	key := pageKey{s.pid, s.addr &^ (a.pageSize - 1)}
 	lk := locKey{pid: s.pid, ip: s.ip, caller: s.caller}
-	ps, touched := a.pg.get(key)
+	// The page's region and index in it: one walk of the page table for
+	// the page, its region's state and the update below.
+	r, i := a.pg.region(s.pid, key.page, true), a.pg.index(key.page)
+	ps, touched := r.get(i)
 	var firsts uint16 // first touches seen in the page's region
 	if !touched {
 		var h hugeState
 		var isHuge bool
-		if h, isHuge, firsts = a.pg.untouched(regionOf(key), !a.thp.off); isHuge {
+		if h, isHuge, firsts = r.untouched(!a.thp.off); isHuge {
 			// Placed by an earlier huge-page fault, counted there; a fault
 			// here now is an access (after a split or a hinting unmap).
 			site := a.al.at(s.pid, s.addr, a.parent)
 			ps, touched = pageState{node: h.node, mapping: a.mappingFor(s.pid, key.page, site), site: site, epoch: h.epoch}, true
-			a.pg.set(key, ps)
+			a.pg.put(r, i, ps)
 		}
 	}
 	if !touched {
@@ -359,7 +364,7 @@ func (a *analyzer) handleFault(s *rawSample) {
 		// once a round, after the drain, so it has every mapping made
 		// before this fault (unless already unmapped again).
 		mapping := a.mappingFor(s.pid, key.page, site)
-		a.pg.set(key, pageState{node: int16(a.nodeOfCPU(s.cpu)), unsure: !a.oneNode, unpinnedOwner: t.node < 0, site: site, mapping: mapping, epoch: a.lossEpoch})
+		a.pg.put(r, i, pageState{node: int16(a.nodeOfCPU(s.cpu)), unsure: !a.oneNode, unpinnedOwner: t.node < 0, site: site, mapping: mapping, epoch: a.lossEpoch})
 		var d Metrics
 		d.FirstTouch = 1
 		if t.node < 0 {
@@ -382,7 +387,7 @@ func (a *analyzer) handleFault(s *rawSample) {
 		// neither, and know the page again from here, where it really is.
 		a.afterLoss++
 		ps.epoch, ps.unsure = a.lossEpoch, !a.oneNode
-		a.pg.set(key, ps)
+		a.pg.put(r, i, ps)
 		return
 	}
 	wasUnsure := ps.unsure
@@ -408,7 +413,7 @@ func (a *analyzer) handleFault(s *rawSample) {
 	// A remote access's hinting fault may migrate the page toward acc.
 	ps.unsure = d.Remote != 0
 	if wasUnsure || ps.unsure {
-		a.pg.set(key, ps)
+		a.pg.put(r, i, ps)
 	}
 	switch {
 	case t.node < 0 && ps.unpinnedOwner:
