@@ -43,6 +43,12 @@ func (m *Metrics) add(o *Metrics) {
 	m.UnpinnedBoth += o.UnpinnedBoth
 }
 
+// addFirst adds o's first touches, which are all it has.
+func (m *Metrics) addFirst(o *Metrics) {
+	m.FirstTouch += o.FirstTouch
+	m.UnpinnedFirstTouch += o.UnpinnedFirstTouch
+}
+
 // Accesses is the number of sampled accesses.
 func (m *Metrics) Accesses() uint64 { return m.Local + m.Remote }
 
@@ -180,10 +186,11 @@ type analyzer struct {
 	appRet   map[pageKey]bool     // isAppReturn's answers
 	lineAt   map[pageKey]bool     // hasLine's answers
 	lastLine lineAnswer
-	// lastLoc and lastThread are the last location and thread looked up.
-	lastLoc    locKey
-	lastLocM   *Metrics
-	lastThread *threadState
+	// lastLoc is the last location looked up; threadCache the last
+	// threads, by tid (see thread).
+	lastLoc     locKey
+	lastLocM    *Metrics
+	threadCache [256]*threadState
 	// lastCall is, by thread, the last call into code without lines whose
 	// caller faultCaller found in the stack copy.
 	lastCall map[int32]routineCall
@@ -353,17 +360,16 @@ func (a *analyzer) handleFault(s *rawSample) {
 		if h, isHuge, firsts = r.untouched(!a.thp.off); isHuge {
 			// Placed by an earlier huge-page fault, counted there; a fault
 			// here now is an access (after a split or a hinting unmap).
-			site := a.al.at(s.pid, s.addr, a.parent)
-			ps, touched = pageState{node: h.node, mapping: a.mappingFor(s.pid, key.page, site), site: site, epoch: h.epoch}, true
+			site, mapping := a.memoryOf(t, s.pid, s.addr, key.page)
+			ps, touched = pageState{node: h.node, mapping: mapping, site: site, epoch: h.epoch}, true
 			a.pg.put(r, i, ps)
 		}
 	}
 	if !touched {
-		site := a.al.at(s.pid, s.addr, a.parent)
 		// Where the memory came from: /proc/PID/maps, read again at most
 		// once a round, after the drain, so it has every mapping made
 		// before this fault (unless already unmapped again).
-		mapping := a.mappingFor(s.pid, key.page, site)
+		site, mapping := a.memoryOf(t, s.pid, s.addr, key.page)
 		a.pg.put(r, i, pageState{node: int16(a.nodeOfCPU(s.cpu)), unsure: !a.oneNode, unpinnedOwner: t.node < 0, site: site, mapping: mapping, epoch: a.lossEpoch})
 		var d Metrics
 		d.FirstTouch = 1
@@ -371,7 +377,11 @@ func (a *analyzer) handleFault(s *rawSample) {
 			d.UnpinnedFirstTouch = 1
 		}
 		a.credit(t, lk, mapping, site, &d)
-		a.pending = append(a.pending, pendingFirst{key: key, loc: lk, tid: t.tid, unpinned: t.node < 0, maybeHuge: firsts == 1})
+		if !a.oneNode || firsts == 1 {
+			// For move_pages; with one node there is nothing to ask but
+			// whether it placed a huge page (queryNodes).
+			a.pending = append(a.pending, pendingFirst{key: key, loc: lk, tid: t.tid, unpinned: t.node < 0, maybeHuge: firsts == 1})
+		}
 		return
 	}
 	// A later fault on a touched page: a NUMA hinting fault, a sampled
@@ -435,6 +445,17 @@ func (a *analyzer) handleFault(s *rawSample) {
 // credit adds d to the whole run and to the code, thread (if still known),
 // mapping and allocation site it belongs to.
 func (a *analyzer) credit(t *threadState, lk locKey, mapping, site uint32, d *Metrics) {
+	if d.Local|d.Remote|d.UnpinnedPage|d.UnpinnedThread|d.UnpinnedBoth == 0 {
+		// A first touch, as most faults are: two fields, not seven.
+		a.totals.addFirst(d)
+		if t != nil {
+			t.metrics.addFirst(d)
+		}
+		a.loc(lk).addFirst(d)
+		a.mp.list[mapping].Metrics.addFirst(d)
+		a.al.sites[site].metrics.addFirst(d)
+		return
+	}
 	a.totals.add(d)
 	if t != nil {
 		t.metrics.add(d)

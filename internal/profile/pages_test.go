@@ -407,3 +407,22 @@ func BenchmarkPageTable(b *testing.B) {
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*threads*size/int(ps)), "ns/page")
 }
+
+// TestThreadCache: threads whose tids share a slot of the thread cache
+// (256 apart) each get their own state, faulting in turns.
+func TestThreadCache(t *testing.T) {
+	const pid = 1 << 23
+	a := newAnalyzer([]int{0}, []int{0}, []int{-1, 0})
+	useFakeKernel(a)
+	tids := []int32{pid, pid + 256, pid + 512}
+	for i := range 30 {
+		tid := tids[i%len(tids)]
+		a.batch = append(a.batch, rawSample{ip: 1, addr: 0x7f0000000000 + uint64(i)<<12, time: uint64(10 + i), pid: pid, tid: tid})
+	}
+	a.handleBatch()
+	for _, tid := range tids {
+		if th := a.threads[tid]; th == nil || th.tid != tid || th.metrics.FirstTouch != 10 {
+			t.Errorf("thread %d: %+v, want its 10 first touches", tid, th)
+		}
+	}
+}
