@@ -36,17 +36,14 @@ type Metrics struct {
 func (m *Metrics) add(o *Metrics) {
 	m.FirstTouch += o.FirstTouch
 	m.UnpinnedFirstTouch += o.UnpinnedFirstTouch
+	if o.Local|o.Remote|o.UnpinnedPage|o.UnpinnedThread|o.UnpinnedBoth == 0 {
+		return // first touches only, as most faults are
+	}
 	m.Local += o.Local
 	m.Remote += o.Remote
 	m.UnpinnedPage += o.UnpinnedPage
 	m.UnpinnedThread += o.UnpinnedThread
 	m.UnpinnedBoth += o.UnpinnedBoth
-}
-
-// addFirst adds o's first touches, which are all it has.
-func (m *Metrics) addFirst(o *Metrics) {
-	m.FirstTouch += o.FirstTouch
-	m.UnpinnedFirstTouch += o.UnpinnedFirstTouch
 }
 
 // Accesses is the number of sampled accesses.
@@ -445,17 +442,6 @@ func (a *analyzer) handleFault(s *rawSample) {
 // credit adds d to the whole run and to the code, thread (if still known),
 // mapping and allocation site it belongs to.
 func (a *analyzer) credit(t *threadState, lk locKey, mapping, site uint32, d *Metrics) {
-	if d.Local|d.Remote|d.UnpinnedPage|d.UnpinnedThread|d.UnpinnedBoth == 0 {
-		// A first touch, as most faults are: two fields, not seven.
-		a.totals.addFirst(d)
-		if t != nil {
-			t.metrics.addFirst(d)
-		}
-		a.loc(lk).addFirst(d)
-		a.mp.list[mapping].Metrics.addFirst(d)
-		a.al.sites[site].metrics.addFirst(d)
-		return
-	}
 	a.totals.add(d)
 	if t != nil {
 		t.metrics.add(d)

@@ -352,10 +352,7 @@ func TestPagesOutsideKnownRanges(t *testing.T) {
 // after a loss it is suspect like any page known from before; a page
 // touched after the loss in the same chunk as pages from before is not.
 func TestHugeRegionAfterLoss(t *testing.T) {
-	const pid = 1 << 23
-	a := newAnalyzer([]int{0, 1}, []int{0, 1}, []int{-1, 0, 1})
-	useFakeKernel(a)
-	fakeOf(t, a).setAffinity(pid, pid, "0")
+	a, pid, _ := ownPageOnTwoNodes(t, "0")
 	pg := a.pageSize
 	const huge, base = 0x7f0000200000, 0x7f0000400000
 	tm := uint64(10)
