@@ -90,6 +90,9 @@ type allocTracker struct {
 	brk    map[int32]uint64       // each process's program break, once seen
 	sites  []allocSite            // [0] is "no site"
 	idx    map[siteKey]uint32
+	// gen counts the changes to ranges (and to the parents at says
+	// where to look): an answer of at holds while it is the same.
+	gen uint64
 }
 
 func newAllocTracker() allocTracker {
@@ -112,6 +115,7 @@ func (t *allocTracker) site(k siteKey, app bool) uint32 {
 func (t *allocTracker) forget(pid int32) {
 	delete(t.ranges, pid)
 	delete(t.brk, pid)
+	t.gen++
 }
 
 // add records that a call at site allocated [start, end) of pid.
@@ -128,7 +132,7 @@ func (t *allocTracker) add(pid int32, start, end uint64, site uint32) {
 // placeAlloc makes [start, end) of pid belong to site, replacing what was
 // there.
 func (t *allocTracker) place(pid int32, start, end uint64, site uint32) {
-	t.cut(pid, start, end)
+	t.cut(pid, start, end) // and gen++
 	rs := t.ranges[pid]
 	i := sort.Search(len(rs), func(i int) bool { return rs[i].start >= start })
 	rs = append(rs, allocRange{})
@@ -139,6 +143,7 @@ func (t *allocTracker) place(pid int32, start, end uint64, site uint32) {
 
 // cutAlloc removes [start, end) from pid's allocation ranges.
 func (t *allocTracker) cut(pid int32, start, end uint64) {
+	t.gen++
 	rs := t.ranges[pid]
 	out := rs[:0:0]
 	for _, r := range rs {
@@ -159,19 +164,34 @@ func (t *allocTracker) cut(pid int32, start, end uint64) {
 // at returns the allocation site of addr in pid (0: none known), looking in
 // the parent (by parent) of a forked child that has not replaced the memory.
 func (t *allocTracker) at(pid int32, addr uint64, parent map[int32]int32) uint32 {
+	site, _, _ := t.span(pid, addr, parent)
+	return site
+}
+
+// span is at, with the addresses [lo, hi) around addr that have the same
+// answer until gen changes.
+func (t *allocTracker) span(pid int32, addr uint64, parent map[int32]int32) (site uint32, lo, hi uint64) {
+	hi = ^uint64(0)
 	for range 64 {
 		rs := t.ranges[pid]
 		i := sort.Search(len(rs), func(i int) bool { return rs[i].end > addr })
 		if i < len(rs) && rs[i].start <= addr {
-			return rs[i].site
+			return rs[i].site, max(lo, rs[i].start), min(hi, rs[i].end)
+		}
+		// In the gap between two ranges of pid.
+		if i > 0 {
+			lo = max(lo, rs[i-1].end)
+		}
+		if i < len(rs) {
+			hi = min(hi, rs[i].start)
 		}
 		pp, ok := parent[pid]
 		if !ok {
-			return 0
+			return 0, lo, hi
 		}
 		pid = pp
 	}
-	return 0
+	return 0, addr, addr + 1
 }
 
 // remap follows mremap: the pages of [old, old+oldLen) now live at
@@ -180,11 +200,11 @@ func (t *allocTracker) at(pid int32, addr uint64, parent map[int32]int32) uint32
 func (a *analyzer) remap(pid int32, old, oldLen, addr, newLen uint64) {
 	site := a.al.at(pid, old, a.parent)
 	if addr != old {
-		moved := map[uint64]pageState{}
-		a.pg.free(pid, old&^(a.pageSize-1), old+oldLen, a.pageSize, moved)
+		a.moved = a.moved[:0]
+		a.pg.free(pid, old&^(a.pageSize-1), old+oldLen, &a.moved)
 		a.al.cut(pid, old, old+oldLen)
-		for p, ps := range moved {
-			a.pg.set(pageKey{pid, p - old + addr}, ps)
+		for _, m := range a.moved {
+			a.pg.set(pageKey{pid, m.addr - old + addr}, m.ps)
 		}
 	} else if newLen < oldLen {
 		a.freeRange(pid, old+newLen, old+oldLen, true)

@@ -36,6 +36,9 @@ type Metrics struct {
 func (m *Metrics) add(o *Metrics) {
 	m.FirstTouch += o.FirstTouch
 	m.UnpinnedFirstTouch += o.UnpinnedFirstTouch
+	if o.Local|o.Remote|o.UnpinnedPage|o.UnpinnedThread|o.UnpinnedBoth == 0 {
+		return // first touches only, as most faults are
+	}
 	m.Local += o.Local
 	m.Remote += o.Remote
 	m.UnpinnedPage += o.UnpinnedPage
@@ -125,6 +128,7 @@ type analyzer struct {
 	kern kernel
 
 	pg      pageTracker
+	moved   []movedPage // remap's buffer
 	threads map[int32]*threadState
 	maps    map[int32][]mapping
 	parent  map[int32]int32 // process -> the process that forked it
@@ -179,10 +183,11 @@ type analyzer struct {
 	appRet   map[pageKey]bool     // isAppReturn's answers
 	lineAt   map[pageKey]bool     // hasLine's answers
 	lastLine lineAnswer
-	// lastLoc and lastThread are the last location and thread looked up.
-	lastLoc    locKey
-	lastLocM   *Metrics
-	lastThread *threadState
+	// lastLoc is the last location looked up; threadCache the last
+	// threads, by tid (see thread).
+	lastLoc     locKey
+	lastLocM    *Metrics
+	threadCache [256]*threadState
 	// lastCall is, by thread, the last call into code without lines whose
 	// caller faultCaller found in the stack copy.
 	lastCall map[int32]routineCall
@@ -198,12 +203,13 @@ type analyzer struct {
 }
 
 func newAnalyzer(cpuNode []int, pageNodes, threadNodes []int) *analyzer {
+	pageSize := uint64(os.Getpagesize())
 	a := &analyzer{
 		cpuNode:     cpuNode,
 		nodeIdx:     map[int]int{},
 		rowIdx:      map[int]int{},
-		pageSize:    uint64(os.Getpagesize()),
-		pg:          newPageTracker(),
+		pageSize:    pageSize,
+		pg:          newPageTracker(pageSize),
 		threads:     map[int32]*threadState{},
 		maps:        map[int32][]mapping{},
 		parent:      map[int32]int32{},
@@ -340,33 +346,39 @@ func (a *analyzer) handleFault(s *rawSample) {
 	}
 	key := pageKey{s.pid, s.addr &^ (a.pageSize - 1)}
 	lk := locKey{pid: s.pid, ip: s.ip, caller: s.caller}
-	ps, touched := a.pg.get(key)
+	// The page's region and index in it: one walk of the page table for
+	// the page, its region's state and the update below.
+	r, i := a.pg.region(s.pid, key.page, true), a.pg.index(key.page)
+	ps, touched := r.get(i)
 	var firsts uint16 // first touches seen in the page's region
 	if !touched {
 		var h hugeState
 		var isHuge bool
-		if h, isHuge, firsts = a.pg.untouched(regionOf(key), !a.thp.off); isHuge {
+		if h, isHuge, firsts = r.untouched(!a.thp.off); isHuge {
 			// Placed by an earlier huge-page fault, counted there; a fault
 			// here now is an access (after a split or a hinting unmap).
-			site := a.al.at(s.pid, s.addr, a.parent)
-			ps, touched = pageState{node: h.node, mapping: a.mappingFor(s.pid, key.page, site), site: site, epoch: h.epoch}, true
-			a.pg.set(key, ps)
+			site, mapping := a.memoryOf(t, s.pid, s.addr, key.page)
+			ps, touched = pageState{node: h.node, mapping: mapping, site: site, epoch: h.epoch}, true
+			a.pg.put(r, i, ps)
 		}
 	}
 	if !touched {
-		site := a.al.at(s.pid, s.addr, a.parent)
 		// Where the memory came from: /proc/PID/maps, read again at most
 		// once a round, after the drain, so it has every mapping made
 		// before this fault (unless already unmapped again).
-		mapping := a.mappingFor(s.pid, key.page, site)
-		a.pg.set(key, pageState{node: int16(a.nodeOfCPU(s.cpu)), unsure: !a.oneNode, unpinnedOwner: t.node < 0, site: site, mapping: mapping, epoch: a.lossEpoch})
+		site, mapping := a.memoryOf(t, s.pid, s.addr, key.page)
+		a.pg.put(r, i, pageState{node: int16(a.nodeOfCPU(s.cpu)), unsure: !a.oneNode, unpinnedOwner: t.node < 0, site: site, mapping: mapping, epoch: a.lossEpoch})
 		var d Metrics
 		d.FirstTouch = 1
 		if t.node < 0 {
 			d.UnpinnedFirstTouch = 1
 		}
 		a.credit(t, lk, mapping, site, &d)
-		a.pending = append(a.pending, pendingFirst{key: key, loc: lk, tid: t.tid, unpinned: t.node < 0, maybeHuge: firsts == 1})
+		if !a.oneNode || firsts == 1 {
+			// For move_pages; with one node there is nothing to ask but
+			// whether it placed a huge page (queryNodes).
+			a.pending = append(a.pending, pendingFirst{key: key, loc: lk, tid: t.tid, unpinned: t.node < 0, maybeHuge: firsts == 1})
+		}
 		return
 	}
 	// A later fault on a touched page: a NUMA hinting fault, a sampled
@@ -382,7 +394,7 @@ func (a *analyzer) handleFault(s *rawSample) {
 		// neither, and know the page again from here, where it really is.
 		a.afterLoss++
 		ps.epoch, ps.unsure = a.lossEpoch, !a.oneNode
-		a.pg.set(key, ps)
+		a.pg.put(r, i, ps)
 		return
 	}
 	wasUnsure := ps.unsure
@@ -408,7 +420,7 @@ func (a *analyzer) handleFault(s *rawSample) {
 	// A remote access's hinting fault may migrate the page toward acc.
 	ps.unsure = d.Remote != 0
 	if wasUnsure || ps.unsure {
-		a.pg.set(key, ps)
+		a.pg.put(r, i, ps)
 	}
 	switch {
 	case t.node < 0 && ps.unpinnedOwner:

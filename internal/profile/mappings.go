@@ -39,6 +39,9 @@ type mappingTracker struct {
 	mapsRead map[int32]uint64 // the round of the last /proc/PID/maps read
 	list     []Mapping        // [regionUnknown] is the unknown mapping
 	idx      map[mapKey]uint32
+	// gen counts the changes to regions: an answer of of holds while it
+	// is the same.
+	gen uint64
 }
 
 func newMappingTracker() mappingTracker {
@@ -52,18 +55,18 @@ func newMappingTracker() mappingTracker {
 
 // of returns the Mapping index of addr in pid, reading /proc/PID/maps from
 // k again (at most once per round) when addr is in no known range: a new
-// mmap or a heap that grew.
-func (t *mappingTracker) of(k kernel, round uint64, pid int32, addr uint64) uint32 {
-	if idx, ok := findRegion(t.regions[pid], addr); ok {
-		return idx
-	}
-	if t.mapsRead[pid] == round {
-		return regionUnknown
+// mmap or a heap that grew. The same answer holds for the addresses
+// [lo, hi) around addr until gen changes, and, when addr is in no known
+// range (thisRound), until the round does.
+func (t *mappingTracker) of(k kernel, round uint64, pid int32, addr uint64) (idx uint32, lo, hi uint64, thisRound bool) {
+	idx, lo, hi, ok := findRegion(t.regions[pid], addr)
+	if ok || t.mapsRead[pid] == round {
+		return idx, lo, hi, !ok
 	}
 	t.mapsRead[pid] = round
 	t.read(k, pid)
-	idx, _ := findRegion(t.regions[pid], addr)
-	return idx
+	idx, lo, hi, ok = findRegion(t.regions[pid], addr)
+	return idx, lo, hi, !ok
 }
 
 // hugeCandidate says whether a fault at page could have placed a
@@ -71,7 +74,7 @@ func (t *mappingTracker) of(k kernel, round uint64, pid int32, addr uint64) uint
 // whose mapping covers the page's whole 2 MiB region. File pages (the page
 // cache maps several pages per fault, "fault-around") never count.
 func (t *mappingTracker) hugeCandidate(k kernel, round uint64, pid int32, page uint64) bool {
-	idx := t.of(k, round, pid, page)
+	idx, _, _, _ := t.of(k, round, pid, page)
 	if kind := t.list[idx].Kind; kind != "anon" && kind != "heap" {
 		return false
 	}
@@ -82,7 +85,10 @@ func (t *mappingTracker) hugeCandidate(k kernel, round uint64, pid int32, page u
 }
 
 // forget drops a process's ranges (it exec'd).
-func (t *mappingTracker) forget(pid int32) { delete(t.regions, pid) }
+func (t *mappingTracker) forget(pid int32) {
+	delete(t.regions, pid)
+	t.gen++
+}
 
 // unmap drops a process's ranges that overlap [start, end).
 func (t *mappingTracker) unmap(pid int32, start, end uint64) {
@@ -93,25 +99,62 @@ func (t *mappingTracker) unmap(pid int32, start, end uint64) {
 		}
 	}
 	t.regions[pid] = rs
+	t.gen++
 }
 
-// mappingFor is the Mapping index of a page whose allocation site is site:
-// pages of a thread's stack (an mmap with MAP_STACK) are in the stack
-// mapping, which /proc/PID/maps cannot tell from other anonymous memory.
-func (a *analyzer) mappingFor(pid int32, page uint64, site uint32) uint32 {
-	idx := a.mp.of(a.kern, a.stamp, pid, page)
-	if site != 0 && a.al.sites[site].kind == "stack" && a.mp.list[idx].Kind == "anon" {
-		return a.mp.index(mapKey{kind: "stack"})
+// memoryOf returns the allocation site and the Mapping of the page at addr
+// of pid (page: its page address), faulted by thread t. Pages of a
+// thread's stack (an mmap with MAP_STACK) are in the stack mapping, which
+// /proc/PID/maps cannot tell from other anonymous memory. The answer is
+// kept in t for the addresses where both trackers' answers hold, until
+// either changes: a thread faults in runs through one range, and a storm's
+// threads take turns, each in its own.
+func (a *analyzer) memoryOf(t *threadState, pid int32, addr, page uint64) (site, mapping uint32) {
+	m := &t.mem
+	if m.pid == pid && addr >= m.lo && addr < m.hi && m.alGen == a.al.gen && m.mpGen == a.mp.gen &&
+		(m.round == 0 || m.round == a.stamp) {
+		return m.site, m.mapping
 	}
-	return idx
+	site, lo, hi := a.al.span(pid, addr, a.parent)
+	idx, mlo, mhi, thisRound := a.mp.of(a.kern, a.stamp, pid, page)
+	mapping = idx
+	if site != 0 && a.al.sites[site].kind == "stack" && a.mp.list[idx].Kind == "anon" {
+		mapping = a.mp.index(mapKey{kind: "stack"})
+	}
+	*m = memoryAnswer{pid: pid, lo: max(lo, mlo), hi: min(hi, mhi), alGen: a.al.gen, mpGen: a.mp.gen, site: site, mapping: mapping}
+	if thisRound { // in no known range: maps is read again next round
+		m.round = a.stamp
+	}
+	return site, mapping
 }
 
-func findRegion(rs []region, addr uint64) (uint32, bool) {
+// memoryAnswer is memoryOf's last answer for a thread: the allocation site
+// and Mapping of pid's addresses [lo, hi) while the trackers' generations
+// are alGen and mpGen, and in round only unless it is 0.
+type memoryAnswer struct {
+	pid           int32
+	site, mapping uint32
+	lo, hi        uint64
+	alGen, mpGen  uint64
+	round         uint64
+}
+
+// findRegion returns the Mapping index of the range of rs that holds addr,
+// and that range [lo, hi); or regionUnknown, the gap between two ranges
+// that holds addr, and false.
+func findRegion(rs []region, addr uint64) (idx uint32, lo, hi uint64, ok bool) {
 	i := sort.Search(len(rs), func(i int) bool { return rs[i].end > addr })
 	if i < len(rs) && rs[i].start <= addr {
-		return rs[i].idx, true
+		return rs[i].idx, rs[i].start, rs[i].end, true
 	}
-	return regionUnknown, false
+	lo, hi = 0, ^uint64(0)
+	if i > 0 {
+		lo = rs[i-1].end
+	}
+	if i < len(rs) {
+		hi = rs[i].start
+	}
+	return regionUnknown, lo, hi, false
 }
 
 // read replaces pid's ranges with its /proc/PID/maps; a process that is
@@ -144,6 +187,7 @@ func (t *mappingTracker) read(k kernel, pid int32) {
 	}
 	if len(rs) > 0 {
 		t.regions[pid] = rs
+		t.gen++
 	}
 }
 

@@ -60,6 +60,7 @@ func (a *analyzer) record(rec []byte) {
 			// copied now, since records from other CPUs' rings (the
 			// parent's last mmaps) may not have been read yet.
 			a.parent[f.PID] = f.PPID
+			a.al.gen++ // where allocation sites are looked up for it
 		}
 		t := a.thread(f.PID, f.TID)
 		if p, ok := a.threads[f.PTID]; ok && t.comm == "" {

@@ -165,7 +165,7 @@ func TestReplayStorm(t *testing.T) {
 // "fresh" replays into a new analyzer each time: its buffers (a drain's
 // worth of records) and page maps grow as a run's do at its start, which
 // weighs on a stream this short. "warm" hands each replay the buffers and
-// the (emptied) page maps of the last one, as a long run has them after its
+// the page table nodes (freed, for reuse) of the last one, as a long run has them after its
 // first drains: the steady state.
 func BenchmarkReplay(b *testing.B) {
 	capture, exe := stormCapture(b)
@@ -188,13 +188,9 @@ func BenchmarkReplay(b *testing.B) {
 				}
 				if warm && last != nil {
 					a.batch, a.sortBuf, a.pending, a.queries = last.batch[:0], last.sortBuf[:0], last.pending[:0], last.queries[:0]
-					// The page maps too, emptied: Go's maps keep their
-					// size, as a long run's do.
-					for pid, pp := range last.pg.procs {
-						clear(pp.pages)
-						clear(pp.regions)
-						a.pg.procs[pid] = pp
-					}
+					// The page table's freed nodes too, as a long run
+					// has them to reuse.
+					warmPages(&a.pg, &last.pg)
 				}
 				b.StartTimer()
 				c0 := processCPU()
@@ -213,6 +209,15 @@ func BenchmarkReplay(b *testing.B) {
 			b.ReportMetric(b.Elapsed().Seconds()*1e9/float64(samples), "ns/sample")
 		})
 	}
+}
+
+// warmPages hands to t the nodes of from's page table, freed, as a long
+// run has them in its pools.
+func warmPages(t, from *pageTracker) {
+	for pid := range from.procs {
+		from.free(pid, 0, ^uint64(0), nil)
+	}
+	t.chunks, t.regions, t.dirs, t.mids = from.chunks, from.regions, from.dirs, from.mids
 }
 
 // processCPU is the CPU time of the whole process so far.

@@ -293,7 +293,7 @@ func (a *analyzer) freeRange(pid int32, start, end uint64, unmapped bool) {
 	if end <= start {
 		return
 	}
-	a.pg.free(pid, start, end, a.pageSize, nil)
+	a.pg.free(pid, start, end, nil)
 	if unmapped {
 		a.al.cut(pid, start, end)
 		a.mp.unmap(pid, start, end)

@@ -22,15 +22,21 @@ type threadState struct {
 	polled   string // a polled affinity waiting to be confirmed
 	metrics  Metrics
 	log      []Binding
+	mem      memoryAnswer // memoryOf's last answer for the thread
 }
 
+// thread returns the thread tid, new if not known (of process pid).
 func (a *analyzer) thread(pid, tid int32) *threadState {
-	if t := a.lastThread; t != nil && t.tid == tid {
+	// The threads seen last, one per slot by tid: a storm's faulting
+	// threads take turns, and consecutive tids take different slots.
+	// Threads are never dropped from a.threads, so a slot is never stale.
+	slot := &a.threadCache[uint32(tid)%uint32(len(a.threadCache))]
+	if t := *slot; t != nil && t.tid == tid {
 		return t
 	}
 	t, ok := a.threads[tid]
 	if ok {
-		a.lastThread = t
+		*slot = t
 	} else {
 		t = &threadState{tid: tid, pid: pid, node: -1}
 		a.threads[tid] = t
