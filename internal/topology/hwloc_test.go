@@ -3,9 +3,11 @@ package topology
 import (
 	"encoding/xml"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -405,7 +407,7 @@ func diffLines(hw, mine []string) string {
 		count[l]--
 	}
 	var out []string
-	for _, k := range sortedKeys(count) {
+	for _, k := range slices.Sorted(maps.Keys(count)) {
 		for i := 0; i < count[k]; i++ {
 			out = append(out, "  - hwloc:     "+k)
 		}
