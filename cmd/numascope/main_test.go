@@ -50,16 +50,7 @@ func run(t *testing.T, args ...string) (string, string, int) {
 	t.Helper()
 	cmd := exec.Command(binary, args...)
 	cmd.Env = append(os.Environ(), "XDG_RUNTIME_DIR="+t.TempDir())
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	err := cmd.Run()
-	code := 0
-	if ee, ok := err.(*exec.ExitError); ok {
-		code = ee.ExitCode()
-	} else if err != nil {
-		t.Fatalf("running numascope %v: %v", args, err)
-	}
-	return out.String(), errb.String(), code
+	return testutil.Run(t, cmd)
 }
 
 func TestTopologyJSON(t *testing.T) {
