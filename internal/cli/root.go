@@ -23,7 +23,9 @@ func (e exitError) Error() string { return fmt.Sprintf("exit status %d", e.code)
 
 // commandGroups is every command, by group, in the order the root help
 // lists them: the one place a command is registered, so that the help
-// cannot leave one out. Adding a command is its file and one entry here.
+// cannot leave one out. Adding a command is its file and one entry here
+// (bench, which issue 15 puts in act, is not written yet; perf, which it
+// does not name, is with events in observe).
 var commandGroups = []struct {
 	id, title string
 	commands  []func(*globals) *cobra.Command

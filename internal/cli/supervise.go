@@ -17,8 +17,9 @@ import (
 // This file is the one place where numascope runs a command while a session
 // samples (record -- CMD, and each run of an experiment): starting sampling
 // first, so that the command is counted whole, and stopping it after, so
-// that its end is. `profile -- CMD` runs its command inside internal/profile;
-// its CLI side only turns the exit status into numascope's.
+// that its end is. `profile -- CMD` runs its command inside internal/profile,
+// which must stop it at its exec to attach the perf events first; it shares
+// the signal relay and the exit status with this file (internal/sigfwd).
 
 // supervision says how a command runs under a session.
 type supervision struct {
@@ -71,18 +72,7 @@ type commandRun struct {
 // shell reports it), and that signal. err is a failure to wait for it, not
 // a non-zero status.
 func (r commandRun) status() (code int, sig syscall.Signal, err error) {
-	var ee *exec.ExitError
-	switch {
-	case r.wait == nil:
-		return 0, 0, nil
-	case errors.As(r.wait, &ee):
-		if st, ok := ee.Sys().(syscall.WaitStatus); ok && st.Signaled() {
-			return 128 + int(st.Signal()), st.Signal(), nil
-		}
-		return ee.ExitCode(), 0, nil
-	default:
-		return 0, 0, r.wait
-	}
+	return sigfwd.ExitStatus(r.wait)
 }
 
 // runCommand runs sup.argv while s samples, and ends the session: it starts

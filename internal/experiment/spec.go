@@ -22,6 +22,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -574,22 +575,13 @@ func parseResponse(s string) (Response, error) {
 				continue
 			}
 			parts := strings.Split(e, ".")
-			if !hasEvent || len(parts) < 2 || slicesContainEmpty(parts) || strings.ContainsAny(e, "*?[") {
+			if !hasEvent || len(parts) < 2 || slices.Contains(parts, "") || strings.ContainsAny(e, "*?[") {
 				return r, fmt.Errorf("response %q: %s needs one event (or EVENT-EVENT), e.g. %s:node.numa_miss or %s:vmstat.numa_hint_faults", s, metric, metric, metric)
 			}
 		}
 		return r, nil
 	}
 	return r, fmt.Errorf("response %q is not a numeric response: want wall_time, exit_status, total:EVENT or rate:EVENT", s)
-}
-
-func slicesContainEmpty(v []string) bool {
-	for _, s := range v {
-		if s == "" {
-			return true
-		}
-	}
-	return false
 }
 
 // AllFactors returns the factors of the analysis: the regime first (when

@@ -8,6 +8,7 @@ import (
 	"io"
 	"io/fs"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"unicode/utf8"
@@ -211,7 +212,7 @@ func SourceCandidates(file string, dirs []string) []Candidate {
 	for _, dir := range dirs {
 		for i := range parts {
 			suffix := parts[i:]
-			if containsDotDot(suffix) {
+			if slices.Contains(suffix, "..") {
 				continue
 			}
 			c := Candidate{Dir: dir, Name: filepath.Join(suffix...)}
@@ -222,15 +223,6 @@ func SourceCandidates(file string, dirs []string) []Candidate {
 		}
 	}
 	return out
-}
-
-func containsDotDot(parts []string) bool {
-	for _, p := range parts {
-		if p == ".." {
-			return true
-		}
-	}
-	return false
 }
 
 // readSource reads a regular text file of at most MaxSourceBytes beneath

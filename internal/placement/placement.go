@@ -16,8 +16,10 @@ package placement
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"os/exec"
 	"runtime"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -190,15 +192,6 @@ func usableCPUs(topo *topology.Topology) map[int]topology.CPU {
 	return m
 }
 
-func sortedKeys(m map[int]topology.CPU) []int {
-	out := make([]int, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Ints(out)
-	return out
-}
-
 // ResolveCPUs turns --cpus, --nodes and --threads-per-node into a CPU list,
 // checked against topo. cpus and nodes are lists in the kernel's format;
 // at most one may be given. threadsPerNode > 0 keeps that many CPUs of each
@@ -207,7 +200,7 @@ func sortedKeys(m map[int]topology.CPU) []int {
 // affinity change.
 func ResolveCPUs(cpus, nodes string, threadsPerNode int, topo *topology.Topology) ([]int, error) {
 	usable := usableCPUs(topo)
-	valid := sysfs.FormatCPUList(sortedKeys(usable))
+	valid := sysfs.FormatCPUList(slices.Sorted(maps.Keys(usable)))
 	if cpus != "" && nodes != "" {
 		return nil, errors.New("--cpus and --nodes are exclusive: give one")
 	}
@@ -268,7 +261,7 @@ func ResolveCPUs(cpus, nodes string, threadsPerNode int, topo *topology.Topology
 	var out []int
 	for _, id := range ids {
 		var node []topology.CPU
-		for _, c := range sortedKeys(usable) {
+		for _, c := range slices.Sorted(maps.Keys(usable)) {
 			if usable[c].Node == id {
 				node = append(node, usable[c])
 			}

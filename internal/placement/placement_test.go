@@ -2,9 +2,11 @@ package placement
 
 import (
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 
@@ -203,7 +205,7 @@ func TestExecInheritsPlan(t *testing.T) {
 	}
 	topo := liveTopology(t)
 	node := memoryNodes(topo)[0]
-	cpus := sortedKeys(usableCPUs(topo))
+	cpus := slices.Sorted(maps.Keys(usableCPUs(topo)))
 	last := cpus[len(cpus)-1]
 	for policy, want := range map[string]string{
 		fmt.Sprintf("interleave:%d", node): fmt.Sprintf(" interleave:%d ", node),

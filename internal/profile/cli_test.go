@@ -9,6 +9,7 @@ import (
 
 	"github.com/numascope/numascope/internal/cli"
 	"github.com/numascope/numascope/internal/profile"
+	"github.com/numascope/numascope/internal/testutil"
 )
 
 // TestMain lets this test binary serve as numascope profile's background
@@ -27,7 +28,7 @@ func TestMain(m *testing.M) {
 func TestCommandLine(t *testing.T) {
 	if os.Geteuid() != 0 {
 		if b, err := os.ReadFile("/proc/sys/kernel/perf_event_paranoid"); err != nil || strings.TrimSpace(string(b)) > "1" {
-			t.Skip("perf sampling needs root or kernel.perf_event_paranoid <= 1")
+			testutil.NotPermitted(t, "perf sampling needs root or kernel.perf_event_paranoid <= 1")
 		}
 	}
 	out := filepath.Join(t.TempDir(), "p.json")

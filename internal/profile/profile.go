@@ -283,17 +283,13 @@ func Run(args []string, opt Options) (*Profile, error) {
 	// starts now, in the background.
 	ps.closeSyscallsVia(opt.Closer)
 	p.Duration = a.sinceStart(monotonicNs())
-	var ee *exec.ExitError
-	switch {
-	case errors.As(werr, &ee):
-		if st, ok := ee.Sys().(syscall.WaitStatus); ok && st.Signaled() {
-			p.ExitStatus = 128 + int(st.Signal())
-			p.Signal = unix.SignalName(st.Signal())
-		} else {
-			p.ExitStatus = ee.ExitCode()
-		}
-	case werr != nil:
+	code, sig, werr := sigfwd.ExitStatus(werr)
+	if werr != nil {
 		return nil, fmt.Errorf("waiting for %s: %w", args[0], werr)
+	}
+	p.ExitStatus = code
+	if sig != 0 {
+		p.Signal = unix.SignalName(sig)
 	}
 	if p.Signal != "" {
 		p.Notes = append(p.Notes, fmt.Sprintf("%s was killed by %s; the profile covers it up to then", args[0], p.Signal))

@@ -1,7 +1,6 @@
 package profile
 
 import (
-	"bufio"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
@@ -20,6 +19,7 @@ import (
 
 	"github.com/numascope/numascope/internal/profile/perfring"
 	"github.com/numascope/numascope/internal/sysfs"
+	"github.com/numascope/numascope/internal/testutil"
 	"github.com/numascope/numascope/internal/topology"
 )
 
@@ -29,32 +29,29 @@ var workloadSrc = filepath.Join("..", "..", "testdata", "workloads", "profnuma.c
 // markedLine returns the line of src that carries the comment /* @mark */.
 func markedLine(t *testing.T, src, mark string) int {
 	t.Helper()
-	f, err := os.Open(src)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for n := 1; sc.Scan(); n++ {
-		if strings.Contains(sc.Text(), "/* @"+mark+" */") {
-			return n
-		}
-	}
-	t.Fatalf("%s has no line marked @%s", src, mark)
-	return 0
+	return testutil.MarkedLineIn(t, src, mark)
 }
 
-// buildWorkload compiles profnuma.c with debug information, or skips.
+// requireGCC skips without gcc, or fails when NUMASCOPE_VM_REQUIRED is set:
+// scripts/install-test-deps installs gcc (and libc6-dev, the static libc)
+// with the VM's dependencies, so the switch that makes the VM required makes
+// these tests required too.
+func requireGCC(t *testing.T, format string, args ...any) {
+	t.Helper()
+	testutil.SkipUnless(t, testutil.VMRequired, format+" (scripts/install-test-deps installs gcc and libc6-dev)", args...)
+}
+
+// buildWorkload compiles profnuma.c with debug information.
 func buildWorkload(t *testing.T, static bool) string {
 	t.Helper()
 	if _, err := exec.LookPath("gcc"); err != nil {
-		t.Skip("gcc not found: cannot build the test program (scripts/install-test-deps installs it)")
+		requireGCC(t, "gcc not found: cannot build the test program")
 	}
 	return buildC(t, workloadSrc, static)
 }
 
 // buildC compiles the test program src with debug information; a missing
-// static libc skips a static build.
+// static libc skips a static build (requireGCC).
 func buildC(t *testing.T, src string, static bool) string {
 	t.Helper()
 	gcc, err := exec.LookPath("gcc")
@@ -68,7 +65,7 @@ func buildC(t *testing.T, src string, static bool) string {
 	}
 	if b, err := exec.Command(gcc, args...).CombinedOutput(); err != nil {
 		if static {
-			t.Skipf("gcc -static failed (no static libc?): %v: %s", err, b)
+			requireGCC(t, "gcc -static failed (no static libc?): %v: %s", err, b)
 		}
 		t.Fatalf("gcc %v: %v: %s", args, err, b)
 	}
@@ -84,7 +81,8 @@ func liveTopology(t *testing.T) *topology.Topology {
 	return topo
 }
 
-// runProfile profiles args, skipping when perf sampling is not allowed here.
+// runProfile profiles args; perf sampling refused here fails the test, or
+// skips it under NUMASCOPE_TEST_NO_ROOT (testutil.NotPermitted).
 func runProfile(t *testing.T, args ...string) *Profile {
 	t.Helper()
 	return runProfileWith(t, Options{}, args...)
@@ -97,7 +95,7 @@ func runProfileWith(t *testing.T, opt Options, args ...string) *Profile {
 	p, err := Run(args, opt)
 	if err != nil {
 		if errors.Is(err, unix.EACCES) || errors.Is(err, unix.EPERM) {
-			t.Skipf("perf sampling not permitted here: %v", err)
+			testutil.NotPermitted(t, "perf sampling not permitted here: %v", err)
 		}
 		t.Fatalf("profile %v: %v", args, err)
 	}

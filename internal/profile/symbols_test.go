@@ -18,7 +18,7 @@ import (
 func TestLinesReadPerUnit(t *testing.T) {
 	gcc, err := exec.LookPath("gcc")
 	if err != nil {
-		t.Skip("gcc not found: cannot build the test programs (scripts/install-test-deps installs it)")
+		requireGCC(t, "gcc not found: cannot build the test programs")
 	}
 	dir := t.TempDir()
 	var srcs []string
@@ -117,7 +117,7 @@ func allLines(t *testing.T, d *dwarf.Data) []lineEntry {
 func TestCompDirsRecorded(t *testing.T) {
 	gcc, err := exec.LookPath("gcc")
 	if err != nil {
-		t.Skip("gcc not found: cannot build the test programs (scripts/install-test-deps installs it)")
+		requireGCC(t, "gcc not found: cannot build the test programs")
 	}
 	dir, err := filepath.EvalSymlinks(t.TempDir())
 	if err != nil {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/numascope/numascope/internal/perfevent"
 	"github.com/numascope/numascope/internal/profile/perfring"
+	"github.com/numascope/numascope/internal/testutil"
 )
 
 // fakeSyscalls gives a the syscall events as if opened, with made-up ids
@@ -389,16 +390,14 @@ func findAllocations(p *Profile, file string, line int) (calls, bytes uint64, m 
 	return
 }
 
-// requireSyscalls skips when the syscall tracepoints were not available
-// (not root), and fails when they should have been.
+// requireSyscalls fails when the syscall tracepoints were not available,
+// unless the process is not root and NUMASCOPE_TEST_NO_ROOT is set
+// (testutil.NotPermitted).
 func requireSyscalls(t *testing.T, p *Profile) {
 	t.Helper()
 	for _, n := range p.Notes {
 		if strings.Contains(n, "allocation sites are not tracked") {
-			if os.Geteuid() != 0 {
-				t.Skipf("not root: %s", n)
-			}
-			t.Fatalf("as root: %s", n)
+			testutil.NotPermitted(t, "%s", n)
 		}
 	}
 }
@@ -467,7 +466,7 @@ func TestAffinityEvents(t *testing.T) {
 	bin := buildWorkload(t, false)
 	cpus, err := os.ReadFile("/sys/devices/system/cpu/online")
 	if err != nil {
-		t.Skip(err)
+		t.Fatal(err)
 	}
 	last := strings.TrimSpace(string(cpus))
 	if i := strings.LastIndexAny(last, "-,"); i >= 0 {
@@ -528,7 +527,7 @@ func errnoRet(e unix.Errno) uint64 { return uint64(-int64(e)) }
 func TestFaultHeavyCounts(t *testing.T) {
 	gcc, err := exec.LookPath("gcc")
 	if err != nil {
-		t.Skip("gcc not found (scripts/install-test-deps installs it)")
+		requireGCC(t, "gcc not found: cannot build profbench")
 	}
 	src := filepath.Join(filepath.Dir(workloadSrc), "profbench.c")
 	bin := filepath.Join(t.TempDir(), "profbench")
@@ -578,7 +577,7 @@ func TestRunCloser(t *testing.T) {
 	attr.Size = uint32(unsafe.Sizeof(attr))
 	fd, err := unix.PerfEventOpen(&attr, 0, -1, -1, 0)
 	if err != nil {
-		t.Skipf("perf_event_open: %v", err)
+		testutil.NotPermitted(t, "perf_event_open: %v", err)
 	}
 	f, err := os.Open(workloadSrc)
 	if err != nil {

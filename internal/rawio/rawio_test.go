@@ -50,11 +50,11 @@ func TestFileWriterWritesRawToALocalFile(t *testing.T) {
 func TestFileWriterOnTmpfsIsRaw(t *testing.T) {
 	var st unix.Statfs_t
 	if unix.Statfs("/dev/shm", &st) != nil || st.Type != unix.TMPFS_MAGIC {
-		t.Skip("no tmpfs at /dev/shm")
+		t.Fatal("no tmpfs at /dev/shm (Linux distributions and container runtimes mount one)")
 	}
 	f, err := os.CreateTemp("/dev/shm", "rawio-test-")
 	if err != nil {
-		t.Skip(err)
+		t.Fatal(err)
 	}
 	defer os.Remove(f.Name())
 	defer f.Close()
@@ -106,9 +106,26 @@ func TestLocalFS(t *testing.T) {
 	}
 }
 
+// localDir is a temporary directory on a local file system, where files
+// are written raw: the test's own, or one in /dev/shm (tmpfs) when that is
+// not local (TMPDIR on NFS, say), so that a test of raw writes always runs.
+func localDir(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	var st unix.Statfs_t
+	if unix.Statfs(dir, &st) == nil && localFS(int64(st.Type)) {
+		return dir
+	}
+	dir, err := os.MkdirTemp("/dev/shm", "rawio-test-")
+	if err != nil {
+		t.Fatalf("the temporary directory is not on a local file system, and /dev/shm: %v", err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	return dir
+}
+
 // rawWriter returns a FileWriter on f, the file os.Open or os.Create gave
-// with err, closed when the test ends; a test of raw writes is skipped
-// where the temporary directory is not on a local file system.
+// with err (in localDir), closed when the test ends; it must write raw.
 func rawWriter(t *testing.T, f *os.File, err error) *FileWriter {
 	t.Helper()
 	if err != nil {
@@ -117,7 +134,7 @@ func rawWriter(t *testing.T, f *os.File, err error) *FileWriter {
 	t.Cleanup(func() { f.Close() })
 	w := NewFileWriter(f)
 	if !w.Raw() {
-		t.Skip("the temporary directory is not on a local file system")
+		t.Fatalf("%s, on a local file system, is not written raw", f.Name())
 	}
 	return w
 }
@@ -125,7 +142,7 @@ func rawWriter(t *testing.T, f *os.File, err error) *FileWriter {
 // TestFileWriterErrorsLikeOs: a failed raw write reports what os.File's
 // Write would: a *fs.PathError naming the file, with the errno inside.
 func TestFileWriterErrorsLikeOs(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "ro")
+	path := filepath.Join(localDir(t), "ro")
 	if err := os.WriteFile(path, nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -144,7 +161,7 @@ func TestFileWriterErrorsLikeOs(t *testing.T) {
 // writes delays the process's one P once, not at every sample; the writes
 // made the ordinary way in the meantime all land.
 func TestSlowWritePausesRawWrites(t *testing.T) {
-	f, err := os.Create(filepath.Join(t.TempDir(), "big"))
+	f, err := os.Create(filepath.Join(localDir(t), "big"))
 	w := rawWriter(t, f, err)
 	total := 0
 	for size := 256 << 10; w.until.IsZero(); size *= 2 {

@@ -235,15 +235,27 @@ func TestVmstatLive(t *testing.T) {
 		t.Fatal(err)
 	}
 	after := refKV(t, "/proc/vmstat")
+	// Every line is an event, and the counters among them are checked.
+	if len(s.Events()) != len(before) {
+		t.Errorf("%d events, /proc/vmstat has %d lines", len(s.Events()), len(before))
+	}
+	counters := 0
 	for i, e := range s.Events() {
 		b, ok := before[e.Name]
 		if !ok {
 			t.Errorf("%s: not in /proc/vmstat", e.Name)
 			continue
 		}
-		if e.Kind == Counter && (uint64(dst[i]) < uint64(b) || uint64(dst[i]) > uint64(after[e.Name])) {
+		if e.Kind != Counter {
+			continue
+		}
+		counters++
+		if uint64(dst[i]) < uint64(b) || uint64(dst[i]) > uint64(after[e.Name]) {
 			t.Errorf("%s = %d, not within [%d, %d]", e.Name, dst[i], b, after[e.Name])
 		}
+	}
+	if counters < 50 {
+		t.Errorf("only %d of the %d events are counters: the live /proc/vmstat has over a hundred", counters, len(s.Events()))
 	}
 	if a := testing.AllocsPerRun(100, func() { s.Read(dst) }); a != 0 {
 		t.Errorf("Read allocates %v times per call", a)

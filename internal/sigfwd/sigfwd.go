@@ -1,13 +1,37 @@
 // Package sigfwd passes the signals numascope receives on to the command it
 // runs (record -- CMD, profile -- CMD), so that stopping numascope stops the
-// command and numascope then ends cleanly when the command exits.
+// command and numascope then ends cleanly when the command exits; and tells
+// how the command ended (ExitStatus), the same way for every command that
+// runs one (record, experiment, profile).
 package sigfwd
 
 import (
+	"errors"
 	"os"
+	"os/exec"
+	"syscall"
 
 	"golang.org/x/sys/unix"
 )
+
+// ExitStatus is how a command ended, from its exec.Cmd.Wait error, as a
+// shell reports it: its exit status, or 128+N and the signal when signal N
+// killed it. err is a failure to wait for it (werr itself), not a non-zero
+// status.
+func ExitStatus(werr error) (code int, sig syscall.Signal, err error) {
+	var ee *exec.ExitError
+	switch {
+	case werr == nil:
+		return 0, 0, nil
+	case errors.As(werr, &ee):
+		if st, ok := ee.Sys().(syscall.WaitStatus); ok && st.Signaled() {
+			return 128 + int(st.Signal()), st.Signal(), nil
+		}
+		return ee.ExitCode(), 0, nil
+	default:
+		return 0, 0, werr
+	}
+}
 
 // Relay passes sig on to p. The one exception is a SIGINT while numascope's
 // process group is the foreground group of its terminal: then Ctrl-C sent

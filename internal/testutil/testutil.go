@@ -147,6 +147,24 @@ func RequireRoot(t testing.TB, why string) {
 	t.Fatalf("needs root %s; run as root, or set %s=1 to skip", why, NoRoot)
 }
 
+// NotPermitted is for a test whose subject the kernel keeps from this
+// process (perf events counted per CPU, tracepoints, tracefs); the message
+// says what and why. As root, where CI runs, the subject must be there, so
+// the test fails. Otherwise RequireRoot's rule applies: the test fails
+// unless NUMASCOPE_TEST_NO_ROOT is set, which skips it on a developer
+// machine.
+func NotPermitted(t testing.TB, format string, args ...any) {
+	t.Helper()
+	msg := fmt.Sprintf(format, args...)
+	if os.Geteuid() == 0 {
+		t.Fatalf("as root: %s", msg)
+	}
+	if IsRequired(NoRoot) {
+		t.Skipf("not root: %s (%s is set)", msg, NoRoot)
+	}
+	t.Fatalf("not root: %s; run as root, or set %s=1 to skip", msg, NoRoot)
+}
+
 // SmallFS mounts a 64 KiB tmpfs in a temporary directory, unmounted at the
 // end of the test, and fills it with a file so that only about free bytes
 // are left (0: full): a real full disk, for the tests of what a writer does

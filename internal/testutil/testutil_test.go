@@ -1,9 +1,12 @@
 package testutil
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
+	"strings"
 	"testing"
 )
 
@@ -32,5 +35,68 @@ func TestRun(t *testing.T) {
 	out, errs, code := Run(t, exec.Command("sh", "-c", "echo out; echo err >&2; exit 3"))
 	if out != "out\n" || errs != "err\n" || code != 3 {
 		t.Errorf("Run = %q, %q, %d; want out, err, 3", out, errs, code)
+	}
+}
+
+// outcome is how a helper ended a test: failed, skipped (with the message)
+// or neither.
+type outcome struct {
+	testing.TB
+	failed, skipped string
+}
+
+func (o *outcome) Helper() {}
+func (o *outcome) Fatalf(format string, args ...any) {
+	o.failed = fmt.Sprintf(format, args...)
+	runtime.Goexit()
+}
+func (o *outcome) Skipf(format string, args ...any) {
+	o.skipped = fmt.Sprintf(format, args...)
+	runtime.Goexit()
+}
+
+// run calls helper with an outcome in its own goroutine, as the testing
+// package runs a test, so that Fatalf and Skipf end only the helper.
+func run(t *testing.T, helper func(testing.TB)) *outcome {
+	o := &outcome{TB: t}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		helper(o)
+	}()
+	<-done
+	return o
+}
+
+// TestSkipUnless: a missing dependency skips, and fails once its switch is set.
+func TestSkipUnless(t *testing.T) {
+	const env = "NUMASCOPE_TESTUTIL_SWITCH"
+	skip := func(tb testing.TB) { SkipUnless(tb, env, "no %s", "thing") }
+	t.Setenv(env, "")
+	if o := run(t, skip); o.failed != "" || !strings.Contains(o.skipped, "no thing") || !strings.Contains(o.skipped, env+"=1") {
+		t.Errorf("switch unset: failed %q, skipped %q; want a skip naming the switch", o.failed, o.skipped)
+	}
+	t.Setenv(env, "1")
+	if o := run(t, skip); o.skipped != "" || !strings.Contains(o.failed, "no thing") {
+		t.Errorf("switch set: failed %q, skipped %q; want a failure", o.failed, o.skipped)
+	}
+}
+
+// TestNotPermitted: as root the test fails; otherwise it fails unless
+// NUMASCOPE_TEST_NO_ROOT is set, when it skips.
+func TestNotPermitted(t *testing.T) {
+	denied := func(tb testing.TB) { NotPermitted(tb, "perf says %s", "EACCES") }
+	for _, noRoot := range []string{"", "1"} {
+		t.Setenv(NoRoot, noRoot)
+		o := run(t, denied)
+		wantSkip := os.Geteuid() != 0 && noRoot != ""
+		switch {
+		case wantSkip && (o.skipped == "" || o.failed != ""):
+			t.Errorf("not root, %s=%q: failed %q, skipped %q; want a skip", NoRoot, noRoot, o.failed, o.skipped)
+		case !wantSkip && (o.failed == "" || o.skipped != ""):
+			t.Errorf("euid %d, %s=%q: failed %q, skipped %q; want a failure", os.Geteuid(), NoRoot, noRoot, o.failed, o.skipped)
+		case !strings.Contains(o.failed+o.skipped, "perf says EACCES"):
+			t.Errorf("the message %q does not say why", o.failed+o.skipped)
+		}
 	}
 }

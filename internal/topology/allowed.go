@@ -3,6 +3,7 @@ package topology
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/numascope/numascope/internal/sysfs"
@@ -86,7 +87,7 @@ func (d *discoverer) cgroupAllowed() (cpus, mems []int, source string) {
 			d.warnf("%s: %v; the rest of the file is used", d.fs.Proc("self/cgroup"), err)
 		}
 		for _, e := range entries {
-			if containsString(e.Controllers, "cpuset") {
+			if slices.Contains(e.Controllers, "cpuset") {
 				v1Path = e.Path
 			}
 			if e.ID == 0 && len(e.Controllers) == 0 {
@@ -136,7 +137,7 @@ func (d *discoverer) cgroupAllowed() (cpus, mems []int, source string) {
 			// Skip hierarchies whose root says the cpuset controller is not
 			// available (hybrid v1/v2 systems mount a controller-less v2).
 			if ctrls, ok := d.read(filepath.Join(d.fs.Path(m.Dir), "cgroup.controllers")); ok &&
-				!containsString(strings.Fields(ctrls), "cpuset") {
+				!slices.Contains(strings.Fields(ctrls), "cpuset") {
 				continue
 			}
 			cpusFile, memsFile, path = "cpuset.cpus.effective", "cpuset.mems.effective", v2Path
@@ -179,19 +180,5 @@ func (d *discoverer) nearestWith(mnt, path, file string, walkUp bool) string {
 // safeCgroupPath rejects cgroup paths that would climb out of the mount
 // point: they come from files of a possibly hostile captured tree.
 func safeCgroupPath(p string) bool {
-	for _, part := range strings.Split(p, "/") {
-		if part == ".." {
-			return false
-		}
-	}
-	return true
-}
-
-func containsString(v []string, s string) bool {
-	for _, x := range v {
-		if x == s {
-			return true
-		}
-	}
-	return false
+	return !slices.Contains(strings.Split(p, "/"), "..")
 }

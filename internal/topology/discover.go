@@ -326,7 +326,7 @@ func (d *discoverer) run() (*Topology, error) {
 		}
 		if len(multi) > 0 {
 			d.warnf("CPUs %s are listed by more than one of nodes %s; the firmware's NUMA description looks wrong (each CPU is attributed to its lowest node)",
-				sysfs.FormatCPUList(slices.Sorted(maps.Keys(toSet(multi)))), sysfs.FormatCPUList(keys(multiNodes)))
+				sysfs.FormatCPUList(slices.Sorted(maps.Keys(toSet(multi)))), sysfs.FormatCPUList(slices.Sorted(maps.Keys(multiNodes))))
 		}
 		nodeExists := map[int]bool{}
 		for _, n := range t.Nodes {
@@ -735,19 +735,10 @@ func toSet(v []int) map[int]bool {
 	return m
 }
 
-func keys(m map[int]bool) []int {
-	out := make([]int, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Ints(out)
-	return out
-}
-
 func union(a, b []int) []int {
 	m := toSet(a)
 	for _, x := range b {
 		m[x] = true
 	}
-	return keys(m)
+	return slices.Sorted(maps.Keys(m))
 }

@@ -236,7 +236,7 @@ func (t *Topology) layoutPackage(p Package) ([]drawCore, []drawRow) {
 	for i := range perm {
 		perm[i] = i
 	}
-	sort.SliceStable(perm, func(a, b int) bool { return lessInts(keys[perm[a]], keys[perm[b]]) })
+	sort.SliceStable(perm, func(a, b int) bool { return slices.Compare(keys[perm[a]], keys[perm[b]]) < 0 })
 	sorted := make([]drawCore, len(cores))
 	for i, j := range perm {
 		sorted[i] = cores[j]
@@ -280,18 +280,6 @@ func intersects(v []int, set map[int]bool) bool {
 		}
 	}
 	return false
-}
-
-func lessInts(a, b []int) bool {
-	for i := range a {
-		if i >= len(b) {
-			return false
-		}
-		if a[i] != b[i] {
-			return a[i] < b[i]
-		}
-	}
-	return len(a) < len(b)
 }
 
 // layoutSignature describes a package's shape without its CPU and node

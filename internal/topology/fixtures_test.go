@@ -10,7 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -367,23 +367,7 @@ func parseHwlocTest(path string) (hwlocTest, error) {
 	return ht, nil
 }
 
-func (ht hwlocTest) hasOption(o string) bool {
-	for _, x := range ht.options {
-		if x == o {
-			return true
-		}
-	}
-	return false
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
-}
+func (ht hwlocTest) hasOption(o string) bool { return slices.Contains(ht.options, o) }
 
 // TestExtractTarLinks checks the link handling of the fixture extraction on
 // a tarball built here: relative links kept, absolute links rebased under the

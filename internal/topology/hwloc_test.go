@@ -3,15 +3,18 @@ package topology
 import (
 	"encoding/xml"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/numascope/numascope/internal/sysfs"
+	"github.com/numascope/numascope/internal/testutil"
 )
 
 // The tests in this file run Discover on every captured tree of hwloc's
@@ -120,7 +123,7 @@ func TestHwlocFixtures(t *testing.T) {
 		t.Run(ht.name, func(t *testing.T) {
 			root, ok := trees[ht.source]
 			if !ok {
-				t.Skipf("%s.tar.bz2 is not in the fixture set; hwloc's expected output %s has no tree to compare with", ht.source, ht.target)
+				testutil.SkipUnless(t, testutil.HwlocRequired, "%s.tar.bz2 is not in the fixture set; hwloc's expected output %s has no tree to compare with", ht.source, ht.target)
 			}
 			covered[ht.source] = true
 			top, err := Discover(sysfs.New(root))
@@ -405,7 +408,7 @@ func diffLines(hw, mine []string) string {
 		count[l]--
 	}
 	var out []string
-	for _, k := range sortedKeys(count) {
+	for _, k := range slices.Sorted(maps.Keys(count)) {
 		for i := 0; i < count[k]; i++ {
 			out = append(out, "  - hwloc:     "+k)
 		}

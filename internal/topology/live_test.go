@@ -16,8 +16,10 @@ import (
 // it against what the kernel says through other channels: the status file,
 // the scheduler's affinity mask and the global online list and meminfo.
 func TestLiveMachine(t *testing.T) {
+	// numascope reads the live machine through sysfs and procfs: a Linux
+	// system without them fails the test rather than skip it.
 	if _, err := os.Stat("/sys/devices/system/cpu"); err != nil {
-		t.Skipf("no sysfs on this system: %v", err)
+		t.Fatalf("no sysfs on this system: %v", err)
 	}
 	top, err := Discover(sysfs.New(""))
 	if err != nil {
@@ -31,7 +33,7 @@ func TestLiveMachine(t *testing.T) {
 	// Allowed sets: as /proc/self/status lists them.
 	status, err := os.ReadFile("/proc/self/status")
 	if err != nil {
-		t.Skipf("no /proc/self/status: %v", err)
+		t.Fatalf("no /proc/self/status: %v", err)
 	}
 	kv := map[string]string{}
 	for _, l := range strings.Split(string(status), "\n") {
@@ -64,44 +66,55 @@ func TestLiveMachine(t *testing.T) {
 	}
 
 	// Online CPUs: as the global list says.
-	if b, err := os.ReadFile("/sys/devices/system/cpu/online"); err == nil {
-		want, err := sysfs.ParseCPUList(string(b))
-		if err != nil {
-			t.Fatal(err)
+	b, err := os.ReadFile("/sys/devices/system/cpu/online")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := sysfs.ParseCPUList(string(b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []int
+	for _, c := range top.CPUs {
+		if c.Online {
+			got = append(got, c.ID)
 		}
-		var got []int
-		for _, c := range top.CPUs {
-			if c.Online {
-				got = append(got, c.ID)
-			}
-		}
-		if sysfs.FormatCPUList(got) != sysfs.FormatCPUList(want) {
-			t.Errorf("online CPUs %v, kernel says %v", got, want)
-		}
+	}
+	if sysfs.FormatCPUList(got) != sysfs.FormatCPUList(want) {
+		t.Errorf("online CPUs %v, kernel says %v", got, want)
 	}
 
 	// Memory: a node's MemTotal is the sum of its zones' managed pages,
 	// which /proc/zoneinfo lists. (/proc/meminfo is no witness: container
 	// runtimes such as LXCFS virtualise it but not sysfs, and on this very
-	// test machine it reports three times what the nodes hold.)
-	if b, err := os.ReadFile("/proc/zoneinfo"); err == nil {
-		managed := map[int]uint64{}
-		node := -1
-		for _, l := range strings.Split(string(b), "\n") {
-			f := strings.Fields(l)
-			switch {
-			case len(f) >= 2 && f[0] == "Node":
-				node, _ = strconv.Atoi(strings.TrimSuffix(f[1], ","))
-			case len(f) == 2 && f[0] == "managed":
-				v, _ := strconv.ParseUint(f[1], 10, 64)
-				managed[node] += v * uint64(os.Getpagesize())
-			}
+	// test machine it reports three times what the nodes hold.) Without
+	// NUMA the one node's MemTotal is /proc/meminfo's, which has no witness.
+	if b, err = os.ReadFile("/proc/zoneinfo"); err != nil {
+		t.Fatal(err)
+	}
+	managed := map[int]uint64{}
+	node := -1
+	for _, l := range strings.Split(string(b), "\n") {
+		f := strings.Fields(l)
+		switch {
+		case len(f) >= 2 && f[0] == "Node":
+			node, _ = strconv.Atoi(strings.TrimSuffix(f[1], ","))
+		case len(f) == 2 && f[0] == "managed":
+			v, _ := strconv.ParseUint(f[1], 10, 64)
+			managed[node] += v * uint64(os.Getpagesize())
 		}
-		for _, n := range top.Nodes {
-			if want, ok := managed[n.ID]; ok && top.NUMA && n.MemoryTotal != want {
+	}
+	compared := 0
+	for _, n := range top.Nodes {
+		if want, ok := managed[n.ID]; ok && top.NUMA {
+			compared++
+			if n.MemoryTotal != want {
 				t.Errorf("node %d MemTotal %d bytes, its zones manage %d", n.ID, n.MemoryTotal, want)
 			}
 		}
+	}
+	if top.NUMA && compared == 0 {
+		t.Errorf("no node's MemTotal compared: /proc/zoneinfo names none of nodes %v", top.Nodes)
 	}
 
 	var buf bytes.Buffer

@@ -2,7 +2,9 @@ package topology
 
 import (
 	"fmt"
+	"maps"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -79,7 +81,7 @@ func FuzzParseMeminfo(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		m, _ := parseMeminfo(data)
 		var b strings.Builder
-		for _, k := range sortedKeys(m) {
+		for _, k := range slices.Sorted(maps.Keys(m)) {
 			// The per-node form: the parser strips exactly one "Node N "
 			// prefix, so this is unambiguous even for keys that start
 			// with "Node".
@@ -102,7 +104,7 @@ func FuzzParseStatus(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		m := parseStatus(data)
 		var b strings.Builder
-		for _, k := range sortedKeys(m) {
+		for _, k := range slices.Sorted(maps.Keys(m)) {
 			if strings.ContainsAny(k, ":\n") || k == "" || strings.Contains(m[k], "\n") {
 				t.Fatalf("parsed key %q value %q", k, m[k])
 			}

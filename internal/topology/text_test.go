@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"flag"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -77,7 +79,7 @@ func TestWriteTextFixtures(t *testing.T) {
 		t.Fatalf("no hwloc tree extracted from %s (errors: %v)", dir, errs)
 	}
 	longest, longestName := 0, ""
-	for _, name := range sortedKeys(trees) {
+	for _, name := range slices.Sorted(maps.Keys(trees)) {
 		top, err := Discover(sysfs.New(trees[name]))
 		if err != nil {
 			t.Errorf("%s: %v", name, err)
