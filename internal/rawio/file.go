@@ -16,7 +16,9 @@
 //     P meanwhile: with one P, nothing else in the process runs. So a write
 //     that takes longer than SlowWrite turns raw writes off for the next
 //     RawPause, and a disk under writeback pressure delays the process once
-//     per RawPause, not at every write; anything else (a terminal, a pipe,
+//     per RawPause, not at every write; and the sampler turns raw file
+//     writes off altogether (SetRawFiles) while it samples at intervals so
+//     short that even one held write would cost many deadlines; anything else (a terminal, a pipe,
 //     NFS, FUSE), which may block for as long as another process likes, is
 //     always written the ordinary way;
 //   - to a socket (Conn), which is non-blocking: when its buffer is full the
@@ -28,6 +30,7 @@ import (
 	"io/fs"
 	"os"
 	"runtime"
+	"sync/atomic"
 	"time"
 	"unsafe"
 
@@ -42,6 +45,17 @@ const (
 	// RawPause is how long ordinary writes are used after a slow one.
 	RawPause = 10 * time.Second
 )
+
+// noRawFiles turns raw file writes off for every FileWriter (SetRawFiles).
+var noRawFiles atomic.Bool
+
+// SetRawFiles says whether FileWriters may write raw (the default) or must
+// write the ordinary way, whatever their file. internal/sampler turns raw
+// writes off while it samples at short intervals on one P.
+func SetRawFiles(on bool) { noRawFiles.Store(!on) }
+
+// RawFiles reports whether FileWriters may write raw (see SetRawFiles).
+func RawFiles() bool { return !noRawFiles.Load() }
 
 // FileWriter is an io.Writer on an *os.File. It is not safe for concurrent
 // use, and the file must stay open while it is used.
@@ -100,7 +114,7 @@ func localFS(magic int64) bool {
 // Write writes p whole, or returns the error that stopped it: the same
 // *fs.PathError an os.File write returns.
 func (w *FileWriter) Write(p []byte) (int, error) {
-	if !w.raw || (!w.until.IsZero() && time.Now().Before(w.until)) {
+	if !w.raw || noRawFiles.Load() || (!w.until.IsZero() && time.Now().Before(w.until)) {
 		return w.f.Write(p)
 	}
 	t0 := time.Now()

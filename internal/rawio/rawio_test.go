@@ -282,3 +282,39 @@ func TestConnReportsAClosedPeer(t *testing.T) {
 		t.Errorf("writing to a closed peer: %v; want a net.OpError with EPIPE or ECONNRESET", err)
 	}
 }
+
+// TestSetRawFilesOff: with raw file writes turned off (the sampler does it
+// at short intervals), a FileWriter on a local file writes the ordinary way:
+// a write slow enough to pause raw writes, were it raw, does not, and every
+// byte lands.
+func TestSetRawFilesOff(t *testing.T) {
+	f, err := os.Create(filepath.Join(localDir(t), "big"))
+	w := rawWriter(t, f, err)
+	SetRawFiles(false)
+	t.Cleanup(func() { SetRawFiles(true) })
+	if RawFiles() {
+		t.Fatal("RawFiles() still true")
+	}
+	total := 0
+	for size := 1 << 20; ; size *= 2 {
+		if size > 512<<20 {
+			t.Fatalf("no write of up to 512 MiB took longer than %v: cannot tell a raw one", SlowWrite)
+		}
+		t0 := time.Now()
+		n, err := w.Write(make([]byte, size))
+		took := time.Since(t0)
+		if err != nil || n != size {
+			t.Fatalf("Write(%d bytes) = %d, %v", size, n, err)
+		}
+		total += n
+		if !w.until.IsZero() {
+			t.Fatalf("a write of %d bytes paused raw writes: it was made raw", size)
+		}
+		if took > 2*SlowWrite {
+			break // a raw write this slow would have paused raw writes
+		}
+	}
+	if st, err := f.Stat(); err != nil || st.Size() != int64(total) {
+		t.Fatalf("the file holds %v bytes (%v), want %d", st.Size(), err, total)
+	}
+}

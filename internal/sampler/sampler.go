@@ -421,11 +421,10 @@ func (s *Sampler) Abort() { s.send(control{op: opAbort}) }
 // It sleeps on a timerfd armed at absolute CLOCK_MONOTONIC deadlines, so it
 // does not drift and wakes once per sample; a command (Stop, SetInterval, a
 // label...) wakes it at once however long the interval (see waker). While it
-// runs it sets the process's GOMAXPROCS for its interval (see rawWaitBelow)
-// and, with Config.PinCPUs, pins the process. A wake-up more than one
-// interval after its deadline counts the deadlines in between as missed and
-// skips them rather than catching up with a burst. Each sample reads the
-// clock once.
+// runs, the process runs on one P (see waker and procs) and, with
+// Config.PinCPUs, is pinned. A wake-up more than one interval after its
+// deadline counts the deadlines in between as missed and skips them rather
+// than catching up with a burst. Each sample reads the clock once.
 func (s *Sampler) Run(ctx context.Context) error {
 	if len(s.cfg.PinCPUs) > 0 {
 		if err := pinProcess(s.cfg.PinCPUs); err != nil {
@@ -435,17 +434,9 @@ func (s *Sampler) Run(ctx context.Context) error {
 	s.tid.Store(int32(unix.Gettid()))
 	w := s.wake
 	defer w.close()
-	// sleepAt chooses how to sleep at an interval and sets the process's
-	// Ps to match; the timer it may replace is armed by the caller.
-	sleepAt := func(interval int64) error {
-		m := sleepMode(interval, maxprocs())
-		if m == w.mode {
-			return nil
-		}
-		useProcs(w.mode, m)
-		return w.setMode(m)
+	if err := w.open(); err != nil {
+		return err
 	}
-	defer func() { useProcs(w.mode, 0) }()
 	// A cancelled context is a Stop: it wakes the thread like any command.
 	defer context.AfterFunc(ctx, s.Stop)()
 
@@ -486,9 +477,8 @@ func (s *Sampler) Run(ctx context.Context) error {
 			sample(now)
 		}
 	}
-	if err := sleepAt(interval); err != nil {
-		return err
-	}
+	useProcs(0, interval)
+	defer func() { useProcs(interval, 0) }()
 	if err := w.arm(deadline, interval); err != nil {
 		return err
 	}
@@ -516,11 +506,9 @@ func (s *Sampler) Run(ctx context.Context) error {
 						case opAbort:
 							return nil
 						case opInterval:
+							useProcs(interval, int64(c.interval))
 							interval = int64(c.interval)
 							s.interval.Store(interval)
-							if err := sleepAt(interval); err != nil {
-								return err
-							}
 							deadline = now + interval
 							s.publishMark(Record{Kind: KindInterval, T: time.Duration(now - base), Interval: c.interval})
 						case opPause:

@@ -404,8 +404,8 @@ func TestRunHonoursInterval(t *testing.T) {
 
 // TestRunPinsTheProcess checks that with PinCPUs every thread of the
 // process, those the runtime starts later included, runs with the requested
-// affinity, at a short interval (a raw sleep) and a long one (parked in the
-// poller, run by whichever thread wakes). It reads each thread's
+// affinity, at a short interval and a long one (the sampler is run by
+// whichever thread wakes from the poller). It reads each thread's
 // Cpus_allowed_list from /proc in a child process, which it may pin.
 func TestRunPinsTheProcess(t *testing.T) {
 	var all unix.CPUSet

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/numascope/numascope/internal/rawio"
 )
 
 // startHourly runs a sampler at a 1 h interval and returns once its thread
@@ -185,11 +187,10 @@ func TestCommandBeforeRun(t *testing.T) {
 	}
 }
 
-// TestRawSleepLetsTheRuntimeWork: below rawWaitBelow the thread sleeps in a
-// raw system call the scheduler does not see; garbage collections (which
-// stop the world) and commands still go through promptly, and no sample is
-// lost.
-func TestRawSleepLetsTheRuntimeWork(t *testing.T) {
+// TestShortIntervalLetsTheRuntimeWork: sampling at 2 ms on one P, garbage
+// collections (which stop the world) and commands still go through
+// promptly, and no sample is lost.
+func TestShortIntervalLetsTheRuntimeWork(t *testing.T) {
 	c, _ := newStepCatalog()
 	cols, _ := c.Select([]string{"step.hits"}, false)
 	s, err := New(cols, Config{Interval: 2 * time.Millisecond})
@@ -270,14 +271,17 @@ func countRecords(k *Sink) (samples, labels int) {
 	return samples, labels
 }
 
-// TestProcsFollowTheInterval: parked in the poller (long intervals) the
-// process runs on one P; sleeping raw (short ones) on all it had; after Run
-// it has them back.
-func TestProcsFollowTheInterval(t *testing.T) {
+// TestOneProcWhileSampling: the process runs on one P while it samples, at
+// long and short intervals, and has its Ps back after Run; files are
+// written raw only at intervals of RawFilesFrom and more.
+func TestOneProcWhileSampling(t *testing.T) {
 	if _, set := os.LookupEnv("GOMAXPROCS"); set {
 		t.Skip("GOMAXPROCS is set in the environment, which the sampler leaves alone")
 	}
 	orig := runtime.GOMAXPROCS(0)
+	if !rawio.RawFiles() {
+		t.Fatal("raw file writes are off before any sampler ran")
+	}
 	c, _ := newStepCatalog()
 	cols, _ := c.Select([]string{"step.hits"}, false)
 	s, err := New(cols, Config{Interval: 50 * time.Millisecond})
@@ -289,25 +293,28 @@ func TestProcsFollowTheInterval(t *testing.T) {
 	go func() { done <- s.Run(context.Background()) }()
 	drained := make(chan struct{})
 	go func() { countRecords(k); close(drained) }()
-	waitProcs := func(want int) {
+	waitFor := func(procs int, raw bool) {
 		t.Helper()
-		for t0 := time.Now(); runtime.GOMAXPROCS(0) != want; time.Sleep(time.Millisecond) {
+		for t0 := time.Now(); runtime.GOMAXPROCS(0) != procs || rawio.RawFiles() != raw; time.Sleep(time.Millisecond) {
 			if time.Since(t0) > 5*time.Second {
-				t.Fatalf("GOMAXPROCS %d at %v, want %d", runtime.GOMAXPROCS(0), s.Interval(), want)
+				t.Fatalf("GOMAXPROCS %d and raw file writes %v at %v, want %d and %v",
+					runtime.GOMAXPROCS(0), rawio.RawFiles(), s.Interval(), procs, raw)
 			}
 		}
 	}
-	waitProcs(1)
+	waitFor(1, true)
 	if err := s.SetInterval(2 * time.Millisecond); err != nil {
 		t.Fatal(err)
 	}
-	if orig > 1 {
-		waitProcs(orig)
-	}
+	waitFor(1, false)
 	if err := s.SetInterval(time.Second); err != nil {
 		t.Fatal(err)
 	}
-	waitProcs(1)
+	waitFor(1, true)
+	if err := s.SetInterval(100 * time.Microsecond); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(1, false)
 	s.Stop()
 	if err := <-done; err != nil {
 		t.Fatal(err)
@@ -315,5 +322,8 @@ func TestProcsFollowTheInterval(t *testing.T) {
 	<-drained
 	if n := runtime.GOMAXPROCS(0); n != orig {
 		t.Errorf("GOMAXPROCS %d after Run, want %d back", n, orig)
+	}
+	if !rawio.RawFiles() {
+		t.Error("raw file writes still off after Run")
 	}
 }
