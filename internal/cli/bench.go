@@ -12,7 +12,6 @@ import (
 
 	"github.com/numascope/numascope/internal/bench"
 	"github.com/numascope/numascope/internal/term"
-	"github.com/numascope/numascope/internal/topology"
 )
 
 // benchConfig is bench's command line, parsed.
@@ -97,13 +96,9 @@ uncounted run. --size is the memory per measurement (default: 4x the last-level 
 					return err
 				}
 			}
-			fs, err := g.fs()
+			_, topo, err := g.discover()
 			if err != nil {
 				return err
-			}
-			topo, err := topology.Discover(fs)
-			if err != nil {
-				return fmt.Errorf("discovering the topology: %w", err)
 			}
 			c.opt.Topology = topo
 			if term.IsTerminal(os.Stderr) {

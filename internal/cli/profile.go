@@ -14,7 +14,6 @@ import (
 
 	"github.com/numascope/numascope/internal/beneath"
 	"github.com/numascope/numascope/internal/profile"
-	"github.com/numascope/numascope/internal/topology"
 )
 
 func newProfileCmd(g *globals) *cobra.Command {
@@ -73,13 +72,9 @@ it ends.`,
 			if err := checkOutput("profile", out, force); err != nil {
 				return err
 			}
-			fs, err := g.fs()
+			_, topo, err := g.discover()
 			if err != nil {
 				return err
-			}
-			topo, err := topology.Discover(fs)
-			if err != nil {
-				return fmt.Errorf("discovering the topology: %w", err)
 			}
 			// Create the file first: a profile that cannot be written is
 			// better found out before the run than after it.

@@ -134,13 +134,22 @@ func (g *globals) open() (sensor.Env, *sampler.Catalog, error) {
 
 // env discovers the topology and returns what sensors need.
 func (g *globals) env() (sensor.Env, error) {
-	fs, err := g.fs()
+	fs, topo, err := g.discover()
 	if err != nil {
 		return sensor.Env{}, err
 	}
+	return sensor.Env{FS: fs, Topology: topo}, nil
+}
+
+// discover discovers the topology under --root.
+func (g *globals) discover() (sysfs.FS, *topology.Topology, error) {
+	fs, err := g.fs()
+	if err != nil {
+		return sysfs.FS{}, nil, err
+	}
 	topo, err := topology.Discover(fs)
 	if err != nil {
-		return sensor.Env{}, fmt.Errorf("discovering the topology: %w", err)
+		return sysfs.FS{}, nil, fmt.Errorf("discovering the topology: %w", err)
 	}
-	return sensor.Env{FS: fs, Topology: topo}, nil
+	return fs, topo, nil
 }
