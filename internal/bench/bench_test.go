@@ -29,7 +29,9 @@ func TestRunLive(t *testing.T) {
 	topo := liveTopology(t)
 	var progress []string
 	for _, k := range []Kernel{Load, Copy, Triad} {
-		res, err := Run(Options{Topology: topo, Kinds: Kinds{true, true}, Kernel: k, Size: 6 << 20, Repeat: 2,
+		// Latency once (with load): it does not depend on the kernel, and
+		// its 2^21 loads per repeat add up on a machine with many nodes.
+		res, err := Run(Options{Topology: topo, Kinds: Kinds{Latency: k == Load, Bandwidth: true}, Kernel: k, Size: 6 << 20, Repeat: 2,
 			Progress: func(done, total int, what string) { progress = append(progress, what) }})
 		if err != nil {
 			t.Fatalf("%s: %v", k, err)
@@ -37,6 +39,9 @@ func TestRunLive(t *testing.T) {
 		ini, _ := Initiators("", topo)
 		tg, _ := Targets("", topo)
 		for _, m := range []*Matrix{res.Latency, res.Bandwidth} {
+			if m == nil {
+				continue
+			}
 			if len(m.Matrix) != len(ini) || len(m.Matrix[0]) != len(tg) {
 				t.Fatalf("%s: matrix %dx%d, want %dx%d", k, len(m.Matrix), len(m.Matrix[0]), len(ini), len(tg))
 			}
