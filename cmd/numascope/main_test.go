@@ -722,3 +722,66 @@ func TestProfileHandsOffTracepointClose(t *testing.T) {
 		time.Sleep(50 * time.Millisecond)
 	}
 }
+
+// TestBench runs numascope bench on this machine with small buffers: the
+// JSON keys the issue spells, one row per node with CPUs and one column
+// per node with memory, and one-line errors for what cannot be measured.
+func TestBench(t *testing.T) {
+	out, errs, code := run(t, "bench", "--format", "json", "--size", "4M", "--repeat", "2", "--kernel", "triad")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	var doc map[string]json.RawMessage
+	if err := json.Unmarshal([]byte(out), &doc); err != nil {
+		t.Fatalf("bench JSON: %v\n%s", err, out)
+	}
+	for _, k := range []string{"latency_ns", "bandwidth_mbs", "placement", "rated", "conditions", "skipped", "notes"} {
+		if _, ok := doc[k]; !ok {
+			t.Errorf("no %q key", k)
+		}
+	}
+	var m struct {
+		Lat struct {
+			Initiators []int        `json:"initiators"`
+			Targets    []int        `json:"targets"`
+			Matrix     [][]*float64 `json:"matrix"`
+		} `json:"latency_ns"`
+		BW struct {
+			Kernel string `json:"kernel"`
+		} `json:"bandwidth_mbs"`
+		Placement struct {
+			Min *float64 `json:"min_fraction_on_target"`
+		} `json:"placement"`
+	}
+	if err := json.Unmarshal([]byte(out), &m); err != nil {
+		t.Fatal(err)
+	}
+	if len(m.Lat.Matrix) != len(m.Lat.Initiators) || len(m.Lat.Matrix[0]) != len(m.Lat.Targets) || m.BW.Kernel != "triad" {
+		t.Errorf("latency %v x %v matrix %v, kernel %q", m.Lat.Initiators, m.Lat.Targets, m.Lat.Matrix, m.BW.Kernel)
+	}
+	if m.Placement.Min == nil || *m.Placement.Min < 0.99 {
+		t.Errorf("min_fraction_on_target %v", m.Placement.Min)
+	}
+	text, errs, code := run(t, "bench", "--kind", "latency", "--size", "2M", "--repeat", "1")
+	if code != 0 || !strings.Contains(text, "from\\to") {
+		t.Errorf("text: exit %d, %s\n%s", code, errs, text)
+	}
+	outFile := filepath.Join(t.TempDir(), "b.json")
+	if _, errs, code := run(t, "bench", "--kind", "latency", "--size", "2M", "--repeat", "1", "--format", "json", "-o", outFile); code != 0 {
+		t.Fatalf("-o: exit %d: %s", code, errs)
+	}
+	for args, want := range map[string]string{
+		"--to 99":                     "node 99 does not exist",
+		"--kind loaded":               "not written yet",
+		"--size 12X":                  "not a size",
+		"--kernel nt-store":           "unknown kernel",
+		"--size 1T":                   "free; --size needs",
+		"--format json -o " + outFile: "already exists; use --force",
+	} {
+		_, errs, code := run(t, append([]string{"bench"}, strings.Fields(args)...)...)
+		lines := strings.Split(strings.TrimSpace(errs), "\n")
+		if code == 0 || len(lines) != 1 || !strings.Contains(errs, want) {
+			t.Errorf("bench %s: exit %d, stderr %q; want one line saying %q", args, code, errs, want)
+		}
+	}
+}

@@ -18,7 +18,6 @@ import (
 	"github.com/numascope/numascope/internal/experiment"
 	"github.com/numascope/numascope/internal/live"
 	"github.com/numascope/numascope/internal/placement"
-	"github.com/numascope/numascope/internal/topology"
 )
 
 func newExperimentCmd(g *globals) *cobra.Command {
@@ -260,13 +259,9 @@ func checkRegimes(g *globals, spec *experiment.Spec) error {
 	if len(spec.Regimes) == 0 {
 		return nil
 	}
-	fs, err := g.fs()
+	_, topo, err := g.discover()
 	if err != nil {
 		return err
-	}
-	topo, err := topology.Discover(fs)
-	if err != nil {
-		return fmt.Errorf("discovering the topology: %w", err)
 	}
 	for _, r := range spec.Regimes {
 		if _, err := placement.ParsePolicy(r.Policy, topo); err != nil {

@@ -7,13 +7,13 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/numascope/numascope/internal/beneath"
 	"github.com/numascope/numascope/internal/profile"
-	"github.com/numascope/numascope/internal/topology"
 )
 
 func newProfileCmd(g *globals) *cobra.Command {
@@ -69,16 +69,12 @@ it ends.`,
 			// The output is checked before the run, as record does: a
 			// profile that cannot be written is found out before the
 			// program runs, not after.
-			if err := checkProfileOutput(out, force); err != nil {
+			if err := checkOutput("profile", out, force); err != nil {
 				return err
 			}
-			fs, err := g.fs()
+			_, topo, err := g.discover()
 			if err != nil {
 				return err
-			}
-			topo, err := topology.Discover(fs)
-			if err != nil {
-				return fmt.Errorf("discovering the topology: %w", err)
 			}
 			// Create the file first: a profile that cannot be written is
 			// better found out before the run than after it.
@@ -120,7 +116,7 @@ it ends.`,
 			if err := tmp.Close(); err != nil {
 				return fmt.Errorf("writing the profile %s: %w", out, err)
 			}
-			if err := placeProfile(tmp.Name(), out, force); err != nil {
+			if err := placeOutput("profile", tmp.Name(), out, force); err != nil {
 				return err
 			}
 			fmt.Fprintf(os.Stderr, "numascope profile: %d page faults, %d first touches, %d sampled accesses (%d remote), %d lost; wrote %s\n",
@@ -145,37 +141,38 @@ it ends.`,
 	return cmd
 }
 
-// checkProfileOutput refuses, before anything runs, an output that is a
-// directory, or an existing file without force.
-func checkProfileOutput(out string, force bool) error {
+// checkOutput refuses, before anything runs, an output that is a
+// directory, or an existing file without force. what names the output
+// ("profile", "bench result") in the messages.
+func checkOutput(what, out string, force bool) error {
 	fi, err := os.Stat(out)
 	switch {
 	case err == nil && fi.IsDir():
-		return fmt.Errorf("cannot write the profile to %s: it is a directory; give a file name, e.g. -o %s", out, filepath.Join(out, "profile.json"))
+		return fmt.Errorf("cannot write the %s to %s: it is a directory; give a file name, e.g. -o %s", what, out, filepath.Join(out, strings.ReplaceAll(what, " ", "-")+".json"))
 	case err == nil && !force:
-		return fmt.Errorf("profile %s already exists; use --force to overwrite it", out)
+		return fmt.Errorf("%s %s already exists; use --force to overwrite it", what, out)
 	case err != nil && !errors.Is(err, fs.ErrNotExist):
-		return fmt.Errorf("cannot write the profile to %s: %w", out, err)
+		return fmt.Errorf("cannot write the %s to %s: %w", what, out, err)
 	}
 	return nil
 }
 
-// placeProfile moves the finished profile from tmp to out. Without force it
+// placeOutput moves the finished output from tmp to out. Without force it
 // links rather than renames, so that a file that appeared at out during the
-// run is not replaced either; the profile then stays in tmp's place, named.
-func placeProfile(tmp, out string, force bool) error {
+// run is not replaced either; the output then stays in tmp's place, named.
+func placeOutput(what, tmp, out string, force bool) error {
 	if force {
 		if err := os.Rename(tmp, out); err != nil {
-			return fmt.Errorf("writing the profile %s: %w", out, err)
+			return fmt.Errorf("writing the %s %s: %w", what, out, err)
 		}
 		return nil
 	}
 	if err := os.Link(tmp, out); err != nil {
 		kept := out + ".new"
 		if lerr := os.Link(tmp, kept); lerr == nil { // never replaces a file either
-			return fmt.Errorf("cannot write the profile to %s (%v); it is in %s instead", out, err, kept)
+			return fmt.Errorf("cannot write the %s to %s (%v); it is in %s instead", what, out, err, kept)
 		}
-		return fmt.Errorf("writing the profile %s: %w", out, err)
+		return fmt.Errorf("writing the %s %s: %w", what, out, err)
 	}
 	return os.Remove(tmp)
 }

@@ -24,15 +24,14 @@ func (e exitError) Error() string { return fmt.Sprintf("exit status %d", e.code)
 // commandGroups is every command, by group, in the order the root help
 // lists them: the one place a command is registered, so that the help
 // cannot leave one out. Adding a command is its file and one entry here
-// (bench, which issue 15 puts in act, is not written yet; perf, which it
-// does not name, is with events in observe).
+// (perf, which issue 15 does not name, is with events in observe).
 var commandGroups = []struct {
 	id, title string
 	commands  []func(*globals) *cobra.Command
 }{
 	{"observe", "Observe:", []func(*globals) *cobra.Command{newTopologyCmd, newEventsCmd, newPerfCmd, newStatCmd, newRecordCmd, newLiveCmd}},
 	{"analyse", "Analyse:", []func(*globals) *cobra.Command{newConvertCmd, newViewCmd, newReportCmd, newStatsCmd}},
-	{"act", "Act:", []func(*globals) *cobra.Command{newRunCmd, newExperimentCmd, newProfileCmd}},
+	{"act", "Act:", []func(*globals) *cobra.Command{newRunCmd, newExperimentCmd, newProfileCmd, newBenchCmd}},
 	{"control", "Control:", []func(*globals) *cobra.Command{newCtlCmd}},
 }
 
@@ -135,13 +134,22 @@ func (g *globals) open() (sensor.Env, *sampler.Catalog, error) {
 
 // env discovers the topology and returns what sensors need.
 func (g *globals) env() (sensor.Env, error) {
-	fs, err := g.fs()
+	fs, topo, err := g.discover()
 	if err != nil {
 		return sensor.Env{}, err
 	}
+	return sensor.Env{FS: fs, Topology: topo}, nil
+}
+
+// discover discovers the topology under --root.
+func (g *globals) discover() (sysfs.FS, *topology.Topology, error) {
+	fs, err := g.fs()
+	if err != nil {
+		return sysfs.FS{}, nil, err
+	}
 	topo, err := topology.Discover(fs)
 	if err != nil {
-		return sensor.Env{}, fmt.Errorf("discovering the topology: %w", err)
+		return sysfs.FS{}, nil, fmt.Errorf("discovering the topology: %w", err)
 	}
-	return sensor.Env{FS: fs, Topology: topo}, nil
+	return fs, topo, nil
 }

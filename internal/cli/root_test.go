@@ -29,8 +29,8 @@ func TestRootHelpListsEveryCommand(t *testing.T) {
 			t.Errorf("the root help does not list %s:\n%s", c.Name(), help)
 		}
 	}
-	if n != 14 {
-		t.Errorf("%d commands, want 14", n)
+	if n != 15 {
+		t.Errorf("%d commands, want 15", n)
 	}
 	for _, g := range commandGroups {
 		if !strings.Contains(help, "\n"+g.title+"\n") {

@@ -8,7 +8,6 @@ import (
 
 	"github.com/numascope/numascope/internal/placement"
 	"github.com/numascope/numascope/internal/sysfs"
-	"github.com/numascope/numascope/internal/topology"
 )
 
 func newRunCmd(g *globals) *cobra.Command {
@@ -40,13 +39,9 @@ topology; an invalid one is an error naming the valid range. --dry-run prints th
 			if len(args) == 0 && !dryRun {
 				return fmt.Errorf("no command to run: numascope run [flags] -- CMD [ARGS...]")
 			}
-			fs, err := g.fs()
+			_, topo, err := g.discover()
 			if err != nil {
 				return err
-			}
-			topo, err := topology.Discover(fs)
-			if err != nil {
-				return fmt.Errorf("discovering the topology: %w", err)
 			}
 			var plan placement.Plan
 			if plan.Policy, err = placement.ParsePolicy(policy, topo); err != nil {

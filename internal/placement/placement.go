@@ -138,7 +138,7 @@ func ParsePolicy(s string, topo *topology.Topology) (Policy, error) {
 	if p.Mode == Preferred && len(nodes) != 1 {
 		return p, fmt.Errorf("--policy %q: preferred takes exactly one node", s)
 	}
-	if err := checkMemoryNodes(nodes, topo); err != nil {
+	if err := CheckMemoryNodes(nodes, topo); err != nil {
 		return p, fmt.Errorf("--policy %q: %w", s, err)
 	}
 	p.Nodes = nodes
@@ -164,7 +164,9 @@ func allNodeIDs(topo *topology.Topology) []int {
 	return out
 }
 
-func checkMemoryNodes(nodes []int, topo *topology.Topology) error {
+// CheckMemoryNodes checks that every node of nodes exists, has memory and
+// is allowed to this process, with an error naming the valid nodes.
+func CheckMemoryNodes(nodes []int, topo *topology.Topology) error {
 	valid := sysfs.FormatCPUList(memoryNodes(topo))
 	for _, id := range nodes {
 		n := topo.Node(id)
@@ -365,15 +367,76 @@ func (p Plan) Apply() error {
 		}
 	}
 	if len(p.CPUs) > 0 {
-		var set unix.CPUSet
-		for _, c := range p.CPUs {
-			if c >= len(set)*64 {
-				return fmt.Errorf("CPU %d is beyond the %d CPUs sched_setaffinity supports here", c, len(set)*64)
-			}
-			set.Set(c)
+		return SetAffinity(p.CPUs)
+	}
+	return nil
+}
+
+// SetAffinity pins the calling thread, which must be locked to its
+// goroutine, to cpus.
+func SetAffinity(cpus []int) error {
+	var set unix.CPUSet
+	for _, c := range cpus {
+		if c < 0 || c >= len(set)*64 {
+			return fmt.Errorf("CPU %d is beyond the %d CPUs sched_setaffinity supports here", c, len(set)*64)
 		}
-		if err := unix.SchedSetaffinity(0, &set); err != nil {
-			return fmt.Errorf("sched_setaffinity %s: %w", sysfs.FormatCPUList(p.CPUs), err)
+		set.Set(c)
+	}
+	if err := unix.SchedSetaffinity(0, &set); err != nil {
+		return fmt.Errorf("sched_setaffinity %s: %w", sysfs.FormatCPUList(cpus), err)
+	}
+	return nil
+}
+
+// mpolMFStrict is MPOL_MF_STRICT (linux/mempolicy.h): mbind fails if a
+// page of the range is already somewhere the policy does not allow.
+const mpolMFStrict = 1 << 0
+
+// Mbind sets the memory policy of the range [addr, addr+length) of the
+// calling process, strictly: pages already in the range that break the
+// policy make it fail rather than stay where they are. addr must be page
+// aligned. Unlike SetMemPolicy it binds memory, not a thread, so every
+// thread that later touches the range gets its pages where p says.
+func Mbind(addr unsafe.Pointer, length uintptr, p Policy) error {
+	mask, maxnode := nodeMask(p.Nodes)
+	var ptr unsafe.Pointer
+	if len(mask) > 0 {
+		ptr = unsafe.Pointer(&mask[0])
+	}
+	_, _, e := unix.Syscall6(unix.SYS_MBIND, uintptr(addr), length, uintptr(p.Mode), uintptr(ptr), maxnode, mpolMFStrict)
+	runtime.KeepAlive(mask)
+	if e != 0 {
+		switch e {
+		case unix.ENOSYS:
+			return fmt.Errorf("mbind %s: the kernel has no NUMA support (CONFIG_NUMA)", p)
+		case unix.EINVAL:
+			return fmt.Errorf("mbind %s: %w (a node outside this process's cpuset, or without memory?)", p, e)
+		case unix.EPERM:
+			return fmt.Errorf("mbind %s: %w (the node is not allowed to this process)", p, e)
+		}
+		return fmt.Errorf("mbind %s: %w", p, e)
+	}
+	return nil
+}
+
+// movePagesBatch bounds one move_pages call.
+const movePagesBatch = 4096
+
+// move_pages reads an array of user pointers: the pages' addresses are
+// passed as they are, which needs 64-bit pointers (a 32-bit build fails
+// here).
+const _ = uint64(unsafe.Sizeof(uintptr(0))) - 8
+
+// PageNodes sets status[i] to the node holding page pages[i] of process
+// pid (0: this process), or to a negative errno for a page that is not
+// present: move_pages(2) without target nodes, which only asks.
+func PageNodes(pid int, pages []uint64, status []int32) error {
+	for off := 0; off < len(pages); off += movePagesBatch {
+		end := min(off+movePagesBatch, len(pages))
+		_, _, e := unix.Syscall6(unix.SYS_MOVE_PAGES, uintptr(pid), uintptr(end-off),
+			uintptr(unsafe.Pointer(&pages[off])), 0, uintptr(unsafe.Pointer(&status[off])), 0)
+		if e != 0 {
+			return fmt.Errorf("move_pages: %w", e)
 		}
 	}
 	return nil

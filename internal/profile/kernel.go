@@ -8,9 +8,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"unsafe"
 
-	"golang.org/x/sys/unix"
+	"github.com/numascope/numascope/internal/placement"
 )
 
 // kernel is what the analyzer asks the kernel about the profiled processes,
@@ -63,24 +62,8 @@ func newProcKernel(procRoot, sysRoot string, pageSize uint64) *procKernel {
 	return k
 }
 
-// movePagesBatch bounds one move_pages call.
-const movePagesBatch = 4096
-
-// move_pages reads an array of user pointers: the pages' addresses are
-// passed as they are, which needs 64-bit pointers (a 32-bit build fails
-// here).
-const _ = uint64(unsafe.Sizeof(uintptr(0))) - 8
-
 func (k *procKernel) PageNodes(pid int32, pages []uint64, status []int32) bool {
-	for off := 0; off < len(pages); off += movePagesBatch {
-		end := min(off+movePagesBatch, len(pages))
-		_, _, errno := unix.Syscall6(unix.SYS_MOVE_PAGES, uintptr(pid), uintptr(end-off),
-			uintptr(unsafe.Pointer(&pages[off])), 0, uintptr(unsafe.Pointer(&status[off])), 0)
-		if errno != 0 {
-			return false
-		}
-	}
-	return true
+	return placement.PageNodes(int(pid), pages, status) == nil
 }
 
 func (k *procKernel) PageFrame(pid int32, page uint64) (uint64, bool) {

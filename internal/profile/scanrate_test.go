@@ -54,22 +54,8 @@ func TestScanRateRestore(t *testing.T) {
 	}
 }
 
-// TestScanRateGuard: when numascope dies without restoring (SIGKILL), the
-// kernel closes its end of the guard's pipe and the guard restores.
-func TestScanRateGuard(t *testing.T) {
-	dir := fakeScanner(t, "1000", "1000", "60000")
-	s, err := SetScanRate(20 * time.Millisecond)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s.pipe.Close() // what the kernel does when numascope is killed
-	if err := s.guard.Wait(); err != nil {
-		t.Fatal(err)
-	}
-	if got := knobs(t, dir); got != "1000 1000 60000" {
-		t.Errorf("after the guard: %s, want the old 1000 1000 60000", got)
-	}
-}
+// The guard that restores after SIGKILL is knob's, tested there
+// (TestGuardRestoresAfterKill) and in the VM (TestProfile's kill -9).
 
 func TestScanRateErrors(t *testing.T) {
 	fakeScanner(t, "1", "1", "1")

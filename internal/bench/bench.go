@@ -1,0 +1,455 @@
+// Package bench measures what memory costs on this machine, node by node:
+// the idle latency of a dependent load and the bandwidth of streaming
+// kernels, from every node with CPUs (an initiator) to every node with
+// memory (a target), CPU-less CXL, HBM and GPU-memory nodes included.
+//
+// Each measurement runs on threads pinned to the initiator's CPUs, over a
+// buffer bound strictly to the target with mbind before it is touched;
+// where its pages really landed is then asked of the kernel (move_pages)
+// and reported, so a figure is never silently about the wrong node. The
+// inner loops are as fast as C's: a pointer chase the compiler turns into
+// one dependent MOVQ per load, and bandwidth kernels in assembly (AVX2 or
+// SSE2 on amd64) with a portable Go fallback. docs/bench.md says what is
+// measured and how; docs/performance.md compares it with C.
+package bench
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"runtime"
+	"runtime/debug"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/numascope/numascope/internal/knob"
+	"github.com/numascope/numascope/internal/placement"
+	"github.com/numascope/numascope/internal/sysfs"
+	"github.com/numascope/numascope/internal/topology"
+)
+
+// Options say what to measure.
+type Options struct {
+	Topology *topology.Topology
+	Kinds    Kinds
+	// From and To are --from and --to (node lists; empty: all).
+	From, To string
+	// Size is the buffer per measurement (latency: the chain; bandwidth:
+	// the kernel's arrays together); 0 chooses 4× the last-level cache,
+	// at least 64 MiB per array.
+	Size uint64
+	// Threads is the bandwidth threads per initiator; 0: all its CPUs.
+	Threads int
+	Kernel  Kernel
+	// Repeat is how many times each pair is measured (after one
+	// uncounted warm-up); at least 1.
+	Repeat int
+	// NoHugePages maps the buffers with base pages only.
+	NoHugePages bool
+	// Progress, when not nil, is called before each measurement.
+	Progress func(done, total int, what string)
+}
+
+// DefaultRepeat is --repeat's default.
+const DefaultRepeat = 5
+
+// minDefaultSize is the least default buffer per array: beyond any cache
+// on machines whose caches the topology does not show.
+const minDefaultSize = 64 << 20
+
+// minPlaced is the fraction of a buffer's pages on its target below which
+// a measurement is flagged: it is then partly about another node.
+const minPlaced = 0.99
+
+// Matrix is one measurement for every initiator (row) and target
+// (column). Its JSON keys are numascope's public interface: only ever
+// added to. A nil entry (JSON null) was not measured: Result.Skipped says
+// why.
+type Matrix struct {
+	// Kernel is the bandwidth kernel ("" for latency).
+	Kernel     string       `json:"kernel,omitempty"`
+	Initiators []int        `json:"initiators"`
+	Targets    []int        `json:"targets"`
+	Matrix     [][]*float64 `json:"matrix"`
+	// Median, Min and Max are over the counted repeats (Matrix is the
+	// median for latency, the best, i.e. Max, for bandwidth).
+	Median [][]*float64 `json:"median"`
+	Min    [][]*float64 `json:"min"`
+	Max    [][]*float64 `json:"max"`
+	// Samples are every counted repeat, in order.
+	Samples [][][]float64 `json:"samples"`
+	// CPUs are the CPUs each initiator's threads ran on.
+	CPUs [][]int `json:"cpus"`
+	// SizeBytes is the memory per measurement (all arrays); BytesCounted
+	// what one repeat is credited with by STREAM's rules (bandwidth).
+	SizeBytes    uint64 `json:"size_bytes"`
+	BytesCounted uint64 `json:"bytes_counted,omitempty"`
+	// Steps is the dependent loads per repeat (latency).
+	Steps  int `json:"steps,omitempty"`
+	Repeat int `json:"repeat"`
+	// HugeFraction is the share of each buffer backed by transparent huge
+	// pages (null: unknown).
+	HugeFraction [][]*float64 `json:"huge_fraction"`
+}
+
+// Pair is where one measurement's pages were.
+type Pair struct {
+	Kind      string `json:"kind"`
+	Initiator int    `json:"initiator"`
+	Target    int    `json:"target"`
+	// FractionOnTarget is the share of the checked pages on the target.
+	FractionOnTarget float64 `json:"fraction_on_target"`
+	PagesChecked     int     `json:"pages_checked"`
+}
+
+// Placement sums up the pairs' placement.
+type Placement struct {
+	// MinFractionOnTarget is the worst pair's; null when nothing was
+	// measured.
+	MinFractionOnTarget *float64 `json:"min_fraction_on_target"`
+	Pairs               []Pair   `json:"pairs"`
+}
+
+// Skip is a pair not measured, and why.
+type Skip struct {
+	Kind      string `json:"kind"`
+	Initiator int    `json:"initiator"`
+	Target    int    `json:"target"`
+	Reason    string `json:"reason"`
+}
+
+// Result is a whole run: bench --format json writes it.
+type Result struct {
+	Latency    *Matrix        `json:"latency_ns,omitempty"`
+	Bandwidth  *Matrix        `json:"bandwidth_mbs,omitempty"`
+	Placement  Placement      `json:"placement"`
+	Rated      map[string]any `json:"rated"`
+	Conditions Conditions     `json:"conditions"`
+	Skipped    []Skip         `json:"skipped"`
+	// Notes are plain sentences about the run: warnings included.
+	Notes []string `json:"notes"`
+}
+
+// plan is a resolved run.
+type plan struct {
+	opt        Options
+	initiators []int
+	targets    []int
+	skip       map[int]string // target -> why it is not measured
+	latSize    uint64
+	line       int
+	bwPerArray uint64
+	bwCPUs     [][]int
+}
+
+// newPlan resolves the options against the topology, checking everything that
+// can be checked before a buffer is mapped: the nodes, the threads and
+// whether each target has the free memory the buffers need.
+func newPlan(opt Options) (*plan, error) {
+	topo := opt.Topology
+	if !opt.Kinds.Latency && !opt.Kinds.Bandwidth {
+		return nil, errors.New("nothing to measure: give --kind latency, bandwidth or all")
+	}
+	if opt.Repeat < 1 {
+		return nil, fmt.Errorf("--repeat %d: want at least 1", opt.Repeat)
+	}
+	if opt.Threads < 0 {
+		return nil, fmt.Errorf("--threads %d: want a positive count (0: every CPU of the node)", opt.Threads)
+	}
+	p := &plan{opt: opt, skip: map[int]string{}}
+	var err error
+	if p.initiators, err = Initiators(opt.From, topo); err != nil {
+		return nil, err
+	}
+	if p.targets, err = Targets(opt.To, topo); err != nil {
+		return nil, err
+	}
+	for _, id := range p.initiators {
+		cpus, err := threadCPUs(id, opt.Threads, topo)
+		if err != nil {
+			return nil, err
+		}
+		p.bwCPUs = append(p.bwCPUs, cpus)
+	}
+	// One size for every pair, so that the matrix compares like with
+	// like: the largest initiator's last-level cache decides.
+	var llc uint64
+	for _, id := range p.initiators {
+		l, line := lastLevel(topo, usableCPUs(topo)[id])
+		llc = max(llc, l)
+		p.line = max(p.line, line)
+	}
+	arrays := uint64(opt.Kernel.Arrays())
+	if opt.Size == 0 {
+		per := roundUp(max(4*llc, minDefaultSize), hugePage)
+		p.latSize, p.bwPerArray = per, per
+	} else {
+		p.latSize = roundUp(opt.Size, ChainPage)
+		p.bwPerArray = opt.Size / arrays / ChainPage * ChainPage
+		if opt.Kinds.Bandwidth && p.bwPerArray < ChainPage {
+			return nil, fmt.Errorf("--size %s: the %s kernel's %d arrays need at least %s", FormatSize(opt.Size), opt.Kernel, arrays, FormatSize(arrays*ChainPage))
+		}
+	}
+	var need uint64
+	if opt.Kinds.Latency {
+		need = p.latSize
+	}
+	if opt.Kinds.Bandwidth {
+		need = max(need, arrays*p.bwPerArray)
+	}
+	explicit := opt.To != ""
+	for _, id := range p.targets {
+		n := topo.Node(id)
+		if !n.Allowed {
+			p.skip[id] = fmt.Sprintf("node %d is outside this process's cpuset", id)
+			continue
+		}
+		// A margin for the page tables and what else allocates meanwhile.
+		if margin := need/32 + 16<<20; n.MemoryFree < need+margin {
+			why := fmt.Sprintf("node %d has %s free; --size needs %s there", id, FormatSize(n.MemoryFree&^(1<<20-1)), FormatSize(need+margin))
+			if explicit {
+				return nil, fmt.Errorf("%s: give a smaller --size, or free memory on node %d", why, id)
+			}
+			p.skip[id] = why + " (give a smaller --size)"
+		}
+	}
+	if len(p.skip) == len(p.targets) {
+		var why []string
+		for _, id := range p.targets {
+			why = append(why, p.skip[id])
+		}
+		return nil, fmt.Errorf("no target can be measured: %s", strings.Join(why, "; "))
+	}
+	return p, nil
+}
+
+// Run measures what opt asks for. The error is for a run that could not
+// start or measured nothing; a pair that failed is a null with its reason
+// in Skipped.
+func Run(opt Options) (*Result, error) {
+	p, err := newPlan(opt)
+	if err != nil {
+		return nil, err
+	}
+	var cpus []int
+	for _, id := range p.initiators {
+		cpus = append(cpus, usableCPUs(opt.Topology)[id]...)
+	}
+	res := &Result{Rated: map[string]any{}, Conditions: readConditions(cpus), Skipped: []Skip{}, Notes: []string{}}
+	res.Placement.Pairs = []Pair{}
+
+	// NUMA balancing would unmap pages to sample accesses and may migrate
+	// them: off for the run when root, back on after, even if killed.
+	c := &res.Conditions
+	switch {
+	case c.NUMABalancing == "" || c.NUMABalancing == "0":
+	case c.Root:
+		g, err := knob.Set("turning NUMA balancing off", []string{conditionPaths.balancing}, []string{"0"})
+		if err != nil {
+			res.Notes = append(res.Notes, fmt.Sprintf("NUMA balancing stays on (kernel.numa_balancing=%s): %v", c.NUMABalancing, err))
+			break
+		}
+		c.NUMABalancingOff = true
+		defer func() {
+			if err := g.Restore(); err != nil {
+				fmt.Fprintf(os.Stderr, "numascope bench: %v\n", err)
+			}
+		}()
+	default:
+		res.Notes = append(res.Notes, fmt.Sprintf("NUMA balancing is on (kernel.numa_balancing=%s) and numascope is not root, so it stays on: its hinting faults may disturb the figures; run as root to turn it off for the run", c.NUMABalancing))
+	}
+	if c.Virtual {
+		res.Notes = append(res.Notes, "this is a virtual machine ("+orUnknown(c.Hypervisor)+"): its nodes need not be the host's, and its latencies and bandwidths are only as real as the hypervisor's placement of its memory")
+	}
+	if !opt.NoHugePages && c.THP == "never" {
+		res.Notes = append(res.Notes, "transparent huge pages are off (never): base pages only, so the latency includes more TLB misses")
+	}
+	// Nothing in the measured loops allocates, but the garbage collector
+	// could still wake for what Run allocates between them.
+	defer debug.SetGCPercent(debug.SetGCPercent(-1))
+
+	total := 0
+	if opt.Kinds.Latency {
+		total += len(p.initiators) * len(p.targets)
+	}
+	if opt.Kinds.Bandwidth {
+		total += len(p.initiators) * len(p.targets)
+	}
+	done := 0
+	progress := func(kind string, i, t int) {
+		if opt.Progress != nil {
+			opt.Progress(done, total, fmt.Sprintf("%s node %d -> node %d", kind, i, t))
+		}
+		done++
+	}
+	minFrac := 2.0
+	measure := func(kind string, m *Matrix, run func(i, t int) (samples []float64, pl []Pair, huge float64, err error)) {
+		for r, i := range p.initiators {
+			for col, t := range p.targets {
+				progress(kind, i, t)
+				if why, ok := p.skip[t]; ok {
+					res.Skipped = append(res.Skipped, Skip{kind, i, t, why})
+					continue
+				}
+				samples, pl, huge, err := run(r, t)
+				if err != nil {
+					res.Skipped = append(res.Skipped, Skip{kind, i, t, err.Error()})
+					continue
+				}
+				m.set(r, col, samples, kind == "latency")
+				if huge >= 0 {
+					m.HugeFraction[r][col] = &huge
+				}
+				for _, x := range pl {
+					res.Placement.Pairs = append(res.Placement.Pairs, x)
+					minFrac = min(minFrac, x.FractionOnTarget)
+					if x.FractionOnTarget < minPlaced {
+						res.Notes = append(res.Notes, fmt.Sprintf("%s node %d -> node %d: only %.1f%% of the pages are on node %d: the figure is partly another node's",
+							kind, i, t, 100*x.FractionOnTarget, t))
+					}
+				}
+			}
+		}
+	}
+	if opt.Kinds.Latency {
+		res.Latency = p.newMatrix("")
+		res.Latency.SizeBytes = p.latSize
+		res.Latency.Steps = latencySteps(p.latSize, p.line)
+		for _, id := range p.initiators {
+			res.Latency.CPUs = append(res.Latency.CPUs, usableCPUs(opt.Topology)[id][:1])
+		}
+		measure("latency", res.Latency, func(r, t int) ([]float64, []Pair, float64, error) {
+			return p.latency(res.Latency.CPUs[r][0], p.initiators[r], t, res.Latency.Steps)
+		})
+	}
+	if opt.Kinds.Bandwidth {
+		res.Bandwidth = p.newMatrix(opt.Kernel.String())
+		res.Bandwidth.CPUs = p.bwCPUs
+		res.Bandwidth.SizeBytes = uint64(opt.Kernel.Arrays()) * p.bwPerArray
+		measure("bandwidth", res.Bandwidth, func(r, t int) ([]float64, []Pair, float64, error) {
+			s, counted, pl, huge, err := p.bandwidth(p.bwCPUs[r], p.initiators[r], t)
+			res.Bandwidth.BytesCounted = counted
+			return s, pl, huge, err
+		})
+	}
+	if minFrac <= 1 {
+		res.Placement.MinFractionOnTarget = &minFrac
+	}
+	if len(res.Placement.Pairs) == 0 {
+		why := "nothing"
+		if len(res.Skipped) > 0 {
+			why = res.Skipped[0].Reason
+		}
+		return res, fmt.Errorf("no pair could be measured: %s", why)
+	}
+	return res, nil
+}
+
+func orUnknown(s string) string {
+	if s == "" {
+		return "hypervisor not named"
+	}
+	return s
+}
+
+func (p *plan) newMatrix(kernel string) *Matrix {
+	m := &Matrix{Kernel: kernel, Initiators: p.initiators, Targets: p.targets, Repeat: p.opt.Repeat}
+	grid := func() [][]*float64 {
+		g := make([][]*float64, len(p.initiators))
+		for i := range g {
+			g[i] = make([]*float64, len(p.targets))
+		}
+		return g
+	}
+	m.Matrix, m.Median, m.Min, m.Max, m.HugeFraction = grid(), grid(), grid(), grid(), grid()
+	m.Samples = make([][][]float64, len(p.initiators))
+	for i := range m.Samples {
+		m.Samples[i] = make([][]float64, len(p.targets))
+	}
+	return m
+}
+
+// set records one pair's samples: the matrix holds the median for
+// latency, the best (highest) for bandwidth, STREAM's choice.
+func (m *Matrix) set(r, c int, samples []float64, latency bool) {
+	s := slices.Clone(samples)
+	sort.Float64s(s)
+	med := median(s)
+	lo, hi := s[0], s[len(s)-1]
+	m.Median[r][c], m.Min[r][c], m.Max[r][c] = &med, &lo, &hi
+	if latency {
+		m.Matrix[r][c] = &med
+	} else {
+		m.Matrix[r][c] = &hi
+	}
+	m.Samples[r][c] = samples
+}
+
+// median of sorted s.
+func median(s []float64) float64 {
+	n := len(s)
+	if n%2 == 1 {
+		return s[n/2]
+	}
+	return (s[n/2-1] + s[n/2]) / 2
+}
+
+// onCPU runs f on a thread of its own pinned to cpus. The thread is never
+// unlocked: it exits with its goroutine, so its affinity never reaches
+// another goroutine.
+func onCPU(cpus []int, f func() error) error {
+	ch := make(chan error, 1)
+	go func() {
+		runtime.LockOSThread()
+		if err := placement.SetAffinity(cpus); err != nil {
+			ch <- fmt.Errorf("pinning to CPU %s: %w", sysfs.FormatCPUList(cpus), err)
+			return
+		}
+		ch <- f()
+	}()
+	return <-ch
+}
+
+// minSteps is the least dependent loads per latency repeat: some tens of
+// milliseconds at DRAM latencies, long enough that the timer's resolution
+// and the loop's entry do not show.
+const minSteps = 1 << 21
+
+// latencySteps is the loads per repeat: at least one pass over the chain.
+func latencySteps(size uint64, line int) int {
+	return max(int(size)/line, minSteps)
+}
+
+// chaseSink keeps the chase's result alive, so the loads are not dead code.
+var chaseSink uintptr
+
+// latency measures the idle latency from cpu (on initiator) to target: one
+// warm-up pass over the whole chain, then Repeat timed runs of steps loads.
+func (p *plan) latency(cpu, initiator, target, steps int) (samples []float64, pl []Pair, huge float64, err error) {
+	err = onCPU([]int{cpu}, func() error {
+		buf, err := newBuffer(int(p.latSize), target, !p.opt.NoHugePages)
+		if err != nil {
+			return err
+		}
+		defer buf.free()
+		start, lines := BuildChain(buf.b, p.line, ChainSeed)
+		ptr := chase(start, lines)
+		samples = make([]float64, p.opt.Repeat)
+		for r := range samples {
+			t0 := time.Now()
+			ptr = chase(ptr, steps)
+			samples[r] = float64(time.Since(t0).Nanoseconds()) / float64(steps)
+		}
+		chaseSink = uintptr(ptr)
+		frac, n, err := buf.placed()
+		if err != nil {
+			return err
+		}
+		pl = []Pair{{"latency", initiator, target, frac, n}}
+		huge = buf.hugeFraction()
+		return nil
+	})
+	return samples, pl, huge, err
+}

@@ -1,0 +1,135 @@
+package bench
+
+import (
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+)
+
+// WriteText writes the result as aligned matrices, one row per initiator
+// and one column per target, labelled with node numbers, then the
+// placement, the conditions, what was skipped and the notes.
+func (r *Result) WriteText(w io.Writer) error {
+	var b strings.Builder
+	if m := r.Latency; m != nil {
+		fmt.Fprintf(&b, "Idle latency (ns): median of %d, %s chain, %d loads per repeat%s\n", m.Repeat, FormatSize(m.SizeBytes), m.Steps, hugeNote(m))
+		writeMatrix(&b, m, 1)
+		writeSpread(&b, m, 1)
+	}
+	if m := r.Bandwidth; m != nil {
+		if r.Latency != nil {
+			b.WriteString("\n")
+		}
+		threads := "threads"
+		if len(m.CPUs) > 0 {
+			threads = fmt.Sprintf("%d threads from the first initiator", len(m.CPUs[0]))
+		}
+		fmt.Fprintf(&b, "Bandwidth (MB/s): %s kernel (%s), best of %d after one uncounted, %s of arrays, %s%s\n",
+			m.Kernel, r.Conditions.KernelISA, m.Repeat, FormatSize(m.SizeBytes), threads, hugeNote(m))
+		writeMatrix(&b, m, 0)
+		writeSpread(&b, m, 0)
+	}
+	b.WriteString("\n")
+	if f := r.Placement.MinFractionOnTarget; f != nil {
+		fmt.Fprintf(&b, "Placement: at least %.2f%% of every buffer's pages on its target (%d buffers checked with move_pages)\n", 100**f, len(r.Placement.Pairs))
+	}
+	c := r.Conditions
+	bal := "NUMA balancing " + orNone(c.NUMABalancing)
+	if c.NUMABalancingOff {
+		bal = "NUMA balancing off for the run (was " + c.NUMABalancing + ", restored)"
+	}
+	virt := "bare metal"
+	if c.Virtual {
+		virt = "virtual machine (" + orUnknown(c.Hypervisor) + ")"
+	}
+	gov := strings.Join(c.Governors, ",")
+	fmt.Fprintf(&b, "Conditions: %s; kernel %s; THP %s; governor %s; %s; %s\n", orNone(c.CPUModel), orNone(c.Kernel), orNone(c.THP), orNone(gov), bal, virt)
+	for _, s := range r.Skipped {
+		fmt.Fprintf(&b, "Not measured: %s node %d -> node %d: %s\n", s.Kind, s.Initiator, s.Target, s.Reason)
+	}
+	for _, n := range r.Notes {
+		fmt.Fprintf(&b, "Note: %s\n", n)
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "unknown"
+	}
+	return s
+}
+
+// hugeNote says which pages backed the buffers.
+func hugeNote(m *Matrix) string {
+	lo, hi, found := 2.0, -1.0, false
+	for _, row := range m.HugeFraction {
+		for _, v := range row {
+			if v != nil {
+				lo, hi, found = min(lo, *v), max(hi, *v), true
+			}
+		}
+	}
+	switch {
+	case !found:
+		return ""
+	case hi == 0:
+		return "; base pages"
+	case lo == hi:
+		return fmt.Sprintf("; %.0f%% transparent huge pages", 100*lo)
+	}
+	return fmt.Sprintf("; %.0f-%.0f%% transparent huge pages", 100*lo, 100*hi)
+}
+
+// writeMatrix writes m's main matrix with prec decimals, "-" for a pair
+// not measured.
+func writeMatrix(b *strings.Builder, m *Matrix, prec int) {
+	writeGrid(b, m, func(r, c int) string {
+		if v := m.Matrix[r][c]; v != nil {
+			return strconv.FormatFloat(*v, 'f', prec, 64)
+		}
+		return "-"
+	})
+}
+
+// writeSpread writes the spread over the repeats, min-max, as a second
+// grid, so that a noisy pair is seen.
+func writeSpread(b *strings.Builder, m *Matrix, prec int) {
+	if m.Repeat < 2 {
+		return
+	}
+	b.WriteString("spread (min-max over the repeats):\n")
+	writeGrid(b, m, func(r, c int) string {
+		if m.Min[r][c] == nil {
+			return "-"
+		}
+		return strconv.FormatFloat(*m.Min[r][c], 'f', prec, 64) + "-" + strconv.FormatFloat(*m.Max[r][c], 'f', prec, 64)
+	})
+}
+
+func writeGrid(b *strings.Builder, m *Matrix, cell func(r, c int) string) {
+	const corner = "from\\to"
+	cells := make([][]string, len(m.Initiators))
+	width := len(corner)
+	for r := range m.Initiators {
+		cells[r] = make([]string, len(m.Targets))
+		for c := range m.Targets {
+			cells[r][c] = cell(r, c)
+			width = max(width, len(cells[r][c]))
+		}
+	}
+	fmt.Fprintf(b, "%*s", len(corner), corner)
+	for _, t := range m.Targets {
+		fmt.Fprintf(b, " %*d", width, t)
+	}
+	b.WriteString("\n")
+	for r, i := range m.Initiators {
+		fmt.Fprintf(b, "%*d", len(corner), i)
+		for c := range m.Targets {
+			fmt.Fprintf(b, " %*s", width, cells[r][c])
+		}
+		b.WriteString("\n")
+	}
+}

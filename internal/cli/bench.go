@@ -1,0 +1,172 @@
+package cli
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+
+	"github.com/spf13/cobra"
+
+	"github.com/numascope/numascope/internal/bench"
+	"github.com/numascope/numascope/internal/term"
+)
+
+// benchConfig is bench's command line, parsed.
+type benchConfig struct {
+	opt    bench.Options
+	format string
+	out    string
+	force  bool
+}
+
+// benchFlags are bench's flags as given.
+type benchFlags struct {
+	kind, from, to, size, kernel, format, out string
+	threads, repeat                           int
+	noHuge, force                             bool
+}
+
+// parse turns the flags into a configuration, checking everything that does
+// not need the topology.
+func (f benchFlags) parse() (benchConfig, error) {
+	var c benchConfig
+	var err error
+	if c.opt.Kinds, err = bench.ParseKind(f.kind); err != nil {
+		return c, err
+	}
+	if c.opt.Kernel, err = bench.ParseKernel(f.kernel); err != nil {
+		return c, err
+	}
+	if f.size != "" {
+		if c.opt.Size, err = bench.ParseSize(f.size); err != nil {
+			return c, fmt.Errorf("--size: %w", err)
+		}
+	}
+	if f.repeat < 1 {
+		return c, fmt.Errorf("--repeat %d: want at least 1", f.repeat)
+	}
+	if f.threads < 0 {
+		return c, fmt.Errorf("--threads %d: want a positive count (0: every CPU of the node)", f.threads)
+	}
+	if f.format != "text" && f.format != "json" {
+		return c, fmt.Errorf("unknown --format %q: use text or json", f.format)
+	}
+	c.opt.From, c.opt.To, c.opt.Threads, c.opt.Repeat, c.opt.NoHugePages = f.from, f.to, f.threads, f.repeat, f.noHuge
+	c.format, c.out, c.force = f.format, f.out, f.force
+	return c, nil
+}
+
+func newBenchCmd(g *globals) *cobra.Command {
+	var f benchFlags
+	cmd := &cobra.Command{
+		Use:   "bench [--kind latency|bandwidth|all] [--from NODES] [--to NODES] [--size SIZE] [--kernel load|copy|triad] [--format text|json] [-o FILE]",
+		Short: "Measure memory latency and bandwidth from every node with CPUs to every node with memory",
+		Long: `Measure what memory costs on this machine, node to node: the idle latency of a dependent load
+and the bandwidth of a streaming kernel, from every node with CPUs (initiators, rows) to every
+node with memory (targets, columns), CPU-less CXL, HBM and GPU-memory nodes included.
+
+Threads are pinned to the initiator's CPUs; each buffer is bound to its target (mbind, strict)
+before it is touched, and where its pages landed is checked with move_pages afterwards: below
+99% on the target is flagged. As root, NUMA balancing is turned off for the run and restored
+after, even if numascope is killed. The conditions that explain a surprising figure (THP,
+frequency governor, CPU model, virtualisation) are reported with the figures.
+
+Latency follows a random chain of cache lines (pages and the lines within them shuffled, so no
+prefetcher helps) for the median of --repeat runs. Bandwidth runs a kernel on all the
+initiator's CPUs (--threads fewer), counting bytes by STREAM's rules: best of --repeat after one
+uncounted run. --size is the memory per measurement (default: 4x the last-level cache, at least
+64M per array). See docs/bench.md.`,
+		Example: `  numascope bench
+  numascope bench --kind latency --to 2 --size 256M
+  numascope bench --kind bandwidth --kernel triad --format json -o bench.json`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			c, err := f.parse()
+			if err != nil {
+				return err
+			}
+			if g.root != "" {
+				return errors.New("bench measures this machine: --root (a captured tree) cannot be benchmarked")
+			}
+			if c.out != "" {
+				if err := checkOutput("bench result", c.out, c.force); err != nil {
+					return err
+				}
+			}
+			_, topo, err := g.discover()
+			if err != nil {
+				return err
+			}
+			c.opt.Topology = topo
+			if term.IsTerminal(os.Stderr) {
+				c.opt.Progress = func(done, total int, what string) {
+					fmt.Fprintf(os.Stderr, "\r\033[Knumascope bench: %d/%d %s", done+1, total, what)
+				}
+			}
+			res, err := bench.Run(c.opt)
+			if c.opt.Progress != nil {
+				fmt.Fprint(os.Stderr, "\r\033[K")
+			}
+			if err != nil {
+				return err
+			}
+			// The text output ends with the notes; JSON keeps them in
+			// "notes", where a reader of the terminal would miss them.
+			if c.format != "text" || c.out != "" {
+				for _, n := range res.Notes {
+					fmt.Fprintf(os.Stderr, "numascope bench: %s\n", n)
+				}
+			}
+			if c.out == "" {
+				return writeBench(os.Stdout, res, c.format)
+			}
+			return writeBenchFile(res, c)
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&f.kind, "kind", "all", "what to measure: latency, bandwidth or all")
+	fl.StringVar(&f.from, "from", "", "initiator nodes, with CPUs (list like 0-1; default: all)")
+	fl.StringVar(&f.to, "to", "", "target nodes, with memory (list like 0-3; default: all, CPU-less ones included)")
+	fl.StringVar(&f.size, "size", "", "memory per measurement, e.g. 256M or 1G (default: 4x the last-level cache, at least 64M per array)")
+	fl.IntVar(&f.threads, "threads", 0, "bandwidth threads per initiator, one per core first (default: every CPU of the node)")
+	fl.StringVar(&f.kernel, "kernel", "copy", "bandwidth kernel: load, copy or triad")
+	fl.IntVar(&f.repeat, "repeat", bench.DefaultRepeat, "measurements per pair")
+	fl.BoolVar(&f.noHuge, "no-huge-pages", false, "use base pages only (default: transparent huge pages where the kernel gives them)")
+	fl.StringVar(&f.format, "format", "text", "output format: text or json")
+	fl.StringVarP(&f.out, "output", "o", "", "write to FILE instead of stdout")
+	fl.BoolVar(&f.force, "force", false, "overwrite FILE if it exists")
+	return cmd
+}
+
+func writeBench(w io.Writer, res *bench.Result, format string) error {
+	if format == "json" {
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", " ")
+		return enc.Encode(res)
+	}
+	return res.WriteText(w)
+}
+
+// writeBenchFile writes the result next to -o and then moves it there, so
+// that a half-written file never carries the name.
+func writeBenchFile(res *bench.Result, c benchConfig) error {
+	tmp, err := os.CreateTemp(filepath.Dir(c.out), "."+filepath.Base(c.out)+".*")
+	if err != nil {
+		return fmt.Errorf("cannot write the bench result next to %s: %w", c.out, err)
+	}
+	defer os.Remove(tmp.Name())
+	defer tmp.Close()
+	if err := writeBench(tmp, res, c.format); err != nil {
+		return fmt.Errorf("writing the bench result %s: %w", c.out, err)
+	}
+	if err := tmp.Chmod(0o644); err != nil {
+		return fmt.Errorf("writing the bench result %s: %w", c.out, err)
+	}
+	if err := tmp.Close(); err != nil {
+		return fmt.Errorf("writing the bench result %s: %w", c.out, err)
+	}
+	return placeOutput("bench result", tmp.Name(), c.out, c.force)
+}

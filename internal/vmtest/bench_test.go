@@ -1,0 +1,141 @@
+package vmtest
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+)
+
+// benchDoc is the part of numascope bench's JSON the test reads.
+type benchDoc struct {
+	Latency   *benchMatrix `json:"latency_ns"`
+	Bandwidth *benchMatrix `json:"bandwidth_mbs"`
+	Placement struct {
+		MinFractionOnTarget *float64 `json:"min_fraction_on_target"`
+		Pairs               []struct {
+			Kind             string  `json:"kind"`
+			Initiator        int     `json:"initiator"`
+			Target           int     `json:"target"`
+			FractionOnTarget float64 `json:"fraction_on_target"`
+			PagesChecked     int     `json:"pages_checked"`
+		} `json:"pairs"`
+	} `json:"placement"`
+	Rated      map[string]any `json:"rated"`
+	Conditions struct {
+		NUMABalancing    string `json:"numa_balancing"`
+		NUMABalancingOff bool   `json:"numa_balancing_off_during_run"`
+		Virtual          bool   `json:"virtual"`
+		THP              string `json:"thp"`
+	} `json:"conditions"`
+	Skipped []struct {
+		Reason string `json:"reason"`
+	} `json:"skipped"`
+}
+
+type benchMatrix struct {
+	Kernel     string       `json:"kernel"`
+	Initiators []int        `json:"initiators"`
+	Targets    []int        `json:"targets"`
+	Matrix     [][]*float64 `json:"matrix"`
+	CPUs       [][]int      `json:"cpus"`
+}
+
+// TestBench runs numascope bench in a VM with CPUs on nodes 0-2 and a
+// CPU-less memory node 3 (CXL- or HBM-like). Emulated timings mean nothing
+// (TCG), so it asserts structure and placement: three initiator rows and
+// four target columns, the CPU-less node a column only, every buffer's
+// pages on its target, and NUMA balancing off during the run and restored
+// after it, also after a kill -9.
+func TestBench(t *testing.T) {
+	requireVM(t)
+	const bal = "/proc/sys/kernel/numa_balancing"
+	script := "sec bal.before cat " + bal + "\n" +
+		"sec bench timeout 180 numascope bench --format json --size 8M --repeat 2 --kernel triad\n" +
+		"sec bal.after cat " + bal + "\n" +
+		"sec text timeout 120 numascope bench --kind latency --from 0 --to 2-3 --size 4M --repeat 1\n" +
+		"sec err.from sh -c 'numascope bench --from 3 2>&1; echo rc=$?'\n" +
+		"sec err.size sh -c 'numascope bench --to 3 --size 2G 2>&1; echo rc=$?'\n" +
+		// Killed in the middle of a run: the guard restores balancing.
+		"numascope bench --kind latency --size 32M --repeat 100 >/dev/null 2>&1 &\n" +
+		"pid=$!; i=0; while [ \"$(cat " + bal + ")\" != 0 ] && [ $i -lt 200 ]; do sleep 0.1; i=$((i+1)); done\n" +
+		"sec bal.during cat " + bal + "\n" +
+		"kill -9 $pid; sleep 1\n" +
+		"sec bal.killed cat " + bal + "\n"
+	r := runVM(t, []string{"--nodes", "4", "--cpuless", "1"}, script)
+
+	before := strings.TrimSpace(r.section(t, "bal.before"))
+	if before != "1" {
+		t.Fatalf("kernel.numa_balancing in the VM is %q before the run, want 1 (numavm turns it on)", before)
+	}
+	var d benchDoc
+	if err := json.Unmarshal([]byte(r.section(t, "bench")), &d); err != nil {
+		t.Fatalf("bench JSON: %v\n%s", err, r.section(t, "bench"))
+	}
+	for name, m := range map[string]*benchMatrix{"latency_ns": d.Latency, "bandwidth_mbs": d.Bandwidth} {
+		if m == nil {
+			t.Fatalf("%s missing", name)
+		}
+		if fmt.Sprint(m.Initiators) != "[0 1 2]" || fmt.Sprint(m.Targets) != "[0 1 2 3]" {
+			t.Errorf("%s: initiators %v targets %v, want [0 1 2] (CPU nodes) and [0 1 2 3] (the CPU-less node 3 a target only)", name, m.Initiators, m.Targets)
+		}
+		if len(m.Matrix) != 3 {
+			t.Fatalf("%s: %d rows, want 3", name, len(m.Matrix))
+		}
+		for i, row := range m.Matrix {
+			if len(row) != 4 {
+				t.Fatalf("%s: row %d has %d columns, want 4", name, i, len(row))
+			}
+			for j, v := range row {
+				if v == nil || *v <= 0 {
+					t.Errorf("%s[%d][%d] = %v, want a positive figure", name, i, j, v)
+				}
+			}
+		}
+		for i, cpus := range m.CPUs {
+			if len(cpus) != 1 || cpus[0] != i {
+				t.Errorf("%s: initiator %d ran on CPUs %v, want [%d] (one CPU per node in this VM)", name, i, cpus, i)
+			}
+		}
+	}
+	if d.Bandwidth != nil && d.Bandwidth.Kernel != "triad" {
+		t.Errorf("bandwidth kernel %q, want triad", d.Bandwidth.Kernel)
+	}
+	if d.Rated == nil || len(d.Skipped) != 0 {
+		t.Errorf("rated %v (want {}), skipped %v (want none)", d.Rated, d.Skipped)
+	}
+	if f := d.Placement.MinFractionOnTarget; f == nil || *f < 0.99 {
+		t.Errorf("placement.min_fraction_on_target %v, want at least 0.99", f)
+	}
+	if len(d.Placement.Pairs) != 24 {
+		t.Errorf("%d placements checked, want 24 (2 kinds x 3 initiators x 4 targets)", len(d.Placement.Pairs))
+	}
+	for _, p := range d.Placement.Pairs {
+		if p.FractionOnTarget < 0.99 || p.PagesChecked == 0 {
+			t.Errorf("%s %d->%d: %.3f of %d pages on the target", p.Kind, p.Initiator, p.Target, p.FractionOnTarget, p.PagesChecked)
+		}
+	}
+	if !d.Conditions.NUMABalancingOff || d.Conditions.NUMABalancing != "1" || !d.Conditions.Virtual {
+		t.Errorf("conditions %+v: want balancing 1 turned off during the run, and a virtual machine", d.Conditions)
+	}
+	if after := strings.TrimSpace(r.section(t, "bal.after")); after != before {
+		t.Errorf("kernel.numa_balancing %q after the run, want %q restored", after, before)
+	}
+	text := r.section(t, "text")
+	t.Logf("text output:\n%s", text)
+	if !strings.Contains(text, "from\\to") || !strings.Contains(text, "Placement:") {
+		t.Errorf("text output has no matrix or placement line:\n%s", text)
+	}
+	if s := r.section(t, "err.from"); !strings.Contains(s, "node 3 has no CPUs") || !strings.Contains(s, "rc=1") {
+		t.Errorf("--from 3 (CPU-less): %q, want one error line saying node 3 has no CPUs", s)
+	}
+	if s := r.section(t, "err.size"); !strings.Contains(s, "free; --size needs") || !strings.Contains(s, "rc=1") {
+		t.Errorf("--size 2G on a 512M node: %q, want an error about the free memory", s)
+	}
+	if during := strings.TrimSpace(r.section(t, "bal.during")); during != "0" {
+		t.Errorf("kernel.numa_balancing %q during a run as root, want 0", during)
+	}
+	if killed := strings.TrimSpace(r.section(t, "bal.killed")); killed != before {
+		t.Errorf("kernel.numa_balancing %q after kill -9, want %q restored by the guard", killed, before)
+	}
+}
