@@ -35,7 +35,7 @@
  * Build: gcc -O2 -static -o baresampler baresampler.c -lzstd
  *        (-DNO_ZSTD without libzstd: no zst mode)
  * Usage: baresampler -i INTERVAL [-n COUNT | -d DURATION] [-m term|jsonl|zst]
- *                    [-o PATH] EVENT...
+ *                    [-o PATH] [-t] EVENT...
  *   INTERVAL, DURATION: 100us, 1ms, 1.5s, 2m ... (as numascope's -i);
  *   EVENT: a /proc/vmstat counter, optionally prefixed vmstat. (pgfault,
  *   vmstat.pgalloc_normal). term writes to stdout unless -o.
@@ -43,6 +43,11 @@
  *   a file, with TCP_NODELAY as Go's connections have: the floor for
  *   `numascope live`, whose samples leave through a socket (scripts/bench
  *   reads it with wsclient -sink).
+ *   -t sets the thread's timer slack to 1 ns (prctl PR_SET_TIMERSLACK): an
+ *   ordinary thread's clock_nanosleep may wake up to 50 us after its deadline
+ *   (the kernel's default slack, to batch timer interrupts); numascope's
+ *   timerfd has none. A stricter floor for missed deadlines at short
+ *   intervals (scripts/bench-misses).
  * At exit it prints one line to stderr:
  *   baresampler: N samples, M missed deadlines
  * baresampler -F NUMBER... prints how it formats each number (recording
@@ -55,6 +60,7 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <signal.h>
 #include <stdint.h>
@@ -517,7 +523,7 @@ static int dial(const char *hostport)
 
 static void usage(void)
 {
-	fprintf(stderr, "usage: %s -i INTERVAL [-n COUNT | -d DURATION] [-m term|jsonl|zst] [-o PATH] EVENT...\n"
+	fprintf(stderr, "usage: %s -i INTERVAL [-n COUNT | -d DURATION] [-m term|jsonl|zst] [-o PATH] [-t] EVENT...\n"
 			"  e.g. %s -i 10ms -n 100 -m jsonl -o out.jsonl pgfault pgalloc_normal pgfree numa_local\n",
 		prog, prog);
 	exit(2);
@@ -531,7 +537,7 @@ int main(int argc, char **argv)
 	int opt;
 	if (argc > 1 && !strcmp(argv[1], "-F"))
 		return format_check(argc - 2, argv + 2);
-	while ((opt = getopt(argc, argv, "i:n:d:m:o:h")) != -1) {
+	while ((opt = getopt(argc, argv, "i:n:d:m:o:th")) != -1) {
 		switch (opt) {
 		case 'i':
 			interval = parse_duration(optarg);
@@ -554,6 +560,10 @@ int main(int argc, char **argv)
 			break;
 		case 'o':
 			path = optarg;
+			break;
+		case 't':
+			if (prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0) != 0)
+				die("prctl(PR_SET_TIMERSLACK): %s", strerror(errno));
 			break;
 		default:
 			usage();
