@@ -163,22 +163,12 @@ func TestFileWriterErrorsLikeOs(t *testing.T) {
 func TestSlowWritePausesRawWrites(t *testing.T) {
 	f, err := os.Create(filepath.Join(localDir(t), "big"))
 	w := rawWriter(t, f, err)
-	total := 0
-	for size := 256 << 10; w.until.IsZero(); size *= 2 {
-		if size > 512<<20 {
-			t.Fatalf("no raw write of up to 512 MiB took longer than %v", SlowWrite)
-		}
-		t0 := time.Now()
-		n, err := w.Write(make([]byte, size))
-		took := time.Since(t0)
-		if err != nil || n != size {
-			t.Fatalf("Write(%d bytes) = %d, %v", size, n, err)
-		}
-		total += n
+	total := writeDoubling(t, w, 256<<10, func(size int, took time.Duration) bool {
 		if w.until.IsZero() && took > 10*SlowWrite {
 			t.Fatalf("a raw write of %d bytes took %v and did not pause raw writes", size, took)
 		}
-	}
+		return !w.until.IsZero()
+	})
 	if left := time.Until(w.until); left < RawPause-time.Second || left > RawPause {
 		t.Errorf("raw writes paused for %v, want %v", left, RawPause)
 	}
@@ -295,11 +285,25 @@ func TestSetRawFilesOff(t *testing.T) {
 	if RawFiles() {
 		t.Fatal("RawFiles() still true")
 	}
-	total := 0
-	for size := 1 << 20; ; size *= 2 {
-		if size > 512<<20 {
-			t.Fatalf("no write of up to 512 MiB took longer than %v: cannot tell a raw one", SlowWrite)
+	total := writeDoubling(t, w, 1<<20, func(size int, took time.Duration) bool {
+		if !w.until.IsZero() {
+			t.Fatalf("a write of %d bytes paused raw writes: it was made raw", size)
 		}
+		return took > 2*SlowWrite // a raw write this slow would have paused raw writes
+	})
+	if st, err := f.Stat(); err != nil || st.Size() != int64(total) {
+		t.Fatalf("the file holds %v bytes (%v), want %d", st.Size(), err, total)
+	}
+}
+
+// writeDoubling writes zeros to w, from size bytes doubling up to 512 MiB,
+// until done says so after a write (given its size and how long it took),
+// and returns the bytes written. It fails the test when no write of up to
+// 512 MiB was slower than SlowWrite.
+func writeDoubling(t *testing.T, w *FileWriter, size int, done func(size int, took time.Duration) bool) int {
+	t.Helper()
+	total := 0
+	for ; size <= 512<<20; size *= 2 {
 		t0 := time.Now()
 		n, err := w.Write(make([]byte, size))
 		took := time.Since(t0)
@@ -307,14 +311,10 @@ func TestSetRawFilesOff(t *testing.T) {
 			t.Fatalf("Write(%d bytes) = %d, %v", size, n, err)
 		}
 		total += n
-		if !w.until.IsZero() {
-			t.Fatalf("a write of %d bytes paused raw writes: it was made raw", size)
-		}
-		if took > 2*SlowWrite {
-			break // a raw write this slow would have paused raw writes
+		if done(size, took) {
+			return total
 		}
 	}
-	if st, err := f.Stat(); err != nil || st.Size() != int64(total) {
-		t.Fatalf("the file holds %v bytes (%v), want %d", st.Size(), err, total)
-	}
+	t.Fatalf("no write of up to 512 MiB took longer than %v", SlowWrite)
+	return total
 }
