@@ -165,10 +165,12 @@ func accessOf(n *topology.Node, initiator int) *topology.Access {
 	return n.AccessFrom(initiator)
 }
 
-// describeClasses names each access class's initiators: "nodes 0-1 in
-// access0, node 0 in access1".
+// describeClasses names each access class's initiators: "node 0 in
+// access0, nodes 0-1 in access1", or "node 0 in access0 and access1" when
+// the classes agree, as they do on machines without generic initiators.
 func describeClasses(n *topology.Node) string {
-	var parts []string
+	var lists, order []string
+	classes := map[string][]string{}
 	for _, a := range n.Access {
 		who := "no node"
 		switch len(a.Initiators) {
@@ -178,9 +180,15 @@ func describeClasses(n *topology.Node) string {
 		default:
 			who = "nodes " + sysfs.FormatCPUList(a.Initiators)
 		}
-		parts = append(parts, fmt.Sprintf("%s in access%d", who, a.Class))
+		if _, ok := classes[who]; !ok {
+			order = append(order, who)
+		}
+		classes[who] = append(classes[who], "access"+strconv.Itoa(a.Class))
 	}
-	return strings.Join(parts, ", ")
+	for _, who := range order {
+		lists = append(lists, who+" in "+strings.Join(classes[who], " and "))
+	}
+	return strings.Join(lists, ", ")
 }
 
 func asFloat(v *uint64, scale float64) *float64 {

@@ -192,3 +192,16 @@ func TestRate(t *testing.T) {
 		}
 	}
 }
+
+// TestDescribeClasses: the reason for an unrated pair names each class's
+// initiators once, merged where the classes agree.
+func TestDescribeClasses(t *testing.T) {
+	same := &topology.Node{Access: []topology.Access{{Class: 0, Initiators: []int{0}}, {Class: 1, Initiators: []int{0}}}}
+	if got := describeClasses(same); got != "node 0 in access0 and access1" {
+		t.Errorf("same initiators: %q", got)
+	}
+	gi := &topology.Node{Access: []topology.Access{{Class: 0, Initiators: []int{4}}, {Class: 1, Initiators: []int{0, 1}}}}
+	if got := describeClasses(gi); got != "node 4 in access0, nodes 0-1 in access1" {
+		t.Errorf("a generic initiator in access0: %q", got)
+	}
+}
