@@ -142,6 +142,21 @@ func runLstopo(t *testing.T, lstopo, file string, args ...string) string {
 	return out
 }
 
+// lstopoRoundTrip writes top's XML with attrs to a file, has lstopo load
+// it and export it again, and returns the file and what lstopo exported.
+func lstopoRoundTrip(t *testing.T, lstopo string, top *Topology, attrs []MemAttr) (string, *hwlocExpect) {
+	t.Helper()
+	file := filepath.Join(t.TempDir(), "topo.xml")
+	if err := os.WriteFile(file, hwlocXML(t, top, attrs), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	back, err := parseHwlocXML([]byte(runLstopo(t, lstopo, file, "--of", "xml", "-")))
+	if err != nil {
+		t.Fatalf("lstopo's re-export: %v", err)
+	}
+	return file, back
+}
+
 // TestHwlocXMLLstopo reads the XML back with Debian's hwloc: lstopo must
 // load it without a complaint, re-export the same nodes, PUs and
 // distances, and show the measured values as memory attributes.
@@ -157,14 +172,7 @@ func TestHwlocXMLLstopo(t *testing.T) {
 			if name == "synthetic" {
 				attrs = benchAttrs
 			}
-			file := filepath.Join(t.TempDir(), "topo.xml")
-			if err := os.WriteFile(file, hwlocXML(t, top, attrs), 0o644); err != nil {
-				t.Fatal(err)
-			}
-			back, err := parseHwlocXML([]byte(runLstopo(t, lstopo, file, "--of", "xml", "-")))
-			if err != nil {
-				t.Fatalf("lstopo's re-export: %v", err)
-			}
+			file, back := lstopoRoundTrip(t, lstopo, top, attrs)
 			checkRoundTrip(t, top, back)
 			if attrs == nil {
 				return
@@ -282,14 +290,7 @@ func TestHwlocXMLFixtures(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			file := filepath.Join(t.TempDir(), "topo.xml")
-			if err := os.WriteFile(file, hwlocXML(t, top, nil), 0o644); err != nil {
-				t.Fatal(err)
-			}
-			back, err := parseHwlocXML([]byte(runLstopo(t, lstopo, file, "--of", "xml", "-")))
-			if err != nil {
-				t.Fatalf("lstopo's re-export: %v", err)
-			}
+			_, back := lstopoRoundTrip(t, lstopo, top, nil)
 			if got, want := sysfs.FormatCPUList(back.pus), sysfs.FormatCPUList(exp.pus); got != want {
 				t.Errorf("PUs: hwloc on the tree %s, lstopo on numascope's XML %s", want, got)
 			}
