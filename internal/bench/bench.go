@@ -122,12 +122,12 @@ type Skip struct {
 
 // Result is a whole run: bench --format json writes it.
 type Result struct {
-	Latency    *Matrix        `json:"latency_ns,omitempty"`
-	Bandwidth  *Matrix        `json:"bandwidth_mbs,omitempty"`
-	Placement  Placement      `json:"placement"`
-	Rated      map[string]any `json:"rated"`
-	Conditions Conditions     `json:"conditions"`
-	Skipped    []Skip         `json:"skipped"`
+	Latency    *Matrix    `json:"latency_ns,omitempty"`
+	Bandwidth  *Matrix    `json:"bandwidth_mbs,omitempty"`
+	Placement  Placement  `json:"placement"`
+	Rated      *Rated     `json:"rated"`
+	Conditions Conditions `json:"conditions"`
+	Skipped    []Skip     `json:"skipped"`
 	// Notes are plain sentences about the run: warnings included.
 	Notes []string `json:"notes"`
 }
@@ -237,7 +237,7 @@ func Run(opt Options) (*Result, error) {
 	for _, id := range p.initiators {
 		cpus = append(cpus, usableCPUs(opt.Topology)[id]...)
 	}
-	res := &Result{Rated: map[string]any{}, Conditions: readConditions(cpus), Skipped: []Skip{}, Notes: []string{}}
+	res := &Result{Conditions: readConditions(cpus), Skipped: []Skip{}, Notes: []string{}}
 	res.Placement.Pairs = []Pair{}
 
 	// NUMA balancing would unmap pages to sample accesses and may migrate
@@ -337,6 +337,7 @@ func Run(opt Options) (*Result, error) {
 	if minFrac <= 1 {
 		res.Placement.MinFractionOnTarget = &minFrac
 	}
+	res.Rated = Rate(opt.Topology, res)
 	if len(res.Placement.Pairs) == 0 {
 		why := "nothing"
 		if len(res.Skipped) > 0 {

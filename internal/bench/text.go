@@ -14,7 +14,7 @@ func (r *Result) WriteText(w io.Writer) error {
 	var b strings.Builder
 	if m := r.Latency; m != nil {
 		fmt.Fprintf(&b, "Idle latency (ns): median of %d, %s chain, %d loads per repeat%s\n", m.Repeat, FormatSize(m.SizeBytes), m.Steps, hugeNote(m))
-		writeMatrix(&b, m, 1)
+		writeMatrix(&b, m, 1, r.ratedGrid(true), "HMAT read latency")
 		writeSpread(&b, m, 1)
 	}
 	if m := r.Bandwidth; m != nil {
@@ -27,7 +27,7 @@ func (r *Result) WriteText(w io.Writer) error {
 		}
 		fmt.Fprintf(&b, "Bandwidth (MB/s): %s kernel (%s), best of %d after one uncounted, %s of arrays, %s%s\n",
 			m.Kernel, r.Conditions.KernelISA, m.Repeat, FormatSize(m.SizeBytes), threads, hugeNote(m))
-		writeMatrix(&b, m, 0)
+		writeMatrix(&b, m, 0, r.ratedGrid(false), "HMAT read bandwidth, converted from MiB/s")
 		writeSpread(&b, m, 0)
 	}
 	b.WriteString("\n")
@@ -45,6 +45,7 @@ func (r *Result) WriteText(w io.Writer) error {
 	}
 	gov := strings.Join(c.Governors, ",")
 	fmt.Fprintf(&b, "Conditions: %s; kernel %s; THP %s; governor %s; %s; %s\n", orNone(c.CPUModel), orNone(c.Kernel), orNone(c.THP), orNone(gov), bal, virt)
+	r.writeRated(&b)
 	for _, s := range r.Skipped {
 		fmt.Fprintf(&b, "Not measured: %s node %d -> node %d: %s\n", s.Kind, s.Initiator, s.Target, s.Reason)
 	}
@@ -84,14 +85,78 @@ func hugeNote(m *Matrix) string {
 }
 
 // writeMatrix writes m's main matrix with prec decimals, "-" for a pair
-// not measured.
-func writeMatrix(b *strings.Builder, m *Matrix, prec int) {
+// not measured. With rated values (the kernel's HMAT), each cell is
+// "measured (rated)", so that the promise sits beside the figure; what
+// names the rated value.
+func writeMatrix(b *strings.Builder, m *Matrix, prec int, rated [][]*float64, what string) {
+	if rated != nil {
+		fmt.Fprintf(b, "measured (rated: %s; - not reported):\n", what)
+	}
 	writeGrid(b, m, func(r, c int) string {
+		cell := "-"
 		if v := m.Matrix[r][c]; v != nil {
-			return strconv.FormatFloat(*v, 'f', prec, 64)
+			cell = strconv.FormatFloat(*v, 'f', prec, 64)
 		}
-		return "-"
+		if rated != nil && (m.Matrix[r][c] != nil || rated[r][c] != nil) {
+			cell += " (" + ratedCell(rated[r][c], prec) + ")"
+		}
+		return cell
 	})
+}
+
+// ratedGrid is the rated matrix to show beside the latency (or bandwidth)
+// one, nil when no pair has a rated value or the rated part does not
+// describe the same initiators and targets.
+func (r *Result) ratedGrid(latency bool) [][]*float64 {
+	if r.Rated == nil || r.Rated.NotReported != "" {
+		return nil
+	}
+	g := r.Rated.ReadBandwidthMBs
+	if latency {
+		g = r.Rated.ReadLatencyNS
+	}
+	found := false
+	for _, row := range g {
+		for _, v := range row {
+			if v != nil {
+				found = true
+			}
+		}
+	}
+	if !found {
+		return nil
+	}
+	return g
+}
+
+// writeRated says what the rated part found: why there are no rated
+// values, which pairs lack them, and the check of the kernel's memory
+// tier order against the measurements.
+func (r *Result) writeRated(b *strings.Builder) {
+	rt := r.Rated
+	if rt == nil {
+		return
+	}
+	if rt.NotReported != "" {
+		fmt.Fprintf(b, "Rated (HMAT): not reported: %s\n", rt.NotReported)
+	} else {
+		for _, m := range rt.Missing {
+			fmt.Fprintf(b, "Rated (HMAT): node %d -> node %d not rated: %s\n", m.Initiator, m.Target, m.Reason)
+		}
+	}
+	to := rt.TierOrder
+	switch {
+	case !to.Checked:
+		fmt.Fprintf(b, "Tier order: not checked: %s\n", to.Why)
+	case len(to.Contradictions) == 0 && to.Why != "":
+		fmt.Fprintf(b, "Tier order: nothing to check: %s\n", to.Why)
+	case len(to.Contradictions) == 0:
+		fmt.Fprintf(b, "Tier order: the measurements agree with the kernel's memory tiers\n")
+	default:
+		for _, c := range to.Contradictions {
+			fmt.Fprintf(b, "Tier order contradicted: %s\n", c.Text)
+		}
+	}
 }
 
 // writeSpread writes the spread over the repeats, min-max, as a second

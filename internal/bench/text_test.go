@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+
+	"github.com/numascope/numascope/internal/topology"
 )
 
 // TestTextAndJSONOfSkippedPair: a pair not measured is "-" in the text and
@@ -15,8 +17,9 @@ func TestTextAndJSONOfSkippedPair(t *testing.T) {
 	m.set(0, 2, []float64{300, 310, 290}, true)
 	m.set(1, 0, []float64{140, 150, 145}, true)
 	m.set(1, 2, []float64{350, 351, 349}, true)
-	res := &Result{Latency: m, Rated: map[string]any{}, Skipped: []Skip{
+	res := &Result{Latency: m, Skipped: []Skip{
 		{"latency", 0, 1, "node 1 is outside this process's cpuset"}, {"latency", 1, 1, "node 1 is outside this process's cpuset"}}}
+	res.Rated = Rate(&topology.Topology{Nodes: []topology.Node{{ID: 0}, {ID: 1}, {ID: 3}}}, res)
 	var b strings.Builder
 	if err := res.WriteText(&b); err != nil {
 		t.Fatal(err)
@@ -35,7 +38,7 @@ func TestTextAndJSONOfSkippedPair(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(string(j), `"matrix":[[90,null,300],[145,null,350]]`) || !strings.Contains(string(j), `"rated":{}`) {
+	if !strings.Contains(string(j), `"matrix":[[90,null,300],[145,null,350]]`) || !strings.Contains(string(j), `"rated":{"initiators":[0,1],"targets":[0,1,3],"not_reported":"the kernel reports no HMAT`) {
 		t.Errorf("JSON: %s", j)
 	}
 }

@@ -30,6 +30,9 @@ const (
 	VMRequired    = "NUMASCOPE_VM_REQUIRED"    // QEMU and the Debian kernel
 	PfmRequired   = "NUMASCOPE_PFM_REQUIRED"   // gcc and libpfm4
 	StatsRequired = "NUMASCOPE_STATS_REQUIRED" // python3 with statsmodels
+	// LstopoRequired: Debian's hwloc tools (lstopo), which read back the
+	// XML of topology --format hwloc-xml.
+	LstopoRequired = "NUMASCOPE_LSTOPO_REQUIRED"
 )
 
 // IsRequired reports whether the switch env is set.
@@ -77,6 +80,21 @@ func HwlocFixtures(t testing.TB) (dir string, tarballs []string) {
 		SkipUnless(t, HwlocRequired, "no hwloc captures (*.tar.bz2) in %s; they live in ../shared next to the repository", dir)
 	}
 	return dir, tarballs
+}
+
+// Lstopo is the path of hwloc's lstopo: lstopo-no-graphics, which both
+// Debian's hwloc and hwloc-nox install, else lstopo. Without either the test
+// skips, or fails when NUMASCOPE_LSTOPO_REQUIRED is set, as scripts/test
+// does: the hwloc round trip must not pass in CI having checked nothing.
+func Lstopo(t testing.TB) string {
+	t.Helper()
+	for _, name := range []string{"lstopo-no-graphics", "lstopo"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return p
+		}
+	}
+	SkipUnless(t, LstopoRequired, "hwloc's lstopo is not installed (sudo scripts/install-test-deps installs Debian's hwloc)")
+	return ""
 }
 
 // Run runs cmd and returns its stdout, its stderr and its exit status (-1

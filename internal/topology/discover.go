@@ -232,6 +232,8 @@ type rawNode struct {
 	memTotal uint64
 	memFree  uint64
 	dist     map[string]int
+	access   []Access
+	msc      []MemorySideCache
 }
 
 // cpuState is per-CPU discovery state that is not part of the public type.
@@ -316,12 +318,14 @@ func (d *discoverer) run() (*Topology, error) {
 				owner[c] = n.id
 			}
 			t.Nodes = append(t.Nodes, Node{
-				ID:          n.id,
-				CPUs:        nonNil(kept),
-				MemoryTotal: n.memTotal,
-				MemoryFree:  n.memFree,
-				Distances:   n.dist,
-				CPULess:     len(n.cpus) == 0,
+				ID:               n.id,
+				CPUs:             nonNil(kept),
+				MemoryTotal:      n.memTotal,
+				MemoryFree:       n.memFree,
+				Distances:        n.dist,
+				CPULess:          len(n.cpus) == 0,
+				Access:           n.access,
+				MemorySideCaches: n.msc,
 			})
 		}
 		if len(multi) > 0 {
@@ -353,6 +357,8 @@ func (d *discoverer) run() (*Topology, error) {
 		}
 	}
 	t.NUMA = numa
+	t.MemoryTiers = d.memoryTiers()
+	d.assignTiers(t)
 
 	if len(t.CPUs) == 0 && !numa && t.Nodes[0].MemoryTotal == 0 {
 		return nil, fmt.Errorf("no CPU, NUMA node or memory information under %s and %s: is the root right?",
@@ -513,6 +519,8 @@ func (d *discoverer) nodes() (out []rawNode, numa bool) {
 		} else if len(ids) > 1 {
 			noDistance = append(noDistance, id)
 		}
+		n.access = d.access(dir)
+		n.msc = d.memorySideCaches(dir)
 		out = append(out, n)
 	}
 	if len(noDistance) > 0 {
@@ -541,7 +549,7 @@ func (d *discoverer) checkDistances(nodes []Node) {
 // directory: NUMA code everywhere can then treat every machine as having at
 // least node 0, which is also what the kernel does internally.
 func (d *discoverer) syntheticNode(cpus []CPU) Node {
-	n := Node{ID: 0, Distances: map[string]int{"0": 10}, CPUs: []int{}}
+	n := Node{ID: 0, Distances: map[string]int{"0": 10}, CPUs: []int{}, Access: []Access{}, MemorySideCaches: []MemorySideCache{}}
 	for _, c := range cpus {
 		n.CPUs = append(n.CPUs, c.ID)
 	}

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -33,12 +34,12 @@ func TestTwoNodeCXL(t *testing.T) {
 	}
 	want := []Node{
 		{ID: 0, CPUs: []int{0, 1, 4, 5}, MemoryTotal: 32654400 * 1024, MemoryFree: 20001000 * 1024,
-			Distances: map[string]int{"0": 10, "1": 21, "2": 14}, Allowed: true},
+			Distances: map[string]int{"0": 10, "1": 21, "2": 14}, Allowed: true, Access: []Access{}, MemorySideCaches: []MemorySideCache{}},
 		// node1 has no cpulist: its CPUs come from cpumap.
 		{ID: 1, CPUs: []int{2, 3, 6, 7}, MemoryTotal: 33021952 * 1024, MemoryFree: 30000000 * 1024,
-			Distances: map[string]int{"0": 21, "1": 10, "2": 24}, Allowed: true},
+			Distances: map[string]int{"0": 21, "1": 10, "2": 24}, Allowed: true, Access: []Access{}, MemorySideCaches: []MemorySideCache{}},
 		{ID: 2, CPUs: []int{}, MemoryTotal: 134217728 * 1024, MemoryFree: 134000000 * 1024,
-			Distances: map[string]int{"0": 14, "1": 24, "2": 10}, CPULess: true, Allowed: true},
+			Distances: map[string]int{"0": 14, "1": 24, "2": 10}, CPULess: true, Allowed: true, Access: []Access{}, MemorySideCaches: []MemorySideCache{}},
 	}
 	if !reflect.DeepEqual(top.Nodes, want) {
 		t.Errorf("nodes:\n got %+v\nwant %+v", top.Nodes, want)
@@ -120,10 +121,22 @@ func TestJSONShape(t *testing.T) {
 	if c7["online"] != false || c7["node"].(float64) != 1 {
 		t.Errorf("cpu 7 JSON = %v", c7)
 	}
-	if bytes.Contains(b, []byte("null")) {
+	// null is kept for what the kernel does not report (memory tiers:
+	// this tree has none); nothing else may be null, lists included.
+	if bytes.Contains(notReportedJSON.ReplaceAll(b, nil), []byte("null")) {
 		t.Errorf("JSON contains null: %s", b)
 	}
+	if m["memory_tiers"] != nil || n2["memory_tier"] != nil {
+		t.Errorf("memory tiers = %v, node 2's %v: want null (not reported)", m["memory_tiers"], n2["memory_tier"])
+	}
+	if a, ok := n2["access"].([]any); !ok || len(a) != 0 {
+		t.Errorf("node 2 access = %#v, want []", n2["access"])
+	}
 }
+
+// notReportedJSON matches the keys whose null means "the kernel does not
+// report it".
+var notReportedJSON = regexp.MustCompile(`"(memory_tiers|memory_tier|read_latency_ns|write_latency_ns|read_bandwidth_mibs|write_bandwidth_mibs|size_bytes|line_size|indexing|write_policy)":null`)
 
 func TestCgroup2WithoutStatus(t *testing.T) {
 	top := discoverTree(t, "cgroup2-restricted")
@@ -166,7 +179,7 @@ func TestNoNodeDirectory(t *testing.T) {
 		t.Error("NUMA = true without a node directory")
 	}
 	want := []Node{{ID: 0, CPUs: []int{0, 1, 2, 3}, MemoryTotal: 8041312 * 1024, MemoryFree: 6120448 * 1024,
-		Distances: map[string]int{"0": 10}, Allowed: true}}
+		Distances: map[string]int{"0": 10}, Allowed: true, Access: []Access{}, MemorySideCaches: []MemorySideCache{}}}
 	if !reflect.DeepEqual(top.Nodes, want) {
 		t.Errorf("nodes = %+v", top.Nodes)
 	}

@@ -272,7 +272,8 @@ func extractTar(tr *tar.Reader, tarball, dest string) (string, error) {
 }
 
 // skipPatterns name the parts of the captured trees that topology discovery
-// never reads: PCI and ACPI devices, memory blocks, the device tree, and in
+// never reads: PCI and ACPI devices, memory blocks, the device tree, the
+// virtual devices but the memory tiers, and in
 // CPU directories everything but topology, caches and online state. They are
 // most of the 90,000 entries of the fixtures; not creating them keeps the
 // suite fast. Each pattern is matched against the entry's path below the
@@ -281,8 +282,9 @@ var skipPatterns = [][]string{
 	{"sys", "bus"}, {"sys", "class"}, {"sys", "block"}, {"sys", "firmware"},
 	{"sys", "kernel"}, {"sys", "module"}, {"sys", "devices", "pci*"},
 	{"sys", "devices", "LNXSYSTM*"}, {"sys", "devices", "platform"},
-	{"sys", "devices", "virtual"}, {"sys", "devices", "system", "memory"},
-	{"sys", "devices", "system", "node", "node*", "memory*"},
+	{"sys", "devices", "system", "memory"},
+	// memoryN block links, not memory_side_cache, which discovery reads.
+	{"sys", "devices", "system", "node", "node*", "memory[0-9]*"},
 	{"sys", "devices", "system", "node", "node*", "hugepages"},
 	{"proc", "device-tree"},
 }
@@ -313,6 +315,10 @@ func skipEntry(name string) bool {
 		if match {
 			return true
 		}
+	}
+	// Of devices/virtual only the memory tiers are read.
+	if len(parts) >= 4 && parts[0] == "sys" && parts[1] == "devices" && parts[2] == "virtual" && parts[3] != "memory_tiering" {
+		return true
 	}
 	if len(parts) >= 6 && parts[0] == "sys" && parts[1] == "devices" && parts[2] == "system" && parts[3] == "cpu" {
 		if _, ok := numbered(parts[4], "cpu"); ok {

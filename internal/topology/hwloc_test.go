@@ -657,6 +657,7 @@ type xmlObject struct {
 	CacheSize      uint64      `xml:"cache_size,attr"`
 	CacheType      int         `xml:"cache_type,attr"`
 	Depth          int         `xml:"depth,attr"`
+	GPIndex        int         `xml:"gp_index,attr"`
 	Children       []xmlObject `xml:"object"`
 }
 

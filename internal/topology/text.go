@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"fmt"
 	"io"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -33,6 +34,7 @@ func (t *Topology) WriteTextWidth(w io.Writer, width int) error {
 	t.writeNodes(bw)
 	t.writeDistances(bw, width)
 	t.writeCaches(bw)
+	t.writeMemoryPerf(bw)
 	t.writeDrawing(bw, width)
 	if len(t.Warnings) > 0 {
 		fmt.Fprintf(bw, "\nWarnings:\n")
@@ -142,7 +144,15 @@ func maxThreads(cpus []CPU) int {
 
 func (t *Topology) writeNodes(w *bufio.Writer) {
 	fmt.Fprintf(w, "\nNUMA nodes:\n")
+	// The tier column appears only when the kernel reports tiers; without
+	// them a column of "-" would say nothing the memory section does not.
+	tiers := t.MemoryTiers != nil
 	rows := [][]string{{"node", "cpus", "memory", "free", "notes"}}
+	right := []bool{true, false, true, true, false}
+	if tiers {
+		rows[0] = slices.Insert(rows[0], 4, "tier")
+		right = slices.Insert(right, 4, true)
+	}
 	for _, n := range t.Nodes {
 		cpus := sysfs.FormatCPUList(n.CPUs)
 		if cpus == "" {
@@ -159,9 +169,13 @@ func (t *Topology) writeNodes(w *bufio.Writer) {
 		if !n.Allowed {
 			notes = append(notes, "not allowed")
 		}
-		rows = append(rows, []string{strconv.Itoa(n.ID), cpus, humanBytes(n.MemoryTotal), humanBytes(n.MemoryFree), strings.Join(notes, ", ")})
+		row := []string{strconv.Itoa(n.ID), cpus, humanBytes(n.MemoryTotal), humanBytes(n.MemoryFree), strings.Join(notes, ", ")}
+		if tiers {
+			row = slices.Insert(row, 4, optInt(n.MemoryTier))
+		}
+		rows = append(rows, row)
 	}
-	writeTable(w, rows, []bool{true, false, true, true, false})
+	writeTable(w, rows, right)
 }
 
 // nearestCPUNode finds, for a CPU-less node, the closest node that has

@@ -112,14 +112,15 @@ func checkText(t *testing.T, name string, top *Topology, out string, lines []str
 	if !strings.Contains(lines[0], plural(len(top.CPUs), "thread", "threads")) {
 		t.Errorf("%s: header %q lacks the thread count %d", name, lines[0], len(top.CPUs))
 	}
-	// The distance matrix and the drawing fit the width; tables and
-	// warnings hold CPU lists and paths and may not.
+	// The distance matrix and the drawing fit the width; tables (of
+	// caches, of tiers and HMAT ratings) and warnings hold CPU lists and
+	// paths and may not.
 	bounded := false
 	for _, l := range lines {
 		switch {
 		case l == "Node distances:" || strings.HasPrefix(l, "Packages ("):
 			bounded = true
-		case l == "Caches:" || l == "Warnings:":
+		case l == "Caches:" || l == "Warnings:" || strings.HasPrefix(l, "Memory tiers, HMAT ratings"):
 			bounded = false
 		}
 		if bounded && len(l) > width && !strings.HasPrefix(l, "  (CPUs ") {

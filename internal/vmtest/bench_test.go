@@ -21,7 +21,16 @@ type benchDoc struct {
 			PagesChecked     int     `json:"pages_checked"`
 		} `json:"pairs"`
 	} `json:"placement"`
-	Rated      map[string]any `json:"rated"`
+	Rated struct {
+		Initiators  []int           `json:"initiators"`
+		Targets     []int           `json:"targets"`
+		NotReported string          `json:"not_reported"`
+		MemoryTiers map[string]*int `json:"memory_tiers"`
+		TierOrder   struct {
+			Checked bool   `json:"checked"`
+			Why     string `json:"why"`
+		} `json:"tier_order"`
+	} `json:"rated"`
 	Conditions struct {
 		NUMABalancing    string `json:"numa_balancing"`
 		NUMABalancingOff bool   `json:"numa_balancing_off_during_run"`
@@ -53,6 +62,9 @@ func TestBench(t *testing.T) {
 	script := "sec bal.before cat " + bal + "\n" +
 		"sec bench timeout 180 numascope bench --format json --size 8M --repeat 2 --kernel triad\n" +
 		"sec bal.after cat " + bal + "\n" +
+		// What the kernel says about tiers, beside what topology read.
+		"sec tiers sh -c 'for d in /sys/devices/virtual/memory_tiering/memory_tier*; do [ -d \"$d\" ] && echo \"${d##*memory_tier} $(cat $d/nodelist)\"; done; true'\n" +
+		"sec topo numascope topology --format json\n" +
 		"sec text timeout 120 numascope bench --kind latency --from 0 --to 2-3 --size 4M --repeat 1\n" +
 		"sec err.from sh -c 'numascope bench --from 3 2>&1; echo rc=$?'\n" +
 		"sec err.size sh -c 'numascope bench --to 3 --size 2G 2>&1; echo rc=$?'\n" +
@@ -101,9 +113,14 @@ func TestBench(t *testing.T) {
 	if d.Bandwidth != nil && d.Bandwidth.Kernel != "triad" {
 		t.Errorf("bandwidth kernel %q, want triad", d.Bandwidth.Kernel)
 	}
-	if d.Rated == nil || len(d.Skipped) != 0 {
-		t.Errorf("rated %v (want {}), skipped %v (want none)", d.Rated, d.Skipped)
+	if len(d.Skipped) != 0 {
+		t.Errorf("skipped %v, want none", d.Skipped)
 	}
+	// QEMU gives this VM no HMAT: rated says so once, for every pair.
+	if fmt.Sprint(d.Rated.Initiators, d.Rated.Targets) != "[0 1 2] [0 1 2 3]" || !strings.Contains(d.Rated.NotReported, "no HMAT values") {
+		t.Errorf("rated %+v: want the 3x4 pairs and a reason for no HMAT values", d.Rated)
+	}
+	checkTiers(t, r.section(t, "tiers"), r.section(t, "topo"), d.Rated.MemoryTiers, d.Rated.TierOrder.Checked)
 	if f := d.Placement.MinFractionOnTarget; f == nil || *f < 0.99 {
 		t.Errorf("placement.min_fraction_on_target %v, want at least 0.99", f)
 	}
@@ -137,5 +154,64 @@ func TestBench(t *testing.T) {
 	}
 	if killed := strings.TrimSpace(r.section(t, "bal.killed")); killed != before {
 		t.Errorf("kernel.numa_balancing %q after kill -9, want %q restored by the guard", killed, before)
+	}
+}
+
+// checkTiers compares the memory tiers the guest kernel lists with what
+// numascope topology and bench read. Debian's kernels since 6.1 put every
+// node with memory in the DRAM tier (memory_tier4); an older kernel has no
+// tiers, and then both must say "not reported" (null).
+func checkTiers(t *testing.T, kernel, topoJSON string, benchTiers map[string]*int, checked bool) {
+	t.Helper()
+	want := map[int]int{} // node -> tier
+	for _, l := range strings.Split(strings.TrimSpace(kernel), "\n") {
+		f := strings.Fields(l)
+		if len(f) != 2 {
+			continue
+		}
+		var tier int
+		fmt.Sscan(f[0], &tier)
+		for _, part := range strings.Split(f[1], ",") {
+			var lo, hi int
+			if n, _ := fmt.Sscanf(part, "%d-%d", &lo, &hi); n < 2 {
+				fmt.Sscan(part, &lo)
+				hi = lo
+			}
+			for n := lo; n <= hi; n++ {
+				want[n] = tier
+			}
+		}
+	}
+	var topo struct {
+		MemoryTiers []struct {
+			ID    int   `json:"id"`
+			Nodes []int `json:"nodes"`
+		} `json:"memory_tiers"`
+		Nodes []struct {
+			ID         int  `json:"id"`
+			MemoryTier *int `json:"memory_tier"`
+		} `json:"nodes"`
+	}
+	if err := json.Unmarshal([]byte(topoJSON), &topo); err != nil {
+		t.Fatalf("topology JSON: %v", err)
+	}
+	t.Logf("kernel memory tiers: %q", kernel)
+	if len(want) == 0 && topo.MemoryTiers != nil {
+		t.Errorf("the kernel lists no memory tier, topology shows %+v", topo.MemoryTiers)
+	}
+	for _, n := range topo.Nodes {
+		w, ok := want[n.ID]
+		switch {
+		case ok && (n.MemoryTier == nil || *n.MemoryTier != w):
+			t.Errorf("node %d: topology's memory tier %v, the kernel's %d", n.ID, n.MemoryTier, w)
+		case !ok && n.MemoryTier != nil:
+			t.Errorf("node %d: topology's memory tier %d, the kernel lists it in none", n.ID, *n.MemoryTier)
+		}
+		if b := benchTiers[fmt.Sprint(n.ID)]; ok && (b == nil || *b != w) {
+			t.Errorf("node %d: bench's memory tier %v, the kernel's %d", n.ID, b, w)
+		}
+	}
+	if len(want) > 0 && !checked {
+		t.Errorf("the kernel has memory tiers, but bench did not check their order")
 	}
 }
