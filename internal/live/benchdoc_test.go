@@ -231,7 +231,9 @@ func TestReadBenchBounded(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "over the 8 MiB limit") {
 		t.Fatalf("endless FIFO: %v", err)
 	}
-	if grew := after.TotalAlloc - before.TotalAlloc; grew > 4*MaxBenchBytes {
+	// io.ReadAll's growing buffer allocates a few times what it ends with
+	// (more under -race): bounded by the limit, not by the FIFO.
+	if grew := after.TotalAlloc - before.TotalAlloc; grew > 8*MaxBenchBytes {
 		t.Fatalf("reading an endless FIFO allocated %d MiB", grew>>20)
 	}
 }
