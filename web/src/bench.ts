@@ -9,7 +9,7 @@
 // into the page as text (src/dom.ts).
 
 import uPlot from "uplot";
-import type { BenchDocument, BenchMatrix, BenchNode, BenchSkip, Cells, NodeID, RatedMatrix } from "./documents";
+import type { BenchDocument, BenchMatrix, BenchNode, BenchRated, BenchSkip, Cells, NodeID } from "./documents";
 import { el } from "./dom";
 import { bytes, int, num, percent, ranges, si } from "./format";
 import { palette } from "./plots";
@@ -18,6 +18,9 @@ import type { BenchPage } from "./state";
 /** The two matrices: how each is read and coloured. */
 interface Kind {
   key: "latency_ns" | "bandwidth_mbs";
+  /** rated's read and write values for this matrix */
+  read: "read_latency_ns" | "read_bandwidth_mbs";
+  write: "write_latency_ns" | "write_bandwidth_mbs";
   /** the `kind` of skipped and placement entries */
   kind: "latency" | "bandwidth";
   title: string;
@@ -30,8 +33,8 @@ interface Kind {
 }
 
 const KINDS: Kind[] = [
-  { key: "latency_ns", kind: "latency", title: "Idle latency (ns)", suffix: " ns", higherBetter: false, fmt: (v) => num(v) },
-  { key: "bandwidth_mbs", kind: "bandwidth", title: "Bandwidth", suffix: "", higherBetter: true, fmt: (v) => `${si(v * 1e6)}B/s` },
+  { key: "latency_ns", read: "read_latency_ns", write: "write_latency_ns", kind: "latency", title: "Idle latency (ns)", suffix: " ns", higherBetter: false, fmt: (v) => num(v) },
+  { key: "bandwidth_mbs", read: "read_bandwidth_mbs", write: "write_bandwidth_mbs", kind: "bandwidth", title: "Bandwidth", suffix: "", higherBetter: true, fmt: (v) => `${si(v * 1e6)}B/s` },
 ];
 
 // viridis, at eleven even steps: perceptually uniform, readable in grey and
@@ -61,6 +64,10 @@ interface Lookup {
   skipped: Map<string, BenchSkip>;
   placement: Map<string, { fraction: number | null; pages?: number }>;
   initiators: Set<string>;
+  /** why a pair has no rated value, by pair ("rated" kind) */
+  unrated: Map<string, string>;
+  /** a node's memory tier: the topology's, else rated's */
+  tier: (id: NodeID) => NodeID | undefined;
 }
 
 function lookup(doc: BenchDocument): Lookup {
@@ -74,7 +81,12 @@ function lookup(doc: BenchDocument): Lookup {
   const placement = new Map<string, { fraction: number | null; pages?: number }>();
   for (const p of doc.placement.pairs) placement.set(pairKey(p.kind, p.initiator, p.target), { fraction: p.fraction_on_target, pages: p.pages_checked });
   const initiators = new Set([...(doc.latency_ns?.initiators ?? []), ...(doc.bandwidth_mbs?.initiators ?? [])].map(String));
-  return { nodes, skipped, placement, initiators };
+  const unrated = new Map(doc.rated.missing.map((x): [string, string] => [pairKey("rated", x.initiator, x.target), x.reason]));
+  const tier = (id: NodeID): NodeID | undefined => {
+    const rt = doc.rated.memory_tiers;
+    return nodes.get(String(id))?.memory_tier ?? (Object.hasOwn(rt, String(id)) ? (rt[String(id)] ?? undefined) : undefined);
+  };
+  return { nodes, skipped, placement, initiators, unrated, tier };
 }
 
 /** cpuless says whether a target has no CPUs: true or false from the topology, undefined without one. */
@@ -83,16 +95,16 @@ function cpuless(n: BenchNode | undefined): boolean | undefined {
   return n.cpuless ?? n.cpus.length === 0;
 }
 
-/** rated aligns a rated matrix with the measured one by node id (or by position when it names none). */
-function rated(r: RatedMatrix | undefined, m: BenchMatrix): Cells | undefined {
-  if (!r) return undefined;
-  if (!r.initiators || !r.targets) return r.matrix;
+/** rated aligns one of rated's matrices with the measured one by node id (or by position when rated names none). */
+function rated(r: BenchRated, cellsOf: Cells | undefined, m: BenchMatrix): Cells | undefined {
+  if (!cellsOf || !cellsOf.flat().some((v) => v !== null)) return undefined;
+  if (!r.initiators || !r.targets) return cellsOf;
   const ri = new Map(r.initiators.map((id, k): [string, number] => [String(id), k]));
   const rt = new Map(r.targets.map((id, k): [string, number] => [String(id), k]));
   return m.initiators.map((i) => m.targets.map((t) => {
     const a = ri.get(String(i)),
       b = rt.get(String(t));
-    return a === undefined || b === undefined ? null : at(r.matrix, a, b);
+    return a === undefined || b === undefined ? null : at(cellsOf, a, b);
   }));
 }
 
@@ -126,7 +138,8 @@ function matrixFigure(k: Kind, doc: BenchDocument, look: Lookup): HTMLElement {
   }
   const stat = k.higherBetter ? `best of ${m.repeat ?? "the"} repeats` : `median of ${m.repeat ?? "the"} repeats`;
   fig.append(el("h3", {}, k.title, el("small", {}, ` ${m.kernel ? `${m.kernel} kernel, ` : ""}${stat}${m.size_bytes ? `, ${bytes(m.size_bytes)} per measurement` : ""}`)));
-  const rate = rated(doc.rated[k.key], m);
+  const rate = rated(doc.rated, doc.rated[k.read], m);
+  const rateW = rated(doc.rated, doc.rated[k.write], m);
   const vals = m.matrix.flat().filter((v): v is number => v !== null && Number.isFinite(v));
   const lo = vals.reduce((a, b) => Math.min(a, b), vals[0] ?? 0),
     hi = vals.reduce((a, b) => Math.max(a, b), vals[0] ?? 0);
@@ -142,7 +155,7 @@ function matrixFigure(k: Kind, doc: BenchDocument, look: Lookup): HTMLElement {
   m.initiators.forEach((i, r) => {
     const tr = el("tr", { "data-row": String(i) }, initiatorHeader(i, m.cpus?.[r], look));
     m.targets.forEach((t, c) => {
-      const td = cell(k, m, r, c, i, t, at(rate, r, c), look, good);
+      const td = cell(k, m, r, c, i, t, { read: at(rate, r, c), write: at(rateW, r, c), any: !!rate }, look, good);
       td.onmouseenter = () => detail.replaceChildren(...td.title.split("\n").map((l, n) => (n ? el("div", {}, l) : el("strong", {}, l))));
       tr.append(td);
     });
@@ -157,9 +170,10 @@ function targetHeader(t: NodeID, look: Lookup): HTMLElement {
   const n = look.nodes.get(String(t));
   const th = el("th", { "data-col": String(t) }, `node ${t}`);
   const why: string[] = [`target node ${t}`];
-  if (n?.memory_tier !== undefined) {
-    th.append(el("small", { class: "tier" }, `tier ${n.memory_tier}`));
-    why.push(`memory tier ${n.memory_tier}`);
+  const tier = look.tier(t);
+  if (tier !== undefined) {
+    th.append(el("small", { class: "tier" }, `tier ${tier}`));
+    why.push(`memory tier ${tier}`);
   }
   const less = cpuless(n);
   if (less) {
@@ -176,23 +190,24 @@ function targetHeader(t: NodeID, look: Lookup): HTMLElement {
 }
 
 function initiatorHeader(i: NodeID, cpus: NodeID[] | undefined, look: Lookup): HTMLElement {
-  const n = look.nodes.get(String(i));
   const th = el("th", { "data-row": String(i) }, `node ${i}`);
   const why: string[] = [`initiator node ${i}`];
   if (cpus?.length) {
     th.append(el("small", {}, `CPU ${ranges(cpus)}`));
     why.push(`threads on CPU ${ranges(cpus)}`);
   }
-  if (n?.memory_tier !== undefined) {
-    th.append(el("small", { class: "tier" }, `tier ${n.memory_tier}`));
-    why.push(`memory tier ${n.memory_tier}`);
+  const tier = look.tier(i);
+  if (tier !== undefined) {
+    th.append(el("small", { class: "tier" }, `tier ${tier}`));
+    why.push(`memory tier ${tier}`);
   }
   th.title = why.join("; ");
   return th;
 }
 
 /** cell is one pair's cell: the value (or "not measured"), the rated value, the distance; the rest in its title. */
-function cell(k: Kind, m: BenchMatrix, r: number, c: number, i: NodeID, t: NodeID, rate: number | null, look: Lookup, good: (v: number) => number): HTMLElement {
+function cell(k: Kind, m: BenchMatrix, r: number, c: number, i: NodeID, t: NodeID, rt: { read: number | null; write: number | null; any: boolean }, look: Lookup, good: (v: number) => number): HTMLElement {
+  const rate = rt.read;
   const v = at(m.matrix, r, c);
   const dist = look.nodes.get(String(i))?.distances;
   const d = dist && Object.hasOwn(dist, String(t)) ? dist[String(t)] : undefined;
@@ -229,7 +244,10 @@ function cell(k: Kind, m: BenchMatrix, r: number, c: number, i: NodeID, t: NodeI
   if (rate !== null) {
     td.dataset.rated = String(rate);
     td.append(el("span", { class: "rated" }, `rated ${k.fmt(rate)}`));
-    lines.push(`rated (HMAT): ${k.fmt(rate)}${k.suffix}` + (v !== null && rate ? `; measured is ${num(v / rate)}× rated` : ""));
+    lines.push(`rated (HMAT) read: ${k.fmt(rate)}${k.suffix}` + (rt.write !== null ? `, write: ${k.fmt(rt.write)}${k.suffix}` : "") + (v !== null && rate ? `; measured is ${num(v / rate)}× rated read` : ""));
+  } else if (rt.any) {
+    const why = look.unrated.get(pairKey("rated", i, t));
+    lines.push(`rated (HMAT): none${why ? `: ${why}` : ""}`);
   }
   if (d !== undefined) {
     td.append(el("span", { class: "dist" }, `d ${d}`));
@@ -254,7 +272,7 @@ function legend(k: Kind, lo: number, hi: number, measured: boolean, withRated: b
   );
   const notes = [k.higherBetter ? "Higher bandwidth is better (yellow)." : "Lower latency is better (yellow)."];
   notes.push("Grey: not measured (hover for why).");
-  if (withRated) notes.push("rated: the kernel's HMAT value for the pair.");
+  if (withRated) notes.push("rated: the kernel's HMAT read value for the pair.");
   if (withTopology) notes.push("d: the firmware's NUMA distance (SLIT; 10 is local).");
   return el("div", {}, p, el("p", { class: "muted small" }, notes.join(" ")));
 }
@@ -278,8 +296,19 @@ function runPanel(doc: BenchDocument): HTMLElement {
   if (c.root !== undefined) fact("root", c.root ? "yes" : "no");
   if (c.kernel_isa) fact("kernels", c.kernel_isa);
   for (const [k, v] of c.other) fact(k, v);
+  const r = doc.rated;
+  const nRated = (x: Cells | undefined) => (x ?? []).flat().filter((v) => v !== null).length;
+  if (r.not_reported) fact("rated (HMAT)", `none: ${r.not_reported}`);
+  else if (r.read_latency_ns || r.read_bandwidth_mbs)
+    fact("rated (HMAT)", `read latency for ${nRated(r.read_latency_ns)} pairs, read bandwidth for ${nRated(r.read_bandwidth_mbs)}${r.missing.length ? `; ${r.missing.length} ${r.missing.length > 1 ? "pairs" : "pair"} without (hover a cell for why)` : ""}`);
+  const to = r.tier_order;
+  if (to) {
+    const n = to.contradictions.length;
+    fact("tier order", !to.checked ? `not checked${to.why ? `: ${to.why}` : ""}` : n ? `contradicted by ${n} measurement${n > 1 ? "s" : ""} (below)` : "as measured: no contradiction", n ? "bad" : "");
+  }
 
   const box = el("section", { class: "brun" }, el("h3", {}, "Placement and conditions of the run"), facts);
+  if (to?.contradictions.length) box.append(el("h3", {}, "Tier order contradicted"), el("ul", { class: "hints notes contradictions" }, ...to.contradictions.map((x) => el("li", { "data-kind": x.kind }, x.text))));
   if (doc.notes.length) box.append(el("h3", {}, "Notes"), el("ul", { class: "hints notes" }, ...doc.notes.map((n) => el("li", {}, n))));
   if (doc.skipped.length) {
     const tb = el("tbody");

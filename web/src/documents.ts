@@ -455,12 +455,40 @@ export interface BenchConditions {
   other: [string, string][];
 }
 
-/** Rated values (the kernel's HMAT) for one matrix, per initiator and target: aligned with the measured matrix by node id. */
-export interface RatedMatrix {
-  /** absent: the cells are in the measured matrix's order */
+/** A pair without a rated value, and why. */
+export interface RatedMissing {
+  initiator: NodeID;
+  target: NodeID;
+  reason: string;
+}
+
+/** A measured inversion of the kernel's tier order (a target in a slower tier measured better). */
+export interface TierContradiction {
+  kind: string;
+  initiator: NodeID;
+  text: string;
+}
+
+/**
+ * What the firmware promises beside what was measured (docs/bench.md,
+ * "Rated against measured"): the kernel's HMAT values per initiator and
+ * target, aligned with the measured matrices by node id, the memory tier of
+ * each target, and the check of the tier order against the measurements.
+ */
+export interface BenchRated {
+  /** absent: the cells are in the measured matrices' order */
   initiators?: NodeID[];
   targets?: NodeID[];
-  matrix: Cells;
+  /** why no pair has a rated value (no HMAT) */
+  not_reported?: string;
+  read_latency_ns?: Cells;
+  write_latency_ns?: Cells;
+  read_bandwidth_mbs?: Cells;
+  write_bandwidth_mbs?: Cells;
+  missing: RatedMissing[];
+  /** each target's memory tier (the N of memory_tierN), by node id; null: in none */
+  memory_tiers: Record<string, NodeID | null>;
+  tier_order?: { checked: boolean; why?: string; contradictions: TierContradiction[] };
 }
 
 /** A node as the document's topology has it: what labels the heatmaps. */
@@ -493,7 +521,7 @@ export interface BenchDocument {
   latency_ns?: BenchMatrix;
   bandwidth_mbs?: BenchMatrix;
   placement: BenchPlacement;
-  rated: { latency_ns?: RatedMatrix; bandwidth_mbs?: RatedMatrix };
+  rated: BenchRated;
   conditions: BenchConditions;
   skipped: BenchSkip[];
   notes: string[];
@@ -532,11 +560,34 @@ function asBenchMatrix(v: unknown): BenchMatrix | undefined {
   };
 }
 
-/** asRated reads one rated matrix: {initiators, targets, matrix}, or the bare matrix. */
-function asRated(v: unknown): RatedMatrix | undefined {
-  if (Array.isArray(v)) return { matrix: cells(v) };
-  if (!J.isObj(v) || !Array.isArray(v.matrix)) return undefined;
-  return { initiators: J.optList(v.initiators, nodeID), targets: J.optList(v.targets, nodeID), matrix: cells(v.matrix) };
+function asRated(v: unknown): BenchRated {
+  const o = J.obj(v);
+  const to = J.isObj(o.tier_order) ? o.tier_order : undefined;
+  return {
+    initiators: J.optList(o.initiators, nodeID),
+    targets: J.optList(o.targets, nodeID),
+    not_reported: J.str(o.not_reported),
+    read_latency_ns: optCells(o.read_latency_ns),
+    write_latency_ns: optCells(o.write_latency_ns),
+    read_bandwidth_mbs: optCells(o.read_bandwidth_mbs),
+    write_bandwidth_mbs: optCells(o.write_bandwidth_mbs),
+    missing: J.list(o.missing, (x) => {
+      if (!J.isObj(x)) return undefined;
+      const initiator = nodeID(x.initiator),
+        target = nodeID(x.target);
+      return initiator === undefined || target === undefined ? undefined : { initiator, target, reason: J.strOr(x.reason, "") };
+    }),
+    memory_tiers: J.record(o.memory_tiers, (x) => (x === null ? null : nodeID(x))),
+    tier_order: to && {
+      checked: !!J.bool(to.checked),
+      why: J.str(to.why),
+      contradictions: J.list(to.contradictions, (c) => {
+        if (!J.isObj(c)) return undefined;
+        const initiator = nodeID(c.initiator);
+        return initiator === undefined ? undefined : { kind: J.strOr(c.kind, ""), initiator, text: J.strOr(c.text, "") };
+      }),
+    },
+  };
 }
 
 const KNOWN_CONDITIONS = new Set(["cpu_model", "kernel", "governors", "thp", "numa_balancing", "numa_balancing_off_during_run", "virtual", "hypervisor", "sys_vendor", "product_name", "root", "kernel_isa"]);
@@ -610,7 +661,6 @@ export function asBench(v: unknown): BenchDocument | null {
 export function readBench(x: unknown): BenchDocument {
   const v = J.obj(x);
   const p = J.obj(v.placement);
-  const rated = J.obj(v.rated);
   return {
     latency_ns: asBenchMatrix(v.latency_ns),
     bandwidth_mbs: asBenchMatrix(v.bandwidth_mbs),
@@ -624,7 +674,7 @@ export function readBench(x: unknown): BenchDocument {
         return { kind: J.strOr(q.kind, ""), initiator, target, fraction_on_target: J.numOrNull(q.fraction_on_target), pages_checked: J.num(q.pages_checked) };
       }),
     },
-    rated: { latency_ns: asRated(rated.latency_ns), bandwidth_mbs: asRated(rated.bandwidth_mbs) },
+    rated: asRated(v.rated),
     conditions: asConditions(v.conditions),
     skipped: J.list(v.skipped, (s) => {
       if (!J.isObj(s)) return undefined;

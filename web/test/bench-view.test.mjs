@@ -13,6 +13,7 @@ const dist = "file://" + join(repo, "internal/live/dist/index.html");
 const fixture = join(repo, "testdata/bench/view/2x3-loaded.json"); // README.md there
 const doc = JSON.parse(readFileSync(fixture, "utf8"));
 const KINDS = { latency: "latency_ns", bandwidth: "bandwidth_mbs" };
+const RATED = { latency: "read_latency_ns", bandwidth: "read_bandwidth_mbs" };
 
 /** cells are a heatmap's cells as the page has them, in document order. */
 const cells = (page, kind) =>
@@ -70,8 +71,10 @@ test("view bench.json: both heatmaps, reasons, spread, rated, distances, tiers, 
           assert.ok(cell.title.includes(`${m.samples[r][c].length} repeats: `), what);
           assert.match(cell.title, /placement: 99\.8% of|placement: 100\.0% of/, what);
         }
-        // Rated beside measured, the distance in the corner.
-        assert.equal(cell.rated, String(doc.rated[key].matrix[r][c]), `${what}: rated`);
+        // Rated beside measured (or why not on hover), the distance in the corner.
+        const rated = doc.rated[RATED[kind]][r][c];
+        assert.equal(cell.rated, rated === null ? undefined : String(rated), `${what}: rated`);
+        if (rated === null) assert.ok(cell.title.includes(`rated (HMAT): none: ${doc.rated.missing[0].reason}`), `${what}: ${cell.title}`);
         assert.equal(cell.dist, `d ${doc.topology.nodes[i].distances[String(tg)]}`, `${what}: distance`);
       }),
     );
@@ -95,7 +98,7 @@ test("view bench.json: both heatmaps, reasons, spread, rated, distances, tiers, 
 
   // Hovering a cell shows its details beside the heatmap.
   await page.hover('#bench table.bmatrix[data-kind=latency] td.cell[data-row="0"][data-col="1"]');
-  assert.match(await page.textContent("#bench figure[data-kind=latency] .bdetail"), /node 0 → node 1: .*spread: .*rated \(HMAT\): 130 ns.*NUMA distance \(SLIT\): 21/);
+  assert.match(await page.textContent("#bench figure[data-kind=latency] .bdetail"), /node 0 → node 1: .*spread: .*rated \(HMAT\) read: 130 ns, write: 140 ns.*NUMA distance \(SLIT\): 21/);
 
   // Placement and conditions.
   const fact = (name) => page.textContent(`#bench dd[data-fact="${name}"]`);
@@ -105,6 +108,8 @@ test("view bench.json: both heatmaps, reasons, spread, rated, distances, tiers, 
   assert.equal(await fact("governor"), "performance");
   assert.equal(await fact("NUMA balancing"), "kernel.numa_balancing=1, turned off for the run");
   assert.equal(await fact("virtualisation"), "none seen (bare metal)");
+  assert.equal(await fact("rated (HMAT)"), "read latency for 5 pairs, read bandwidth for 5; 1 pair without (hover a cell for why)");
+  assert.equal(await fact("tier order"), "as measured: no contradiction");
   assert.deepEqual(await page.locator("#bench ul.notes li").allTextContents(), doc.notes);
   assert.equal(await page.locator("#bench table.skipped tbody tr").count(), doc.skipped.length);
 

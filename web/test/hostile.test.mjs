@@ -366,7 +366,16 @@ function benchDoc(file, { hostileIds }) {
     latency_ns: m(null, [[90, 140, 250], [140, 90, null]]),
     bandwidth_mbs: m(H("kernel-name", "svg"), [[12000, 7000, 5000], [7000, 12000, null]]),
     placement: { min_fraction_on_target: 1, pairs: [{ kind: "latency", initiator: a, target: b, fraction_on_target: 1, pages_checked: 4 }] },
-    rated: { latency_ns: { initiators: [a, b], targets: [a, b, c], matrix: [[80, null, null], [null, 80, 230]] } },
+    // Node 0 -> 0, the cell hovered, has no rated value: its reason is shown.
+    rated: {
+      initiators: [a, b],
+      targets: [a, b, c],
+      read_latency_ns: [[null, null, null], [null, 80, 230]],
+      missing: [{ initiator: a, target: a, reason: H("rated-missing", "svg") }],
+      memory_tiers: { [String(a)]: 4 },
+      not_reported: "",
+      tier_order: { checked: true, contradictions: [{ kind: "latency", initiator: a, text: H("contradiction", "table") }] },
+    },
     conditions: {
       cpu_model: H("cpu-model", "img"),
       kernel: H("kernel", "table"),
