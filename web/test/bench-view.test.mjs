@@ -133,12 +133,13 @@ test("view bench.json: both heatmaps, reasons, spread, rated, distances, tiers, 
   if (process.env.NUMASCOPE_DOCS_IMG) await page.screenshot({ path: join(repo, "docs/img/bench.png"), fullPage: true });
 });
 
-test("a bench document from disk without topology, rated or loaded: what is missing is said", async (t) => {
+test("a bench document from disk without topology, rated values or loaded: what is missing is said", async (t) => {
   const dir = tempDir(t);
   const bare = structuredClone(doc);
   delete bare.topology;
   delete bare.loaded;
-  bare.rated = {};
+  // No HMAT here; the tiers come from rated alone.
+  bare.rated = { initiators: [0, 1], targets: [0, 1, 2], not_reported: "this machine's firmware has no HMAT", read_latency_ns: [[null, null, null], [null, null, null]], missing: [], memory_tiers: { 0: 4, 1: 4, 2: 22 }, tier_order: { checked: true, contradictions: [] } };
   delete bare.bandwidth_mbs;
   const file = join(dir, "bench.json");
   writeFileSync(file, JSON.stringify(bare, null, 2));
@@ -150,9 +151,10 @@ test("a bench document from disk without topology, rated or loaded: what is miss
   await checkShape(page, "latency", bare.latency_ns);
   assert.equal(await page.locator("#bench table.bmatrix[data-kind=bandwidth]").count(), 0);
   assert.match(await page.textContent("#bench figure[data-kind=bandwidth]"), /left bandwidth out/);
-  assert.equal(await page.locator("#bench td.cell .rated, #bench td.cell .dist, #bench th .tier").count(), 0);
-  // Without a topology, node 2 (no row) is a target only.
-  assert.equal(await page.textContent('#bench table.bmatrix thead th[data-col="2"] small'), "target only");
+  assert.equal(await page.locator("#bench td.cell .rated, #bench td.cell .dist").count(), 0);
+  assert.equal(await page.textContent('#bench dd[data-fact="rated (HMAT)"]'), "none: this machine's firmware has no HMAT");
+  // Without a topology, node 2 (no row) is a target only, in rated's tier.
+  assert.deepEqual(await page.locator('#bench table.bmatrix thead th[data-col="2"] small').allTextContents(), ["tier 22", "target only"]);
   assert.match(await page.textContent("#bench .bloaded"), /numascope bench does not measure loaded latency yet/);
   assert.equal(await page.locator("#bench .loaded-plot").count(), 0);
 });
