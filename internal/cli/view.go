@@ -23,7 +23,7 @@ func newViewCmd(g *globals) *cobra.Command {
 	var sourcePath []string
 	cmd := &cobra.Command{
 		Use:   "view FILE [--listen 127.0.0.1:8080] [--source-path DIR[:DIR...]]",
-		Short: "Serve the web client on a recording or a profile",
+		Short: "Serve the web client on a recording, a profile or a bench document",
 		Long: `Load a recording (JSON Lines, plain or .zst, or the original NUMAscope JSON-array format:
 everything convert reads) and serve the web client on it (open the printed URL). The server
 decimates with min/max to the browser's resolution, so long high-rate recordings stay fast.
@@ -36,21 +36,37 @@ beneath each --source-path directory or, without --source-path, beneath the comp
 directory the debug info names (never /), never through a symbolic link: by the recorded path's
 suffixes (for /build/src/a.c, DIR/build/src/a.c, DIR/src/a.c, DIR/a.c).
 
+A bench document written by numascope bench --format json (a JSON object with "latency_ns",
+"bandwidth_mbs" or "loaded") opens the bench page: both matrices as heatmaps with their spread,
+the distances and memory tiers where the document has them, the placement and the conditions
+of the run, and the loaded-latency curves when present.
+
 ` + webSecurityHelp,
 		Example: `  numascope view run.jsonl.zst
   numascope view numaconnect-trace.json --listen 127.0.0.1:9000
-  numascope view numascope-profile.json --source-path ~/src/solver`,
+  numascope view numascope-profile.json --source-path ~/src/solver
+  numascope view bench.json`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			stderr := &lockedWriter{w: os.Stderr}
 			if err := w.check(); err != nil {
 				return err
 			}
-			isProf, err := isProfileFile(args[0])
+			kind, err := documentKindOf(args[0])
 			if err != nil {
 				return err
 			}
-			if isProf {
+			if kind == docBench {
+				if len(sourcePath) > 0 {
+					stderr.printf("%s is a bench document, not a profile: --source-path does not apply", args[0])
+				}
+				srv, err := newBenchServer(w.options(stderr), args[0])
+				if err != nil {
+					return err
+				}
+				return serveUntilSignal(stderr, srv.Server)
+			}
+			if kind == docProfile {
 				search, err := sourceDirs(sourcePath)
 				if err != nil {
 					return err
@@ -130,62 +146,101 @@ func unwrapPath(err error) error {
 	return err
 }
 
-// isProfileFile tells a profile (one JSON object with an "access_matrix"
-// key, docs/profile.md) from a recording (JSON Lines starting with a
-// header object, zstd-compressed or not, or a JSON array). Only the first
-// JSON value's top-level keys are read, so a large recording is not
-// decoded twice.
+// newBenchServer reads the bench document at file (at most
+// live.MaxBenchBytes) and prepares serving it.
+func newBenchServer(opt live.Options, file string) (*live.Bench, error) {
+	body, err := live.ReadBench(file)
+	if err != nil {
+		return nil, err
+	}
+	return live.NewBench(opt, file, body)
+}
+
+// The kinds of JSON document view tells apart by their keys; anything
+// else is a recording.
+const (
+	docRecording = ""
+	docProfile   = "profile"
+	docBench     = "bench"
+)
+
+// maxDetect bounds what documentKind reads: the keys that tell a
+// document come first (a profile's access_matrix follows a few small
+// fields, a bench document starts with its matrices, a recording with
+// "type"), so a file whose first values outgrow it is none of them, and
+// detection never holds more than this in memory.
+const maxDetect = 16 << 20
+
+// isProfileFile tells a profile from everything else (documentKindOf).
 func isProfileFile(path string) (bool, error) {
+	k, err := documentKindOf(path)
+	return k == docProfile, err
+}
+
+// documentKindOf tells a profile (one JSON object with an "access_matrix"
+// key, docs/profile.md) and a bench document (one JSON object with a
+// "latency_ns", "bandwidth_mbs" or "loaded" key, docs/bench.md) from a
+// recording (JSON Lines starting with a header object, zstd-compressed or
+// not, or a JSON array). Only the first JSON value's top-level keys are
+// read, so a large recording is not decoded twice.
+func documentKindOf(path string) (string, error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return false, err
+		return docRecording, err
 	}
 	defer f.Close()
-	return isProfile(f)
+	return documentKind(f)
 }
 
 func isProfile(r io.Reader) (bool, error) {
-	br := bufio.NewReader(r)
-	// Skip white space; anything but an object (zstd magic, '[') is not a profile.
+	k, err := documentKind(r)
+	return k == docProfile, err
+}
+
+func documentKind(r io.Reader) (string, error) {
+	br := bufio.NewReader(io.LimitReader(r, maxDetect))
+	// Skip white space; anything but an object (zstd magic, '[') is a recording.
 	for {
 		b, err := br.ReadByte()
 		if err != nil {
-			return false, nil // empty: recording.Load says what is wrong
+			return docRecording, nil // empty: recording.Load says what is wrong
 		}
 		if b == ' ' || b == '\t' || b == '\n' || b == '\r' {
 			continue
 		}
 		if b != '{' {
-			return false, nil
+			return docRecording, nil
 		}
 		if err := br.UnreadByte(); err != nil {
-			return false, err
+			return docRecording, err
 		}
 		break
 	}
 	d := json.NewDecoder(br)
 	if _, err := d.Token(); err != nil { // {
-		return false, nil
+		return docRecording, nil
 	}
 	for d.More() {
 		tok, err := d.Token()
 		if err != nil {
-			return false, nil
+			return docRecording, nil
 		}
 		key, _ := tok.(string)
-		if key == "access_matrix" {
-			return true, nil
-		}
-		if key == "type" {
-			// A recording's records all have a "type"; a profile has none.
-			return false, nil
+		switch key {
+		case "access_matrix":
+			return docProfile, nil
+		case "latency_ns", "bandwidth_mbs", "loaded":
+			return docBench, nil
+		case "type":
+			// A recording's records all have a "type"; a profile or bench document has none.
+			return docRecording, nil
 		}
 		var skip json.RawMessage
 		if err := d.Decode(&skip); err != nil {
-			return false, nil
+			return docRecording, nil
 		}
 	}
-	return false, nil
+	return docRecording, nil
 }
 
 // serveUntilSignal binds srv, prints the URL to open and serves until SIGINT

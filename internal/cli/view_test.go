@@ -3,6 +3,7 @@ package cli
 import (
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -186,4 +187,94 @@ func TestWebTokenFlags(t *testing.T) {
 func (w webFlags) optionsFor(t *testing.T) live.Options {
 	t.Helper()
 	return w.options(&lockedWriter{w: os.Stderr})
+}
+
+// TestViewTellsBenchDocuments: view opens the bench page for what numascope
+// bench --format json writes (either matrix alone, or a loaded section),
+// and nothing else.
+func TestViewTellsBenchDocuments(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, s string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(s), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	cases := map[string]string{
+		filepath.Join("..", "..", "testdata", "bench", "view", "2x3-loaded.json"):   docBench,
+		filepath.Join("..", "..", "testdata", "profiles", "serial-init-4node.json"): docProfile,
+		write("lat.json", "{\n  \"latency_ns\": {\"initiators\": [0]}}"):            docBench,
+		write("bw.json", `{"bandwidth_mbs": {}, "placement": {}}`):                  docBench,
+		write("loaded.json", `{"placement": {}, "loaded": {"pairs": []}}`):          docBench,
+		write("hdr.jsonl", `{"type":"header","latency_ns":{}}`+"\n"):                docRecording,
+		write("nested.json", `{"conditions": {"latency_ns": 1}}`):                   docRecording,
+	}
+	for path, want := range cases {
+		got, err := documentKindOf(path)
+		if err != nil || got != want {
+			t.Errorf("%s: kind %q (%v), want %q", path, got, err, want)
+		}
+	}
+}
+
+// endless is `{"x":"` and then 'a' for ever.
+type endless struct{ started bool }
+
+func (e *endless) Read(p []byte) (int, error) {
+	n := 0
+	if !e.started {
+		n = copy(p, `{"x":"`)
+		e.started = true
+	}
+	for i := n; i < len(p); i++ {
+		p[i] = 'a'
+	}
+	return len(p), nil
+}
+
+// TestDocumentKindBoundedMemory: a first value that never ends is read no
+// further than maxDetect: the file is then a recording (whose loader says
+// what is wrong), and detection never held more than a few times the bound.
+func TestDocumentKindBoundedMemory(t *testing.T) {
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	k, err := documentKind(&endless{})
+	runtime.ReadMemStats(&after)
+	if err != nil || k != docRecording {
+		t.Fatalf("kind %q, err %v", k, err)
+	}
+	if grew := after.TotalAlloc - before.TotalAlloc; grew > 8*maxDetect {
+		t.Fatalf("detection allocated %d MiB", grew>>20)
+	}
+}
+
+// TestViewBenchErrors: a bench document view cannot draw, or one over the
+// size bound, stops view with a message naming the file and the problem.
+func TestViewBenchErrors(t *testing.T) {
+	dir := t.TempDir()
+	bad := filepath.Join(dir, "bad.json")
+	if err := os.WriteFile(bad, []byte(`{"latency_ns": {"initiators": [0, 1], "targets": [0], "matrix": [[90]]}}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := newBenchServer(webOptionsForTest(), bad); err == nil || !strings.Contains(err.Error(), bad+": not a numascope bench document: latency_ns: the matrix has 1 rows for 2 initiators") {
+		t.Errorf("bad bench document: %v", err)
+	}
+	if code := Main([]string{"view", bad, "--listen", "127.0.0.1:0"}); code == 0 {
+		t.Error("view of a malformed bench document exited 0")
+	}
+	huge := filepath.Join(dir, "huge.json")
+	if err := os.WriteFile(huge, []byte(`{"latency_ns": `), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Truncate(huge, live.MaxBenchBytes+1); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := newBenchServer(webOptionsForTest(), huge); err == nil || !strings.Contains(err.Error(), "over the 8 MiB limit for a bench document") {
+		t.Errorf("huge bench document: %v", err)
+	}
+	srv, err := newBenchServer(webOptionsForTest(), filepath.Join("..", "..", "testdata", "bench", "view", "2x3-loaded.json"))
+	if err != nil || srv == nil {
+		t.Fatalf("fixture: %v", err)
+	}
 }

@@ -68,7 +68,7 @@ type State struct {
 type hello struct {
 	Type     string             `json:"type"`
 	Protocol int                `json:"protocol"`
-	Mode     string             `json:"mode"` // "live", "view", "experiment" or "profile"
+	Mode     string             `json:"mode"` // "live", "view", "experiment", "profile" or "bench"
 	Host     string             `json:"host"`
 	Kernel   string             `json:"kernel"`
 	Start    time.Time          `json:"start,omitzero"`
@@ -92,6 +92,9 @@ type hello struct {
 	// Hints are the profile's plain-language conclusions, the same as
 	// numascope report prints (mode "profile").
 	Hints []string `json:"hints,omitempty"`
+	// Bench is a bench document (mode "bench"): what numascope bench
+	// --format json wrote (docs/bench.md), compacted.
+	Bench json.RawMessage `json:"bench,omitempty"`
 	// SourcePath are the directories where source files are looked up
 	// (mode "profile", --source-path).
 	SourcePath []string `json:"source_path,omitempty"`

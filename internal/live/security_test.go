@@ -110,7 +110,8 @@ func TestHelloAlwaysFirst(t *testing.T) {
 	v := startView(t, recFile)
 	pr := startProfile(t, fixtureProfile, nil)
 	rp := startReport(t)
-	for name, s := range map[string]*Server{"live": l.Server, "view": v.Server, "profile": pr.Server, "experiment": rp.Server} {
+	bn := startBench(t, Options{}, "bench.json", benchResult())
+	for name, s := range map[string]*Server{"live": l.Server, "view": v.Server, "profile": pr.Server, "experiment": rp.Server, "bench": bn.Server} {
 		for i := range 30 {
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 			conn, _, err := websocket.Dial(ctx, wsURL(s, s.Token()), nil)

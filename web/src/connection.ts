@@ -8,7 +8,7 @@ import { Store } from "./data";
 import { $, input } from "./dom";
 import { interval } from "./format";
 import { errorText } from "./json";
-import { drawSamples, showProfile, showReport, showSamples } from "./modes";
+import { drawSamples, showBench, showProfile, showReport, showSamples } from "./modes";
 import { setStatus, showError } from "./notice";
 import { renderLabels, renderPicker } from "./panels";
 import { profileDisconnected, profileMessage, serverSource } from "./profile/sources";
@@ -96,6 +96,9 @@ function onHello(m: Hello): void {
       return;
     case "profile":
       showProfile(m.profile, m.file, { file: m.file, hints: m.hints, sourcePath: m.source_path, fetch: serverSource(send) });
+      return;
+    case "bench":
+      showBench(m.bench, m.file);
       return;
   }
   showData(m);

@@ -378,3 +378,313 @@ export function readExperiment(x: unknown): Experiment {
   const v = J.obj(x);
   return { analysis: asAnalysis(J.obj(v.analysis)), runs: J.list(v.runs, asRun) };
 }
+
+// ---------------------------------------------------------------- bench
+
+/**
+ * A node id as a document names it. numascope writes integers, but a file
+ * from disk can hold anything: ids are kept as they are and shown as text.
+ */
+export type NodeID = number | string;
+
+/** A value per initiator (row) and target (column); null where not measured (or not rated). */
+export type Cells = (number | null)[][];
+
+/** One of bench's matrices (docs/bench.md, "JSON"): latency_ns or bandwidth_mbs. */
+export interface BenchMatrix {
+  /** the bandwidth kernel ("copy", "triad", ...); absent for latency */
+  kernel?: string;
+  initiators: NodeID[];
+  targets: NodeID[];
+  /** latency: the median; bandwidth: the best (STREAM's choice) */
+  matrix: Cells;
+  median?: Cells;
+  min?: Cells;
+  max?: Cells;
+  /** every counted repeat per cell */
+  samples?: number[][][];
+  /** the CPUs each initiator's threads ran on */
+  cpus?: NodeID[][];
+  size_bytes?: number;
+  bytes_counted?: number;
+  steps?: number;
+  repeat?: number;
+  /** the share of each buffer backed by transparent huge pages */
+  huge_fraction?: Cells;
+}
+
+/** A pair not measured, and why. */
+export interface BenchSkip {
+  kind: string;
+  initiator: NodeID;
+  target: NodeID;
+  reason: string;
+}
+
+/** Where one measurement's pages were. */
+export interface BenchPlacementPair {
+  kind: string;
+  initiator: NodeID;
+  target: NodeID;
+  fraction_on_target: number | null;
+  pages_checked?: number;
+}
+
+export interface BenchPlacement {
+  min_fraction_on_target: number | null;
+  pairs: BenchPlacementPair[];
+}
+
+/**
+ * The conditions of the run. The known keys are typed; any other scalar
+ * key (bench only ever adds keys) is kept in `other`, to be listed as it is.
+ */
+export interface BenchConditions {
+  cpu_model?: string;
+  kernel?: string;
+  governors: string[];
+  thp?: string;
+  numa_balancing?: string;
+  numa_balancing_off_during_run?: boolean;
+  virtual?: boolean;
+  hypervisor?: string;
+  sys_vendor?: string;
+  product_name?: string;
+  root?: boolean;
+  kernel_isa?: string;
+  other: [string, string][];
+}
+
+/** A pair without a rated value, and why. */
+export interface RatedMissing {
+  initiator: NodeID;
+  target: NodeID;
+  reason: string;
+}
+
+/** A measured inversion of the kernel's tier order (a target in a slower tier measured better). */
+export interface TierContradiction {
+  kind: string;
+  initiator: NodeID;
+  text: string;
+}
+
+/**
+ * What the firmware promises beside what was measured (docs/bench.md,
+ * "Rated against measured"): the kernel's HMAT values per initiator and
+ * target, aligned with the measured matrices by node id, the memory tier of
+ * each target, and the check of the tier order against the measurements.
+ */
+export interface BenchRated {
+  /** absent: the cells are in the measured matrices' order */
+  initiators?: NodeID[];
+  targets?: NodeID[];
+  /** why no pair has a rated value (no HMAT) */
+  not_reported?: string;
+  read_latency_ns?: Cells;
+  write_latency_ns?: Cells;
+  read_bandwidth_mbs?: Cells;
+  write_bandwidth_mbs?: Cells;
+  missing: RatedMissing[];
+  /** each target's memory tier (the N of memory_tierN), by node id; null: in none */
+  memory_tiers: Record<string, NodeID | null>;
+  tier_order?: { checked: boolean; why?: string; contradictions: TierContradiction[] };
+}
+
+/** A node as the document's topology has it: what labels the heatmaps. */
+export interface BenchNode {
+  id: NodeID;
+  cpus: NodeID[];
+  /** SLIT distances to the other nodes, by node id */
+  distances: Record<string, NodeID>;
+  cpuless?: boolean;
+  /** the memory tier (/sys/devices/virtual/memory_tiering) */
+  memory_tier?: NodeID;
+}
+
+/** Loaded latency of one pair: the latency at each injected bandwidth. */
+export interface LoadedPair {
+  initiator: NodeID;
+  target: NodeID;
+  bandwidth_mbs: (number | null)[];
+  latency_ns: (number | null)[];
+}
+
+/** The loaded-latency section (`--kind loaded`, not written by numascope bench yet). */
+export interface BenchLoaded {
+  kernel?: string;
+  pairs: LoadedPair[];
+}
+
+/** A document written by `numascope bench --format json` (docs/bench.md). */
+export interface BenchDocument {
+  latency_ns?: BenchMatrix;
+  bandwidth_mbs?: BenchMatrix;
+  placement: BenchPlacement;
+  rated: BenchRated;
+  conditions: BenchConditions;
+  skipped: BenchSkip[];
+  notes: string[];
+  /** the nodes with their distances and tiers, when the document has them */
+  topology?: BenchNode[];
+  loaded?: BenchLoaded;
+}
+
+const nodeID = (v: unknown): NodeID | undefined => J.scalar(v);
+const nodeIDs = (v: unknown): NodeID[] => J.list(v, nodeID);
+
+/** cells reads a matrix of numbers and nulls: anything else in a cell counts as null. */
+function cells(v: unknown): Cells {
+  return J.list(v, (r) => (Array.isArray(r) ? r.map(J.numOrNull) : undefined));
+}
+
+const optCells = (v: unknown): Cells | undefined => (Array.isArray(v) ? cells(v) : undefined);
+
+function asBenchMatrix(v: unknown): BenchMatrix | undefined {
+  if (!J.isObj(v)) return undefined;
+  return {
+    kernel: J.str(v.kernel),
+    initiators: nodeIDs(v.initiators),
+    targets: nodeIDs(v.targets),
+    matrix: cells(v.matrix),
+    median: optCells(v.median),
+    min: optCells(v.min),
+    max: optCells(v.max),
+    samples: J.optList(v.samples, (r) => J.list(r, (c) => (Array.isArray(c) ? J.numbers(c) : undefined))),
+    cpus: J.optList(v.cpus, (r) => (Array.isArray(r) ? nodeIDs(r) : undefined)),
+    size_bytes: J.num(v.size_bytes),
+    bytes_counted: J.num(v.bytes_counted),
+    steps: J.num(v.steps),
+    repeat: J.num(v.repeat),
+    huge_fraction: optCells(v.huge_fraction),
+  };
+}
+
+function asRated(v: unknown): BenchRated {
+  const o = J.obj(v);
+  const to = J.isObj(o.tier_order) ? o.tier_order : undefined;
+  return {
+    initiators: J.optList(o.initiators, nodeID),
+    targets: J.optList(o.targets, nodeID),
+    not_reported: J.str(o.not_reported),
+    read_latency_ns: optCells(o.read_latency_ns),
+    write_latency_ns: optCells(o.write_latency_ns),
+    read_bandwidth_mbs: optCells(o.read_bandwidth_mbs),
+    write_bandwidth_mbs: optCells(o.write_bandwidth_mbs),
+    missing: J.list(o.missing, (x) => {
+      if (!J.isObj(x)) return undefined;
+      const initiator = nodeID(x.initiator),
+        target = nodeID(x.target);
+      return initiator === undefined || target === undefined ? undefined : { initiator, target, reason: J.strOr(x.reason, "") };
+    }),
+    memory_tiers: J.record(o.memory_tiers, (x) => (x === null ? null : nodeID(x))),
+    tier_order: to && {
+      checked: !!J.bool(to.checked),
+      why: J.str(to.why),
+      contradictions: J.list(to.contradictions, (c) => {
+        if (!J.isObj(c)) return undefined;
+        const initiator = nodeID(c.initiator);
+        return initiator === undefined ? undefined : { kind: J.strOr(c.kind, ""), initiator, text: J.strOr(c.text, "") };
+      }),
+    },
+  };
+}
+
+const KNOWN_CONDITIONS = new Set(["cpu_model", "kernel", "governors", "thp", "numa_balancing", "numa_balancing_off_during_run", "virtual", "hypervisor", "sys_vendor", "product_name", "root", "kernel_isa"]);
+
+function asConditions(v: unknown): BenchConditions {
+  const o = J.obj(v);
+  const other: [string, string][] = [];
+  for (const [k, x] of Object.entries(o)) {
+    if (KNOWN_CONDITIONS.has(k)) continue;
+    if (typeof x === "string" || typeof x === "number" || typeof x === "boolean") other.push([k, String(x)]);
+    else if (Array.isArray(x)) other.push([k, J.list(x, J.scalar).join(", ")]);
+  }
+  return {
+    cpu_model: J.str(o.cpu_model),
+    kernel: J.str(o.kernel),
+    governors: J.strings(o.governors),
+    thp: J.str(o.thp),
+    numa_balancing: J.str(o.numa_balancing),
+    numa_balancing_off_during_run: J.bool(o.numa_balancing_off_during_run),
+    virtual: J.bool(o.virtual),
+    hypervisor: J.str(o.hypervisor),
+    sys_vendor: J.str(o.sys_vendor),
+    product_name: J.str(o.product_name),
+    root: J.bool(o.root),
+    kernel_isa: J.str(o.kernel_isa),
+    other,
+  };
+}
+
+/** asBenchNodes reads the topology's nodes (numascope topology's shape), with a tier per node from memory_tier, or from a top-level list of tiers. */
+function asBenchNodes(topology: unknown, tiers: unknown): BenchNode[] | undefined {
+  const t = J.obj(topology);
+  if (!Array.isArray(t.nodes)) return undefined;
+  // memory_tiers: [{"tier": 4, "nodes": [0, 1]}, ...] ("id" for "tier" too).
+  const tierOf = new Map<string, NodeID>();
+  for (const x of J.list(tiers, (x) => (J.isObj(x) ? x : undefined))) {
+    const id = nodeID(x.tier) ?? nodeID(x.id);
+    if (id !== undefined) for (const n of nodeIDs(x.nodes)) tierOf.set(String(n), id);
+  }
+  return J.list(t.nodes, (n) => {
+    if (!J.isObj(n)) return undefined;
+    const id = nodeID(n.id);
+    if (id === undefined) return undefined;
+    return { id, cpus: nodeIDs(n.cpus), distances: J.record(n.distances, nodeID), cpuless: J.bool(n.cpuless), memory_tier: nodeID(n.memory_tier) ?? tierOf.get(String(id)) };
+  });
+}
+
+function asLoaded(v: unknown): BenchLoaded | undefined {
+  if (!J.isObj(v)) return undefined;
+  return {
+    kernel: J.str(v.kernel),
+    pairs: J.list(v.pairs, (p) => {
+      if (!J.isObj(p)) return undefined;
+      const initiator = nodeID(p.initiator),
+        target = nodeID(p.target);
+      if (initiator === undefined || target === undefined) return undefined;
+      const nums = (x: unknown) => (Array.isArray(x) ? x.map(J.numOrNull) : []);
+      return { initiator, target, bandwidth_mbs: nums(p.bandwidth_mbs), latency_ns: nums(p.latency_ns) };
+    }),
+  };
+}
+
+/** asBench recognises a bench document (an object with latency_ns, bandwidth_mbs or loaded, and no access matrix) and reads it; null otherwise. */
+export function asBench(v: unknown): BenchDocument | null {
+  if (!J.isObj(v) || J.isObj(v.access_matrix)) return null;
+  if (!J.isObj(v.latency_ns) && !J.isObj(v.bandwidth_mbs) && !J.isObj(v.loaded)) return null;
+  return readBench(v);
+}
+
+/** readBench reads a bench document the server sent (what it cannot read counts as absent). */
+export function readBench(x: unknown): BenchDocument {
+  const v = J.obj(x);
+  const p = J.obj(v.placement);
+  return {
+    latency_ns: asBenchMatrix(v.latency_ns),
+    bandwidth_mbs: asBenchMatrix(v.bandwidth_mbs),
+    placement: {
+      min_fraction_on_target: J.numOrNull(p.min_fraction_on_target),
+      pairs: J.list(p.pairs, (q) => {
+        if (!J.isObj(q)) return undefined;
+        const initiator = nodeID(q.initiator),
+          target = nodeID(q.target);
+        if (initiator === undefined || target === undefined) return undefined;
+        return { kind: J.strOr(q.kind, ""), initiator, target, fraction_on_target: J.numOrNull(q.fraction_on_target), pages_checked: J.num(q.pages_checked) };
+      }),
+    },
+    rated: asRated(v.rated),
+    conditions: asConditions(v.conditions),
+    skipped: J.list(v.skipped, (s) => {
+      if (!J.isObj(s)) return undefined;
+      const initiator = nodeID(s.initiator),
+        target = nodeID(s.target);
+      if (initiator === undefined || target === undefined) return undefined;
+      return { kind: J.strOr(s.kind, ""), initiator, target, reason: J.strOr(s.reason, "") };
+    }),
+    notes: J.strings(v.notes),
+    topology: asBenchNodes(v.topology, v.memory_tiers),
+    loaded: asLoaded(v.loaded),
+  };
+}

@@ -1,10 +1,11 @@
 // Files opened from disk (the load button, or dropped on the page): an
-// experiment report, a profile, or a recording (src/parse.ts), recognised by
-// their first bytes and read in the browser, without a server.
+// experiment report, a profile, a bench document, or a recording
+// (src/parse.ts), recognised by their first bytes and keys and read in the
+// browser, without a server.
 
-import { asExperiment, asProfile, type Experiment, type Profile } from "./documents";
+import { asBench, asExperiment, asProfile, type BenchDocument, type Experiment, type Profile } from "./documents";
 import { errorText } from "./json";
-import { drawSamples, showProfile, showReport, showSamples } from "./modes";
+import { drawSamples, showBench, showProfile, showReport, showSamples } from "./modes";
 import { setStatus, showError } from "./notice";
 import { parseFile } from "./parse";
 import { disconnect } from "./socket";
@@ -37,6 +38,13 @@ function profileIn(buf: ArrayBuffer): Profile | null {
   return asProfile(json(buf));
 }
 
+/** benchIn recognises a bench document: one JSON object with latency_ns, bandwidth_mbs or loaded. */
+function benchIn(buf: ArrayBuffer): BenchDocument | null {
+  const h = head(buf);
+  if (!h.startsWith("{") || /^\{\s*"type"\s*:/.test(h)) return null;
+  return asBench(json(buf));
+}
+
 /** loadFile opens a file from disk in place of what is shown (and of the connection). */
 export async function loadFile(file: File): Promise<void> {
   showError("");
@@ -53,6 +61,12 @@ export async function loadFile(file: File): Promise<void> {
     if (pr) {
       disconnect();
       showProfile(pr, file.name, { file: file.name });
+      return;
+    }
+    const b = benchIn(buf);
+    if (b) {
+      disconnect();
+      showBench(b, file.name);
       return;
     }
     const rec = await parseFile(file.name, buf);

@@ -19,7 +19,8 @@ export interface PlotActions {
   toggled(): void;
 }
 
-const palette = ["#2563eb", "#dc2626", "#16a34a", "#d97706", "#7c3aed", "#0891b2", "#db2777", "#65a30d", "#ea580c", "#4f46e5", "#0d9488", "#be123c"];
+/** The colours of series, in turn (the bench page's curves use them too). */
+export const palette = ["#2563eb", "#dc2626", "#16a34a", "#d97706", "#7c3aed", "#0891b2", "#db2777", "#65a30d", "#ea580c", "#4f46e5", "#0d9488", "#be123c"];
 
 /** color is an event's colour, the same in every small multiple: events in column order get the palette in turn. */
 function color(event: string): string {

@@ -1,11 +1,11 @@
 // The web protocol of docs/live-protocol.md as types: what the server sends
 // (parseServerMessage reads and checks it) and what the client may send, plus
 // the shapes a recording shares with it (columns, marks, the topology, the
-// sensors). The profile and experiment documents a hello can carry are in
-// src/documents.ts.
+// sensors). The profile, experiment and bench documents a hello can carry
+// are in src/documents.ts.
 
 import * as J from "./json";
-import { readExperiment, readProfile, type Experiment, type Profile } from "./documents";
+import { readBench, readExperiment, readProfile, type BenchDocument, type Experiment, type Profile } from "./documents";
 
 /** PROTOCOL is the protocol version this client speaks. */
 export const PROTOCOL = 1;
@@ -133,7 +133,16 @@ export interface ProfileHello {
   source_path: string[];
 }
 
-export type Hello = DataHello | ExperimentHello | ProfileHello;
+/** The hello of a bench document (numascope view bench.json): all of it. */
+export interface BenchHello {
+  type: "hello";
+  protocol: number;
+  mode: "bench";
+  file: string;
+  bench: BenchDocument;
+}
+
+export type Hello = DataHello | ExperimentHello | ProfileHello | BenchHello;
 
 /** Every message the server sends. Replies carry the request's id. */
 export type ServerMessage =
@@ -257,6 +266,8 @@ function asHello(m: J.Obj): Hello {
       return { ...base, mode: "experiment", file, experiment: readExperiment(m.experiment) };
     case "profile":
       return { ...base, mode: "profile", file, profile: readProfile(m.profile), hints: J.strings(m.hints), source_path: J.strings(m.source_path) };
+    case "bench":
+      return { ...base, mode: "bench", file, bench: readBench(m.bench) };
     case "live":
     case "view":
       break;

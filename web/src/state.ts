@@ -7,10 +7,10 @@
 import type uPlot from "uplot";
 import { Store, type Total } from "./data";
 import type { CatalogSensor, Column, State, TotalsRow } from "./protocol";
-import type { Experiment } from "./documents";
+import type { BenchDocument, Experiment } from "./documents";
 import type { Group } from "./series";
 
-export type Mode = "none" | "live" | "view" | "file" | "experiment" | "profile";
+export type Mode = "none" | "live" | "view" | "file" | "experiment" | "profile" | "bench";
 
 /** What the data says about itself: the hello of live or view, or a file's header. */
 export interface Described {
@@ -41,6 +41,13 @@ export interface RemoteTotals {
   columns: TotalsRow[];
   sums?: TotalsRow[];
   key: string;
+}
+
+/** The bench page: the document shown, its file, and the loaded-latency plot drawn from it (destroyed when the page is redrawn). */
+export interface BenchPage {
+  doc: BenchDocument;
+  file: string;
+  loaded: uPlot | null;
 }
 
 /** A source file as numascope view read it for the profile's Source page: where, and its lines. */
@@ -79,6 +86,8 @@ export interface App {
   /** the rows of the totals table */
   lastTotals: Total[];
   report: Experiment | null;
+  /** the bench document shown (mode "bench") */
+  bench: BenchPage | null;
   plots: {
     boxes: PlotBox[];
     /** what the plots were built for: they are rebuilt when it changes */
@@ -126,6 +135,7 @@ export const app: App = {
   remoteTotals: null,
   lastTotals: [],
   report: null,
+  bench: null,
   plots: { boxes: [], signature: "", yShared: null, pctShared: null, internalScale: false, rafPending: false, colors: new Map() },
   sources: { waits: new Map(), last: 0 },
   totals: { lastAt: 0, timer: 0, wanted: "", keys: new Map() },

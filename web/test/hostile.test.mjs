@@ -1,7 +1,8 @@
-// Stored XSS: recordings, profiles and experiment reports whose names hold HTML. Every field the
-// client shows gets a payload that runs script (sets document.title and a global) if it is ever
-// parsed as HTML, both opened from disk (file://, no CSP) and served by numascope (view,
-// experiment --web). The page must show each payload literally, as text, and run none of it.
+// Stored XSS: recordings, profiles, experiment reports and bench documents whose names hold
+// HTML. Every field the client shows gets a payload that runs script (sets document.title and a
+// global) if it is ever parsed as HTML, both opened from disk (file://, no CSP) and served by
+// numascope (view, experiment --web). The page must show each payload literally, as text, and
+// run none of it.
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { readFileSync, writeFileSync, mkdirSync } from "node:fs";
@@ -335,4 +336,105 @@ test("an experiment report with HTML in its names, served by experiment --web an
   await disk.waitForSelector("#report section.response");
   for (const [k, v] of want) all.set(k, v);
   await check(disk, all, await text(disk));
+});
+
+// ---------------------------------------------------------------- bench documents
+
+/**
+ * benchDoc writes a bench document (docs/bench.md) whose every shown string holds HTML. Served by
+ * view, node ids are integers (view checks them); from disk they can be anything, so they are
+ * hostile too.
+ */
+function benchDoc(file, { hostileIds }) {
+  const { H, all } = payloads();
+  const ids = hostileIds ? [H("node0", "img"), H("node1", "table"), H("node2", "svg")] : [0, 1, 2];
+  const [a, b, c] = ids;
+  const m = (kernel, vals) => ({
+    ...(kernel ? { kernel } : {}),
+    initiators: [a, b],
+    targets: [a, b, c],
+    matrix: vals,
+    min: vals,
+    max: vals,
+    median: vals,
+    samples: vals.map((r) => r.map((v) => (v === null ? [] : [v]))),
+    cpus: hostileIds ? [[H("cpu0", "script")], [H("cpu1", "img")]] : [[0], [1]],
+    repeat: 1,
+  });
+  const node = (id, k) => ({ id, cpus: k < 2 ? [k] : [], cpuless: k === 2, memory_tier: H(`tier${k}`, ["img", "svg", "table"][k]), distances: Object.fromEntries(ids.map((x, j) => [String(x), j === k ? 10 : k === 2 ? 20 : H(`distance${k}${j}`, "script")])) });
+  const doc = {
+    latency_ns: m(null, [[90, 140, 250], [140, 90, null]]),
+    bandwidth_mbs: m(H("kernel-name", "svg"), [[12000, 7000, 5000], [7000, 12000, null]]),
+    placement: { min_fraction_on_target: 1, pairs: [{ kind: "latency", initiator: a, target: b, fraction_on_target: 1, pages_checked: 4 }] },
+    // Node 0 -> 0, the cell hovered, has no rated value: its reason is shown.
+    rated: {
+      initiators: [a, b],
+      targets: [a, b, c],
+      read_latency_ns: [[null, null, null], [null, 80, 230]],
+      missing: [{ initiator: a, target: a, reason: H("rated-missing", "svg") }],
+      memory_tiers: { [String(a)]: 4 },
+      not_reported: "",
+      tier_order: { checked: true, contradictions: [{ kind: "latency", initiator: a, text: H("contradiction", "table") }] },
+    },
+    conditions: {
+      cpu_model: H("cpu-model", "img"),
+      kernel: H("kernel", "table"),
+      governors: [H("governor", "svg")],
+      thp: H("thp", "script"),
+      numa_balancing: H("numa-balancing", "img"),
+      numa_balancing_off_during_run: false,
+      virtual: true,
+      hypervisor: H("hypervisor", "table"),
+      sys_vendor: H("sys-vendor", "svg"),
+      product_name: H("product-name", "script"),
+      root: false,
+      kernel_isa: H("kernel-isa", "img"),
+      [H("condition-key", "table")]: H("condition-value", "svg"),
+    },
+    skipped: [
+      { kind: "latency", initiator: b, target: c, reason: H("skip-reason", "img") },
+      { kind: H("skip-kind", "table"), initiator: b, target: c, reason: H("skip-reason2", "svg") },
+    ],
+    notes: [H("note", "script")],
+    topology: { nodes: ids.map(node) },
+    loaded: { kernel: H("loaded-kernel", "img"), pairs: [{ initiator: a, target: c, bandwidth_mbs: [0, 1000, 2000], latency_ns: [250, 260, 400] }] },
+  };
+  // Node 2 has no CPUs, so no row: its distances are never shown (numbers, then).
+  writeFileSync(file, JSON.stringify(doc, null, 1));
+  return all;
+}
+
+/** shownBench is the bench page's text, with a cell hovered (its details are shown beside the heatmap). */
+async function shownBench(page) {
+  await page.waitForSelector("#bench .loaded-plot canvas");
+  await page.hover("#bench table.bmatrix[data-kind=latency] td.cell.null");
+  let s = await text(page);
+  await page.hover("#bench table.bmatrix[data-kind=latency] td.cell:not(.null)");
+  s += await text(page);
+  return s;
+}
+
+test("a bench document with HTML in its names, opened from disk: shown as text, nothing runs", async (t) => {
+  const dir = tempDir(t);
+  const file = join(dir, "b.json");
+  const want = benchDoc(file, { hostileIds: true });
+  const name = KINDS.table("bench-name") + ".json";
+  want.set("file name", KINDS.table("bench-name"));
+  const page = await browser(t);
+  await page.goto(dist);
+  await page.setInputFiles("#file", { name, mimeType: "application/json", buffer: readFileSync(file) });
+  await page.waitForSelector("#bench table.bmatrix");
+  await check(page, want, await shownBench(page));
+});
+
+test("a bench document with HTML in its names, served by numascope view: shown as text, nothing runs", async (t) => {
+  const dir = tempDir(t);
+  const file = join(dir, KINDS.img("bench-file") + ".json");
+  const want = benchDoc(file, { hostileIds: false });
+  want.set("file name", KINDS.img("bench-file"));
+  const { url } = await serve(t, ["view", file, "--listen", "127.0.0.1:0"], dir);
+  const page = await browser(t);
+  await page.goto(url);
+  await page.waitForSelector("#bench table.bmatrix");
+  await check(page, want, await shownBench(page));
 });

@@ -1,0 +1,370 @@
+// The bench page (`numascope view bench.json`, or the document loaded from
+// disk): the latency and bandwidth matrices of `numascope bench` as
+// heatmaps, rows the initiators, columns the targets, on a perceptual
+// colour scale (viridis, yellow = better), with the NUMA distance, memory
+// tier and CPU-less targets labelled where the document has them, the rated
+// values beside the measured ones, the spread on hover; the placement and
+// the conditions of the run; and the loaded-latency curves (uPlot) when the
+// document has a loaded section. Every name is the document's, so it goes
+// into the page as text (src/dom.ts).
+
+import uPlot from "uplot";
+import type { BenchDocument, BenchMatrix, BenchNode, BenchRated, BenchSkip, Cells, NodeID } from "./documents";
+import { el } from "./dom";
+import { bytes, int, num, percent, ranges, si } from "./format";
+import { palette } from "./plots";
+import type { BenchPage } from "./state";
+
+/** The two matrices: how each is read and coloured. */
+interface Kind {
+  key: "latency_ns" | "bandwidth_mbs";
+  /** rated's read and write values for this matrix */
+  read: "read_latency_ns" | "read_bandwidth_mbs";
+  write: "write_latency_ns" | "write_bandwidth_mbs";
+  /** the `kind` of skipped and placement entries */
+  kind: "latency" | "bandwidth";
+  title: string;
+  /** what follows a value formatted by fmt in a sentence (fmt of a bandwidth has its unit) */
+  suffix: string;
+  /** higher values are better */
+  higherBetter: boolean;
+  /** a value as a cell prints it */
+  fmt: (v: number) => string;
+}
+
+const KINDS: Kind[] = [
+  { key: "latency_ns", read: "read_latency_ns", write: "write_latency_ns", kind: "latency", title: "Idle latency (ns)", suffix: " ns", higherBetter: false, fmt: (v) => num(v) },
+  { key: "bandwidth_mbs", read: "read_bandwidth_mbs", write: "write_bandwidth_mbs", kind: "bandwidth", title: "Bandwidth", suffix: "", higherBetter: true, fmt: (v) => `${si(v * 1e6)}B/s` },
+];
+
+// viridis, at eleven even steps: perceptually uniform, readable in grey and
+// by the colour-blind. 0 is the worst value of a matrix, 1 the best.
+const VIRIDIS = ["#440154", "#482475", "#414487", "#355f8d", "#2a788e", "#21918c", "#22a884", "#44bf70", "#7ad151", "#bddf26", "#fde725"];
+
+/** viridis is the colour at x in [0, 1]. */
+export function viridis(x: number): string {
+  const t = Math.min(1, Math.max(0, Number.isFinite(x) ? x : 0)) * (VIRIDIS.length - 1);
+  const i = Math.min(Math.floor(t), VIRIDIS.length - 2);
+  const f = t - i;
+  const rgb = (h: string) => [1, 3, 5].map((k) => parseInt(h.slice(k, k + 2), 16));
+  const a = rgb(VIRIDIS[i]),
+    b = rgb(VIRIDIS[i + 1]);
+  return `rgb(${a.map((c, k) => Math.round(c + (b[k] - c) * f)).join(" ")})`;
+}
+
+/** pairKey names a pair of one kind, the way the document's lists are looked up. */
+const pairKey = (kind: string, i: NodeID, t: NodeID) => `${kind}|${String(i)}|${String(t)}`;
+
+/** at is m[r][c], or null. */
+const at = (m: Cells | undefined, r: number, c: number): number | null => m?.[r]?.[c] ?? null;
+
+/** What the matrices share: the topology's nodes, the skipped pairs and the placement, by node and pair. */
+interface Lookup {
+  nodes: Map<string, BenchNode>;
+  skipped: Map<string, BenchSkip>;
+  placement: Map<string, { fraction: number | null; pages?: number }>;
+  initiators: Set<string>;
+  /** why a pair has no rated value, by pair ("rated" kind) */
+  unrated: Map<string, string>;
+  /** a node's memory tier: the topology's, else rated's */
+  tier: (id: NodeID) => NodeID | undefined;
+}
+
+function lookup(doc: BenchDocument): Lookup {
+  const nodes = new Map((doc.topology ?? []).map((n): [string, BenchNode] => [String(n.id), n]));
+  const skipped = new Map<string, BenchSkip>();
+  for (const s of doc.skipped) {
+    skipped.set(pairKey(s.kind, s.initiator, s.target), s);
+    // A reason for one kind stands in for the other's when that has none.
+    for (const k of ["latency", "bandwidth"]) if (!skipped.has(pairKey(k, s.initiator, s.target))) skipped.set(pairKey(k, s.initiator, s.target), s);
+  }
+  const placement = new Map<string, { fraction: number | null; pages?: number }>();
+  for (const p of doc.placement.pairs) placement.set(pairKey(p.kind, p.initiator, p.target), { fraction: p.fraction_on_target, pages: p.pages_checked });
+  const initiators = new Set([...(doc.latency_ns?.initiators ?? []), ...(doc.bandwidth_mbs?.initiators ?? [])].map(String));
+  const unrated = new Map(doc.rated.missing.map((x): [string, string] => [pairKey("rated", x.initiator, x.target), x.reason]));
+  const tier = (id: NodeID): NodeID | undefined => {
+    const rt = doc.rated.memory_tiers;
+    return nodes.get(String(id))?.memory_tier ?? (Object.hasOwn(rt, String(id)) ? (rt[String(id)] ?? undefined) : undefined);
+  };
+  return { nodes, skipped, placement, initiators, unrated, tier };
+}
+
+/** cpuless says whether a target has no CPUs: true or false from the topology, undefined without one. */
+function cpuless(n: BenchNode | undefined): boolean | undefined {
+  if (!n) return undefined;
+  return n.cpuless ?? n.cpus.length === 0;
+}
+
+/** rated aligns one of rated's matrices with the measured one by node id (or by position when rated names none). */
+function rated(r: BenchRated, cellsOf: Cells | undefined, m: BenchMatrix): Cells | undefined {
+  if (!cellsOf || !cellsOf.flat().some((v) => v !== null)) return undefined;
+  if (!r.initiators || !r.targets) return cellsOf;
+  const ri = new Map(r.initiators.map((id, k): [string, number] => [String(id), k]));
+  const rt = new Map(r.targets.map((id, k): [string, number] => [String(id), k]));
+  return m.initiators.map((i) => m.targets.map((t) => {
+    const a = ri.get(String(i)),
+      b = rt.get(String(t));
+    return a === undefined || b === undefined ? null : at(cellsOf, a, b);
+  }));
+}
+
+/** renderBench draws the bench page of page.doc into root. */
+export function renderBench(root: HTMLElement, page: BenchPage): void {
+  const doc = page.doc;
+  const look = lookup(doc);
+  root.replaceChildren();
+  root.append(
+    el("h2", {}, "numascope bench ", el("span", { class: "file" }, page.file)),
+    el(
+      "p",
+      { class: "muted" },
+      "Rows: initiators, the nodes whose CPUs ran the threads. Columns: targets, the nodes the memory was bound to (CPU-less memory included). Hover a cell for its spread, placement and rated value.",
+    ),
+  );
+  const grid = el("div", { class: "bgrid" });
+  for (const k of KINDS) grid.append(matrixFigure(k, doc, look));
+  root.append(grid);
+  root.append(runPanel(doc));
+  root.append(loadedSection(page));
+}
+
+/** matrixFigure is one matrix's heatmap with its legend, or a line saying it was not measured. */
+function matrixFigure(k: Kind, doc: BenchDocument, look: Lookup): HTMLElement {
+  const m = doc[k.key];
+  const fig = el("figure", { class: "bfig", "data-kind": k.kind });
+  if (!m) {
+    fig.append(el("h3", {}, k.title), el("p", { class: "muted none" }, `Not in this document (numascope bench --kind left ${k.kind} out).`));
+    return fig;
+  }
+  const stat = k.higherBetter ? `best of ${m.repeat ?? "the"} repeats` : `median of ${m.repeat ?? "the"} repeats`;
+  fig.append(el("h3", {}, k.title, el("small", {}, ` ${m.kernel ? `${m.kernel} kernel, ` : ""}${stat}${m.size_bytes ? `, ${bytes(m.size_bytes)} per measurement` : ""}`)));
+  const rate = rated(doc.rated, doc.rated[k.read], m);
+  const rateW = rated(doc.rated, doc.rated[k.write], m);
+  const vals = m.matrix.flat().filter((v): v is number => v !== null && Number.isFinite(v));
+  const lo = vals.reduce((a, b) => Math.min(a, b), vals[0] ?? 0),
+    hi = vals.reduce((a, b) => Math.max(a, b), vals[0] ?? 0);
+  /** good is how good v is, 0 (the matrix's worst) to 1 (its best). */
+  const good = (v: number) => (hi === lo ? 1 : k.higherBetter ? (v - lo) / (hi - lo) : (hi - v) / (hi - lo));
+
+  const tbl = el("table", { class: "bmatrix", "data-kind": k.kind });
+  const head = el("tr", {}, el("th", { class: "corner" }, "initiator ↓ \\ target →"));
+  for (const t of m.targets) head.append(targetHeader(t, look));
+  tbl.append(el("thead", {}, head));
+  const body = el("tbody");
+  const detail = el("div", { class: "bdetail", "aria-live": "polite" }, "Hover a cell for its details.");
+  m.initiators.forEach((i, r) => {
+    const tr = el("tr", { "data-row": String(i) }, initiatorHeader(i, m.cpus?.[r], look));
+    m.targets.forEach((t, c) => {
+      const td = cell(k, m, r, c, i, t, { read: at(rate, r, c), write: at(rateW, r, c), any: !!rate }, look, good);
+      td.onmouseenter = () => detail.replaceChildren(...td.title.split("\n").map((l, n) => (n ? el("div", {}, l) : el("strong", {}, l))));
+      tr.append(td);
+    });
+    body.append(tr);
+  });
+  tbl.append(body);
+  fig.append(tbl, legend(k, lo, hi, vals.length > 0, !!rate, !!doc.topology), detail);
+  return fig;
+}
+
+function targetHeader(t: NodeID, look: Lookup): HTMLElement {
+  const n = look.nodes.get(String(t));
+  const th = el("th", { "data-col": String(t) }, `node ${t}`);
+  const why: string[] = [`target node ${t}`];
+  const tier = look.tier(t);
+  if (tier !== undefined) {
+    th.append(el("small", { class: "tier" }, `tier ${tier}`));
+    why.push(`memory tier ${tier}`);
+  }
+  const less = cpuless(n);
+  if (less) {
+    th.classList.add("cpuless");
+    th.append(el("small", { class: "nocpu" }, "no CPUs"));
+    why.push("no CPUs (CXL, HBM or GPU memory): a target only");
+  } else if (less === undefined && !look.initiators.has(String(t))) {
+    th.classList.add("targetonly");
+    th.append(el("small", { class: "nocpu" }, "target only"));
+    why.push("not an initiator in this run: it has no CPUs, or --from left it out");
+  }
+  th.title = why.join("; ");
+  return th;
+}
+
+function initiatorHeader(i: NodeID, cpus: NodeID[] | undefined, look: Lookup): HTMLElement {
+  const th = el("th", { "data-row": String(i) }, `node ${i}`);
+  const why: string[] = [`initiator node ${i}`];
+  if (cpus?.length) {
+    th.append(el("small", {}, `CPU ${ranges(cpus)}`));
+    why.push(`threads on CPU ${ranges(cpus)}`);
+  }
+  const tier = look.tier(i);
+  if (tier !== undefined) {
+    th.append(el("small", { class: "tier" }, `tier ${tier}`));
+    why.push(`memory tier ${tier}`);
+  }
+  th.title = why.join("; ");
+  return th;
+}
+
+/** cell is one pair's cell: the value (or "not measured"), the rated value, the distance; the rest in its title. */
+function cell(k: Kind, m: BenchMatrix, r: number, c: number, i: NodeID, t: NodeID, rt: { read: number | null; write: number | null; any: boolean }, look: Lookup, good: (v: number) => number): HTMLElement {
+  const rate = rt.read;
+  const v = at(m.matrix, r, c);
+  const dist = look.nodes.get(String(i))?.distances;
+  const d = dist && Object.hasOwn(dist, String(t)) ? dist[String(t)] : undefined;
+  const td = el("td", { class: "cell", "data-row": String(i), "data-col": String(t), "data-value": v === null ? "null" : String(v) });
+  const lines = [`node ${i} → node ${t}: ` + (v === null ? "not measured" : `${k.fmt(v)}${k.suffix} (${k.higherBetter ? "best" : "median"} of ${m.repeat ?? "the"} repeats)`)];
+  if (v === null) {
+    const s = look.skipped.get(pairKey(k.kind, i, t));
+    const reason = s?.reason || "the document gives no reason";
+    td.classList.add("null");
+    td.dataset.reason = reason;
+    td.append(el("span", { class: "v" }, "not measured"));
+    lines.push(`why: ${reason}`);
+  } else {
+    const g = good(v);
+    td.style.background = viridis(g);
+    if (g > 0.55) td.classList.add("light");
+    td.append(el("span", { class: "v" }, k.fmt(v)));
+    const mn = at(m.min, r, c),
+      mx = at(m.max, r, c),
+      med = at(m.median, r, c);
+    if (mn !== null && mx !== null) {
+      td.dataset.min = String(mn);
+      td.dataset.max = String(mx);
+      lines.push(`spread: ${k.fmt(mn)} – ${k.fmt(mx)}${k.suffix}${k.higherBetter && med !== null ? `, median ${k.fmt(med)}` : ""}`);
+    }
+    const s = m.samples?.[r]?.[c];
+    if (s?.length) lines.push(`${s.length} repeats: ${s.map(k.fmt).join(", ")}`);
+    const h = at(m.huge_fraction, r, c);
+    if (h !== null) lines.push(`huge pages: ${percent(100 * h)} of the buffer`);
+    const p = look.placement.get(pairKey(k.kind, i, t));
+    if (p) lines.push(`placement: ${p.fraction === null ? "–" : percent(100 * p.fraction)} of ${p.pages === undefined ? "the" : int(p.pages)} pages checked on node ${t}`);
+    if (p && p.fraction !== null && p.fraction < 0.99) td.classList.add("misplaced");
+  }
+  if (rate !== null) {
+    td.dataset.rated = String(rate);
+    td.append(el("span", { class: "rated" }, `rated ${k.fmt(rate)}`));
+    lines.push(`rated (HMAT) read: ${k.fmt(rate)}${k.suffix}` + (rt.write !== null ? `, write: ${k.fmt(rt.write)}${k.suffix}` : "") + (v !== null && rate ? `; measured is ${num(v / rate)}× rated read` : ""));
+  } else if (rt.any) {
+    const why = look.unrated.get(pairKey("rated", i, t));
+    lines.push(`rated (HMAT): none${why ? `: ${why}` : ""}`);
+  }
+  if (d !== undefined) {
+    td.append(el("span", { class: "dist" }, `d ${d}`));
+    lines.push(`NUMA distance (SLIT): ${d}`);
+  }
+  td.title = lines.join("\n");
+  return td;
+}
+
+/** legend says what the colours, the labels and the small print in a cell mean. */
+function legend(k: Kind, lo: number, hi: number, measured: boolean, withRated: boolean, withTopology: boolean): HTMLElement {
+  const worst = k.higherBetter ? lo : hi,
+    best = k.higherBetter ? hi : lo;
+  const bar = el("span", { class: "bar" });
+  bar.style.background = `linear-gradient(to right, ${VIRIDIS.join(", ")})`;
+  const p = el(
+    "div",
+    { class: "blegend" },
+    el("span", {}, measured ? `worse ${k.fmt(worst)}` : "worse"),
+    bar,
+    el("span", {}, measured ? `${k.fmt(best)} better` : "better"),
+  );
+  const notes = [k.higherBetter ? "Higher bandwidth is better (yellow)." : "Lower latency is better (yellow)."];
+  notes.push("Grey: not measured (hover for why).");
+  if (withRated) notes.push("rated: the kernel's HMAT read value for the pair.");
+  if (withTopology) notes.push("d: the firmware's NUMA distance (SLIT; 10 is local).");
+  return el("div", {}, p, el("p", { class: "muted small" }, notes.join(" ")));
+}
+
+/** runPanel lists the placement, the conditions of the run, the notes and the pairs not measured. */
+function runPanel(doc: BenchDocument): HTMLElement {
+  const c = doc.conditions;
+  const facts = el("dl", { class: "facts" });
+  const fact = (name: string, value: string, cls = "") => facts.append(el("dt", {}, name), el("dd", { "data-fact": name, class: cls }, value));
+  const minFrac = doc.placement.min_fraction_on_target;
+  fact("placement", minFrac === null ? "–" : `${percent(100 * minFrac)} of the pages on their target at worst (min fraction on target ${minFrac})`, minFrac !== null && minFrac < 0.99 ? "bad" : "");
+  if (doc.placement.pairs.length) fact("pairs verified", `${doc.placement.pairs.length} buffers, ${int(doc.placement.pairs.reduce((a, p) => a + (p.pages_checked ?? 0), 0))} pages checked (move_pages)`);
+  fact("CPU", c.cpu_model || "–");
+  fact("kernel", c.kernel || "–");
+  fact("virtualisation", c.virtual === undefined ? "–" : c.virtual ? `virtual machine${c.hypervisor ? ` (${c.hypervisor})` : ""}: figures are only as real as the hypervisor's placement` : "none seen (bare metal)", c.virtual ? "warn" : "");
+  if (c.sys_vendor || c.product_name) fact("system", [c.sys_vendor, c.product_name].filter(Boolean).join(" "));
+  fact("THP", c.thp || "–");
+  fact("governor", c.governors.length ? c.governors.join(", ") : "none reported (no cpufreq)");
+  const bal = c.numa_balancing === undefined || c.numa_balancing === "" ? "none in this kernel" : `kernel.numa_balancing=${c.numa_balancing}, ${c.numa_balancing === "0" ? "off" : c.numa_balancing_off_during_run ? "turned off for the run" : "left on during the run"}`;
+  fact("NUMA balancing", bal, c.numa_balancing && c.numa_balancing !== "0" && !c.numa_balancing_off_during_run ? "warn" : "");
+  if (c.root !== undefined) fact("root", c.root ? "yes" : "no");
+  if (c.kernel_isa) fact("kernels", c.kernel_isa);
+  for (const [k, v] of c.other) fact(k, v);
+  const r = doc.rated;
+  const nRated = (x: Cells | undefined) => (x ?? []).flat().filter((v) => v !== null).length;
+  if (r.not_reported) fact("rated (HMAT)", `none: ${r.not_reported}`);
+  else if (r.read_latency_ns || r.read_bandwidth_mbs)
+    fact("rated (HMAT)", `read latency for ${nRated(r.read_latency_ns)} pairs, read bandwidth for ${nRated(r.read_bandwidth_mbs)}${r.missing.length ? `; ${r.missing.length} ${r.missing.length > 1 ? "pairs" : "pair"} without (hover a cell for why)` : ""}`);
+  const to = r.tier_order;
+  if (to) {
+    const n = to.contradictions.length;
+    fact("tier order", !to.checked ? `not checked${to.why ? `: ${to.why}` : ""}` : n ? `contradicted by ${n} measurement${n > 1 ? "s" : ""} (below)` : "as measured: no contradiction", n ? "bad" : "");
+  }
+
+  const box = el("section", { class: "brun" }, el("h3", {}, "Placement and conditions of the run"), facts);
+  if (to?.contradictions.length) box.append(el("h3", {}, "Tier order contradicted"), el("ul", { class: "hints notes contradictions" }, ...to.contradictions.map((x) => el("li", { "data-kind": x.kind }, x.text))));
+  if (doc.notes.length) box.append(el("h3", {}, "Notes"), el("ul", { class: "hints notes" }, ...doc.notes.map((n) => el("li", {}, n))));
+  if (doc.skipped.length) {
+    const tb = el("tbody");
+    for (const s of doc.skipped) tb.append(el("tr", {}, el("td", {}, s.kind), el("td", {}, `node ${s.initiator} → node ${s.target}`), el("td", { class: "reason" }, s.reason)));
+    box.append(el("h3", {}, "Not measured"), el("table", { class: "skipped" }, el("thead", {}, el("tr", {}, el("th", {}, "kind"), el("th", {}, "pair"), el("th", {}, "why"))), tb));
+  }
+  return box;
+}
+
+/** loadedSection draws the loaded-latency curves (latency against injected bandwidth, one per pair), or says the document has none. */
+function loadedSection(page: BenchPage): HTMLElement {
+  const sec = el("section", { class: "bloaded" }, el("h3", {}, "Loaded latency"));
+  const l = page.doc.loaded;
+  if (!l || !l.pairs.length) {
+    sec.append(el("p", { class: "muted none" }, "Not in this document: numascope bench does not measure loaded latency yet (--kind loaded is not built). When a document has a loaded section, its latency against injected bandwidth is drawn here, one curve per pair."));
+    return sec;
+  }
+  sec.append(el("p", { class: "muted" }, `Latency of one pair while the other CPUs inject bandwidth at stepped rates${l.kernel ? ` (${l.kernel} kernel)` : ""}: one curve per initiator → target pair. Click a pair in the legend to hide it.`));
+  // Each pair has its own bandwidths: uPlot.join aligns them on one x axis (null elsewhere; spanGaps draws through).
+  const tables = l.pairs.map((p): uPlot.AlignedData => {
+    const pts: [number, number][] = [];
+    p.bandwidth_mbs.forEach((b, k) => {
+      const y = p.latency_ns[k];
+      if (b !== null && y !== null && y !== undefined && Number.isFinite(b) && Number.isFinite(y)) pts.push([b, y]);
+    });
+    pts.sort((a, b) => a[0] - b[0]);
+    // One latency per bandwidth: uPlot.join keys on x.
+    const uniq = pts.filter((q, k) => k === 0 || q[0] !== pts[k - 1][0]);
+    return [uniq.map((q) => q[0]), uniq.map((q) => q[1])];
+  });
+  const data = uPlot.join(tables);
+  const box = el("div", { class: "loaded-plot", "data-pairs": String(l.pairs.length) });
+  sec.append(box);
+  const width = Math.max(420, Math.min(960, document.body.clientWidth - 80));
+  const opts: uPlot.Options = {
+    width,
+    height: 340,
+    scales: { x: { time: false } },
+    axes: [
+      { label: "injected bandwidth", values: (_u, vs) => vs.map((v) => `${si(v * 1e6)}B/s`) },
+      { label: "latency (ns)", values: (_u, vs) => vs.map((v) => num(v)) },
+    ],
+    series: [
+      { label: "bandwidth", value: (_u, v) => (v === null ? "–" : `${si(v * 1e6)}B/s`) },
+      ...l.pairs.map(
+        (p, k): uPlot.Series => ({
+          label: `node ${p.initiator} → node ${p.target}`,
+          stroke: palette[k % palette.length],
+          width: 2,
+          spanGaps: true,
+          points: { show: true, size: 5 },
+          value: (_u, v) => (v === null ? "–" : `${num(v)} ns`),
+        }),
+      ),
+    ],
+  };
+  page.loaded = new uPlot(opts, data, box);
+  return sec;
+}

@@ -1,0 +1,174 @@
+// End-to-end tests of the bench page: `numascope view bench.json` on the synthetic 2 × 3 document
+// of testdata/bench/view (node 2 CPU-less, the pair 1 -> 2 not measured, topology, rated values
+// and a loaded section), on what `numascope bench` writes on this machine, and a document opened
+// from disk without the parts bench does not write yet. Every cell is checked against the JSON.
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { readFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { execFileSync } from "node:child_process";
+import { repo, artifacts, binary, tempDir, serve, browser } from "./util.mjs";
+
+const dist = "file://" + join(repo, "internal/live/dist/index.html");
+const fixture = join(repo, "testdata/bench/view/2x3-loaded.json"); // README.md there
+const doc = JSON.parse(readFileSync(fixture, "utf8"));
+const KINDS = { latency: "latency_ns", bandwidth: "bandwidth_mbs" };
+const RATED = { latency: "read_latency_ns", bandwidth: "read_bandwidth_mbs" };
+
+/** cells are a heatmap's cells as the page has them, in document order. */
+const cells = (page, kind) =>
+  page.$$eval(`#bench table.bmatrix[data-kind=${kind}] td.cell`, (tds) =>
+    tds.map((td) => ({ row: td.dataset.row, col: td.dataset.col, value: td.dataset.value, min: td.dataset.min, max: td.dataset.max, rated: td.dataset.rated, reason: td.dataset.reason, text: td.querySelector(".v").textContent, dist: td.querySelector(".dist")?.textContent, title: td.title })),
+  );
+
+/** checkShape asserts that a heatmap has a cell per initiator and target, each holding the JSON's value. */
+async function checkShape(page, kind, m) {
+  const got = await cells(page, kind);
+  assert.equal(got.length, m.initiators.length * m.targets.length, `${kind}: cells = initiators × targets`);
+  m.initiators.forEach((i, r) =>
+    m.targets.forEach((t, c) => {
+      const cell = got[r * m.targets.length + c];
+      assert.equal(cell.row, String(i));
+      assert.equal(cell.col, String(t));
+      assert.equal(cell.value, m.matrix[r][c] === null ? "null" : String(m.matrix[r][c]), `${kind} ${i} -> ${t}`);
+    }),
+  );
+  const rows = await page.$$eval(`#bench table.bmatrix[data-kind=${kind}] tbody tr`, (trs) => trs.length);
+  const cols = await page.$$eval(`#bench table.bmatrix[data-kind=${kind}] thead th[data-col]`, (ths) => ths.map((th) => th.dataset.col));
+  assert.equal(rows, m.initiators.length);
+  assert.deepEqual(cols, m.targets.map(String));
+  return got;
+}
+
+test("view bench.json: both heatmaps, reasons, spread, rated, distances, tiers, conditions, loaded curves", async (t) => {
+  // Relative to the repository, as the page's title shows it (and docs/img/bench.png).
+  const rel = "testdata/bench/view/2x3-loaded.json";
+  const { url } = await serve(t, ["view", rel, "--listen", "127.0.0.1:0"], repo);
+  const page = await browser(t);
+  await page.goto(url);
+  await page.waitForSelector("#bench table.bmatrix");
+  assert.equal(await page.textContent("#mode"), `bench ${rel}`);
+  assert.equal(await page.isVisible("#plots"), false, "the time-series view is shown over the bench page");
+
+  for (const [kind, key] of Object.entries(KINDS)) {
+    const m = doc[key];
+    const got = await checkShape(page, kind, m);
+    m.initiators.forEach((i, r) =>
+      m.targets.forEach((tg, c) => {
+        const cell = got[r * m.targets.length + c];
+        const what = `${kind} ${i} -> ${tg}`;
+        if (m.matrix[r][c] === null) {
+          // Not measured: said so, with the reason from skipped on hover.
+          const reason = doc.skipped.find((s) => s.kind === kind && s.initiator === i && s.target === tg).reason;
+          assert.equal(cell.text, "not measured", what);
+          assert.equal(cell.reason, reason, what);
+          assert.ok(cell.title.includes(`why: ${reason}`), `${what}: title ${cell.title}`);
+        } else {
+          // The spread: min and max of the JSON, in the title too.
+          assert.equal(cell.min, String(m.min[r][c]), what);
+          assert.equal(cell.max, String(m.max[r][c]), what);
+          assert.match(cell.title, /\nspread: .+ – /, what);
+          assert.ok(cell.title.includes(`${m.samples[r][c].length} repeats: `), what);
+          assert.match(cell.title, /placement: 99\.8% of|placement: 100\.0% of/, what);
+        }
+        // Rated beside measured (or why not on hover), the distance in the corner.
+        const rated = doc.rated[RATED[kind]][r][c];
+        assert.equal(cell.rated, rated === null ? undefined : String(rated), `${what}: rated`);
+        if (rated === null) assert.ok(cell.title.includes(`rated (HMAT): none: ${doc.rated.missing[0].reason}`), `${what}: ${cell.title}`);
+        assert.equal(cell.dist, `d ${doc.topology.nodes[i].distances[String(tg)]}`, `${what}: distance`);
+      }),
+    );
+  }
+  // Latency: lower is better, so the fastest cell is yellow (viridis' end) and the slowest purple.
+  const bg = (kind, r, c) => page.$eval(`#bench table.bmatrix[data-kind=${kind}] td.cell[data-row="${r}"][data-col="${c}"]`, (td) => getComputedStyle(td).backgroundColor);
+  assert.equal(await bg("latency", 1, 1), "rgb(253, 231, 37)");
+  assert.equal(await bg("latency", 0, 2), "rgb(68, 1, 84)");
+  assert.equal(await bg("bandwidth", 1, 1), "rgb(253, 231, 37)");
+  assert.equal(await bg("bandwidth", 0, 2), "rgb(68, 1, 84)");
+  assert.match(await page.textContent("#bench figure[data-kind=latency] .small"), /Lower latency is better/);
+  assert.match(await page.textContent("#bench figure[data-kind=bandwidth] .small"), /Higher bandwidth is better/);
+
+  // The CPU-less target is marked, every target has its tier.
+  const heads = await page.$$eval("#bench table.bmatrix[data-kind=latency] thead th[data-col]", (ths) => ths.map((th) => ({ cpuless: th.classList.contains("cpuless"), tier: th.querySelector(".tier")?.textContent })));
+  assert.deepEqual(heads, [
+    { cpuless: false, tier: "tier 4" },
+    { cpuless: false, tier: "tier 4" },
+    { cpuless: true, tier: "tier 22" },
+  ]);
+
+  // Hovering a cell shows its details beside the heatmap.
+  await page.hover('#bench table.bmatrix[data-kind=latency] td.cell[data-row="0"][data-col="1"]');
+  assert.match(await page.textContent("#bench figure[data-kind=latency] .bdetail"), /node 0 → node 1: .*spread: .*rated \(HMAT\) read: 130 ns, write: 140 ns.*NUMA distance \(SLIT\): 21/);
+
+  // Placement and conditions.
+  const fact = (name) => page.textContent(`#bench dd[data-fact="${name}"]`);
+  assert.match(await fact("placement"), /^99\.8% of the pages on their target at worst \(min fraction on target 0\.998\)/);
+  assert.equal(await fact("CPU"), doc.conditions.cpu_model);
+  assert.equal(await fact("THP"), "madvise");
+  assert.equal(await fact("governor"), "performance");
+  assert.equal(await fact("NUMA balancing"), "kernel.numa_balancing=1, turned off for the run");
+  assert.equal(await fact("virtualisation"), "none seen (bare metal)");
+  assert.equal(await fact("rated (HMAT)"), "read latency for 5 pairs, read bandwidth for 5; 1 pair without (hover a cell for why)");
+  assert.equal(await fact("tier order"), "as measured: no contradiction");
+  assert.deepEqual(await page.locator("#bench ul.notes li").allTextContents(), doc.notes);
+  assert.equal(await page.locator("#bench table.skipped tbody tr").count(), doc.skipped.length);
+
+  // The loaded-latency curves: one uPlot series per pair, its points the JSON's, by bandwidth.
+  await page.waitForSelector("#bench .loaded-plot canvas");
+  const plot = await page.evaluate(() => {
+    const u = window.__numascope.app.bench.loaded;
+    return { labels: u.series.map((s) => s.label), data: u.data.map((col) => [...col]) };
+  });
+  const pairs = doc.loaded.pairs;
+  assert.deepEqual(plot.labels.slice(1), pairs.map((p) => `node ${p.initiator} → node ${p.target}`));
+  pairs.forEach((p, k) => {
+    const pts = plot.data[0].map((x, j) => [x, plot.data[k + 1][j]]).filter(([, y]) => y !== null && y !== undefined);
+    const want = p.bandwidth_mbs.map((b, j) => [b, p.latency_ns[j]]).sort((a, b) => a[0] - b[0]);
+    assert.deepEqual(pts, want, `loaded ${p.initiator} -> ${p.target}`);
+  });
+  const legend = await page.locator("#bench .loaded-plot .u-legend").innerText();
+  for (const p of pairs) assert.ok(legend.includes(`node ${p.initiator} → node ${p.target}`), legend);
+
+  await page.screenshot({ path: join(artifacts, "bench.png"), fullPage: true });
+  if (process.env.NUMASCOPE_DOCS_IMG) await page.screenshot({ path: join(repo, "docs/img/bench.png"), fullPage: true });
+});
+
+test("a bench document from disk without topology, rated values or loaded: what is missing is said", async (t) => {
+  const dir = tempDir(t);
+  const bare = structuredClone(doc);
+  delete bare.topology;
+  delete bare.loaded;
+  // No HMAT here; the tiers come from rated alone.
+  bare.rated = { initiators: [0, 1], targets: [0, 1, 2], not_reported: "this machine's firmware has no HMAT", read_latency_ns: [[null, null, null], [null, null, null]], missing: [], memory_tiers: { 0: 4, 1: 4, 2: 22 }, tier_order: { checked: true, contradictions: [] } };
+  delete bare.bandwidth_mbs;
+  const file = join(dir, "bench.json");
+  writeFileSync(file, JSON.stringify(bare, null, 2));
+  const page = await browser(t);
+  await page.goto(dist);
+  await page.setInputFiles("#file", file);
+  await page.waitForSelector("#bench table.bmatrix");
+  assert.equal(await page.textContent("#mode"), "bench bench.json");
+  await checkShape(page, "latency", bare.latency_ns);
+  assert.equal(await page.locator("#bench table.bmatrix[data-kind=bandwidth]").count(), 0);
+  assert.match(await page.textContent("#bench figure[data-kind=bandwidth]"), /left bandwidth out/);
+  assert.equal(await page.locator("#bench td.cell .rated, #bench td.cell .dist").count(), 0);
+  assert.equal(await page.textContent('#bench dd[data-fact="rated (HMAT)"]'), "none: this machine's firmware has no HMAT");
+  // Without a topology, node 2 (no row) is a target only, in rated's tier.
+  assert.deepEqual(await page.locator('#bench table.bmatrix thead th[data-col="2"] small').allTextContents(), ["tier 22", "target only"]);
+  assert.match(await page.textContent("#bench .bloaded"), /numascope bench does not measure loaded latency yet/);
+  assert.equal(await page.locator("#bench .loaded-plot").count(), 0);
+});
+
+test("view on what numascope bench writes here: the heatmaps have its shape and values", async (t) => {
+  const dir = tempDir(t);
+  const file = join(dir, "bench.json");
+  execFileSync(binary, ["bench", "--size", "8M", "--repeat", "1", "--format", "json", "-o", file], { cwd: dir, stdio: ["ignore", "pipe", "pipe"] });
+  const real = JSON.parse(readFileSync(file, "utf8"));
+  const { url } = await serve(t, ["view", file, "--listen", "127.0.0.1:0"], dir);
+  const page = await browser(t);
+  await page.goto(url);
+  await page.waitForSelector("#bench table.bmatrix");
+  for (const [kind, key] of Object.entries(KINDS)) await checkShape(page, kind, real[key]);
+  assert.equal(await page.textContent('#bench dd[data-fact="THP"]'), real.conditions.thp || "–");
+  assert.match(await page.textContent("#bench .bloaded"), /does not measure loaded latency yet/);
+});
