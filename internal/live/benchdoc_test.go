@@ -55,7 +55,7 @@ func benchResult() []byte {
 	}
 	m.Median, m.Min, m.Max = m.Matrix, m.Matrix, m.Matrix
 	res := bench.Result{
-		Latency: m, Rated: map[string]any{},
+		Latency: m, Rated: &bench.Rated{Initiators: []int{0, 1}, Targets: []int{0, 3}, NotReported: "no HMAT <here>"},
 		Conditions: bench.Conditions{CPUModel: `<img src=x onerror="alert(1)">`, THP: "madvise"},
 		Skipped:    []bench.Skip{{Kind: "latency", Initiator: 0, Target: 3, Reason: "node 3 is outside this process's cpuset"}},
 		Notes:      []string{"a & b < c"},
