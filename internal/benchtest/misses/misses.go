@@ -30,6 +30,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 )
 
 // An event is one line of an ftrace text trace, the fields this package
@@ -404,4 +405,25 @@ func (r *Result) Percentile(p float64) int64 {
 	slices.Sort(s)
 	i := int(p / 100 * float64(len(s)-1))
 	return s[i]
+}
+
+// Printable returns a task's command name fit for a terminal and a Markdown
+// table: any user can name a process (prctl PR_SET_NAME) with escape
+// sequences, and scripts/bench-misses runs as root and prints the names of
+// the tasks that held the sampler's CPU. Control characters, DEL, the
+// C1 controls, invalid UTF-8 and the separators of missattr's output and of
+// a table ('|', ',', ':') become '?'.
+func Printable(name string) string {
+	var b strings.Builder
+	for _, r := range name {
+		switch {
+		case r == utf8.RuneError, r < 0x20, r >= 0x7f && r < 0xa0, r == '|', r == ',', r == ':':
+			b.WriteByte('?')
+		case r == 0x2028 || r == 0x2029 || (r >= 0x202a && r <= 0x202e) || (r >= 0x2066 && r <= 0x2069):
+			b.WriteByte('?') // line separators and bidi overrides
+		default:
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
 }

@@ -196,3 +196,19 @@ func FuzzAnalyze(f *testing.F) {
 		}
 	})
 }
+
+func TestPrintable(t *testing.T) {
+	for in, want := range map[string]string{
+		"kworker/0:1":      "kworker/0?1",
+		"\x1b]0;pwned\x07": "?]0;pwned?",
+		"a|b,c":            "a?b?c",
+		"caf\xe9":          "caf?",
+		"x\u202ey":         "x?y",
+		"\u0085next":       "?next",
+		"numascope (own)":  "numascope (own)",
+	} {
+		if got := Printable(in); got != want {
+			t.Errorf("Printable(%q) = %q, want %q", in, got, want)
+		}
+	}
+}

@@ -56,7 +56,7 @@ func main() {
 	})
 	var hs []string
 	for _, n := range names[:min(5, len(names))] {
-		hs = append(hs, fmt.Sprintf("%s:%d", strings.ReplaceAll(n, " ", "_"), r.Holders[n]))
+		hs = append(hs, fmt.Sprintf("%s:%d", strings.ReplaceAll(misses.Printable(n), " ", "_"), r.Holders[n]))
 	}
 	fmt.Fprintf(&b, " holders=%s", strings.Join(hs, ","))
 	fmt.Println(b.String())
