@@ -32,13 +32,7 @@ func startBench(t *testing.T, opt Options, file string, body []byte) *Bench {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := b.Listen(); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- b.Serve(ctx) }()
-	t.Cleanup(func() { cancel(); <-done })
+	serveUntilCleanup(t, b)
 	return b
 }
 

@@ -2,7 +2,6 @@ package live
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -39,13 +38,7 @@ func startProfile(t *testing.T, file string, search []string) *Profile {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := pr.Listen(); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- pr.Serve(ctx) }()
-	t.Cleanup(func() { cancel(); <-done })
+	serveUntilCleanup(t, pr)
 	return pr
 }
 

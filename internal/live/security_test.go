@@ -152,13 +152,7 @@ func serveReport(t *testing.T, name string, payload map[string]any) *Report {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := r.Listen(); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- r.Serve(ctx) }()
-	t.Cleanup(func() { cancel(); <-done })
+	serveUntilCleanup(t, r)
 	return r
 }
 

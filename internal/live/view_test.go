@@ -54,13 +54,7 @@ func startView(t *testing.T, path string) *View {
 		t.Fatal(err)
 	}
 	v := NewView(Options{Listen: "127.0.0.1:0"}, rec, path)
-	if err := v.Listen(); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- v.Serve(ctx) }()
-	t.Cleanup(func() { cancel(); <-done })
+	serveUntilCleanup(t, v)
 	return v
 }
 
@@ -180,4 +174,19 @@ func BenchmarkViewRange(b *testing.B) {
 	for i := 0; i < b.N; i++ {
 		_ = v.encodeRange(nil, 0, len(v.t), 2000)
 	}
+}
+
+// serveUntilCleanup listens and serves srv until the test ends.
+func serveUntilCleanup(t *testing.T, srv interface {
+	Listen() error
+	Serve(context.Context) error
+}) {
+	t.Helper()
+	if err := srv.Listen(); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
 }
