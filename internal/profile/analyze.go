@@ -127,14 +127,14 @@ type analyzer struct {
 	// mappings.
 	kern kernel
 
-	pg      pageTracker
-	moved   []movedPage // remap's buffer
-	threads map[int32]*threadState
-	maps    map[int32][]mapping
-	parent  map[int32]int32 // process -> the process that forked it
-	locs    map[locKey]*Metrics
-	matrix  [][]uint64
-	totals  Metrics
+	pg     pageTracker
+	moved  []movedPage // remap's buffer
+	th     threadTracker
+	maps   map[int32][]mapping
+	parent map[int32]int32 // process -> the process that forked it
+	locs   map[locKey]*Metrics
+	matrix [][]uint64
+	totals Metrics
 
 	batch []rawSample
 	// masks are the CPU masks of the sched_setaffinity calls in the batch
@@ -183,11 +183,9 @@ type analyzer struct {
 	appRet   map[pageKey]bool     // isAppReturn's answers
 	lineAt   map[pageKey]bool     // hasLine's answers
 	lastLine lineAnswer
-	// lastLoc is the last location looked up; threadCache the last
-	// threads, by tid (see thread).
-	lastLoc     locKey
-	lastLocM    *Metrics
-	threadCache [256]*threadState
+	// lastLoc is the last location looked up.
+	lastLoc  locKey
+	lastLocM *Metrics
 	// lastCall is, by thread, the last call into code without lines whose
 	// caller faultCaller found in the stack copy.
 	lastCall map[int32]routineCall
@@ -210,7 +208,6 @@ func newAnalyzer(cpuNode []int, pageNodes, threadNodes []int) *analyzer {
 		rowIdx:      map[int]int{},
 		pageSize:    pageSize,
 		pg:          newPageTracker(pageSize),
-		threads:     map[int32]*threadState{},
 		maps:        map[int32][]mapping{},
 		parent:      map[int32]int32{},
 		locs:        map[locKey]*Metrics{},
@@ -232,7 +229,8 @@ func newAnalyzer(cpuNode []int, pageNodes, threadNodes []int) *analyzer {
 	a.startNs = monotonicNs()
 	// The live kernel, without the pagemap fallback and the exact
 	// huge-page check (Run sets up the whole of it).
-	a.kern = &procKernel{procRoot: "/proc", pageSize: a.pageSize, pagemaps: map[int32]*os.File{}}
+	a.th = newThreadTracker(cpuNode, nil, a.startNs)
+	a.setKernel(&procKernel{procRoot: "/proc", pageSize: a.pageSize, pagemaps: map[int32]*os.File{}})
 	for i, n := range pageNodes {
 		a.nodeIdx[n] = i
 	}
@@ -245,6 +243,22 @@ func newAnalyzer(cpuNode []int, pageNodes, threadNodes []int) *analyzer {
 	}
 	return a
 }
+
+// setKernel makes k the kernel the analyzer and its trackers ask.
+func (a *analyzer) setKernel(k kernel) {
+	a.kern = k
+	a.th.kern = k
+}
+
+// useSyscalls hands the analyzer the syscall tracepoints opened: with them,
+// allocation sites are tracked and affinity changes followed in time order.
+func (a *analyzer) useSyscalls(evs []openedEvent) {
+	a.syscalls = evs
+	a.th.followed = evs != nil
+}
+
+// thread returns the thread tid (of process pid), new if not known.
+func (a *analyzer) thread(pid, tid int32) *threadState { return a.th.get(pid, tid) }
 
 func (a *analyzer) nodeOfCPU(cpu int32) int {
 	if cpu >= 0 && int(cpu) < len(a.cpuNode) {
@@ -270,6 +284,7 @@ func (a *analyzer) handleBatch() { a.handleUntil(^uint64(0)) }
 // that is gone).
 func (a *analyzer) handleUntil(horizon uint64) {
 	a.stamp++
+	a.th.round = a.stamp
 	a.sortBatch()
 	n := sort.Search(len(a.batch), func(i int) bool { return a.batch[i].time > horizon })
 	later := a.batch[n:]
@@ -280,7 +295,7 @@ func (a *analyzer) handleUntil(horizon uint64) {
 		// touches its memory counts as pinned.
 		for i := range a.batch {
 			s := &a.batch[i]
-			a.pollAffinity(a.thread(s.pid, s.tid))
+			a.th.poll(a.thread(s.pid, s.tid))
 		}
 	}
 	for i := range a.batch {
@@ -291,7 +306,7 @@ func (a *analyzer) handleUntil(horizon uint64) {
 		// polling now catches changes made from outside it.
 		for i := range a.batch {
 			s := &a.batch[i]
-			a.pollAffinity(a.thread(s.pid, s.tid))
+			a.th.poll(a.thread(s.pid, s.tid))
 		}
 	}
 	a.batch = a.batch[:copy(a.batch[:cap(a.batch)], later)]
@@ -319,10 +334,7 @@ func (a *analyzer) handle(s *rawSample) {
 		a.forgetProcess(s.pid)
 		return
 	case evFork:
-		t := a.thread(s.pid, s.tid)
-		if p := a.threads[int32(s.a0)]; t.status == "" && p != nil && p.status != "" {
-			a.setAffinity(t, p.status, p.cpus, "start", s.time)
-		}
+		a.th.forked(a.thread(s.pid, s.tid), int32(s.a0), s.time)
 		return
 	default:
 		a.handleSyscall(s)
@@ -342,7 +354,7 @@ func (a *analyzer) forgetProcess(pid int32) {
 func (a *analyzer) handleFault(s *rawSample) {
 	t := a.thread(s.pid, s.tid)
 	if t.status == "" {
-		a.pollAffinity(t) // not seen at a fork (its parent's affinity unknown): its start
+		a.th.poll(t) // not seen at a fork (its parent's affinity unknown): its start
 	}
 	key := pageKey{s.pid, s.addr &^ (a.pageSize - 1)}
 	lk := locKey{pid: s.pid, ip: s.ip, caller: s.caller}

@@ -30,7 +30,7 @@ type fakeKernel struct {
 // useFakeKernel gives a a fake kernel that knows nothing yet.
 func useFakeKernel(a *analyzer) *fakeKernel {
 	k := &fakeKernel{nodes: map[pageKey]int{}, affinity: map[[2]int32]string{}, maps: map[int32]string{}}
-	a.kern = k
+	a.setKernel(k)
 	return k
 }
 

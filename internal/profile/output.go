@@ -90,7 +90,7 @@ func (a *analyzer) fill(p *Profile) {
 		note(p.Allocations[i].File)
 	}
 	p.Threads = []Thread{}
-	for _, t := range a.threads {
+	for _, t := range a.th.all() {
 		th := Thread{TID: int(t.tid), PID: int(t.pid), Comm: t.comm, Nodes: t.nodes, Metrics: t.metrics, BindingLog: t.log}
 		if th.Nodes == nil {
 			th.Nodes = []int{}
@@ -100,5 +100,4 @@ func (a *analyzer) fill(p *Profile) {
 		}
 		p.Threads = append(p.Threads, th)
 	}
-	sort.Slice(p.Threads, func(i, j int) bool { return p.Threads[i].TID < p.Threads[j].TID })
 }

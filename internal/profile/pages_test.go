@@ -418,7 +418,7 @@ func TestThreadCache(t *testing.T) {
 	}
 	a.handleBatch()
 	for _, tid := range tids {
-		if th := a.threads[tid]; th == nil || th.tid != tid || th.metrics.FirstTouch != 10 {
+		if th := a.th.byTID[tid]; th == nil || th.tid != tid || th.metrics.FirstTouch != 10 {
 			t.Errorf("thread %d: %+v, want its 10 first touches", tid, th)
 		}
 	}

@@ -183,7 +183,7 @@ func Run(args []string, opt Options) (*Profile, error) {
 	a := newAnalyzer(cpuNode, pageNodes, threadNodes)
 	kern := newProcKernel(procRoot, "/sys", a.pageSize)
 	defer kern.Close()
-	a.kern = kern
+	a.setKernel(kern)
 	a.thp = openTHP("/sys")
 	p := &Profile{Command: args, Nodes: pageNodes}
 	p.NUMABalancing, a.hinting, p.Notes = balancingNotes(procRoot, topo)
@@ -220,10 +220,12 @@ func Run(args []string, opt Options) (*Profile, error) {
 		if ps, err = openPerf(pid, cpus, stackCopy); err != nil {
 			return err
 		}
-		if a.syscalls, err = ps.openSyscalls(pid); err != nil {
+		if evs, err := ps.openSyscalls(pid); err != nil {
 			p.Notes = append(p.Notes, fmt.Sprintf("allocation sites are not tracked, thread affinities are polled every %d ms, not followed, "+
 				"and memory given back and mapped again (munmap, MADV_DONTNEED) is not noticed, so touching it again counts as accesses: "+
 				"the syscall tracepoints are unavailable (%v); run as root, or set kernel.perf_event_paranoid=-1", pollMs, err))
+		} else {
+			a.useSyscalls(evs)
 		}
 		a.seed(pid, args[0])
 		if opt.Capture != nil {
@@ -371,7 +373,7 @@ func (a *analyzer) seed(pid int, name string) {
 	}
 	t := a.thread(int32(pid), int32(pid))
 	if t.status == "" {
-		a.readAffinity(t, "start", 0) // stopped: its affinity at its start
+		a.th.read(t, "start", 0) // stopped: its affinity at its start
 	}
 	t.comm = name
 	if comm, ok := a.kern.Comm(int32(pid)); ok {

@@ -374,7 +374,7 @@ func TestClassify(t *testing.T) {
 	if m := a.locs[locKey{pid: fake, ip: 0x200}]; m == nil || m.Remote != 1 {
 		t.Errorf("location 0x200: %+v, want one remote access", m)
 	}
-	if th := a.threads[fake+2]; th.node != -1 || len(th.nodes) != 2 {
+	if th := a.th.byTID[fake+2]; th.node != -1 || len(th.nodes) != 2 {
 		t.Errorf("thread with CPUs 0-1: node %d nodes %v, want unpinned over 2 nodes", th.node, th.nodes)
 	}
 }
@@ -521,8 +521,8 @@ func TestExecForgetsPages(t *testing.T) {
 	if a.totals.FirstTouch != 2 || a.totals.Local != 1 {
 		t.Errorf("totals %+v, want 2 first touches and 1 access", a.totals)
 	}
-	if a.threads[fake].comm != "prog" {
-		t.Errorf("comm %q, want prog", a.threads[fake].comm)
+	if a.th.byTID[fake].comm != "prog" {
+		t.Errorf("comm %q, want prog", a.th.byTID[fake].comm)
 	}
 }
 

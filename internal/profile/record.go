@@ -63,7 +63,7 @@ func (a *analyzer) record(rec []byte) {
 			a.al.gen++ // where allocation sites are looked up for it
 		}
 		t := a.thread(f.PID, f.TID)
-		if p, ok := a.threads[f.PTID]; ok && t.comm == "" {
+		if p, ok := a.th.known(f.PTID); ok && t.comm == "" {
 			t.comm = p.comm // a new thread or process has its parent's name until it execs
 		}
 		// Its affinity is its parent's at that moment: set in time order.
@@ -73,9 +73,7 @@ func (a *analyzer) record(rec []byte) {
 		if !perfring.DecodeTask(rec, e) {
 			return
 		}
-		if t, ok := a.threads[e.TID]; ok {
-			t.exited = true
-		}
+		a.th.exited(e.TID)
 		delete(a.lastCall, e.TID) // its number may be reused
 	case unix.PERF_RECORD_LOST:
 		if n, ok := perfring.DecodeLost(rec); ok {

@@ -80,13 +80,15 @@ func replayStart(capture []byte, exe string) (*analyzer, *perfring.Capture, erro
 	k := useFakeKernel(a)
 	k.maps[m.PID] = replaceExe(m.Maps, m.Comm, exe)
 	k.setAffinity(int(m.PID), int(m.PID), m.Affinity)
+	var evs []openedEvent
 	for _, sc := range m.Syscalls {
 		for i := range syscallEvents {
 			if syscallEvents[i].name == sc.Name {
-				a.syscalls = append(a.syscalls, openedEvent{id: uint16(sc.Tracepoint.ID), ev: &syscallEvents[i], tp: sc.Tracepoint})
+				evs = append(evs, openedEvent{id: uint16(sc.Tracepoint.ID), ev: &syscallEvents[i], tp: sc.Tracepoint})
 			}
 		}
 	}
+	a.useSyscalls(evs)
 	a.seed(int(m.PID), m.Comm)
 	return a, r, nil
 }

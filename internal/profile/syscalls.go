@@ -263,25 +263,15 @@ func (a *analyzer) handleSyscall(s *rawSample) {
 		if target == 0 {
 			target = s.tid
 		}
-		t, ok := a.threads[target]
+		t, ok := a.th.known(target)
 		if !ok {
 			return
 		}
 		if p.mask == nil {
-			a.readAffinity(t, "sched_setaffinity", s.time)
+			a.th.read(t, "sched_setaffinity", s.time)
 			return
 		}
-		// The kernel keeps only the online CPUs of the mask (and those of
-		// the thread's cpuset, which a later poll would show).
-		var cpus []int
-		for c := range len(p.mask) * 8 {
-			if p.mask[c/8]&(1<<(c%8)) != 0 && c < len(a.cpuNode) && a.cpuNode[c] >= 0 {
-				cpus = append(cpus, c)
-			}
-		}
-		if len(cpus) > 0 {
-			a.setAffinity(t, sysfs.FormatCPUList(cpus), cpus, "sched_setaffinity", s.time)
-		}
+		a.th.setMask(t, p.mask, s.time)
 	}
 }
 

@@ -21,7 +21,7 @@ import (
 // (1000 + index in syscallEvents) and each event's fields at offsets 16, 24
 // and 32, the layout of Linux's syscall tracepoints.
 func fakeSyscalls(a *analyzer) {
-	a.syscalls = nil
+	var evs []openedEvent
 	for i := range syscallEvents {
 		ev := &syscallEvents[i]
 		tp := &perfevent.Tracepoint{ID: uint64(1000 + i), Fields: map[string]perfevent.TraceField{}}
@@ -30,8 +30,9 @@ func fakeSyscalls(a *analyzer) {
 				tp.Fields[f] = perfevent.TraceField{Offset: 16 + 8*j, Size: 8}
 			}
 		}
-		a.syscalls = append(a.syscalls, openedEvent{id: uint16(tp.ID), ev: ev, tp: tp})
+		evs = append(evs, openedEvent{id: uint16(tp.ID), ev: ev, tp: tp})
 	}
+	a.useSyscalls(evs)
 }
 
 // syscallRecord builds a PERF_RECORD_SAMPLE of syscall event kind with the
@@ -325,7 +326,7 @@ func TestAffinityFromSyscall(t *testing.T) {
 	useFakeKernel(a)
 	fakeOf(t, a).setAffinity(pid, pid, "0-3")
 	fakeSyscalls(a)
-	a.readAffinity(a.thread(pid, pid), "start", 0)
+	a.th.read(a.thread(pid, pid), "start", 0)
 	const sp = 0x7ffd00000000
 	stack := make([]byte, 256)
 	stack[64] = 0b1100 // CPUs 2 and 3: node 1
@@ -334,7 +335,7 @@ func TestAffinityFromSyscall(t *testing.T) {
 	a.record(syscallRecord(evAffinityEnter, pid, at, [3]uint64{0, 8, sp + 64}, sp, stack))
 	a.record(syscallRecord(evAffinityExit, pid, at+1000, [3]uint64{0}, 0, nil))
 	a.handleBatch()
-	th := a.threads[pid]
+	th := a.th.byTID[pid]
 	if th.node != 1 || len(th.log) != 2 {
 		t.Fatalf("thread node %d, log %+v; want node 1 and two entries", th.node, th.log)
 	}

@@ -186,7 +186,7 @@ func (a *analyzer) creditHuge(c *thpCandidate) {
 	if c.unpinned {
 		d.UnpinnedFirstTouch = extra
 	}
-	a.credit(a.threads[c.tid], c.loc, c.mapping, c.site, &d)
+	a.credit(a.th.byTID[c.tid], c.loc, c.mapping, c.site, &d)
 }
 
 // thpAt says whether the 2 MiB region at region of pid is one transparent

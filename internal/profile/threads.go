@@ -1,11 +1,13 @@
 package profile
 
-// Threads and their CPU affinity: which node a thread is pinned to when it
-// touches a page, followed through sched_setaffinity events in time order,
-// and polled for changes made from outside the program.
+// The thread tracker: which threads the program has, what they are called,
+// and where each may run over time. A thread pinned to the CPUs of one node
+// has that node for the access matrix and the "unpinned" metrics; its
+// affinity is followed through sched_setaffinity events in time order, and
+// polled for changes made from outside the program.
 
 import (
-	"sort"
+	"slices"
 
 	"github.com/numascope/numascope/internal/sysfs"
 )
@@ -18,83 +20,128 @@ type threadState struct {
 	node     int // the one node of a pinned thread, -1 when unpinned
 	status   string
 	exited   bool
-	seen     uint64 // batch stamp of the last polled affinity read
+	seen     uint64 // round of the last polled affinity read
 	polled   string // a polled affinity waiting to be confirmed
 	metrics  Metrics
 	log      []Binding
 	mem      memoryAnswer // memoryOf's last answer for the thread
 }
 
-// thread returns the thread tid, new if not known (of process pid).
-func (a *analyzer) thread(pid, tid int32) *threadState {
-	// The threads seen last, one per slot by tid: a storm's faulting
-	// threads take turns, and consecutive tids take different slots.
-	// Threads are never dropped from a.threads, so a slot is never stale.
-	slot := &a.threadCache[uint32(tid)%uint32(len(a.threadCache))]
+// threadTracker owns every thread seen, by tid. Threads are never dropped
+// (a profile lists each with its metrics), so a pointer to one stays valid
+// for the whole run.
+type threadTracker struct {
+	byTID map[int32]*threadState
+	// cache holds the threads seen last, one per slot by tid: a storm's
+	// faulting threads take turns, and consecutive tids take different
+	// slots. Since threads are never dropped, a slot is never stale.
+	cache [256]*threadState
+	// cpuNode maps a CPU to its node (-1: none).
+	cpuNode []int
+	// kern reads affinities; startNs dates the binding log.
+	kern    kernel
+	startNs uint64
+	// followed: the sched_setaffinity tracepoints are open, so the
+	// program's own changes arrive as events in time order, and a poll
+	// only catches changes made from outside (see poll).
+	followed bool
+	// round is the analyzer's round: a thread's affinity is polled at
+	// most once in each.
+	round uint64
+}
+
+func newThreadTracker(cpuNode []int, k kernel, startNs uint64) threadTracker {
+	return threadTracker{byTID: map[int32]*threadState{}, cpuNode: cpuNode, kern: k, startNs: startNs}
+}
+
+// get returns the thread tid, new if not known (of process pid).
+func (tt *threadTracker) get(pid, tid int32) *threadState {
+	slot := &tt.cache[uint32(tid)%uint32(len(tt.cache))]
 	if t := *slot; t != nil && t.tid == tid {
 		return t
 	}
-	t, ok := a.threads[tid]
-	if ok {
-		*slot = t
-	} else {
+	t, ok := tt.byTID[tid]
+	if !ok {
 		t = &threadState{tid: tid, pid: pid, node: -1}
-		a.threads[tid] = t
-		if a.syscalls == nil {
-			a.readAffinity(t, "start", 0)
+		tt.byTID[tid] = t
+		if !tt.followed {
+			tt.read(t, "start", 0)
 		}
 		// Otherwise affinity changes are followed in time order: the
-		// thread's first affinity is its parent's at the fork (evFork),
-		// not what it may have changed to by the time its record is read.
+		// thread's first affinity is its parent's at the fork (see
+		// forked), not what it may have changed to by the time its
+		// record is read.
 	}
+	*slot = t
 	return t
 }
 
-// pollAffinity reads a thread's affinity at most once per round: the way
-// changes made from outside the program (taskset -p, cpusets) are seen, and
-// all changes when the sched_setaffinity tracepoints are not available.
-// With them, a change is applied only when the next round still shows it
-// and no sched_setaffinity explained it meanwhile: /proc shows the new mask
-// a moment before the call's exit event is written.
-func (a *analyzer) pollAffinity(t *threadState) {
-	if t.seen == a.stamp || t.exited {
+// known returns the thread tid if it has been seen.
+func (tt *threadTracker) known(tid int32) (*threadState, bool) {
+	t, ok := tt.byTID[tid]
+	return t, ok
+}
+
+// forked gives a new thread its parent's affinity at the fork, at time at,
+// when the parent's is known and the child's is not yet.
+func (tt *threadTracker) forked(t *threadState, parent int32, at uint64) {
+	if p := tt.byTID[parent]; t.status == "" && p != nil && p.status != "" {
+		tt.set(t, p.status, p.cpus, "start", at)
+	}
+}
+
+// exited marks a thread gone: its affinity is no longer read.
+func (tt *threadTracker) exited(tid int32) {
+	if t, ok := tt.byTID[tid]; ok {
+		t.exited = true
+	}
+}
+
+// poll reads a thread's affinity at most once per round: the way changes
+// made from outside the program (taskset -p, cpusets) are seen, and all
+// changes when the sched_setaffinity tracepoints are not available. With
+// them, a change is applied only when the next round still shows it and no
+// sched_setaffinity explained it meanwhile: /proc shows the new mask a
+// moment before the call's exit event is written.
+func (tt *threadTracker) poll(t *threadState) {
+	if t.seen == tt.round || t.exited {
 		return
 	}
-	t.seen = a.stamp
-	if a.syscalls == nil || t.status == "" {
+	t.seen = tt.round
+	if !tt.followed || t.status == "" {
 		via := "poll"
 		if t.status == "" {
 			via = "start"
 		}
-		a.readAffinity(t, via, 0)
+		tt.read(t, via, 0)
 		return
 	}
-	list, cpus, ok := a.affinityOf(t)
+	list, cpus, ok := tt.affinityOf(t)
 	switch {
 	case !ok || list == t.status:
 		t.polled = ""
 	case list == t.polled:
 		t.polled = ""
-		a.setAffinity(t, list, cpus, "poll", 0)
+		tt.set(t, list, cpus, "poll", 0)
 	default:
 		t.polled = list
 	}
 }
 
-// readAffinity reads a thread's Cpus_allowed_list and logs a change, saying
-// how it was seen (via) and when (at, a sample time; 0: now).
-func (a *analyzer) readAffinity(t *threadState, via string, at uint64) {
+// read reads a thread's Cpus_allowed_list and logs a change, saying how it
+// was seen (via) and when (at, a sample time; 0: now).
+func (tt *threadTracker) read(t *threadState, via string, at uint64) {
 	if t.exited {
 		return
 	}
-	if list, cpus, ok := a.affinityOf(t); ok {
-		a.setAffinity(t, list, cpus, via, at)
+	if list, cpus, ok := tt.affinityOf(t); ok {
+		tt.set(t, list, cpus, via, at)
 	}
 }
 
 // affinityOf reads a thread's Cpus_allowed_list.
-func (a *analyzer) affinityOf(t *threadState) (string, []int, bool) {
-	list, ok := a.kern.Affinity(t.pid, t.tid)
+func (tt *threadTracker) affinityOf(t *threadState) (string, []int, bool) {
+	list, ok := tt.kern.Affinity(t.pid, t.tid)
 	if !ok {
 		return "", nil, false
 	}
@@ -105,23 +152,35 @@ func (a *analyzer) affinityOf(t *threadState) (string, []int, bool) {
 	return list, cpus, true
 }
 
-// setAffinity applies an affinity to a thread and logs it if it changed.
-func (a *analyzer) setAffinity(t *threadState, list string, cpus []int, via string, at uint64) {
+// setMask applies a sched_setaffinity mask (a bitmap of CPUs) at time at.
+// The kernel keeps only the online CPUs of the mask (and those of the
+// thread's cpuset, which a later poll shows).
+func (tt *threadTracker) setMask(t *threadState, mask []byte, at uint64) {
+	var cpus []int
+	for c := range len(mask) * 8 {
+		if mask[c/8]&(1<<(c%8)) != 0 && c < len(tt.cpuNode) && tt.cpuNode[c] >= 0 {
+			cpus = append(cpus, c)
+		}
+	}
+	if len(cpus) > 0 {
+		tt.set(t, sysfs.FormatCPUList(cpus), cpus, "sched_setaffinity", at)
+	}
+}
+
+// set applies an affinity to a thread and logs it if it changed.
+func (tt *threadTracker) set(t *threadState, list string, cpus []int, via string, at uint64) {
 	if list == t.status {
 		return
 	}
 	t.status, t.cpus = list, cpus
-	set := map[int]bool{}
+	t.nodes = t.nodes[:0:0]
 	for _, c := range cpus {
-		if n := a.nodeOfCPU(int32(c)); n >= 0 {
-			set[n] = true
+		if c >= 0 && c < len(tt.cpuNode) && tt.cpuNode[c] >= 0 {
+			t.nodes = append(t.nodes, tt.cpuNode[c])
 		}
 	}
-	t.nodes = t.nodes[:0:0]
-	for n := range set {
-		t.nodes = append(t.nodes, n)
-	}
-	sort.Ints(t.nodes)
+	slices.Sort(t.nodes)
+	t.nodes = slices.Compact(t.nodes)
 	t.node = -1
 	if len(t.nodes) == 1 {
 		t.node = t.nodes[0]
@@ -129,5 +188,15 @@ func (a *analyzer) setAffinity(t *threadState, list string, cpus []int, via stri
 	if at == 0 {
 		at = monotonicNs()
 	}
-	t.log = append(t.log, Binding{TimeS: a.sinceStart(at), CPUs: list, Nodes: append([]int(nil), t.nodes...), Via: via})
+	t.log = append(t.log, Binding{TimeS: float64(int64(at-tt.startNs)) / 1e9, CPUs: list, Nodes: append([]int(nil), t.nodes...), Via: via})
+}
+
+// all returns every thread seen, by tid.
+func (tt *threadTracker) all() []*threadState {
+	ts := make([]*threadState, 0, len(tt.byTID))
+	for _, t := range tt.byTID {
+		ts = append(ts, t)
+	}
+	slices.SortFunc(ts, func(x, y *threadState) int { return int(x.tid) - int(y.tid) })
+	return ts
 }
