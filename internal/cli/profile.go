@@ -19,7 +19,7 @@ import (
 func newProfileCmd(g *globals) *cobra.Command {
 	var out, format, capture string
 	var scanRate time.Duration
-	var stackCopy int
+	var stackCopy, consumers int
 	var force bool
 	cmd := &cobra.Command{
 		Use:   "profile [-o FILE] [--format json] -- CMD [ARGS...]",
@@ -66,6 +66,9 @@ it ends.`,
 			if err := profile.CheckStackCopy(stackCopy); err != nil {
 				return fmt.Errorf("--stack-copy %w", err)
 			}
+			if consumers < 0 || consumers > profile.MaxConsumers {
+				return fmt.Errorf("--consumers %d: give 1 (one goroutine reads and handles the rings) to %d, or 0 to choose by the CPU count", consumers, profile.MaxConsumers)
+			}
 			// The output is checked before the run, as record does: a
 			// profile that cannot be written is found out before the
 			// program runs, not after.
@@ -90,7 +93,7 @@ it ends.`,
 				copyOpt = -1 // none
 			}
 			opt := profile.Options{Topology: topo, Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr,
-				ScanRate: scanRate, Closer: closer, StackCopy: copyOpt}
+				ScanRate: scanRate, Closer: closer, StackCopy: copyOpt, Consumers: consumers}
 			if capture != "" {
 				// A new file, never through a symlink planted in its
 				// directory, readable by its owner only.
@@ -137,6 +140,8 @@ it ends.`,
 	cmd.Flags().StringVar(&format, "format", "json", "output format (json)")
 	cmd.Flags().IntVar(&stackCopy, "stack-copy", profile.DefaultStackCopy, "bytes of user stack each page fault copies, where the application's call into libc (memset, memcpy) is found; "+
 		"0 turns it off; more reaches through libc's own frames (256: calloc's) but fills the ring buffers sooner")
+	cmd.Flags().IntVar(&consumers, "consumers", 0, "goroutines that consume the perf ring buffers: 1 reads and handles them on one; N > 1 adds N-1 that drain and decode them while the first handles the round before "+
+		"(0: 1 below 16 CPUs, from 16 one more per 64 CPUs; see docs/profile.md)")
 	cmd.Flags().DurationVar(&scanRate, "scan-rate", 0, "as root, run the NUMA balancing scanner every DURATION (e.g. 100ms) during the run; the previous settings are restored after, even if numascope is killed")
 	return cmd
 }

@@ -69,11 +69,11 @@ func (a *analyzer) siteOf(s *perfring.Sample, stack []byte, kind evKind, flags u
 			leaf = ip
 			continue
 		}
-		app = a.isAppReturn(s.PID, ip)
+		app = a.calls.isAppReturn(s.PID, ip)
 		k.ip = ip
 	}
 	if !app {
-		if ip, ok := a.appReturnIn(s.PID, stack); ok {
+		if ip, ok := a.calls.appReturnIn(s.PID, stack); ok {
 			app, k.ip = true, ip
 		}
 	}
@@ -198,7 +198,7 @@ func (t *allocTracker) span(pid int32, addr uint64, parent map[int32]int32) (sit
 // [addr, addr+newLen) with the same allocation site, and keep what is known
 // of them (they were moved, not touched).
 func (a *analyzer) remap(pid int32, old, oldLen, addr, newLen uint64) {
-	site := a.al.at(pid, old, a.parent)
+	site := a.al.at(pid, old, a.code.parent)
 	if addr != old {
 		a.moved = a.moved[:0]
 		a.pg.free(pid, old&^(a.pageSize-1), old+oldLen, &a.moved)
@@ -249,9 +249,9 @@ func (a *analyzer) allocations() []Allocation {
 		var fr Frame
 		ok := false
 		if st.app {
-			fr, ok = a.resolve(a.sym, st.pid, st.ip-1)
+			fr, ok = a.code.resolve(st.pid, st.ip-1)
 		} else {
-			fr, ok = a.resolve(a.sym, st.pid, st.ip)
+			fr, ok = a.code.resolve(st.pid, st.ip)
 		}
 		if !ok || (fr.Function == "" && fr.Line == 0) {
 			fr = Frame{Function: "[unknown]"}

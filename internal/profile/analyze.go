@@ -127,11 +127,13 @@ type analyzer struct {
 	// mappings.
 	kern kernel
 
-	pg     pageTracker
-	moved  []movedPage // remap's buffer
-	th     threadTracker
-	maps   map[int32][]mapping
-	parent map[int32]int32 // process -> the process that forked it
+	pg    pageTracker
+	moved []movedPage // remap's buffer
+	th    threadTracker
+	// code is the programs' code mappings and symbols; calls the
+	// analyzer's own answers about them (each ring reader has its own).
+	code   codeIndex
+	calls  callerCache
 	locs   map[locKey]*Metrics
 	matrix [][]uint64
 	totals Metrics
@@ -173,22 +175,15 @@ type analyzer struct {
 
 	mp mappingTracker // where memory came from
 
-	sym *symbolizer
 	dec decoded
 	// syscalls are the syscall tracepoints opened (none: allocation sites
 	// are not tracked and affinities are only polled).
 	syscalls []openedEvent
 	sysPend  map[int32]sysPending // by thread: an entry waiting for its exit
 	al       allocTracker         // allocation sites
-	appRet   map[pageKey]bool     // isAppReturn's answers
-	lineAt   map[pageKey]bool     // hasLine's answers
-	lastLine lineAnswer
 	// lastLoc is the last location looked up.
 	lastLoc  locKey
 	lastLocM *Metrics
-	// lastCall is, by thread, the last call into code without lines whose
-	// caller faultCaller found in the stack copy.
-	lastCall map[int32]routineCall
 
 	thp     thpState
 	queries []nodeQuery // queryNodes' buffer
@@ -208,24 +203,20 @@ func newAnalyzer(cpuNode []int, pageNodes, threadNodes []int) *analyzer {
 		rowIdx:      map[int]int{},
 		pageSize:    pageSize,
 		pg:          newPageTracker(pageSize),
-		maps:        map[int32][]mapping{},
-		parent:      map[int32]int32{},
+		code:        newCodeIndex(),
 		locs:        map[locKey]*Metrics{},
 		stamp:       1,
 		mp:          newMappingTracker(),
 		threadNodes: threadNodes,
 		pageNodes:   pageNodes,
-		sym:         newSymbolizer(),
 		sysPend:     map[int32]sysPending{},
 		masks:       [][]byte{nil},
 		al:          newAllocTracker(),
-		appRet:      map[pageKey]bool{},
-		lineAt:      map[pageKey]bool{},
-		lastCall:    map[int32]routineCall{},
 		unplaced:    map[pageKey]uint8{},
 		oneNode:     len(pageNodes) == 1,
 		hinting:     len(pageNodes) > 1,
 	}
+	a.calls = newCallerCache(&a.code)
 	a.startNs = monotonicNs()
 	// The live kernel, without the pagemap fallback and the exact
 	// huge-page check (Run sets up the whole of it).

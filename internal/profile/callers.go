@@ -8,30 +8,116 @@ package profile
 
 import (
 	"encoding/binary"
+	"sync"
 
 	"github.com/numascope/numascope/internal/profile/perfring"
 )
 
+// codeIndex is what the profile knows of the programs' code: each process's
+// executable mappings (found at its start and in MMAP2 records), which
+// process forked which (a child runs its parent's code until it execs), and
+// the symbolizer over the mapped files. The ring readers consult it at the
+// same time while the analyzer waits for them; only the analyzer changes
+// maps and parent, and never while they read. The symbolizer fills its
+// caches as it is asked, so it is used under mu.
+type codeIndex struct {
+	maps   map[int32][]mapping
+	parent map[int32]int32 // process -> the process that forked it
+	mu     sync.Mutex
+	sym    *symbolizer
+}
+
+func newCodeIndex() codeIndex {
+	return codeIndex{maps: map[int32][]mapping{}, parent: map[int32]int32{}, sym: newSymbolizer()}
+}
+
+// resolve looks ip up in the process's mappings, then in its parent's (a
+// forked child that has not exec'd runs its parent's code).
+func (c *codeIndex) resolve(pid int32, ip uint64) (Frame, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for range 64 { // bounds a cycle from pid reuse
+		if fr, ok := c.sym.resolve(c.maps[pid], ip); ok {
+			return fr, true
+		}
+		pp, ok := c.parent[pid]
+		if !ok {
+			break
+		}
+		pid = pp
+	}
+	return Frame{}, false
+}
+
+// readCode reads code bytes at a run-time address from the mapped file.
+func (c *codeIndex) readCode(pid int32, addr uint64, b []byte) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for range 64 {
+		for _, m := range c.maps[pid] {
+			if addr >= m.start && addr+uint64(len(b)) <= m.end {
+				return c.sym.readAt(m.file, b, addr-m.start+m.pgoff)
+			}
+		}
+		pp, ok := c.parent[pid]
+		if !ok {
+			return false
+		}
+		pid = pp
+	}
+	return false
+}
+
+// callerCache answers, for one reader of the rings, whether an instruction
+// has a line and which call led to a fault, caching each answer by address.
+// Each reader has its own, so that a cached answer takes no lock.
+type callerCache struct {
+	code     *codeIndex
+	appRet   map[pageKey]bool // isAppReturn's answers
+	lineAt   map[pageKey]bool // hasLine's answers
+	lastLine lineAnswer
+	// lastCall is, by thread, the last call into code without lines whose
+	// caller faultCaller found in the stack copy.
+	lastCall map[int32]routineCall
+}
+
+func newCallerCache(code *codeIndex) callerCache {
+	return callerCache{code: code, appRet: map[pageKey]bool{}, lineAt: map[pageKey]bool{}, lastCall: map[int32]routineCall{}}
+}
+
+// maxCachedAnswers bounds each of a callerCache's maps.
+const maxCachedAnswers = 1 << 16
+
+// fault builds the batch entry of a page-fault sample: where it happened,
+// and, when the instruction has no line, the call that led there.
+func (cc *callerCache) fault(s *perfring.Sample) rawSample {
+	r := rawSample{ip: s.IP, addr: s.Addr, time: s.Time, pid: s.PID, tid: s.TID, cpu: s.CPU}
+	if !cc.hasLine(s.PID, s.IP) {
+		r.caller = cc.faultCaller(s)
+	}
+	return r
+}
+
 // hasLine says whether a faulting instruction has line information, so that
 // it is its own location. Answers are cached per address; an address not
 // yet in a known mapping is asked again next time.
-func (a *analyzer) hasLine(pid int32, ip uint64) bool {
+func (cc *callerCache) hasLine(pid int32, ip uint64) bool {
 	key := pageKey{pid, ip}
-	if c := &a.lastLine; c.valid && c.key == key {
+	if c := &cc.lastLine; c.valid && c.key == key {
 		return c.line // faults come in runs from one instruction
 	}
-	v, ok := a.lineAt[key]
+	v, ok := cc.lineAt[key]
 	if !ok {
-		fr, found := a.resolve(a.sym, pid, ip)
+		fr, found := cc.code.resolve(pid, ip)
 		if !found {
 			return false
 		}
 		v = fr.Line > 0
-		if len(a.lineAt) < 1<<16 {
-			a.lineAt[key] = v
+		if len(cc.lineAt) < maxCachedAnswers {
+			cc.lineAt[key] = v
 		}
 	}
-	a.lastLine = lineAnswer{key: key, line: v, valid: true}
+	cc.lastLine = lineAnswer{key: key, line: v, valid: true}
 	return v
 }
 
@@ -56,10 +142,10 @@ const routineSpan = 1024
 // frame-pointer walk misses the innermost caller of a routine that sets up
 // no frame, reporting its caller's caller. The result points inside the
 // call instruction (0: none).
-func (a *analyzer) faultCaller(s *perfring.Sample) uint64 {
-	if ip, ok := a.appReturnIn(s.PID, s.Stack); ok {
-		if c := (routineCall{s.IP, ip - 1}); a.lastCall[s.TID] != c {
-			a.lastCall[s.TID] = c
+func (cc *callerCache) faultCaller(s *perfring.Sample) uint64 {
+	if ip, ok := cc.appReturnIn(s.PID, s.Stack); ok {
+		if c := (routineCall{s.IP, ip - 1}); cc.lastCall[s.TID] != c {
+			cc.lastCall[s.TID] = c
 		}
 		return ip - 1
 	}
@@ -69,8 +155,10 @@ func (a *analyzer) faultCaller(s *perfring.Sample) uint64 {
 		// return address there, so the page was unmapped since, by the
 		// NUMA balancing scanner, while the thread stayed in the routine:
 		// the thread's last fault in the same routine (|leaf - ip| <
-		// routineSpan) had the caller.
-		if c, ok := a.lastCall[s.TID]; ok && c.leaf-s.IP+routineSpan < 2*routineSpan {
+		// routineSpan) had the caller. (With several readers, its last
+		// fault read by this one: a thread's faults mostly stay on one
+		// CPU's ring.)
+		if c, ok := cc.lastCall[s.TID]; ok && c.leaf-s.IP+routineSpan < 2*routineSpan {
 			return c.caller
 		}
 	}
@@ -91,12 +179,15 @@ func (a *analyzer) faultCaller(s *perfring.Sample) uint64 {
 	return 0
 }
 
+// exited forgets a thread's last call: its number may be reused.
+func (cc *callerCache) exited(tid int32) { delete(cc.lastCall, tid) }
+
 // appReturnIn returns the first word of a copy of the user stack that is a
 // return address into code with line information (see isAppReturn): the
 // application's call that led to a syscall or a fault inside libc.
-func (a *analyzer) appReturnIn(pid int32, stack []byte) (uint64, bool) {
+func (cc *callerCache) appReturnIn(pid int32, stack []byte) (uint64, bool) {
 	for off := 0; off+8 <= len(stack); off += 8 {
-		if ip := binary.LittleEndian.Uint64(stack[off:]); a.isAppReturn(pid, ip) {
+		if ip := binary.LittleEndian.Uint64(stack[off:]); cc.isAppReturn(pid, ip) {
 			return ip, true
 		}
 	}
@@ -106,20 +197,20 @@ func (a *analyzer) appReturnIn(pid int32, stack []byte) (uint64, bool) {
 // isAppReturn says whether ip is a return address into code with line
 // information: it lies in an executable mapping, right after a call
 // instruction, and the call's line is known. Answers are cached per address.
-func (a *analyzer) isAppReturn(pid int32, ip uint64) bool {
+func (cc *callerCache) isAppReturn(pid int32, ip uint64) bool {
 	if ip < 4096 || perfring.IsContext(ip) {
 		return false
 	}
 	key := pageKey{pid, ip}
-	if v, ok := a.appRet[key]; ok {
+	if v, ok := cc.appRet[key]; ok {
 		return v
 	}
 	v := false
-	if fr, ok := a.resolve(a.sym, pid, ip-1); ok && fr.Line > 0 {
-		v = a.afterCall(pid, ip)
+	if fr, ok := cc.code.resolve(pid, ip-1); ok && fr.Line > 0 {
+		v = cc.afterCall(pid, ip)
 	}
-	if len(a.appRet) < 1<<16 {
-		a.appRet[key] = v
+	if len(cc.appRet) < maxCachedAnswers {
+		cc.appRet[key] = v
 	}
 	return v
 }
@@ -129,9 +220,9 @@ func (a *analyzer) isAppReturn(pid int32, ip uint64) bool {
 // or without a REX prefix (FF D0+r), or through memory with a displacement
 // (FF 50+r disp8, FF 90+r disp32). A stack word that passes is very likely a
 // saved return address, not data that happens to point into code.
-func (a *analyzer) afterCall(pid int32, ip uint64) bool {
+func (cc *callerCache) afterCall(pid int32, ip uint64) bool {
 	var b [7]byte
-	if !a.readCode(pid, ip-uint64(len(b)), b[:]) {
+	if !cc.code.readCode(pid, ip-uint64(len(b)), b[:]) {
 		return false
 	}
 	at := func(back int) byte { return b[len(b)-back] }
@@ -148,33 +239,16 @@ func (a *analyzer) afterCall(pid int32, ip uint64) bool {
 	return true
 }
 
-// readCode reads code bytes at a run-time address from the mapped file.
-func (a *analyzer) readCode(pid int32, addr uint64, b []byte) bool {
-	for range 64 {
-		for _, m := range a.maps[pid] {
-			if addr >= m.start && addr+uint64(len(b)) <= m.end {
-				return a.sym.readAt(m.file, b, addr-m.start+m.pgoff)
-			}
-		}
-		pp, ok := a.parent[pid]
-		if !ok {
-			return false
-		}
-		pid = pp
-	}
-	return false
-}
-
 // symbolize resolves a location: the faulting instruction's line, or, when
 // it has none (a libc routine without debug information), its caller's line,
 // keeping the instruction's function name if the caller has none either.
-func (a *analyzer) symbolize(sym *symbolizer, k locKey) Frame {
-	fr, ok := a.resolve(sym, k.pid, k.ip)
+func (c *codeIndex) symbolize(k locKey) Frame {
+	fr, ok := c.resolve(k.pid, k.ip)
 	if ok && fr.Line > 0 {
 		return fr
 	}
 	if k.caller != 0 {
-		if cf, ok := a.resolve(sym, k.pid, k.caller); ok && cf.Line > 0 {
+		if cf, ok := c.resolve(k.pid, k.caller); ok && cf.Line > 0 {
 			return cf
 		}
 	}
@@ -182,20 +256,4 @@ func (a *analyzer) symbolize(sym *symbolizer, k locKey) Frame {
 		return Frame{Function: "[unknown]"}
 	}
 	return fr
-}
-
-// resolve looks ip up in the process's mappings, then in its parent's (a
-// forked child that has not exec'd runs its parent's code).
-func (a *analyzer) resolve(sym *symbolizer, pid int32, ip uint64) (Frame, bool) {
-	for range 64 { // bounds a cycle from pid reuse
-		if fr, ok := sym.resolve(a.maps[pid], ip); ok {
-			return fr, true
-		}
-		pp, ok := a.parent[pid]
-		if !ok {
-			break
-		}
-		pid = pp
-	}
-	return Frame{}, false
 }

@@ -115,7 +115,7 @@ func (a *analyzer) memoryOf(t *threadState, pid int32, addr, page uint64) (site,
 		(m.round == 0 || m.round == a.stamp) {
 		return m.site, m.mapping
 	}
-	site, lo, hi := a.al.span(pid, addr, a.parent)
+	site, lo, hi := a.al.span(pid, addr, a.code.parent)
 	idx, mlo, mhi, thisRound := a.mp.of(a.kern, a.stamp, pid, page)
 	mapping = idx
 	if site != 0 && a.al.sites[site].kind == "stack" && a.mp.list[idx].Kind == "anon" {

@@ -34,10 +34,10 @@ func (a *analyzer) fill(p *Profile) {
 	p.Totals = a.totals
 	p.AccessMatrix = Matrix{ThreadNodes: a.threadNodes, PageNodes: p.Nodes, Counts: a.matrix}
 
-	defer a.sym.close()
+	defer a.code.sym.close()
 	agg := map[Frame]*Metrics{}
 	for k, m := range a.locs {
-		fr := a.symbolize(a.sym, k)
+		fr := a.code.symbolize(k)
 		if agg[fr] == nil {
 			agg[fr] = &Metrics{}
 		}
@@ -78,7 +78,7 @@ func (a *analyzer) fill(p *Profile) {
 	p.CompDirs = map[string][]string{}
 	note := func(file string) {
 		if _, done := p.CompDirs[file]; !done && file != "" {
-			if dirs := a.sym.compDirs(file); len(dirs) > 0 {
+			if dirs := a.code.sym.compDirs(file); len(dirs) > 0 {
 				p.CompDirs[file] = dirs
 			}
 		}

@@ -292,13 +292,13 @@ func TestRemappedRange(t *testing.T) {
 	pg := a.pageSize
 	const base = 0x7f0000000000
 	step(sys(evMmapEnter, 8*pg, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS), sys(evMmapExit, base), fault(base), fault(base+pg))
-	first := a.al.at(rigPid, base, a.parent)
+	first := a.al.at(rigPid, base, a.code.parent)
 	// Unmapped, then mapped again by a call with the stack flag, which
 	// makes another site (kind stack).
 	step(sys(evMunmap, base, 8*pg),
 		sys(evMmapEnter, 8*pg, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS|unix.MAP_STACK), sys(evMmapExit, base),
 		fault(base), fault(base+2*pg))
-	second := a.al.at(rigPid, base, a.parent)
+	second := a.al.at(rigPid, base, a.code.parent)
 	if first == 0 || second == 0 || first == second {
 		t.Fatalf("sites %d and %d, want two sites", first, second)
 	}

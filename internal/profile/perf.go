@@ -176,6 +176,17 @@ func (ps *perfSession) wait(timeoutMs int, pfds []unix.PollFd) []unix.PollFd {
 	return pfds
 }
 
+// hungUp says whether poll reported every ring hung up: the tasks its event
+// followed, the profiled program and everything it started, have exited.
+func hungUp(pfds []unix.PollFd) bool {
+	for _, p := range pfds {
+		if p.Revents&unix.POLLHUP == 0 {
+			return false
+		}
+	}
+	return len(pfds) > 0
+}
+
 // drain hands every complete record of every ring to fn, then releases the
 // space. The record slice is only valid during the call.
 func (ps *perfSession) drain(fn func(rec []byte)) {

@@ -141,6 +141,11 @@ type Options struct {
 	// drain (perfring's capture format): a stream the consumer can be
 	// replayed on without the kernel, for its tests and benchmarks.
 	Capture io.Writer
+	// Consumers is how many goroutines consume the rings (see
+	// readers.go): 1, the analyzer alone; N > 1, the analyzer and N-1
+	// ring readers; 0, defaultConsumers for the CPUs sampled. At most
+	// MaxConsumers.
+	Consumers int
 }
 
 // pollMs is how often the rings are drained when they fill slowly: it bounds
@@ -243,6 +248,18 @@ func Run(args []string, opt Options) (*Profile, error) {
 	}
 	defer ps.close()
 
+	consumers := opt.Consumers
+	if consumers <= 0 {
+		consumers = defaultConsumers(len(cpus))
+	}
+	var pl *pipeline
+	if consumers > 1 && capture == nil { // a capture keeps the rings' order: one consumer
+		pool := newReaderPool(&a.code, min(consumers-1, len(ps.rings), MaxConsumers))
+		pool.assign(ps.rings)
+		defer pool.stop()
+		pl = &pipeline{a: a, pool: pool}
+	}
+
 	waited := make(chan error, 1)
 	go func() { waited <- cmd.Wait() }()
 	var werr error
@@ -255,7 +272,23 @@ func Run(args []string, opt Options) (*Profile, error) {
 		case werr = <-waited:
 			running = false
 		default:
-			pfds = ps.wait(pollMs, pfds)
+			wait := pollMs
+			if pl != nil && pl.pending {
+				wait = 0 // a round waits to be handled: no sleep before it
+			}
+			pfds = ps.wait(wait, pfds)
+			if hungUp(pfds) {
+				// Every event's task is gone (the program and all it
+				// started): poll would return at once from now on.
+				// Wait for its exit status instead of spinning, then
+				// drain what is left.
+				select {
+				case sig := <-sigs:
+					_ = sigfwd.Relay(cmd.Process, sig)
+				case werr = <-waited:
+					running = false
+				}
+			}
 		}
 		// Records after the moment this pass starts may still be coming
 		// in rings read earlier: they wait for the next pass.
@@ -263,13 +296,20 @@ func Run(args []string, opt Options) (*Profile, error) {
 		if !running {
 			horizon = ^uint64(0)
 		}
-		if capture != nil {
+		switch {
+		case capture != nil:
 			ps.drain(func(rec []byte) { capture.Record(rec); a.record(rec) })
 			capture.Pass(horizon)
-		} else {
+		case pl != nil:
+			pl.round(pl.pool.drainFn, pl.pool.hasFn, horizon)
+			continue
+		default:
 			ps.drain(a.record)
 		}
 		a.handleUntil(horizon)
+	}
+	if pl != nil {
+		pl.flush()
 	}
 	if capture != nil {
 		if err := capture.Close(); err != nil {
@@ -362,12 +402,12 @@ func (a *analyzer) seed(pid int, name string) {
 	if maps, ok := a.kern.Maps(int32(pid)); ok {
 		for line := range strings.Lines(string(maps)) {
 			if m, ok := parseMapsLine(line); ok {
-				a.maps[int32(pid)] = append(a.maps[int32(pid)], m)
+				a.code.maps[int32(pid)] = append(a.code.maps[int32(pid)], m)
 				// Read the program's line tables now, while it is
 				// stopped: the first faults ask for them, and reading a
 				// large table while the program runs would let its rings
 				// overflow.
-				a.sym.load(m.file)
+				a.code.sym.load(m.file)
 			}
 		}
 	}

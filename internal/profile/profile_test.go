@@ -452,8 +452,8 @@ func BenchmarkRecord(b *testing.B) {
 		b.Run(bc.name, func(b *testing.B) {
 			a := newAnalyzer([]int{0, 1}, []int{0, 1}, []int{-1, 0, 1})
 			useFakeKernel(a)
-			a.lineAt[pageKey{pid, leaf}] = bc.line
-			a.appRet[pageKey{pid, ret}] = true
+			a.calls.lineAt[pageKey{pid, leaf}] = bc.line
+			a.calls.appRet[pageKey{pid, ret}] = true
 			le := binary.LittleEndian
 			stack := make([]byte, DefaultStackCopy) // a whole copy, the return address first
 			le.PutUint64(stack, ret)
@@ -540,7 +540,8 @@ func (m Matrix) total() (n uint64) {
 // (the build machines: one node), a storm of four faulting threads per CPU
 // that mmap, touch and munmap the same addresses over and over (the kernel
 // reuses them) yields first touches and not one sampled access, whether
-// records were lost or not.
+// records were lost or not, with one consumer and with ring readers beside
+// the analyzer.
 func TestFaultStormInventsNoAccesses(t *testing.T) {
 	topo := liveTopology(t)
 	if b, err := os.ReadFile("/proc/sys/kernel/numa_balancing"); len(topo.Nodes) > 1 && err == nil && strings.TrimSpace(string(b)) != "0" {
@@ -548,7 +549,15 @@ func TestFaultStormInventsNoAccesses(t *testing.T) {
 	}
 	bin := buildC(t, filepath.Join("..", "..", "testdata", "workloads", "profbench.c"), false)
 	threads := 4 * runtime.NumCPU()
-	p := runProfile(t, bin, "--faults", "--threads", strconv.Itoa(threads), "--mb", "128", "--rounds", "24")
+	for _, consumers := range []int{1, 3} {
+		t.Run(fmt.Sprintf("consumers=%d", consumers), func(t *testing.T) {
+			stormInventsNoAccesses(t, bin, threads, consumers)
+		})
+	}
+}
+
+func stormInventsNoAccesses(t *testing.T, bin string, threads, consumers int) {
+	p := runProfileWith(t, Options{Consumers: consumers}, bin, "--faults", "--threads", strconv.Itoa(threads), "--mb", "128", "--rounds", "24")
 	t.Logf("%d threads: %d samples, %d lost, %d repeats, %d after a loss, %d first touches", threads, p.Samples, p.Lost, p.RepeatFaults, p.FaultsAfterLoss, p.Totals.FirstTouch)
 	if p.Totals.Accesses() != 0 || p.AccessMatrix.total() != 0 {
 		t.Errorf("%d sampled accesses (matrix %v) on a machine that takes no hinting faults", p.Totals.Accesses(), p.AccessMatrix.Counts)

@@ -24,17 +24,13 @@ func (a *analyzer) record(rec []byte) {
 			return
 		}
 		a.samples++
-		r := rawSample{ip: s.IP, addr: s.Addr, time: s.Time, pid: s.PID, tid: s.TID, cpu: s.CPU}
-		if !a.hasLine(s.PID, s.IP) {
-			r.caller = a.faultCaller(s)
-		}
-		a.batch = append(a.batch, r)
+		a.batch = append(a.batch, a.calls.fault(s))
 	case unix.PERF_RECORD_MMAP2:
 		m := &a.dec.mmap
 		if !perfring.DecodeMmap2(rec, m) || m.Prot&unix.PROT_EXEC == 0 {
 			return
 		}
-		a.maps[m.PID] = append(a.maps[m.PID], mapping{start: m.Start, end: m.Start + m.Len, pgoff: m.Pgoff, file: string(m.File)})
+		a.code.maps[m.PID] = append(a.code.maps[m.PID], mapping{start: m.Start, end: m.Start + m.Len, pgoff: m.Pgoff, file: string(m.File)})
 	case unix.PERF_RECORD_COMM:
 		c := &a.dec.comm
 		if !perfring.DecodeComm(rec, c) {
@@ -59,7 +55,7 @@ func (a *analyzer) record(rec []byte) {
 			// looked up in the parent at symbolization time rather than
 			// copied now, since records from other CPUs' rings (the
 			// parent's last mmaps) may not have been read yet.
-			a.parent[f.PID] = f.PPID
+			a.code.parent[f.PID] = f.PPID
 			a.al.gen++ // where allocation sites are looked up for it
 		}
 		t := a.thread(f.PID, f.TID)
@@ -74,7 +70,7 @@ func (a *analyzer) record(rec []byte) {
 			return
 		}
 		a.th.exited(e.TID)
-		delete(a.lastCall, e.TID) // its number may be reused
+		a.calls.exited(e.TID)
 	case unix.PERF_RECORD_LOST:
 		if n, ok := perfring.DecodeLost(rec); ok {
 			a.lost += n

@@ -122,9 +122,9 @@ func TestFaultCaller(t *testing.T) {
 	useFakeKernel(a)
 	// What symbolization would say: libc's memset has no line, the word
 	// ret is a return address into the application.
-	a.appRet[pageKey{pid, ret}] = true
+	a.calls.appRet[pageKey{pid, ret}] = true
 	for _, ip := range []uint64{memset, memset + 64, memset + 1<<20} {
-		a.lineAt[pageKey{pid, ip}] = false
+		a.calls.lineAt[pageKey{pid, ip}] = false
 	}
 	fault := func(tid int32, ip uint64, stack []byte) uint64 {
 		r := faultRecordStack(pid, 1, 0x1000, 0, stack, DefaultStackCopy)
@@ -279,7 +279,7 @@ func TestSyscallsFollowMemory(t *testing.T) {
 	if a.totals.FirstTouch != 9 || a.totals.Local != 4 {
 		t.Fatalf("after brk and mremap: %+v, want 9 first touches and 4 accesses", a.totals)
 	}
-	if got := a.al.at(pid, moved+3*pg, a.parent); got == 0 {
+	if got := a.al.at(pid, moved+3*pg, a.code.parent); got == 0 {
 		t.Error("the grown part of the remapped range has no allocation site")
 	}
 	// A failed mmap adds nothing.
@@ -312,7 +312,7 @@ func TestSyscallsFollowMemory(t *testing.T) {
 	// Shrinking the heap frees its pages: after it grows again, the touch
 	// is a first touch.
 	step(sys(evBrkEnter), sys(evBrkExit, heap), sys(evBrkEnter), sys(evBrkExit, heap+pg), fault(heap))
-	if hp = &a.al.sites[a.al.at(pid, heap, a.parent)]; hp.kind != "heap" || hp.calls != 2 || hp.metrics.FirstTouch != 3 || a.totals.Local != 4 {
+	if hp = &a.al.sites[a.al.at(pid, heap, a.code.parent)]; hp.kind != "heap" || hp.calls != 2 || hp.metrics.FirstTouch != 3 || a.totals.Local != 4 {
 		t.Errorf("after a shrink and regrowth: heap %+v, totals %+v", hp.metrics, a.totals)
 	}
 }

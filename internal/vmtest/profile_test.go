@@ -161,8 +161,12 @@ func TestProfile(t *testing.T) {
 		"parallel": "--parallel --memset",
 		"unpinned": "--parallel --unpinned",
 		"crash":    "--serial --crash",
+		// The serial run again through the pipelined consumer (two ring
+		// readers beside the analyzer), which by default only machines
+		// of 16 CPUs or more use.
+		"consumers": "--serial",
 	}
-	for _, name := range []string{"serial", "parallel", "unpinned", "crash"} {
+	for _, name := range []string{"serial", "parallel", "unpinned", "crash", "consumers"} {
 		fmt.Fprintf(&script, "sec prof.%s.vmstat0 grep ^numa_hint_faults /proc/vmstat\n", name)
 		// In the pinned runs numascope runs on CPU 0 (node 0), so that its
 		// own memory's hinting faults are local and the kernel's remote
@@ -177,8 +181,11 @@ func TestProfile(t *testing.T) {
 		// beside this one) rarely spans two scans of a page, which would
 		// classify the access after a migration against the old node.
 		scan := ""
-		if name == "serial" {
+		switch name {
+		case "serial":
 			scan = "--scan-rate 400ms "
+		case "consumers":
+			scan = "--scan-rate 400ms --consumers 3 "
 		}
 		// timeout: a hung profile fails its own section, named, instead of
 		// the whole VM run.
@@ -319,6 +326,27 @@ func TestProfile(t *testing.T) {
 				t.Errorf("serial: report hints lack %q:\n%s", want, hints)
 			}
 		}
+	})
+
+	t.Run("consumers", func(t *testing.T) {
+		r.section(t, "prof.consumers")
+		p := load("consumers")
+		in, comp := p.at(initLine), p.at(computeLine)
+		t.Logf("consumers: init %+v compute %+v totals %+v matrix %v", in, comp, p.Totals, p.AccessMatrix.Counts)
+		// As "serial": the pipelined consumer counts what one does.
+		if in.FirstTouch != nodes*pages || in.UnpinnedFirstTouch != 0 || comp.FirstTouch != 0 {
+			t.Errorf("consumers: init line first_touch %d unpinned %d, compute line first_touch %d; want %d, 0, 0",
+				in.FirstTouch, in.UnpinnedFirstTouch, comp.FirstTouch, nodes*pages)
+		}
+		for k := 1; k < nodes; k++ {
+			within(t, fmt.Sprintf("consumers: accesses by node %d's worker to node 0's pages", k),
+				float64(p.cell(t, k, 0)), 0.9*float64(pages), 3*float64(pages)+50)
+		}
+		hint, hintLocal := hintDeltas(t, r, "consumers")
+		within(t, "consumers: remote accesses vs the kernel's numa_hint_faults - numa_hint_faults_local",
+			float64(p.Totals.Remote), 0.95*float64(hint-hintLocal)-20, 1.08*float64(hint-hintLocal)+20)
+		within(t, "consumers: share of all remote accesses at the compute line", float64(comp.Remote),
+			0.98*float64(p.Totals.Remote), float64(p.Totals.Remote))
 	})
 
 	t.Run("parallel", func(t *testing.T) {

@@ -47,6 +47,9 @@ func (r *Ring) setTail(v uint64) {
 	atomic.StoreUint64((*uint64)(unsafe.Pointer(&r.mem[offDataTail])), v)
 }
 
+// Empty says whether the ring holds no complete record header.
+func (r *Ring) Empty() bool { return r.head() < r.tail()+8 }
+
 // Drain hands every complete record in the ring to fn, then releases the
 // space. The record slice is valid only during the call.
 func (r *Ring) Drain(fn func(rec []byte)) {

@@ -1,0 +1,172 @@
+package profile
+
+import (
+	"encoding/binary"
+	"errors"
+	"io"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/numascope/numascope/internal/profile/perfring"
+)
+
+// replayPass is one drain of a capture, its records split among readers.
+type replayPass struct {
+	recs    [][][]byte // by reader
+	horizon uint64
+	last    bool // the end of the run: everything left is handled
+}
+
+// splitCapture splits a capture's records among n readers, drain by drain,
+// by the thread each record is about: as the rings of a machine with a CPU
+// for each faulting thread would split them (the capture comes from 2 CPUs,
+// which would feed 2 readers at most).
+func splitCapture(tb testing.TB, r *perfring.Capture, n int) []replayPass {
+	tb.Helper()
+	var passes []replayPass
+	cur := replayPass{recs: make([][][]byte, n)}
+	var s perfring.Sample
+	for {
+		rec, pass, horizon, err := r.Next()
+		switch {
+		case errors.Is(err, io.EOF):
+			cur.last = true
+			return append(passes, cur)
+		case err != nil:
+			tb.Fatal(err)
+		case pass:
+			cur.horizon = horizon
+			passes = append(passes, cur)
+			cur = replayPass{recs: make([][][]byte, n)}
+		default:
+			var tid uint32
+			if perfring.Type(rec) == unix.PERF_RECORD_SAMPLE && perfring.DecodeSample(rec, &s) {
+				tid = uint32(s.TID)
+			} else if len(rec) >= 8+perfring.SampleIDSize {
+				tid = binary.LittleEndian.Uint32(rec[len(rec)-perfring.SampleIDSize+4:])
+			}
+			i := int(tid) % n
+			cur.recs[i] = append(cur.recs[i], rec)
+		}
+	}
+}
+
+// replayReaders hands the passes to a through a pool of readers, as Run
+// does: the readers decode a pass in parallel while the analyzer handles
+// the one before.
+func replayReaders(a *analyzer, p *readerPool, passes []replayPass) {
+	pl := &pipeline{a: a, pool: p}
+	for _, ps := range passes {
+		horizon := ps.horizon
+		if ps.last {
+			horizon = ^uint64(0)
+		}
+		pl.round(func(rd *ringReader) {
+			for _, rec := range ps.recs[rd.idx] {
+				rd.record(rec)
+			}
+		}, func(rd *ringReader) bool { return len(ps.recs[rd.idx]) > 0 }, horizon)
+	}
+	pl.flush()
+}
+
+// TestReplayStormReaders: the storm replayed through 1 to 4 parallel
+// readers beside the analyzer gives exactly the counts one consumer gives, line, allocation
+// site and threads included.
+func TestReplayStormReaders(t *testing.T) {
+	capture, exe := stormCapture(t)
+	one, err := replay(capture, exe)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := &Profile{Nodes: one.pageNodes}
+	one.fill(want)
+	if want.Samples != 65574 || want.Totals.FirstTouch != 65572 {
+		t.Fatalf("the one-consumer replay gave %d samples, %d first touches; want 65574, 65572", want.Samples, want.Totals.FirstTouch)
+	}
+	for _, n := range []int{1, 2, 3, 4} {
+		a, r, err := replayStart(capture, exe)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := newReaderPool(&a.code, n)
+		replayReaders(a, p, splitCapture(t, r, n))
+		p.stop()
+		got := &Profile{Nodes: a.pageNodes}
+		a.fill(got)
+		if got.Samples != want.Samples || got.Lost != want.Lost || got.RepeatFaults != want.RepeatFaults || got.Totals != want.Totals {
+			t.Errorf("%d readers: samples %d, lost %d, repeats %d, totals %+v; one consumer: %d, %d, %d, %+v",
+				n, got.Samples, got.Lost, got.RepeatFaults, got.Totals, want.Samples, want.Lost, want.RepeatFaults, want.Totals)
+		}
+		if len(got.Locations) == 0 || filepath.Base(got.Locations[0].File) != "profbench.c" || got.Locations[0].Line != 102 ||
+			got.Locations[0].Metrics != want.Locations[0].Metrics {
+			t.Errorf("%d readers: top location %+v, want %+v", n, got.Locations[:min(1, len(got.Locations))], want.Locations[0])
+		}
+		if len(got.Allocations) != len(want.Allocations) || len(got.Allocations) == 0 || got.Allocations[0].Calls != want.Allocations[0].Calls ||
+			got.Allocations[0].Metrics != want.Allocations[0].Metrics {
+			t.Errorf("%d readers: allocations %+v, want %+v", n, got.Allocations, want.Allocations)
+		}
+		if len(got.Threads) != len(want.Threads) {
+			t.Fatalf("%d readers: %d threads, want %d", n, len(got.Threads), len(want.Threads))
+		}
+		for i := range got.Threads {
+			if g, w := got.Threads[i], want.Threads[i]; g.TID != w.TID || g.Comm != w.Comm || g.Metrics != w.Metrics {
+				t.Errorf("%d readers: thread %+v, want %+v", n, g, w)
+			}
+		}
+	}
+}
+
+// BenchmarkReplayReaders measures the consumer with 1, 2 and 4 parallel
+// readers beside the analyzer (2, 3 and 5 consumers) on the captured storm (split by thread, see splitCapture), warm
+// as BenchmarkReplay's "warm": samples per second of the whole process's
+// CPU (what the readers cost, their hand-offs included) and per second of
+// elapsed time (how fast the consumer can go when it has the CPUs).
+func BenchmarkReplayReaders(b *testing.B) {
+	capture, exe := stormCapture(b)
+	for _, n := range []int{1, 2, 4} {
+		b.Run(map[int]string{1: "readers=1", 2: "readers=2", 4: "readers=4"}[n], func(b *testing.B) {
+			var samples uint64
+			var cpu, wall time.Duration
+			var last *analyzer
+			var lastPool *readerPool
+			// The records split once: the split allocates, and its
+			// garbage would be collected during the timed replays.
+			_, r, err := replayStart(capture, exe)
+			if err != nil {
+				b.Fatal(err)
+			}
+			passes := splitCapture(b, r, n)
+			for range b.N {
+				b.StopTimer()
+				a, _, err := replayStart(capture, exe)
+				if err != nil {
+					b.Fatal(err)
+				}
+				p := newReaderPool(&a.code, n)
+				if last != nil {
+					a.batch, a.sortBuf, a.pending, a.queries = last.batch[:0], last.sortBuf[:0], last.pending[:0], last.queries[:0]
+					warmPages(&a.pg, &last.pg)
+					for i, rd := range p.readers {
+						rd.run, rd.other, rd.ends = lastPool.readers[i].run[:0], lastPool.readers[i].other[:0], lastPool.readers[i].ends[:0]
+					}
+				}
+				b.StartTimer()
+				c0, w0 := processCPU(), time.Now()
+				replayReaders(a, p, passes)
+				cpu += processCPU() - c0
+				wall += time.Since(w0)
+				p.stop()
+				samples += a.samples
+				last, lastPool = a, p
+			}
+			b.StopTimer()
+			b.ReportMetric(float64(samples)/cpu.Seconds(), "samples/cpu-s")
+			b.ReportMetric(float64(samples)/wall.Seconds(), "samples/s")
+			b.ReportMetric(cpu.Seconds()*1e9/float64(samples), "cpu-ns/sample")
+		})
+	}
+}
