@@ -12,6 +12,7 @@ package profile
 
 import (
 	"sync"
+	"sync/atomic"
 
 	"golang.org/x/sys/unix"
 
@@ -49,7 +50,8 @@ type ringReader struct {
 	ends    []int
 	samples uint64
 	// fn is record, bound once (a method value allocates).
-	fn func(rec []byte)
+	fn   func(rec []byte)
+	pfds []unix.PollFd // follow's
 }
 
 func newRingReader(code *codeIndex, rings []*perfring.Ring) *ringReader {
@@ -97,6 +99,37 @@ func (rd *ringReader) drain() {
 	}
 }
 
+// maxHeld bounds the fault entries a reader holds for one round while it
+// follows its rings (80 bytes each: 64 MiB).
+const maxHeld = 800_000
+
+// follow drains the reader's rings, then goes on draining them each time
+// one passes its watermark until the analyzer has handled the round before
+// (p.flushed): a round the kernel holds up (a move_pages or pagemap read
+// waits for the mmap lock of a program that maps and unmaps without pause)
+// then does not let the rings overflow. It stops early when its rings hang
+// up (the program is gone) or its buffers hold maxHeld entries.
+func (rd *ringReader) follow(p *readerPool) {
+	rd.drain()
+	if p.wake < 0 {
+		return
+	}
+	rd.pfds = rd.pfds[:0]
+	for _, r := range rd.rings {
+		rd.pfds = append(rd.pfds, unix.PollFd{Fd: int32(r.FD), Events: unix.POLLIN})
+	}
+	rd.pfds = append(rd.pfds, unix.PollFd{Fd: int32(p.wake), Events: unix.POLLIN})
+	for !p.flushed.Load() && len(rd.run) < maxHeld {
+		if _, err := unix.Poll(rd.pfds, pollMs); err != nil && err != unix.EINTR {
+			return
+		}
+		if rd.pfds[len(rd.pfds)-1].Revents != 0 || hungUp(rd.pfds[:len(rd.pfds)-1]) {
+			return // the analyzer is done, or the program is gone
+		}
+		rd.drain()
+	}
+}
+
 // readerPool runs the ring readers, each on a goroutine of its own, woken
 // once a round.
 type readerPool struct {
@@ -105,15 +138,24 @@ type readerPool struct {
 	done    sync.WaitGroup
 	// fn is what the readers run this round (set before they are woken).
 	fn func(rd *ringReader)
-	// drainFn and hasFn are (*ringReader).drain and hasRecords, bound
+	// drainFn and hasFn are (*ringReader).follow and hasRecords, bound
 	// once.
 	drainFn func(rd *ringReader)
 	hasFn   func(rd *ringReader) bool
+	// flushed says the analyzer has handled the round before, and wake
+	// (an eventfd, readable from then until the round is collected)
+	// wakes the readers following their rings to say so (-1: none).
+	flushed atomic.Bool
+	wake    int
 }
 
 // newReaderPool starts n readers (at least one) with no rings yet.
 func newReaderPool(code *codeIndex, n int) *readerPool {
-	p := &readerPool{drainFn: (*ringReader).drain, hasFn: (*ringReader).hasRecords}
+	p := &readerPool{hasFn: (*ringReader).hasRecords, wake: -1}
+	p.drainFn = func(rd *ringReader) { rd.follow(p) }
+	if fd, err := unix.Eventfd(0, unix.EFD_CLOEXEC|unix.EFD_NONBLOCK); err == nil {
+		p.wake = fd
+	}
 	for i := range max(n, 1) {
 		rd := newRingReader(code, nil)
 		rd.idx = i
@@ -154,12 +196,35 @@ func (p *readerPool) begin(fn func(rd *ringReader), has func(rd *ringReader) boo
 
 func (p *readerPool) wait() { p.done.Wait() }
 
+// flushDone tells the readers following their rings that the analyzer has
+// handled the round before: they stop after their next drain.
+func (p *readerPool) flushDone() {
+	p.flushed.Store(true)
+	if p.wake >= 0 {
+		var one = [8]byte{1}
+		_, _ = unix.Write(p.wake, one[:])
+	}
+}
+
+// collected resets what flushDone set, for the next round.
+func (p *readerPool) collected() {
+	p.flushed.Store(false)
+	if p.wake >= 0 {
+		var b [8]byte
+		_, _ = unix.Read(p.wake, b[:])
+	}
+}
+
 // stop ends the readers' goroutines.
 func (p *readerPool) stop() {
 	for _, c := range p.start {
 		close(c)
 	}
 	p.start = nil
+	if p.wake >= 0 {
+		unix.Close(p.wake)
+		p.wake = -1
+	}
 }
 
 // overlapMin is the smallest round whose handling overlaps the next drain.
@@ -188,7 +253,9 @@ type pipeline struct {
 func (pl *pipeline) round(fill func(rd *ringReader), has func(rd *ringReader) bool, horizon uint64) {
 	pl.pool.begin(fill, has)
 	pl.flush()
+	pl.pool.flushDone()
 	pl.pool.wait()
+	pl.pool.collected()
 	if pl.a.collect(pl.pool) >= overlapMin {
 		pl.pending, pl.horizon = true, horizon
 		return
