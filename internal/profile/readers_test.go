@@ -170,3 +170,41 @@ func BenchmarkReplayReaders(b *testing.B) {
 		})
 	}
 }
+
+func TestDefaultConsumers(t *testing.T) {
+	for _, c := range []struct{ cpus, want int }{{1, 1}, {2, 1}, {15, 1}, {16, 2}, {64, 2}, {65, 3}, {256, 5}, {4096, 9}} {
+		if got := defaultConsumers(c.cpus); got != c.want {
+			t.Errorf("defaultConsumers(%d) = %d, want %d", c.cpus, got, c.want)
+		}
+	}
+}
+
+// TestFollowStopsWhenFlushed: a reader following its rings while the
+// analyzer handles a round stops when told the round is done, not at a
+// timeout, and a pool's next round starts with the signal cleared.
+func TestFollowStopsWhenFlushed(t *testing.T) {
+	a := newAnalyzer([]int{0}, []int{0}, []int{-1, 0})
+	p := newReaderPool(&a.code, 1)
+	defer p.stop()
+	if p.wake < 0 {
+		t.Fatal("no eventfd for the readers")
+	}
+	for round := range 3 {
+		done := make(chan struct{})
+		go func() { p.readers[0].follow(p); close(done) }()
+		select {
+		case <-done:
+			t.Fatalf("round %d: follow returned before the analyzer was done", round)
+		case <-time.After(3 * pollMs * time.Millisecond):
+		}
+		start := time.Now()
+		p.flushDone()
+		select {
+		case <-done:
+		case <-time.After(5 * time.Second):
+			t.Fatalf("round %d: follow still running 5 s after flushDone", round)
+		}
+		t.Logf("round %d: follow returned %v after flushDone", round, time.Since(start))
+		p.collected()
+	}
+}
