@@ -126,16 +126,16 @@ type Skip struct {
 
 // Result is a whole run: bench --format json writes it.
 type Result struct {
-	Latency    *Matrix    `json:"latency_ns,omitempty"`
-	Bandwidth  *Matrix    `json:"bandwidth_mbs,omitempty"`
+	Latency   *Matrix `json:"latency_ns,omitempty"`
+	Bandwidth *Matrix `json:"bandwidth_mbs,omitempty"`
 	// PeakInjection is every bandwidth thread of the initiator at full
 	// rate, with the injectors' kernel (--kind loaded).
-	PeakInjection *Matrix `json:"peak_injection_mbs,omitempty"`
-	Loaded        *Loaded `json:"loaded,omitempty"`
-	Placement  Placement  `json:"placement"`
-	Rated      *Rated     `json:"rated"`
-	Conditions Conditions `json:"conditions"`
-	Skipped    []Skip     `json:"skipped"`
+	PeakInjection *Matrix    `json:"peak_injection_mbs,omitempty"`
+	Loaded        *Loaded    `json:"loaded,omitempty"`
+	Placement     Placement  `json:"placement"`
+	Rated         *Rated     `json:"rated"`
+	Conditions    Conditions `json:"conditions"`
+	Skipped       []Skip     `json:"skipped"`
 	// Notes are plain sentences about the run: warnings included.
 	Notes []string `json:"notes"`
 }
