@@ -109,20 +109,9 @@ func (p *plan) bandwidth(cpus []int, initiator, target int) (samples []float64, 
 			samples[r] = float64(counted) / dt.Seconds() / 1e6
 		}
 	}
-	pair := Pair{Kind: "bandwidth", Initiator: initiator, Target: target, FractionOnTarget: 1}
-	huge = 1.0
-	for _, b := range bufs {
-		frac, n, err := b.placed()
-		if err != nil {
-			return nil, 0, nil, -1, err
-		}
-		pair.FractionOnTarget = min(pair.FractionOnTarget, frac)
-		pair.PagesChecked += n
-		if h := b.hugeFraction(); h < 0 || huge < 0 {
-			huge = -1
-		} else {
-			huge = min(huge, h)
-		}
+	pair, huge, err := placedAll(bufs, "bandwidth", initiator, target)
+	if err != nil {
+		return nil, 0, nil, -1, err
 	}
 	return samples, counted, []Pair{pair}, huge, nil
 }

@@ -357,20 +357,9 @@ func (p *plan) loaded(r, target int, lp *LoadedPair, status func(string)) (peak 
 		}
 	}
 
-	pair := Pair{Kind: "loaded", Initiator: initiator, Target: target, FractionOnTarget: 1}
-	huge = 1.0
-	for _, b := range bufs {
-		frac, n, err := b.placed()
-		if err != nil {
-			return nil, nil, -1, err
-		}
-		pair.FractionOnTarget = min(pair.FractionOnTarget, frac)
-		pair.PagesChecked += n
-		if h := b.hugeFraction(); h < 0 || huge < 0 {
-			huge = -1
-		} else {
-			huge = min(huge, h)
-		}
+	pair, huge, err := placedAll(bufs, "loaded", initiator, target)
+	if err != nil {
+		return nil, nil, -1, err
 	}
 	return peak, []Pair{pair}, huge, nil
 }

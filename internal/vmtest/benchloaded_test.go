@@ -10,9 +10,8 @@ import (
 // loadedDoc is the part of numascope bench --kind loaded's JSON the test
 // reads.
 type loadedDoc struct {
-	Latency   json.RawMessage `json:"latency_ns"`
-	Bandwidth json.RawMessage `json:"bandwidth_mbs"`
-	Peak      *struct {
+	benchDoc // placement and skipped
+	Peak     *struct {
 		benchMatrix
 		Mix string `json:"mix"`
 	} `json:"peak_injection_mbs"`
@@ -31,19 +30,6 @@ type loadedDoc struct {
 			Reason       string     `json:"reason"`
 		} `json:"pairs"`
 	} `json:"loaded"`
-	Placement struct {
-		Pairs []struct {
-			Kind             string  `json:"kind"`
-			Initiator        int     `json:"initiator"`
-			Target           int     `json:"target"`
-			FractionOnTarget float64 `json:"fraction_on_target"`
-			PagesChecked     int     `json:"pages_checked"`
-		} `json:"pairs"`
-	} `json:"placement"`
-	Skipped []struct {
-		Kind   string `json:"kind"`
-		Reason string `json:"reason"`
-	} `json:"skipped"`
 }
 
 // TestBenchLoaded runs numascope bench --kind loaded with a 2:1 mix in a
