@@ -77,10 +77,11 @@ func newBenchCmd(g *globals) *cobra.Command {
 	var f benchFlags
 	cmd := &cobra.Command{
 		Use:   "bench [--kind latency|bandwidth|loaded|all] [--from NODES] [--to NODES] [--size SIZE] [--kernel load|copy|triad | --mix R:W] [--format text|json] [-o FILE]",
-		Short: "Measure memory latency and bandwidth from every node with CPUs to every node with memory",
-		Long: `Measure what memory costs on this machine, node to node: the idle latency of a dependent load
-and the bandwidth of a streaming kernel, from every node with CPUs (initiators, rows) to every
-node with memory (targets, columns), CPU-less CXL, HBM and GPU-memory nodes included.
+		Short: "Measure memory latency, bandwidth and loaded latency from every node with CPUs to every node with memory",
+		Long: `Measure what memory costs on this machine, node to node: the idle latency of a dependent load,
+the bandwidth of a streaming kernel, the latency under load and the peak injection bandwidth,
+from every node with CPUs (initiators, rows) to every node with memory (targets, columns),
+CPU-less CXL, HBM and GPU-memory nodes included.
 
 Threads are pinned to the initiator's CPUs; each buffer is bound to its target (mbind, strict)
 before it is touched, and where its pages landed is checked with move_pages afterwards: below
