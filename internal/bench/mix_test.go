@@ -119,3 +119,26 @@ func TestRunMix(t *testing.T) {
 		}
 	}
 }
+
+// FuzzParseMix: any --mix is a mix in lowest terms within the bounds,
+// written back as it parses, or one line of error.
+func FuzzParseMix(f *testing.F) {
+	for _, s := range []string{"1:0", "3:1", "2:2", "0:0", "17:1", "a:b", "3", " 6 : 2 ", "-1:1", "1:1:1"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		m, err := ParseMix(s)
+		if err != nil {
+			if strings.Contains(err.Error(), "\n") || !strings.Contains(err.Error(), "--mix") {
+				t.Fatalf("ParseMix(%q): error %q, want one line naming --mix", s, err)
+			}
+			return
+		}
+		if m.Reads < 0 || m.Writes < 0 || m.Reads > maxMix || m.Writes > maxMix || m.Reads+m.Writes == 0 || gcd(m.Reads, m.Writes) != 1 {
+			t.Fatalf("ParseMix(%q) = %v: out of bounds or not in lowest terms", s, m)
+		}
+		if again, err := ParseMix(m.String()); err != nil || again != m {
+			t.Fatalf("ParseMix(%q) = %v, which reads back as %v, %v", s, m, again, err)
+		}
+	})
+}
