@@ -178,6 +178,25 @@ test("a bench document from disk without topology, rated values or loaded: what 
   assert.equal(await page.locator("#bench .loaded-plot").count(), 0);
 });
 
+test("view on what numascope bench --kind loaded writes here: the curves, and both heatmaps said left out", async (t) => {
+  const dir = tempDir(t);
+  const file = join(dir, "loaded.json");
+  execFileSync(binary, ["bench", "--kind", "loaded", "--mix", "3:1", "--size", "8M", "--repeat", "1", "--format", "json", "-o", file], { cwd: dir, stdio: ["ignore", "pipe", "pipe"] });
+  const real = JSON.parse(readFileSync(file, "utf8"));
+  assert.equal(real.latency_ns, undefined);
+  assert.equal(real.loaded.mix, "3:1");
+  const { url } = await serve(t, ["view", file, "--listen", "127.0.0.1:0"], dir);
+  const page = await browser(t);
+  await page.goto(url);
+  await page.waitForSelector("#bench .bloaded");
+  for (const kind of Object.keys(KINDS)) {
+    assert.equal(await page.locator(`#bench table.bmatrix[data-kind=${kind}]`).count(), 0);
+    assert.match(await page.textContent(`#bench figure[data-kind=${kind}]`), new RegExp(`left ${kind} out`));
+  }
+  await checkLoaded(page, real);
+  if (real.loaded.pairs.some((p) => p.latency_ns !== null)) assert.match(await page.textContent("#bench .bloaded"), /\(mix 3:1 kernel\)/);
+});
+
 test("view on what numascope bench writes here: the heatmaps have its shape and values", async (t) => {
   const dir = tempDir(t);
   const file = join(dir, "bench.json");
