@@ -199,3 +199,23 @@ func TestLoadedTextAndJSON(t *testing.T) {
 		}
 	}
 }
+
+// TestPlanLoaded: loaded latency holds the chain and the injectors'
+// arrays at once, so the free memory it needs on a target is both; a
+// --size each fits alone can be refused for --kind loaded.
+func TestPlanLoaded(t *testing.T) {
+	topo := fourNodes() // 900M free per node
+	for _, k := range []Kinds{{Latency: true}, {Bandwidth: true}} {
+		if _, err := newPlan(Options{Topology: topo, Kinds: k, Kernel: Triad, Repeat: 1, Size: 512 << 20, To: "0"}); err != nil {
+			t.Errorf("%+v with 512M: %v", k, err)
+		}
+	}
+	_, err := newPlan(Options{Topology: topo, Kinds: Kinds{Loaded: true}, Kernel: Triad, Repeat: 1, Size: 512 << 20, To: "0"})
+	if err == nil || !strings.Contains(err.Error(), "--size needs 1072M") {
+		t.Errorf("loaded with a 512M chain and 4 x 128M arrays on 900M free: %v, want the 1G and margin it needs named", err)
+	}
+	p, err := newPlan(Options{Topology: topo, Kinds: Kinds{Loaded: true}, Mix: &Mix{3, 1}, Repeat: 1, Size: 64 << 20})
+	if err != nil || p.stream.arrays() != 1 || p.bwPerArray != 64<<20 || p.latSize != 64<<20 {
+		t.Errorf("loaded with a mix: %v, %+v; want one 64M array beside the 64M chain", err, p)
+	}
+}
