@@ -351,6 +351,9 @@ func (p *plan) loaded(r, target int, lp *LoadedPair, status func(string)) (peak 
 	if len(inj) == 0 {
 		lp.Injectors = []int{}
 		lp.Reason = fmt.Sprintf("node %d has only CPU %d to use, which follows the chain: no CPU is left to inject bandwidth (loaded latency needs two)", initiator, lp.CPU)
+		if n := len(usableCPUs(p.opt.Topology)[initiator]); n > 1 {
+			lp.Reason = fmt.Sprintf("--threads %d gives node %d only CPU %d, which follows the chain: no CPU is left to inject bandwidth (give --threads 2 or more; the node has %d)", p.opt.Threads, initiator, lp.CPU, n)
+		}
 	} else {
 		if err := p.curve(c, inj, lp, status); err != nil {
 			return nil, nil, -1, err
