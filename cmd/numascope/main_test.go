@@ -735,7 +735,7 @@ func TestBench(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &doc); err != nil {
 		t.Fatalf("bench JSON: %v\n%s", err, out)
 	}
-	for _, k := range []string{"latency_ns", "bandwidth_mbs", "placement", "rated", "conditions", "skipped", "notes"} {
+	for _, k := range []string{"latency_ns", "bandwidth_mbs", "peak_injection_mbs", "loaded", "placement", "rated", "conditions", "skipped", "notes"} {
 		if _, ok := doc[k]; !ok {
 			t.Errorf("no %q key", k)
 		}
@@ -772,7 +772,8 @@ func TestBench(t *testing.T) {
 	}
 	for args, want := range map[string]string{
 		"--to 99":                     "node 99 does not exist",
-		"--kind loaded":               "not written yet",
+		"--mix 3-1":                   "want reads:writes",
+		"--mix 1:1 --kernel copy":     "give one of them",
 		"--size 12X":                  "not a size",
 		"--kernel nt-store":           "unknown kernel",
 		"--size 1T":                   "free; --size needs",

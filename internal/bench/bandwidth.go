@@ -32,13 +32,13 @@ var initial = [4]float64{0, 1, 2, 3}
 // first), then Repeat counted ones, in MB/s (10^6 bytes) of the bytes
 // STREAM counts.
 func (p *plan) bandwidth(cpus []int, initiator, target int) (samples []float64, counted uint64, pl []Pair, huge float64, err error) {
-	k := p.opt.Kernel
+	k := p.stream
 	elems := int(p.bwPerArray / 8)
-	chunk := (elems / len(cpus)) &^ (block - 1)
+	chunk := elems / len(cpus) / k.granule() * k.granule()
 	if chunk == 0 {
-		return nil, 0, nil, -1, fmt.Errorf("--size is too small for %d threads: each needs at least %d bytes per array", len(cpus), block*8)
+		return nil, 0, nil, -1, fmt.Errorf("--size is too small for %d threads: each needs at least %d bytes per array", len(cpus), k.granule()*8)
 	}
-	bufs := make([]*buffer, k.Arrays())
+	bufs := make([]*buffer, k.arrays())
 	defer func() {
 		for _, b := range bufs {
 			if b != nil {
@@ -67,11 +67,8 @@ func (p *plan) bandwidth(cpus []int, initiator, target int) (samples []float64, 
 				ready <- fmt.Errorf("pinning a bandwidth thread to CPU %d: %w", cpu, err)
 				return
 			}
-			for a := range k.Arrays() {
-				v := initial[a]
-				if k == Load {
-					v = 1
-				}
+			for a := range k.arrays() {
+				v := k.initial(a)
 				arr := wk.arrays[a]
 				for i := range arr {
 					arr[i] = v
@@ -97,7 +94,7 @@ func (p *plan) bandwidth(cpus []int, initiator, target int) (samples []float64, 
 	if err != nil {
 		return nil, 0, nil, -1, err
 	}
-	counted = uint64(chunk) * uint64(len(cpus)) * uint64(k.BytesPerElement())
+	counted = uint64(chunk) * uint64(len(cpus)) * uint64(k.bytesPerElement())
 	samples = make([]float64, p.opt.Repeat)
 	for r := -1; r < len(samples); r++ {
 		t0 := time.Now()
@@ -112,20 +109,9 @@ func (p *plan) bandwidth(cpus []int, initiator, target int) (samples []float64, 
 			samples[r] = float64(counted) / dt.Seconds() / 1e6
 		}
 	}
-	pair := Pair{Kind: "bandwidth", Initiator: initiator, Target: target, FractionOnTarget: 1}
-	huge = 1.0
-	for _, b := range bufs {
-		frac, n, err := b.placed()
-		if err != nil {
-			return nil, 0, nil, -1, err
-		}
-		pair.FractionOnTarget = min(pair.FractionOnTarget, frac)
-		pair.PagesChecked += n
-		if h := b.hugeFraction(); h < 0 || huge < 0 {
-			huge = -1
-		} else {
-			huge = min(huge, h)
-		}
+	pair, huge, err := placedAll(bufs, "bandwidth", initiator, target)
+	if err != nil {
+		return nil, 0, nil, -1, err
 	}
 	return samples, counted, []Pair{pair}, huge, nil
 }

@@ -43,6 +43,8 @@ type Options struct {
 	// Threads is the bandwidth threads per initiator; 0: all its CPUs.
 	Threads int
 	Kernel  Kernel
+	// Mix, when not nil, replaces Kernel with a read:write mix (--mix).
+	Mix *Mix
 	// Repeat is how many times each pair is measured (after one
 	// uncounted warm-up); at least 1.
 	Repeat int
@@ -68,8 +70,10 @@ const minPlaced = 0.99
 // added to. A nil entry (JSON null) was not measured: Result.Skipped says
 // why.
 type Matrix struct {
-	// Kernel is the bandwidth kernel ("" for latency).
+	// Kernel is the bandwidth kernel ("" for latency; "mix" for a
+	// read:write mix, Mix saying which).
 	Kernel     string       `json:"kernel,omitempty"`
+	Mix        string       `json:"mix,omitempty"`
 	Initiators []int        `json:"initiators"`
 	Targets    []int        `json:"targets"`
 	Matrix     [][]*float64 `json:"matrix"`
@@ -122,12 +126,16 @@ type Skip struct {
 
 // Result is a whole run: bench --format json writes it.
 type Result struct {
-	Latency    *Matrix    `json:"latency_ns,omitempty"`
-	Bandwidth  *Matrix    `json:"bandwidth_mbs,omitempty"`
-	Placement  Placement  `json:"placement"`
-	Rated      *Rated     `json:"rated"`
-	Conditions Conditions `json:"conditions"`
-	Skipped    []Skip     `json:"skipped"`
+	Latency   *Matrix `json:"latency_ns,omitempty"`
+	Bandwidth *Matrix `json:"bandwidth_mbs,omitempty"`
+	// PeakInjection is every bandwidth thread of the initiator at full
+	// rate, with the injectors' kernel (--kind loaded).
+	PeakInjection *Matrix    `json:"peak_injection_mbs,omitempty"`
+	Loaded        *Loaded    `json:"loaded,omitempty"`
+	Placement     Placement  `json:"placement"`
+	Rated         *Rated     `json:"rated"`
+	Conditions    Conditions `json:"conditions"`
+	Skipped       []Skip     `json:"skipped"`
 	// Notes are plain sentences about the run: warnings included.
 	Notes []string `json:"notes"`
 }
@@ -142,6 +150,10 @@ type plan struct {
 	line       int
 	bwPerArray uint64
 	bwCPUs     [][]int
+	// stream is what the bandwidth threads and injectors run.
+	stream stream
+	// turnsPerNS is the injectors' spin rate, calibrated once.
+	turnsPerNS float64
 }
 
 // newPlan resolves the options against the topology, checking everything that
@@ -149,8 +161,8 @@ type plan struct {
 // whether each target has the free memory the buffers need.
 func newPlan(opt Options) (*plan, error) {
 	topo := opt.Topology
-	if !opt.Kinds.Latency && !opt.Kinds.Bandwidth {
-		return nil, errors.New("nothing to measure: give --kind latency, bandwidth or all")
+	if !opt.Kinds.Latency && !opt.Kinds.Bandwidth && !opt.Kinds.Loaded {
+		return nil, errors.New("nothing to measure: give --kind latency, bandwidth, loaded or all")
 	}
 	if opt.Repeat < 1 {
 		return nil, fmt.Errorf("--repeat %d: want at least 1", opt.Repeat)
@@ -158,7 +170,7 @@ func newPlan(opt Options) (*plan, error) {
 	if opt.Threads < 0 {
 		return nil, fmt.Errorf("--threads %d: want a positive count (0: every CPU of the node)", opt.Threads)
 	}
-	p := &plan{opt: opt, skip: map[int]string{}}
+	p := &plan{opt: opt, skip: map[int]string{}, stream: stream{kernel: opt.Kernel, mix: opt.Mix}}
 	var err error
 	if p.initiators, err = Initiators(opt.From, topo); err != nil {
 		return nil, err
@@ -181,15 +193,15 @@ func newPlan(opt Options) (*plan, error) {
 		llc = max(llc, l)
 		p.line = max(p.line, line)
 	}
-	arrays := uint64(opt.Kernel.Arrays())
+	arrays := uint64(p.stream.arrays())
 	if opt.Size == 0 {
 		per := roundUp(max(4*llc, minDefaultSize), hugePage)
 		p.latSize, p.bwPerArray = per, per
 	} else {
 		p.latSize = roundUp(opt.Size, ChainPage)
 		p.bwPerArray = opt.Size / arrays / ChainPage * ChainPage
-		if opt.Kinds.Bandwidth && p.bwPerArray < ChainPage {
-			return nil, fmt.Errorf("--size %s: the %s kernel's %d arrays need at least %s", FormatSize(opt.Size), opt.Kernel, arrays, FormatSize(arrays*ChainPage))
+		if (opt.Kinds.Bandwidth || opt.Kinds.Loaded) && p.bwPerArray < ChainPage {
+			return nil, fmt.Errorf("--size %s: the %s kernel's %d arrays need at least %s", FormatSize(opt.Size), p.stream.Name(), arrays, FormatSize(arrays*ChainPage))
 		}
 	}
 	var need uint64
@@ -198,6 +210,10 @@ func newPlan(opt Options) (*plan, error) {
 	}
 	if opt.Kinds.Bandwidth {
 		need = max(need, arrays*p.bwPerArray)
+	}
+	if opt.Kinds.Loaded {
+		// The chain and the injectors' arrays at once.
+		need = max(need, p.latSize+arrays*p.bwPerArray)
 	}
 	explicit := opt.To != ""
 	for _, id := range p.targets {
@@ -277,15 +293,26 @@ func Run(opt Options) (*Result, error) {
 	if opt.Kinds.Bandwidth {
 		total += len(p.initiators) * len(p.targets)
 	}
+	if opt.Kinds.Loaded {
+		total += len(p.initiators) * len(p.targets)
+	}
 	done := 0
+	var current string
 	progress := func(kind string, i, t int) {
+		current = fmt.Sprintf("%s node %d -> node %d", kind, i, t)
 		if opt.Progress != nil {
-			opt.Progress(done, total, fmt.Sprintf("%s node %d -> node %d", kind, i, t))
+			opt.Progress(done, total, current)
 		}
 		done++
 	}
+	// status tells the progress where a long measurement is.
+	status := func(what string) {
+		if opt.Progress != nil {
+			opt.Progress(done-1, total, current+": "+what)
+		}
+	}
 	minFrac := 2.0
-	measure := func(kind string, m *Matrix, run func(i, t int) (samples []float64, pl []Pair, huge float64, err error)) {
+	var measure measureFunc = func(kind string, m *Matrix, run func(r, t int) ([]float64, []Pair, float64, error)) {
 		for r, i := range p.initiators {
 			for col, t := range p.targets {
 				progress(kind, i, t)
@@ -325,14 +352,17 @@ func Run(opt Options) (*Result, error) {
 		})
 	}
 	if opt.Kinds.Bandwidth {
-		res.Bandwidth = p.newMatrix(opt.Kernel.String())
+		res.Bandwidth = p.newMatrix(p.stream.Name())
 		res.Bandwidth.CPUs = p.bwCPUs
-		res.Bandwidth.SizeBytes = uint64(opt.Kernel.Arrays()) * p.bwPerArray
+		res.Bandwidth.SizeBytes = uint64(p.stream.arrays()) * p.bwPerArray
 		measure("bandwidth", res.Bandwidth, func(r, t int) ([]float64, []Pair, float64, error) {
 			s, counted, pl, huge, err := p.bandwidth(p.bwCPUs[r], p.initiators[r], t)
 			res.Bandwidth.BytesCounted = counted
 			return s, pl, huge, err
 		})
+	}
+	if opt.Kinds.Loaded {
+		p.measureLoaded(res, measure, status)
 	}
 	if minFrac <= 1 {
 		res.Placement.MinFractionOnTarget = &minFrac
@@ -357,6 +387,9 @@ func orUnknown(s string) string {
 
 func (p *plan) newMatrix(kernel string) *Matrix {
 	m := &Matrix{Kernel: kernel, Initiators: p.initiators, Targets: p.targets, Repeat: p.opt.Repeat}
+	if kernel != "" {
+		m.Mix = p.stream.MixName()
+	}
 	grid := func() [][]*float64 {
 		g := make([][]*float64, len(p.initiators))
 		for i := range g {

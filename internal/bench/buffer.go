@@ -152,3 +152,25 @@ func vmaRange(line string) (lo, hi uint64, ok bool) {
 	hi, err2 := strconv.ParseUint(b, 16, 64)
 	return lo, hi, err1 == nil && err2 == nil
 }
+
+// placedAll verifies the placement of one measurement's buffers: the
+// worst fraction on target, the pages checked together, and the least
+// share of huge pages (-1 when one cannot tell).
+func placedAll(bufs []*buffer, kind string, initiator, target int) (Pair, float64, error) {
+	pair := Pair{Kind: kind, Initiator: initiator, Target: target, FractionOnTarget: 1}
+	huge := 1.0
+	for _, b := range bufs {
+		frac, n, err := b.placed()
+		if err != nil {
+			return pair, -1, err
+		}
+		pair.FractionOnTarget = min(pair.FractionOnTarget, frac)
+		pair.PagesChecked += n
+		if h := b.hugeFraction(); h < 0 || huge < 0 {
+			huge = -1
+		} else {
+			huge = min(huge, h)
+		}
+	}
+	return pair, huge, nil
+}

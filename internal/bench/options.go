@@ -16,21 +16,23 @@ import (
 // Kinds are the measurements to make.
 type Kinds struct {
 	Latency, Bandwidth bool
+	// Loaded is loaded latency and peak injection bandwidth.
+	Loaded bool
 }
 
-// ParseKind parses --kind: latency, bandwidth or all.
+// ParseKind parses --kind: latency, bandwidth, loaded or all.
 func ParseKind(s string) (Kinds, error) {
 	switch s {
 	case "latency":
 		return Kinds{Latency: true}, nil
 	case "bandwidth":
 		return Kinds{Bandwidth: true}, nil
-	case "all", "":
-		return Kinds{Latency: true, Bandwidth: true}, nil
 	case "loaded":
-		return Kinds{}, errors.New("--kind loaded: loaded latency is not written yet; want latency, bandwidth or all")
+		return Kinds{Loaded: true}, nil
+	case "all", "":
+		return Kinds{Latency: true, Bandwidth: true, Loaded: true}, nil
 	}
-	return Kinds{}, fmt.Errorf("--kind %q: want latency, bandwidth or all", s)
+	return Kinds{}, fmt.Errorf("--kind %q: want latency, bandwidth, loaded or all", s)
 }
 
 // ParseSize parses a size such as 64M, 1G, 512KiB or 1048576 (bytes);

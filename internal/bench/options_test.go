@@ -26,12 +26,12 @@ func TestParseSize(t *testing.T) {
 }
 
 func TestParseKind(t *testing.T) {
-	for in, want := range map[string]Kinds{"latency": {Latency: true}, "bandwidth": {Bandwidth: true}, "all": {true, true}} {
+	for in, want := range map[string]Kinds{"latency": {Latency: true}, "bandwidth": {Bandwidth: true}, "all": {Latency: true, Bandwidth: true, Loaded: true}, "loaded": {Loaded: true}} {
 		if got, err := ParseKind(in); err != nil || got != want {
 			t.Errorf("ParseKind(%q) = %v, %v", in, got, err)
 		}
 	}
-	for _, in := range []string{"loaded", "speed"} {
+	for _, in := range []string{"speed", "load"} {
 		if _, err := ParseKind(in); err == nil {
 			t.Errorf("ParseKind(%q): no error", in)
 		}
@@ -85,7 +85,7 @@ func TestInitiatorsTargets(t *testing.T) {
 
 func TestPlan(t *testing.T) {
 	topo := fourNodes()
-	p, err := newPlan(Options{Topology: topo, Kinds: Kinds{true, true}, Kernel: Triad, Repeat: 3})
+	p, err := newPlan(Options{Topology: topo, Kinds: Kinds{Latency: true, Bandwidth: true}, Kernel: Triad, Repeat: 3})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -101,17 +101,17 @@ func TestPlan(t *testing.T) {
 	if len(p.bwCPUs) != 2 || len(p.bwCPUs[0]) != 2 {
 		t.Errorf("bandwidth CPUs %v, want both CPUs of nodes 0 and 1", p.bwCPUs)
 	}
-	if _, err := newPlan(Options{Topology: topo, Kinds: Kinds{true, false}, Repeat: 1, Size: 2 << 30, To: "3"}); err == nil || !strings.Contains(err.Error(), "node 3 has 900M free") {
+	if _, err := newPlan(Options{Topology: topo, Kinds: Kinds{Latency: true}, Repeat: 1, Size: 2 << 30, To: "3"}); err == nil || !strings.Contains(err.Error(), "node 3 has 900M free") {
 		t.Errorf("2G on a node with 900M free: %v", err)
 	}
-	p, err = newPlan(Options{Topology: topo, Kinds: Kinds{true, false}, Repeat: 1, Size: 2 << 30})
+	p, err = newPlan(Options{Topology: topo, Kinds: Kinds{Latency: true}, Repeat: 1, Size: 2 << 30})
 	if err == nil {
 		t.Errorf("2G everywhere: no error, skipped %v", p.skip)
 	}
-	if _, err := newPlan(Options{Topology: topo, Kinds: Kinds{false, true}, Repeat: 1, Threads: 3}); err == nil || !strings.Contains(err.Error(), "only 2 usable CPUs") {
+	if _, err := newPlan(Options{Topology: topo, Kinds: Kinds{Bandwidth: true}, Repeat: 1, Threads: 3}); err == nil || !strings.Contains(err.Error(), "only 2 usable CPUs") {
 		t.Errorf("--threads 3 on 2-CPU nodes: %v", err)
 	}
-	if _, err := newPlan(Options{Topology: topo, Kinds: Kinds{true, true}, Repeat: 0}); err == nil {
+	if _, err := newPlan(Options{Topology: topo, Kinds: Kinds{Latency: true, Bandwidth: true}, Repeat: 0}); err == nil {
 		t.Error("--repeat 0: no error")
 	}
 }

@@ -89,6 +89,9 @@ func Rate(topo *topology.Topology, res *Result) *Rated {
 	if m == nil {
 		m = res.Bandwidth
 	}
+	if m == nil {
+		m = res.PeakInjection // --kind loaded: the same pairs
+	}
 	r := &Rated{Missing: []RatedMissing{}, MemoryTiers: map[string]*int{}, TierOrder: TierOrder{Contradictions: []Contradiction{}}}
 	if m == nil {
 		r.NotReported = "nothing was measured"
@@ -222,6 +225,9 @@ func checkTiers(res *Result, tier func(int) (int, bool)) TierOrder {
 	}
 	if m == nil {
 		out.Why = "nothing was measured"
+		if res.PeakInjection != nil {
+			out.Why = "only loaded latency was measured: the order is checked against idle latency and bandwidth (--kind all)"
+		}
 		return out
 	}
 	tiers := map[int]bool{}

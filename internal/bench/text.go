@@ -26,10 +26,11 @@ func (r *Result) WriteText(w io.Writer) error {
 			threads = fmt.Sprintf("%d threads from the first initiator", len(m.CPUs[0]))
 		}
 		fmt.Fprintf(&b, "Bandwidth (MB/s): %s kernel (%s), best of %d after one uncounted, %s of arrays, %s%s\n",
-			m.Kernel, r.Conditions.KernelISA, m.Repeat, FormatSize(m.SizeBytes), threads, hugeNote(m))
+			kernelLabel(m.Kernel, m.Mix), r.Conditions.KernelISA, m.Repeat, FormatSize(m.SizeBytes), threads, hugeNote(m))
 		writeMatrix(&b, m, 0, r.ratedGrid(false), "HMAT read bandwidth, converted from MiB/s")
 		writeSpread(&b, m, 0)
 	}
+	r.writeLoaded(&b)
 	b.WriteString("\n")
 	if f := r.Placement.MinFractionOnTarget; f != nil {
 		fmt.Fprintf(&b, "Placement: at least %.2f%% of every buffer's pages on its target (%d buffers checked with move_pages)\n", 100**f, len(r.Placement.Pairs))

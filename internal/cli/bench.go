@@ -27,6 +27,10 @@ type benchFlags struct {
 	kind, from, to, size, kernel, format, out string
 	threads, repeat                           int
 	noHuge, force                             bool
+	// mix is --mix; kernelSet says --kernel was given (they exclude
+	// each other).
+	mix       string
+	kernelSet bool
 }
 
 // parse turns the flags into a configuration, checking everything that does
@@ -39,6 +43,16 @@ func (f benchFlags) parse() (benchConfig, error) {
 	}
 	if c.opt.Kernel, err = bench.ParseKernel(f.kernel); err != nil {
 		return c, err
+	}
+	if f.mix != "" {
+		if f.kernelSet {
+			return c, fmt.Errorf("--mix %s and --kernel %s: give one of them (a mix is the kernel)", f.mix, f.kernel)
+		}
+		m, err := bench.ParseMix(f.mix)
+		if err != nil {
+			return c, err
+		}
+		c.opt.Mix = &m
 	}
 	if f.size != "" {
 		if c.opt.Size, err = bench.ParseSize(f.size); err != nil {
@@ -62,11 +76,12 @@ func (f benchFlags) parse() (benchConfig, error) {
 func newBenchCmd(g *globals) *cobra.Command {
 	var f benchFlags
 	cmd := &cobra.Command{
-		Use:   "bench [--kind latency|bandwidth|all] [--from NODES] [--to NODES] [--size SIZE] [--kernel load|copy|triad] [--format text|json] [-o FILE]",
-		Short: "Measure memory latency and bandwidth from every node with CPUs to every node with memory",
-		Long: `Measure what memory costs on this machine, node to node: the idle latency of a dependent load
-and the bandwidth of a streaming kernel, from every node with CPUs (initiators, rows) to every
-node with memory (targets, columns), CPU-less CXL, HBM and GPU-memory nodes included.
+		Use:   "bench [--kind latency|bandwidth|loaded|all] [--from NODES] [--to NODES] [--size SIZE] [--kernel load|copy|triad | --mix R:W] [--format text|json] [-o FILE]",
+		Short: "Measure memory latency, bandwidth and loaded latency from every node with CPUs to every node with memory",
+		Long: `Measure what memory costs on this machine, node to node: the idle latency of a dependent load,
+the bandwidth of a streaming kernel, the latency under load and the peak injection bandwidth,
+from every node with CPUs (initiators, rows) to every node with memory (targets, columns),
+CPU-less CXL, HBM and GPU-memory nodes included.
 
 Threads are pinned to the initiator's CPUs; each buffer is bound to its target (mbind, strict)
 before it is touched, and where its pages landed is checked with move_pages afterwards: below
@@ -77,13 +92,18 @@ frequency governor, CPU model, virtualisation) are reported with the figures.
 Latency follows a random chain of cache lines (pages and the lines within them shuffled, so no
 prefetcher helps) for the median of --repeat runs. Bandwidth runs a kernel on all the
 initiator's CPUs (--threads fewer), counting bytes by STREAM's rules: best of --repeat after one
-uncounted run. --size is the memory per measurement (default: 4x the last-level cache, at least
-64M per array). See docs/bench.md.`,
+uncounted run; --mix R:W streams a read:write mix instead (3:1: of every 4 blocks, 3 read and 1
+written). Loaded latency follows the chain on one CPU of the initiator while its other CPUs
+inject the kernel's bandwidth at stepped rates, from idle to full; peak injection bandwidth is
+all of them at full rate. --size is the memory per measurement (default: 4x the last-level
+cache, at least 64M per array). See docs/bench.md.`,
 		Example: `  numascope bench
   numascope bench --kind latency --to 2 --size 256M
-  numascope bench --kind bandwidth --kernel triad --format json -o bench.json`,
+  numascope bench --kind bandwidth --kernel triad --format json -o bench.json
+  numascope bench --kind loaded --mix 3:1 --from 0`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			f.kernelSet = cmd.Flags().Changed("kernel")
 			c, err := f.parse()
 			if err != nil {
 				return err
@@ -127,12 +147,13 @@ uncounted run. --size is the memory per measurement (default: 4x the last-level 
 		},
 	}
 	fl := cmd.Flags()
-	fl.StringVar(&f.kind, "kind", "all", "what to measure: latency, bandwidth or all")
+	fl.StringVar(&f.kind, "kind", "all", "what to measure: latency, bandwidth, loaded (loaded latency and peak injection bandwidth) or all")
 	fl.StringVar(&f.from, "from", "", "initiator nodes, with CPUs (list like 0-1; default: all)")
 	fl.StringVar(&f.to, "to", "", "target nodes, with memory (list like 0-3; default: all, CPU-less ones included)")
 	fl.StringVar(&f.size, "size", "", "memory per measurement, e.g. 256M or 1G (default: 4x the last-level cache, at least 64M per array)")
 	fl.IntVar(&f.threads, "threads", 0, "bandwidth threads per initiator, one per core first (default: every CPU of the node)")
 	fl.StringVar(&f.kernel, "kernel", "copy", "bandwidth kernel: load, copy or triad")
+	fl.StringVar(&f.mix, "mix", "", "read:write mix instead of a kernel, as Intel MLC has them: 1:0 (all reads), 3:1, 2:1, 1:1, 0:1 (all writes)")
 	fl.IntVar(&f.repeat, "repeat", bench.DefaultRepeat, "measurements per pair")
 	fl.BoolVar(&f.noHuge, "no-huge-pages", false, "use base pages only (default: transparent huge pages where the kernel gives them)")
 	fl.StringVar(&f.format, "format", "text", "output format: text or json")

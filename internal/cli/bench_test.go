@@ -24,19 +24,47 @@ func TestBenchFlagsParse(t *testing.T) {
 		t.Errorf("parsed %+v", c)
 	}
 	bad := map[string]func(*benchFlags){
-		"--kind":    func(f *benchFlags) { f.kind = "speed" },
-		"loaded":    func(f *benchFlags) { f.kind = "loaded" },
-		"--kernel":  func(f *benchFlags) { f.kernel = "scale" },
-		"--size":    func(f *benchFlags) { f.size = "12X" },
-		"--repeat":  func(f *benchFlags) { f.repeat = 0 },
-		"--threads": func(f *benchFlags) { f.threads = -1 },
-		"--format":  func(f *benchFlags) { f.format = "csv" },
+		"--kind":        func(f *benchFlags) { f.kind = "speed" },
+		"loaded or all": func(f *benchFlags) { f.kind = "load" },
+		"--kernel":      func(f *benchFlags) { f.kernel = "scale" },
+		"--size":        func(f *benchFlags) { f.size = "12X" },
+		"--repeat":      func(f *benchFlags) { f.repeat = 0 },
+		"--threads":     func(f *benchFlags) { f.threads = -1 },
+		"--format":      func(f *benchFlags) { f.format = "csv" },
+		"--mix":         func(f *benchFlags) { f.mix = "3/1" },
+		"--mix 3:1 and --kernel triad: give one of them": func(f *benchFlags) { f.mix, f.kernel, f.kernelSet = "3:1", "triad", true },
 	}
 	for want, mod := range bad {
 		f := defaultBenchFlags()
 		mod(&f)
 		if _, err := f.parse(); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%s: error %v, want one naming %s", want, err, want)
+		}
+	}
+}
+
+// TestBenchFlagsLoadedAndMix: --kind loaded and --mix reach the options;
+// a malformed mix is one line saying what to give.
+func TestBenchFlagsLoadedAndMix(t *testing.T) {
+	f := defaultBenchFlags()
+	f.kind, f.mix = "loaded", "6:2"
+	c, err := f.parse()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.opt.Kinds != (bench.Kinds{Loaded: true}) || c.opt.Mix == nil || *c.opt.Mix != (bench.Mix{Reads: 3, Writes: 1}) {
+		t.Errorf("parsed kinds %+v mix %v", c.opt.Kinds, c.opt.Mix)
+	}
+	f = defaultBenchFlags()
+	if c, err := f.parse(); err != nil || c.opt.Kinds != (bench.Kinds{Latency: true, Bandwidth: true, Loaded: true}) || c.opt.Mix != nil {
+		t.Errorf("default: %+v, %v; want every kind and no mix", c.opt, err)
+	}
+	for _, bad := range []string{"3", "3:1:1", "x:1", "0:0", "99:1"} {
+		f := defaultBenchFlags()
+		f.mix = bad
+		_, err := f.parse()
+		if err == nil || strings.Contains(err.Error(), "\n") || !strings.Contains(err.Error(), "want reads:writes") {
+			t.Errorf("--mix %s: %v, want one line saying what to give", bad, err)
 		}
 	}
 }

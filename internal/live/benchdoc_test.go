@@ -135,7 +135,7 @@ func TestBenchFixtureLoads(t *testing.T) {
 	h := dial(t, b.Server, "").next("hello", typeIs("hello"))
 	doc := h["bench"].(map[string]any)
 	pairs := doc["loaded"].(map[string]any)["pairs"].([]any)
-	if len(pairs) != 5 || len(doc["latency_ns"].(map[string]any)["matrix"].([]any)) != 2 {
+	if len(pairs) != 6 || len(doc["latency_ns"].(map[string]any)["matrix"].([]any)) != 2 {
 		t.Fatalf("fixture in hello: %d loaded pairs", len(pairs))
 	}
 }

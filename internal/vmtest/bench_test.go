@@ -38,8 +38,17 @@ type benchDoc struct {
 		THP              string `json:"thp"`
 	} `json:"conditions"`
 	Skipped []struct {
+		Kind   string `json:"kind"`
 		Reason string `json:"reason"`
 	} `json:"skipped"`
+	// --kind all includes loaded latency (TestBenchLoaded checks it).
+	Peak   *benchMatrix `json:"peak_injection_mbs"`
+	Loaded *struct {
+		Pairs []struct {
+			LatencyNS []float64 `json:"latency_ns"`
+			Reason    string    `json:"reason"`
+		} `json:"pairs"`
+	} `json:"loaded"`
 }
 
 type benchMatrix struct {
@@ -84,7 +93,7 @@ func TestBench(t *testing.T) {
 	if err := json.Unmarshal([]byte(r.section(t, "bench")), &d); err != nil {
 		t.Fatalf("bench JSON: %v\n%s", err, r.section(t, "bench"))
 	}
-	for name, m := range map[string]*benchMatrix{"latency_ns": d.Latency, "bandwidth_mbs": d.Bandwidth} {
+	for name, m := range map[string]*benchMatrix{"latency_ns": d.Latency, "bandwidth_mbs": d.Bandwidth, "peak_injection_mbs": d.Peak} {
 		if m == nil {
 			t.Fatalf("%s missing", name)
 		}
@@ -113,8 +122,23 @@ func TestBench(t *testing.T) {
 	if d.Bandwidth != nil && d.Bandwidth.Kernel != "triad" {
 		t.Errorf("bandwidth kernel %q, want triad", d.Bandwidth.Kernel)
 	}
-	if len(d.Skipped) != 0 {
-		t.Errorf("skipped %v, want none", d.Skipped)
+	// One CPU per node: every pair has a peak, but no CPU is left to
+	// inject beside the chaser's, so no loaded curve: null, and why.
+	if d.Loaded == nil || len(d.Loaded.Pairs) != 12 {
+		t.Fatalf("loaded %+v, want 12 pairs", d.Loaded)
+	}
+	for k, p := range d.Loaded.Pairs {
+		if p.LatencyNS != nil || !strings.Contains(p.Reason, "no CPU is left to inject") {
+			t.Errorf("loaded pair %d: latency %v, reason %q; want null and why (one CPU per node)", k, p.LatencyNS, p.Reason)
+		}
+	}
+	for _, s := range d.Skipped {
+		if s.Kind != "loaded" || !strings.Contains(s.Reason, "no CPU is left to inject") {
+			t.Errorf("skipped %+v, want only the loaded curves (one CPU per node)", s)
+		}
+	}
+	if len(d.Skipped) != 12 {
+		t.Errorf("%d skipped, want the 12 loaded curves", len(d.Skipped))
 	}
 	// QEMU gives this VM no HMAT: rated says so once, for every pair.
 	if fmt.Sprint(d.Rated.Initiators, d.Rated.Targets) != "[0 1 2] [0 1 2 3]" || !strings.Contains(d.Rated.NotReported, "no HMAT values") {
@@ -124,8 +148,8 @@ func TestBench(t *testing.T) {
 	if f := d.Placement.MinFractionOnTarget; f == nil || *f < 0.99 {
 		t.Errorf("placement.min_fraction_on_target %v, want at least 0.99", f)
 	}
-	if len(d.Placement.Pairs) != 24 {
-		t.Errorf("%d placements checked, want 24 (2 kinds x 3 initiators x 4 targets)", len(d.Placement.Pairs))
+	if len(d.Placement.Pairs) != 36 {
+		t.Errorf("%d placements checked, want 36 (3 kinds x 3 initiators x 4 targets)", len(d.Placement.Pairs))
 	}
 	for _, p := range d.Placement.Pairs {
 		if p.FractionOnTarget < 0.99 || p.PagesChecked == 0 {

@@ -322,13 +322,26 @@ function runPanel(doc: BenchDocument): HTMLElement {
 function loadedSection(page: BenchPage): HTMLElement {
   const sec = el("section", { class: "bloaded" }, el("h3", {}, "Loaded latency"));
   const l = page.doc.loaded;
-  if (!l || !l.pairs.length) {
-    sec.append(el("p", { class: "muted none" }, "Not in this document: numascope bench does not measure loaded latency yet (--kind loaded is not built). When a document has a loaded section, its latency against injected bandwidth is drawn here, one curve per pair."));
+  if (!l) {
+    sec.append(el("p", { class: "muted none" }, "Not in this document: it was measured without loaded latency (numascope bench --kind loaded, or all, measures it). When a document has a loaded section, its latency against injected bandwidth is drawn here, one curve per pair."));
     return sec;
   }
-  sec.append(el("p", { class: "muted" }, `Latency of one pair while the other CPUs inject bandwidth at stepped rates${l.kernel ? ` (${l.kernel} kernel)` : ""}: one curve per initiator → target pair. Click a pair in the legend to hide it.`));
+  // A pair without a curve (its initiator had no CPU left to inject, or it was not measured) has empty arrays and a reason.
+  const drawn = l.pairs.filter((p) => p.bandwidth_mbs.some((b) => b !== null) && p.latency_ns.some((v) => v !== null));
+  const missing = l.pairs.filter((p) => !drawn.includes(p));
+  const why = missing.length
+    ? el("ul", { class: "hints loaded-missing" }, ...missing.map((p) => el("li", { "data-pair": `${p.initiator}-${p.target}` }, `node ${p.initiator} → node ${p.target}: no curve${p.reason ? `: ${p.reason}` : ""}`)))
+    : null;
+  if (!drawn.length) {
+    sec.append(el("p", { class: "muted none" }, "No pair of this document has a loaded-latency curve."));
+    if (why) sec.append(why);
+    return sec;
+  }
+  const kernel = l.kernel ? ` (${l.kernel}${l.mix ? ` ${l.mix}` : ""} kernel)` : "";
+  sec.append(el("p", { class: "muted" }, `Latency of one pair while the other CPUs inject bandwidth at stepped rates${kernel}: one curve per initiator → target pair. Click a pair in the legend to hide it.`));
+  if (why) sec.append(why);
   // Each pair has its own bandwidths: uPlot.join aligns them on one x axis (null elsewhere; spanGaps draws through).
-  const tables = l.pairs.map((p): uPlot.AlignedData => {
+  const tables = drawn.map((p): uPlot.AlignedData => {
     const pts: [number, number][] = [];
     p.bandwidth_mbs.forEach((b, k) => {
       const y = p.latency_ns[k];
@@ -340,7 +353,7 @@ function loadedSection(page: BenchPage): HTMLElement {
     return [uniq.map((q) => q[0]), uniq.map((q) => q[1])];
   });
   const data = uPlot.join(tables);
-  const box = el("div", { class: "loaded-plot", "data-pairs": String(l.pairs.length) });
+  const box = el("div", { class: "loaded-plot", "data-pairs": String(drawn.length) });
   sec.append(box);
   const width = Math.max(420, Math.min(960, document.body.clientWidth - 80));
   const opts: uPlot.Options = {
@@ -353,7 +366,7 @@ function loadedSection(page: BenchPage): HTMLElement {
     ],
     series: [
       { label: "bandwidth", value: (_u, v) => (v === null ? "–" : `${si(v * 1e6)}B/s`) },
-      ...l.pairs.map(
+      ...drawn.map(
         (p, k): uPlot.Series => ({
           label: `node ${p.initiator} → node ${p.target}`,
           stroke: palette[k % palette.length],

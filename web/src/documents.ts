@@ -508,11 +508,15 @@ export interface LoadedPair {
   target: NodeID;
   bandwidth_mbs: (number | null)[];
   latency_ns: (number | null)[];
+  /** why the pair has no curve (its arrays then null, read as empty) */
+  reason?: string;
 }
 
-/** The loaded-latency section (`--kind loaded`, not written by numascope bench yet). */
+/** The loaded-latency section (`numascope bench --kind loaded`, or all). */
 export interface BenchLoaded {
   kernel?: string;
+  /** the read:write mix the injectors ran, when kernel is "mix" */
+  mix?: string;
   pairs: LoadedPair[];
 }
 
@@ -639,13 +643,14 @@ function asLoaded(v: unknown): BenchLoaded | undefined {
   if (!J.isObj(v)) return undefined;
   return {
     kernel: J.str(v.kernel),
+    mix: J.str(v.mix),
     pairs: J.list(v.pairs, (p) => {
       if (!J.isObj(p)) return undefined;
       const initiator = nodeID(p.initiator),
         target = nodeID(p.target);
       if (initiator === undefined || target === undefined) return undefined;
       const nums = (x: unknown) => (Array.isArray(x) ? x.map(J.numOrNull) : []);
-      return { initiator, target, bandwidth_mbs: nums(p.bandwidth_mbs), latency_ns: nums(p.latency_ns) };
+      return { initiator, target, bandwidth_mbs: nums(p.bandwidth_mbs), latency_ns: nums(p.latency_ns), reason: J.str(p.reason) };
     }),
   };
 }

@@ -1,7 +1,8 @@
 // End-to-end tests of the bench page: `numascope view bench.json` on the synthetic 2 × 3 document
 // of testdata/bench/view (node 2 CPU-less, the pair 1 -> 2 not measured, topology, rated values
-// and a loaded section), on what `numascope bench` writes on this machine, and a document opened
-// from disk without the parts bench does not write yet. Every cell is checked against the JSON.
+// and a loaded section, the pair 1 -> 2 without a curve), on what `numascope bench` writes on this
+// machine (loaded latency included), and a document opened from disk without topology, rated values
+// or loaded latency. Every cell is checked against the JSON.
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { readFileSync, writeFileSync } from "node:fs";
@@ -20,6 +21,35 @@ const cells = (page, kind) =>
   page.$$eval(`#bench table.bmatrix[data-kind=${kind}] td.cell`, (tds) =>
     tds.map((td) => ({ row: td.dataset.row, col: td.dataset.col, value: td.dataset.value, min: td.dataset.min, max: td.dataset.max, rated: td.dataset.rated, reason: td.dataset.reason, text: td.querySelector(".v").textContent, dist: td.querySelector(".dist")?.textContent, title: td.title })),
   );
+
+/** checkLoaded asserts that the loaded-latency plot has a series per pair of doc with a curve, each with the JSON's points, and lists every other pair with its reason. */
+async function checkLoaded(page, doc) {
+  const pairs = doc.loaded.pairs.filter((p) => p.latency_ns !== null);
+  const missing = doc.loaded.pairs.filter((p) => p.latency_ns === null);
+  assert.equal(await page.locator("#bench .loaded-missing li").count(), missing.length);
+  for (const p of missing) {
+    const li = await page.textContent(`#bench .loaded-missing li[data-pair="${p.initiator}-${p.target}"]`);
+    assert.equal(li, `node ${p.initiator} → node ${p.target}: no curve: ${p.reason}`);
+  }
+  if (!pairs.length) {
+    assert.equal(await page.locator("#bench .loaded-plot").count(), 0);
+    assert.match(await page.textContent("#bench .bloaded"), /No pair of this document has a loaded-latency curve/);
+    return;
+  }
+  await page.waitForSelector("#bench .loaded-plot canvas");
+  const plot = await page.evaluate(() => {
+    const u = window.__numascope.app.bench.loaded;
+    return { labels: u.series.map((s) => s.label), data: u.data.map((col) => [...col]) };
+  });
+  assert.deepEqual(plot.labels.slice(1), pairs.map((p) => `node ${p.initiator} → node ${p.target}`));
+  pairs.forEach((p, k) => {
+    const pts = plot.data[0].map((x, j) => [x, plot.data[k + 1][j]]).filter(([, y]) => y !== null && y !== undefined);
+    const want = p.bandwidth_mbs.map((b, j) => [b, p.latency_ns[j]]).sort((a, b) => a[0] - b[0]);
+    assert.deepEqual(pts, want, `loaded ${p.initiator} -> ${p.target}`);
+  });
+  const legend = await page.locator("#bench .loaded-plot .u-legend").innerText();
+  for (const p of pairs) assert.ok(legend.includes(`node ${p.initiator} → node ${p.target}`), legend);
+}
 
 /** checkShape asserts that a heatmap has a cell per initiator and target, each holding the JSON's value. */
 async function checkShape(page, kind, m) {
@@ -113,21 +143,10 @@ test("view bench.json: both heatmaps, reasons, spread, rated, distances, tiers, 
   assert.deepEqual(await page.locator("#bench ul.notes li").allTextContents(), doc.notes);
   assert.equal(await page.locator("#bench table.skipped tbody tr").count(), doc.skipped.length);
 
-  // The loaded-latency curves: one uPlot series per pair, its points the JSON's, by bandwidth.
-  await page.waitForSelector("#bench .loaded-plot canvas");
-  const plot = await page.evaluate(() => {
-    const u = window.__numascope.app.bench.loaded;
-    return { labels: u.series.map((s) => s.label), data: u.data.map((col) => [...col]) };
-  });
-  const pairs = doc.loaded.pairs;
-  assert.deepEqual(plot.labels.slice(1), pairs.map((p) => `node ${p.initiator} → node ${p.target}`));
-  pairs.forEach((p, k) => {
-    const pts = plot.data[0].map((x, j) => [x, plot.data[k + 1][j]]).filter(([, y]) => y !== null && y !== undefined);
-    const want = p.bandwidth_mbs.map((b, j) => [b, p.latency_ns[j]]).sort((a, b) => a[0] - b[0]);
-    assert.deepEqual(pts, want, `loaded ${p.initiator} -> ${p.target}`);
-  });
-  const legend = await page.locator("#bench .loaded-plot .u-legend").innerText();
-  for (const p of pairs) assert.ok(legend.includes(`node ${p.initiator} → node ${p.target}`), legend);
+  // The loaded-latency curves: one uPlot series per pair with a curve, its points the JSON's, by
+  // bandwidth; the pair without one (null, as bench writes it) listed with its reason.
+  await checkLoaded(page, doc);
+  assert.deepEqual(await page.locator("#bench .loaded-missing li").allTextContents(), [`node 1 → node 2: no curve: ${doc.loaded.pairs[5].reason}`]);
 
   await page.screenshot({ path: join(artifacts, "bench.png"), fullPage: true });
   if (process.env.NUMASCOPE_DOCS_IMG) await page.screenshot({ path: join(repo, "docs/img/bench.png"), fullPage: true });
@@ -155,8 +174,27 @@ test("a bench document from disk without topology, rated values or loaded: what 
   assert.equal(await page.textContent('#bench dd[data-fact="rated (HMAT)"]'), "none: this machine's firmware has no HMAT");
   // Without a topology, node 2 (no row) is a target only, in rated's tier.
   assert.deepEqual(await page.locator('#bench table.bmatrix thead th[data-col="2"] small').allTextContents(), ["tier 22", "target only"]);
-  assert.match(await page.textContent("#bench .bloaded"), /numascope bench does not measure loaded latency yet/);
+  assert.match(await page.textContent("#bench .bloaded"), /Not in this document: it was measured without loaded latency \(numascope bench --kind loaded, or all, measures it\)/);
   assert.equal(await page.locator("#bench .loaded-plot").count(), 0);
+});
+
+test("view on what numascope bench --kind loaded writes here: the curves, and both heatmaps said left out", async (t) => {
+  const dir = tempDir(t);
+  const file = join(dir, "loaded.json");
+  execFileSync(binary, ["bench", "--kind", "loaded", "--mix", "3:1", "--size", "8M", "--repeat", "1", "--format", "json", "-o", file], { cwd: dir, stdio: ["ignore", "pipe", "pipe"] });
+  const real = JSON.parse(readFileSync(file, "utf8"));
+  assert.equal(real.latency_ns, undefined);
+  assert.equal(real.loaded.mix, "3:1");
+  const { url } = await serve(t, ["view", file, "--listen", "127.0.0.1:0"], dir);
+  const page = await browser(t);
+  await page.goto(url);
+  await page.waitForSelector("#bench .bloaded");
+  for (const kind of Object.keys(KINDS)) {
+    assert.equal(await page.locator(`#bench table.bmatrix[data-kind=${kind}]`).count(), 0);
+    assert.match(await page.textContent(`#bench figure[data-kind=${kind}]`), new RegExp(`left ${kind} out`));
+  }
+  await checkLoaded(page, real);
+  if (real.loaded.pairs.some((p) => p.latency_ns !== null)) assert.match(await page.textContent("#bench .bloaded"), /\(mix 3:1 kernel\)/);
 });
 
 test("view on what numascope bench writes here: the heatmaps have its shape and values", async (t) => {
@@ -170,5 +208,8 @@ test("view on what numascope bench writes here: the heatmaps have its shape and 
   await page.waitForSelector("#bench table.bmatrix");
   for (const [kind, key] of Object.entries(KINDS)) await checkShape(page, kind, real[key]);
   assert.equal(await page.textContent('#bench dd[data-fact="THP"]'), real.conditions.thp || "–");
-  assert.match(await page.textContent("#bench .bloaded"), /does not measure loaded latency yet/);
+  // --kind all measures loaded latency: a curve per pair whose node has a CPU to inject beside the
+  // chaser's, the others listed with their reason.
+  assert.ok(real.loaded && real.peak_injection_mbs, "bench (--kind all) wrote no loaded section or peak injection");
+  await checkLoaded(page, real);
 });

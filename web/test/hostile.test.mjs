@@ -397,7 +397,15 @@ function benchDoc(file, { hostileIds }) {
     ],
     notes: [H("note", "script")],
     topology: { nodes: ids.map(node) },
-    loaded: { kernel: H("loaded-kernel", "img"), pairs: [{ initiator: a, target: c, bandwidth_mbs: [0, 1000, 2000], latency_ns: [250, 260, 400] }] },
+    loaded: {
+      kernel: H("loaded-kernel", "img"),
+      mix: H("loaded-mix", "svg"),
+      pairs: [
+        { initiator: a, target: c, bandwidth_mbs: [0, 1000, 2000], latency_ns: [250, 260, 400] },
+        // A pair without a curve, as bench writes it: null, with the reason shown.
+        { initiator: b, target: c, bandwidth_mbs: null, latency_ns: null, reason: H("loaded-reason", "table") },
+      ],
+    },
   };
   // Node 2 has no CPUs, so no row: its distances are never shown (numbers, then).
   writeFileSync(file, JSON.stringify(doc, null, 1));
