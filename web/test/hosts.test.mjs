@@ -8,7 +8,7 @@ import assert from "node:assert/strict";
 import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { execFileSync } from "node:child_process";
-import { artifacts, binary, tempDir, serve, browser } from "./util.mjs";
+import { artifacts, binary, repo, tempDir, serve, browser } from "./util.mjs";
 
 const HOSTS = ["alpha-node07", `<img src=x onerror="window.__pwned=1">beta`];
 
@@ -85,6 +85,7 @@ test("view A B: one small multiple per host, labelled as text, aligned by wall-c
   assert.equal(again.length, 2);
   assert.ok(Math.abs(again[1].firstX - again[0].firstX - want) < 0.5, "still aligned after changing the event");
   await page.screenshot({ path: join(artifacts, "hosts.png"), fullPage: true });
+  if (process.env.NUMASCOPE_DOCS_IMG) await page.screenshot({ path: join(repo, "docs/img/hosts.png"), fullPage: true });
 });
 
 test("view A B: a recording without a wall-clock start, or a profile among the files, is a one-line error", async (t) => {
