@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/numascope/numascope/internal/beneath"
+	"github.com/numascope/numascope/internal/outname"
 	"github.com/numascope/numascope/internal/profile"
 )
 
@@ -26,6 +27,11 @@ func newProfileCmd(g *globals) *cobra.Command {
 		Short: "Profile a command: who first-touched each page, which accesses were remote, per source line",
 		Long: `Run CMD under the NUMA profiler and write its profile to FILE (default numascope-profile.json).
 An existing FILE is never overwritten unless --force is given; FILE is checked before CMD runs.
+FILE may hold ` + outname.Help + `,
+so that each rank of an MPI job writes its own profile (mpirun -n 4 numascope profile -o
+prof.%h.%r.json -- ./app; numascope report prof.*.json merges them). Expanded values are reduced
+to [A-Za-z0-9._-], so the file stays in the directory named. The profile records the host and
+the rank (from OMPI_COMM_WORLD_RANK, PMI_RANK or SLURM_PROCID) when known.
 
 Every user-space page fault of CMD, its threads and its children is sampled with a perf software
 event: the first fault on a page is its first touch (the code and thread that placed it); with
@@ -53,7 +59,7 @@ it ends.`,
   numascope report init.json
   numascope view init.json --source-path ~/src/solver`,
 		Args: cobra.ArbitraryArgs,
-		RunE: func(cmd *cobra.Command, args []string) error {
+		RunE: func(cmd *cobra.Command, args []string) (err error) {
 			if len(args) == 0 {
 				return fmt.Errorf("no command to profile: numascope profile [-o FILE] -- CMD [ARGS...]")
 			}
@@ -68,6 +74,10 @@ it ends.`,
 			}
 			if consumers < 0 || consumers > profile.MaxConsumers {
 				return fmt.Errorf("--consumers %d: give 1 (one goroutine reads and handles the rings) to %d, or 0 to choose by the CPU count", consumers, profile.MaxConsumers)
+			}
+			vars := outname.Current(time.Now())
+			if out, err = outname.Expand(out, vars); err != nil {
+				return err
 			}
 			// The output is checked before the run, as record does: a
 			// profile that cannot be written is found out before the
@@ -93,7 +103,8 @@ it ends.`,
 				copyOpt = -1 // none
 			}
 			opt := profile.Options{Topology: topo, Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr,
-				ScanRate: scanRate, Closer: closer, StackCopy: copyOpt, Consumers: consumers}
+				ScanRate: scanRate, Closer: closer, StackCopy: copyOpt, Consumers: consumers,
+				Host: vars.Host, Rank: vars.Rank}
 			if capture != "" {
 				// A new file, never through a symlink planted in its
 				// directory, readable by its owner only.
@@ -133,7 +144,7 @@ it ends.`,
 			return nil
 		},
 	}
-	cmd.Flags().StringVarP(&out, "output", "o", "numascope-profile.json", "profile file to write")
+	cmd.Flags().StringVarP(&out, "output", "o", "numascope-profile.json", "profile file to write; "+outname.Help)
 	cmd.Flags().StringVar(&capture, "capture", "", "also write every perf record read to FILE, for replaying the consumer in its tests and benchmarks (docs/profile.md)")
 	_ = cmd.Flags().MarkHidden("capture") // a developer's tool
 	cmd.Flags().BoolVar(&force, "force", false, "overwrite FILE if it exists")

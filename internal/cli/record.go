@@ -8,8 +8,11 @@ import (
 	"os/signal"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/spf13/cobra"
+
+	"github.com/numascope/numascope/internal/outname"
 )
 
 func newRecordCmd(g *globals) *cobra.Command {
@@ -25,13 +28,19 @@ Without a command, recording goes on until SIGINT or SIGTERM, which close the fi
 With a command, numascope runs it, stops when it exits and returns its exit status. While the
 command runs, SIGINT, SIGTERM and SIGHUP sent to numascope are passed on to it (Ctrl-C at the
 terminal reaches it directly, and is not passed on a second time); numascope stops when it exits.
+FILE may hold ` + outname.Help + `
+(e.g. -o run.%h.%r.jsonl.zst under mpirun or srun); expanded values are reduced to
+[A-Za-z0-9._-], so the file stays in the directory named.
 An existing FILE is never overwritten unless --force is given. The control FIFO accepts
 label, pause, resume, interval and record FILE (switch files) commands.`,
 		Example: `  numascope record -o run.jsonl.zst -i 100ms -- ./my_app --threads 64
   numascope record -o idle.jsonl -e 'node.*.numa_miss,numa_hint_faults'`,
-		RunE: func(cmd *cobra.Command, args []string) error {
+		RunE: func(cmd *cobra.Command, args []string) (err error) {
 			if out == "" {
 				return fmt.Errorf("record needs -o FILE (e.g. -o run.jsonl or -o run.jsonl.zst)")
+			}
+			if out, err = outname.Expand(out, outname.Current(time.Now())); err != nil {
+				return err
 			}
 			if len(args) > 0 && cmd.ArgsLenAtDash() != 0 {
 				return fmt.Errorf("unexpected argument %q: put the command to run after --", args[0])
@@ -56,7 +65,7 @@ label, pause, resume, interval and record FILE (switch files) commands.`,
 		},
 	}
 	f.register(cmd.Flags())
-	cmd.Flags().StringVarP(&out, "output", "o", "", "recording file (.zst suffix: zstd-compressed)")
+	cmd.Flags().StringVarP(&out, "output", "o", "", "recording file (.zst suffix: zstd-compressed); "+outname.Help)
 	cmd.Flags().BoolVar(&force, "force", false, "overwrite FILE if it exists")
 	return cmd
 }

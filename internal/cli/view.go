@@ -22,7 +22,7 @@ func newViewCmd(g *globals) *cobra.Command {
 	var w webFlags
 	var sourcePath []string
 	cmd := &cobra.Command{
-		Use:   "view FILE [--listen 127.0.0.1:8080] [--source-path DIR[:DIR...]]",
+		Use:   "view FILE [FILE...] [--listen 127.0.0.1:8080] [--source-path DIR[:DIR...]]",
 		Short: "Serve the web client on a recording, a profile or a bench document",
 		Long: `Load a recording (JSON Lines, plain or .zst, or the original NUMAscope JSON-array format:
 everything convert reads) and serve the web client on it (open the printed URL). The server
@@ -41,16 +41,33 @@ A bench document written by numascope bench --format json (a JSON object with "l
 the distances and memory tiers where the document has them, the placement and the conditions
 of the run, and the loaded-latency curves when present.
 
+Several recordings (numascope view a.jsonl.zst b.jsonl.zst ..., e.g. the hosts of one MPI job,
+recorded with -o run.%h.jsonl.zst) open one page of small multiples, a plot per recording
+labelled with its host, on one time axis: each recording is placed by its wall-clock start
+(the header's start), so that what happened at the same moment lines up. An event picker
+chooses what every plot shows.
+
 ` + webSecurityHelp,
 		Example: `  numascope view run.jsonl.zst
   numascope view numaconnect-trace.json --listen 127.0.0.1:9000
   numascope view numascope-profile.json --source-path ~/src/solver
-  numascope view bench.json`,
-		Args: cobra.ExactArgs(1),
+  numascope view bench.json
+  numascope view run.node1.jsonl.zst run.node2.jsonl.zst`,
+		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			stderr := &lockedWriter{w: os.Stderr}
 			if err := w.check(); err != nil {
 				return err
+			}
+			if len(args) > 1 {
+				if len(sourcePath) > 0 {
+					stderr.printf("several recordings: --source-path does not apply")
+				}
+				srv, err := newHostsServer(w.options(stderr), stderr, args)
+				if err != nil {
+					return err
+				}
+				return serveUntilSignal(stderr, srv.Server)
 			}
 			kind, err := documentKindOf(args[0])
 			if err != nil {
@@ -110,6 +127,36 @@ func newProfileServer(opt live.Options, file string, search []string) (*live.Pro
 		return nil, err
 	}
 	return live.NewProfile(opt, file, body, p, search)
+}
+
+// newHostsServer loads several hosts' recordings for one page. Each file
+// must be a recording: profiles of ranks are merged by numascope report.
+func newHostsServer(opt live.Options, stderr *lockedWriter, files []string) (*live.Hosts, error) {
+	if len(files) > live.MaxHosts {
+		return nil, fmt.Errorf("%d recordings, at most %d on one page; view fewer at a time", len(files), live.MaxHosts)
+	}
+	recs := make([]*recording.Recording, len(files))
+	for i, f := range files {
+		kind, err := documentKindOf(f)
+		if err != nil {
+			return nil, err
+		}
+		if kind != docRecording {
+			return nil, fmt.Errorf("%s is a %s document: view shows several files only when all are recordings (numascope report FILE... merges profiles)", f, kind)
+		}
+		rec, err := recording.Load(f)
+		if err != nil {
+			return nil, err
+		}
+		for _, s := range rec.Skipped {
+			stderr.printf("%s: %s", f, s)
+		}
+		if len(rec.Samples) == 0 {
+			stderr.printf("%s: the recording holds no samples", f)
+		}
+		recs[i] = rec
+	}
+	return live.NewHosts(opt, recs, files)
 }
 
 // sourceDirs splits and checks the --source-path values: each entry must

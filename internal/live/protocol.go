@@ -68,7 +68,7 @@ type State struct {
 type hello struct {
 	Type     string             `json:"type"`
 	Protocol int                `json:"protocol"`
-	Mode     string             `json:"mode"` // "live", "view", "experiment", "profile" or "bench"
+	Mode     string             `json:"mode"` // "live", "view", "experiment", "profile", "bench" or "hosts"
 	Host     string             `json:"host"`
 	Kernel   string             `json:"kernel"`
 	Start    time.Time          `json:"start,omitzero"`
@@ -98,6 +98,9 @@ type hello struct {
 	// SourcePath are the directories where source files are looked up
 	// (mode "profile", --source-path).
 	SourcePath []string `json:"source_path,omitempty"`
+	// Hosts are several hosts' recordings on one time axis (mode
+	// "hosts"): Start is then the earliest start.
+	Hosts []hostEntry `json:"hosts,omitempty"`
 }
 
 // markMsg is a label, interval change, pause or resume.

@@ -30,6 +30,14 @@ type View struct {
 func NewView(opt Options, rec *recording.Recording, file string) *View {
 	v := &View{rec: rec, file: file}
 	v.Server = newServer(opt, v)
+	v.load()
+	return v
+}
+
+// load moves the recording's samples into the column store and drops the
+// row form.
+func (v *View) load() {
+	rec := v.rec
 	v.t = make([]float64, len(rec.Samples))
 	v.cols = make([][]float64, len(rec.Columns))
 	for i := range v.cols {
@@ -47,7 +55,6 @@ func NewView(opt Options, rec *recording.Recording, file string) *View {
 	}
 	// The columns hold everything now; the row form is not needed.
 	rec.Samples = nil
-	return v
 }
 
 func (v *View) attach(c *client) {

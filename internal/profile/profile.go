@@ -36,6 +36,11 @@ import (
 
 // Profile is the JSON document numascope profile writes (docs/profile.md).
 type Profile struct {
+	// Host and Rank say which process of a job spanning hosts this is
+	// (the host name, the MPI or Slurm rank), so that numascope report
+	// can merge the ranks' profiles; each is omitted when unknown.
+	Host       string   `json:"host,omitempty"`
+	Rank       string   `json:"rank,omitempty"`
 	Command    []string `json:"command"`
 	ExitStatus int      `json:"exit_status"`
 	// Signal names the signal that killed the program, if one did.
@@ -146,6 +151,9 @@ type Options struct {
 	// ring readers; 0, defaultConsumers for the CPUs sampled. At most
 	// MaxConsumers.
 	Consumers int
+	// Host and Rank are recorded in the profile as they are (Profile.Host,
+	// Profile.Rank); "" when unknown.
+	Host, Rank string
 }
 
 // pollMs is how often the rings are drained when they fill slowly: it bounds
@@ -190,7 +198,7 @@ func Run(args []string, opt Options) (*Profile, error) {
 	defer kern.Close()
 	a.setKernel(kern)
 	a.thp = openTHP("/sys")
-	p := &Profile{Command: args, Nodes: pageNodes}
+	p := &Profile{Host: opt.Host, Rank: opt.Rank, Command: args, Nodes: pageNodes}
 	p.NUMABalancing, a.hinting, p.Notes = balancingNotes(procRoot, topo)
 
 	path, err := exec.LookPath(args[0])

@@ -80,9 +80,11 @@ func zstdOptions() []zstd.EOption {
 
 // Create creates a recording file. A ".zst" suffix selects zstd compression.
 // An existing file is refused unless force is set; the file is created with
-// mode 0644 (before umask).
+// mode 0644 (before umask). A symbolic link in path's place is refused even
+// with force (O_NOFOLLOW): numascope often runs as root, and a link planted
+// by another user would otherwise have it overwrite the link's target.
 func Create(path string, force bool) (*Writer, error) {
-	flags := os.O_WRONLY | os.O_CREATE
+	flags := os.O_WRONLY | os.O_CREATE | syscall.O_NOFOLLOW
 	if force {
 		flags |= os.O_TRUNC
 	} else {
@@ -117,6 +119,8 @@ func createError(path string, err error) error {
 	switch {
 	case isDir:
 		return fmt.Errorf("cannot create recording %s: it is a directory; give a file name", path)
+	case errors.Is(err, syscall.ELOOP):
+		return fmt.Errorf("cannot create recording %s: it is a symbolic link, which numascope never writes through; remove it or name another file", path)
 	case errors.Is(err, fs.ErrExist):
 		return fmt.Errorf("recording %s already exists; use --force to overwrite it: %w", path, fs.ErrExist)
 	case errors.Is(err, fs.ErrPermission) || errors.Is(err, syscall.EROFS):

@@ -33,6 +33,9 @@ const (
 	// LstopoRequired: Debian's hwloc tools (lstopo), which read back the
 	// XML of topology --format hwloc-xml.
 	LstopoRequired = "NUMASCOPE_LSTOPO_REQUIRED"
+	// MPIRequired: Debian's openmpi-bin (mpirun), which runs numascope
+	// profile as the ranks of a real MPI job.
+	MPIRequired = "NUMASCOPE_MPI_REQUIRED"
 )
 
 // IsRequired reports whether the switch env is set.
@@ -95,6 +98,18 @@ func Lstopo(t testing.TB) string {
 	}
 	SkipUnless(t, LstopoRequired, "hwloc's lstopo is not installed (sudo scripts/install-test-deps installs Debian's hwloc)")
 	return ""
+}
+
+// Mpirun is the path of Open MPI's mpirun. Without it the test skips, or
+// fails when NUMASCOPE_MPI_REQUIRED is set, as scripts/test does: the
+// multi-rank profile must not pass in CI having checked nothing.
+func Mpirun(t testing.TB) string {
+	t.Helper()
+	p, err := exec.LookPath("mpirun")
+	if err != nil {
+		SkipUnless(t, MPIRequired, "Open MPI's mpirun is not installed (sudo scripts/install-test-deps installs Debian's openmpi-bin)")
+	}
+	return p
 }
 
 // Run runs cmd and returns its stdout, its stderr and its exit status (-1

@@ -8,7 +8,7 @@ import { Store } from "./data";
 import { $, input } from "./dom";
 import { interval } from "./format";
 import { errorText } from "./json";
-import { drawSamples, showBench, showProfile, showReport, showSamples } from "./modes";
+import { drawSamples, showBench, showHosts, showProfile, showReport, showSamples } from "./modes";
 import { setStatus, showError } from "./notice";
 import { renderLabels, renderPicker } from "./panels";
 import { profileDisconnected, profileMessage, serverSource } from "./profile/sources";
@@ -99,6 +99,9 @@ function onHello(m: Hello): void {
       return;
     case "bench":
       showBench(m.bench, m.file);
+      return;
+    case "hosts":
+      showHosts(m);
       return;
   }
   showData(m);

@@ -9,6 +9,7 @@ import "./style.css";
 import { connect } from "./connection";
 import { $, input } from "./dom";
 import { loadFile } from "./files";
+import { hostPlots, type HostPlotInfo } from "./hosts";
 import { showError } from "./notice";
 import { renderPicker } from "./panels";
 import { resizePlots } from "./plots";
@@ -24,6 +25,8 @@ interface TestHook {
   columns(): string[];
   visible(): { group: string; series: { label: string; show: boolean }[] }[];
   rows(): number;
+  /** the hosts page's small multiples (numascope view A B ...) */
+  hosts(): HostPlotInfo[];
 }
 
 declare global {
@@ -108,6 +111,7 @@ window.__numascope = {
   columns: () => app.store.cols.map((c) => c.name),
   visible: () => app.plots.boxes.map((p) => ({ group: p.group.title, series: p.u.series.slice(1).map((s) => ({ label: String(s.label ?? ""), show: !!s.show })) })),
   rows: () => app.store.n,
+  hosts: () => hostPlots(app.hosts),
 };
 
 wire();

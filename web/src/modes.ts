@@ -5,13 +5,14 @@
 
 import type { Store } from "./data";
 import { renderBench } from "./bench";
+import { renderHosts } from "./hosts";
 import type { BenchDocument, Experiment, Profile } from "./documents";
 import { $, el } from "./dom";
 import { si } from "./format";
 import { setStatus } from "./notice";
 import { renderLabels, renderPicker, renderTopology } from "./panels";
 import { renderProfile, type ProfileOptions } from "./profile/pages";
-import type { Topology } from "./protocol";
+import type { HostsHello, Topology } from "./protocol";
 import { renderReport } from "./report";
 import { app, type Described } from "./state";
 import { render } from "./view";
@@ -19,7 +20,7 @@ import { render } from "./view";
 /** showSamples switches to the time-series view of store; drawSamples draws it once the caller has set the rest. */
 export function showSamples(mode: "live" | "view" | "file", d: Described, store: Store, title: string, host: string): void {
   app.mode = mode;
-  document.body.classList.remove("report", "profile", "bench");
+  document.body.classList.remove("report", "profile", "bench", "hosts");
   document.body.classList.toggle("live", mode === "live");
   app.hello = d;
   app.store = store;
@@ -42,7 +43,7 @@ export function drawSamples(topology: Topology | undefined): void {
 export function showReport(x: Experiment, file: string): void {
   app.mode = "experiment";
   app.report = x;
-  document.body.classList.remove("live", "profile", "bench");
+  document.body.classList.remove("live", "profile", "bench", "hosts");
   document.body.classList.add("report");
   $("mode").textContent = `experiment ${x.analysis.name}`;
   $("host").textContent = "";
@@ -53,7 +54,7 @@ export function showReport(x: Experiment, file: string): void {
 /** showProfile switches to the profile pages (src/profile/). */
 export function showProfile(p: Profile, file: string, o: ProfileOptions): void {
   app.mode = "profile";
-  document.body.classList.remove("live", "report", "bench");
+  document.body.classList.remove("live", "report", "bench", "hosts");
   document.body.classList.add("profile");
   $("mode").textContent = `profile ${file}`;
   $("host").textContent = "";
@@ -69,7 +70,7 @@ export function showProfile(p: Profile, file: string, o: ProfileOptions): void {
 /** showBench switches to the bench page (src/bench.ts). */
 export function showBench(doc: BenchDocument, file: string): void {
   app.mode = "bench";
-  document.body.classList.remove("live", "report", "profile");
+  document.body.classList.remove("live", "report", "profile", "hosts");
   document.body.classList.add("bench");
   $("mode").textContent = `bench ${file}`;
   $("host").textContent = [doc.conditions.cpu_model, doc.conditions.kernel].filter(Boolean).join(" · ");
@@ -83,4 +84,23 @@ export function showBench(doc: BenchDocument, file: string): void {
   renderBench(root, app.bench);
   const n = (m: { initiators: unknown[]; targets: unknown[] } | undefined) => (m ? m.initiators.length * m.targets.length : 0);
   setStatus(`${n(doc.latency_ns ?? doc.bandwidth_mbs)} pairs · ${doc.skipped.length} not measured · ${doc.notes.length} notes`);
+}
+
+/** showHosts switches to the hosts page (src/hosts.ts): one small multiple per host's recording, on one time axis. */
+export function showHosts(h: HostsHello): void {
+  app.mode = "hosts";
+  document.body.classList.remove("live", "report", "profile", "bench");
+  document.body.classList.add("hosts");
+  $("mode").textContent = `${h.hosts.length} hosts`;
+  $("host").textContent = "";
+  let root = document.getElementById("hosts");
+  if (!root) {
+    root = el("section", { id: "hosts", "aria-label": "hosts" });
+    document.body.insertBefore(root, $("drop"));
+  }
+  for (const p of app.hosts?.plots ?? []) p.u.destroy();
+  app.hosts = { hello: h, event: "", plots: [] };
+  renderHosts(root, app.hosts);
+  const skipped = h.hosts.reduce((n, x) => n + x.skipped.length, 0);
+  setStatus(`${h.hosts.length} recordings · ${h.hosts.reduce((n, x) => n + x.samples, 0)} samples${skipped ? ` · ${skipped} lines skipped` : ""}`);
 }

@@ -142,7 +142,35 @@ export interface BenchHello {
   bench: BenchDocument;
 }
 
-export type Hello = DataHello | ExperimentHello | ProfileHello | BenchHello;
+/** One host's recording in a hosts hello: its data decimated once, t in seconds since its own start. */
+export interface HostRecording {
+  host: string;
+  kernel: string;
+  file: string;
+  /** its wall-clock start, as the header has it (RFC 3339) */
+  start: string;
+  /** its start minus the earliest start, in seconds: where its t = 0 lies on the shared axis */
+  offset_s: number;
+  duration_s: number;
+  samples: number;
+  skipped: string[];
+  columns: Column[];
+  decimated: boolean;
+  rows: Row[];
+}
+
+/** The hello of several hosts' recordings (numascope view A B ...): all of them, aligned by start time. */
+export interface HostsHello {
+  type: "hello";
+  protocol: number;
+  mode: "hosts";
+  file: string;
+  /** the earliest start (RFC 3339), t = 0 of the shared axis */
+  start: string;
+  hosts: HostRecording[];
+}
+
+export type Hello = DataHello | ExperimentHello | ProfileHello | BenchHello | HostsHello;
 
 /** Every message the server sends. Replies carry the request's id. */
 export type ServerMessage =
@@ -256,6 +284,24 @@ function asTotalsRow(v: unknown): TotalsRow | undefined {
 }
 
 const rows = (v: unknown) => J.list(v, J.row);
+
+function asHostRecording(v: unknown): HostRecording | undefined {
+  if (!J.isObj(v)) return undefined;
+  const data = J.obj(v.data);
+  return {
+    host: J.strOr(v.host, ""),
+    kernel: J.strOr(v.kernel, ""),
+    file: J.strOr(v.file, ""),
+    start: J.strOr(v.start, ""),
+    offset_s: J.numOr(v.offset_s, 0),
+    duration_s: J.numOr(v.duration_s, 0),
+    samples: J.numOr(v.samples, 0),
+    skipped: J.strings(v.skipped),
+    columns: J.list(v.columns, asColumn),
+    decimated: !!J.bool(data.decimated),
+    rows: rows(data.samples),
+  };
+}
 const id = (v: unknown) => J.scalar(v);
 
 function asHello(m: J.Obj): Hello {
@@ -268,6 +314,8 @@ function asHello(m: J.Obj): Hello {
       return { ...base, mode: "profile", file, profile: readProfile(m.profile), hints: J.strings(m.hints), source_path: J.strings(m.source_path) };
     case "bench":
       return { ...base, mode: "bench", file, bench: readBench(m.bench) };
+    case "hosts":
+      return { ...base, mode: "hosts", file, start: J.strOr(m.start, ""), hosts: J.list(m.hosts, asHostRecording) };
     case "live":
     case "view":
       break;

@@ -6,11 +6,11 @@
 
 import type uPlot from "uplot";
 import { Store, type Total } from "./data";
-import type { CatalogSensor, Column, State, TotalsRow } from "./protocol";
+import type { CatalogSensor, Column, HostsHello, State, TotalsRow } from "./protocol";
 import type { BenchDocument, Experiment } from "./documents";
 import type { Group } from "./series";
 
-export type Mode = "none" | "live" | "view" | "file" | "experiment" | "profile" | "bench";
+export type Mode = "none" | "live" | "view" | "file" | "experiment" | "profile" | "bench" | "hosts";
 
 /** What the data says about itself: the hello of live or view, or a file's header. */
 export interface Described {
@@ -48,6 +48,13 @@ export interface BenchPage {
   doc: BenchDocument;
   file: string;
   loaded: uPlot | null;
+}
+
+/** The hosts page: several hosts' recordings on one time axis, the event shown and one uPlot per host (destroyed when the page is redrawn). */
+export interface HostsPage {
+  hello: HostsHello;
+  event: string;
+  plots: { host: number; u: uPlot }[];
 }
 
 /** A source file as numascope view read it for the profile's Source page: where, and its lines. */
@@ -88,6 +95,8 @@ export interface App {
   report: Experiment | null;
   /** the bench document shown (mode "bench") */
   bench: BenchPage | null;
+  /** the hosts page (mode "hosts") */
+  hosts: HostsPage | null;
   plots: {
     boxes: PlotBox[];
     /** what the plots were built for: they are rebuilt when it changes */
@@ -136,6 +145,7 @@ export const app: App = {
   lastTotals: [],
   report: null,
   bench: null,
+  hosts: null,
   plots: { boxes: [], signature: "", yShared: null, pctShared: null, internalScale: false, rafPending: false, colors: new Map() },
   sources: { waits: new Map(), last: 0 },
   totals: { lastAt: 0, timer: 0, wanted: "", keys: new Map() },
