@@ -21,6 +21,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -51,6 +52,7 @@ type Exporter struct {
 
 	mu       sync.Mutex
 	inflight *read // the read scrapes now wait for, or nil
+	waiting  atomic.Int32 // scrapes waiting for a read in flight (tests watch it)
 
 	// Owned by the goroutine doing a read (one at a time).
 	errCount []uint64 // per collector, errors since start
@@ -104,8 +106,10 @@ func (e *Exporter) Collect(ch chan<- prometheus.Metric) {
 func (e *Exporter) Read() []prometheus.Metric {
 	e.mu.Lock()
 	if r := e.inflight; r != nil {
+		e.waiting.Add(1)
 		e.mu.Unlock()
 		<-r.done
+		e.waiting.Add(-1)
 		return r.metrics
 	}
 	r := &read{done: make(chan struct{})}

@@ -33,6 +33,9 @@ const (
 	// LstopoRequired: Debian's hwloc tools (lstopo), which read back the
 	// XML of topology --format hwloc-xml.
 	LstopoRequired = "NUMASCOPE_LSTOPO_REQUIRED"
+	// PrometheusRequired: Debian's prometheus, which scrapes numascope
+	// exporter and runs the Grafana dashboard's queries.
+	PrometheusRequired = "NUMASCOPE_PROMETHEUS_REQUIRED"
 )
 
 // IsRequired reports whether the switch env is set.
@@ -95,6 +98,19 @@ func Lstopo(t testing.TB) string {
 	}
 	SkipUnless(t, LstopoRequired, "hwloc's lstopo is not installed (sudo scripts/install-test-deps installs Debian's hwloc)")
 	return ""
+}
+
+// Prometheus is the path of the Prometheus server (Debian's prometheus
+// package). Without it the test skips, or fails when
+// NUMASCOPE_PROMETHEUS_REQUIRED is set, as scripts/test does: the exporter
+// must not pass in CI without having been scraped by the real server.
+func Prometheus(t testing.TB) string {
+	t.Helper()
+	p, err := exec.LookPath("prometheus")
+	if err != nil {
+		SkipUnless(t, PrometheusRequired, "prometheus is not installed (sudo scripts/install-test-deps installs Debian's prometheus)")
+	}
+	return p
 }
 
 // Run runs cmd and returns its stdout, its stderr and its exit status (-1

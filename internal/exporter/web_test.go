@@ -1,0 +1,118 @@
+package exporter
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"golang.org/x/crypto/bcrypt"
+)
+
+// serve starts x on a free loopback port with the web configuration file
+// (may be "") and returns its base URL.
+func serve(t *testing.T, x *Exporter, webConfig string) string {
+	t.Helper()
+	srv, err := x.Listen(ServeConfig{Listen: "127.0.0.1:0", WebConfigFile: webConfig})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Serve: %v", err)
+		}
+	})
+	return "http://" + srv.Addr().String()
+}
+
+// status GETs url with the basic auth user and password (none when user is
+// "") and returns the status and body.
+func status(t *testing.T, url, user, pass string) (int, string) {
+	t.Helper()
+	req, err := http.NewRequest("GET", url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if user != "" {
+		req.SetBasicAuth(user, pass)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+// TestWebConfigBasicAuth serves with exporter-toolkit's web configuration:
+// no password and a wrong one are refused with 401, the right one gets the
+// metrics.
+func TestWebConfigBasicAuth(t *testing.T) {
+	hash, err := bcrypt.GenerateFromPassword([]byte("s3cret"), bcrypt.MinCost)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := filepath.Join(t.TempDir(), "web.yml")
+	if err := os.WriteFile(cfg, []byte("basic_auth_users:\n  prom: "+string(hash)+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	url := serve(t, newTestExporter(t, twoNode), cfg) + "/metrics"
+	for _, c := range []struct {
+		user, pass string
+		want       int
+	}{{"", "", 401}, {"prom", "wrong", 401}, {"other", "s3cret", 401}, {"prom", "s3cret", 200}} {
+		code, body := status(t, url, c.user, c.pass)
+		if code != c.want {
+			t.Errorf("user %q password %q: HTTP %d, want %d", c.user, c.pass, code, c.want)
+		}
+		if has := strings.Contains(body, "numascope_node_numa_hit_total"); has != (c.want == 200) {
+			t.Errorf("user %q password %q: metrics in the body: %v", c.user, c.pass, has)
+		}
+	}
+}
+
+// TestPlainServe serves without a web configuration: /metrics and the
+// landing page answer, anything else is 404.
+func TestPlainServe(t *testing.T) {
+	base := serve(t, newTestExporter(t, twoNode), "")
+	if code, body := status(t, base+"/metrics", "", ""); code != 200 || !strings.Contains(body, `numascope_numa_distance{from="0",to="1"}`) {
+		t.Errorf("/metrics: %d\n%s", code, body)
+	}
+	if code, body := status(t, base+"/", "", ""); code != 200 || !strings.Contains(body, "/metrics") {
+		t.Errorf("/: %d %q", code, body)
+	}
+	if code, _ := status(t, base+"/nothing", "", ""); code != 404 {
+		t.Errorf("/nothing: %d, want 404", code)
+	}
+}
+
+// TestBadWebConfig: a web configuration that does not parse, or names a
+// missing certificate, is an error at start that names the file.
+func TestBadWebConfig(t *testing.T) {
+	dir := t.TempDir()
+	for name, content := range map[string]string{
+		"garbage.yml": "basic_auth_users: [this is not a map\n",
+		"nocert.yml":  "tls_server_config:\n  cert_file: " + filepath.Join(dir, "missing.crt") + "\n  key_file: " + filepath.Join(dir, "missing.key") + "\n",
+	} {
+		path := filepath.Join(dir, name)
+		if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		_, err := newTestExporter(t, twoNode).Listen(ServeConfig{Listen: "127.0.0.1:0", WebConfigFile: path})
+		if err == nil || !strings.Contains(err.Error(), path) {
+			t.Errorf("%s: %v, want an error naming the file", name, err)
+		}
+	}
+	_, err := newTestExporter(t, twoNode).Listen(ServeConfig{Listen: "127.0.0.1:0", WebConfigFile: filepath.Join(dir, "absent.yml")})
+	if err == nil || !strings.Contains(err.Error(), "absent.yml") {
+		t.Errorf("a missing web config file: %v", err)
+	}
+}
