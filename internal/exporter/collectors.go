@@ -7,7 +7,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 
 	"github.com/numascope/numascope/internal/sensor"
 	"github.com/numascope/numascope/internal/sysfs"
@@ -20,9 +20,8 @@ type sensorCollector struct {
 	name   string
 	s      sensor.Sensor
 	owned  bool // the collector opened s and closes it
-	descs  []*prometheus.Desc
-	types  []prometheus.ValueType
-	labels [][]string // per source, the label values
+	fams   []*family
+	labels [][]*dto.LabelPair // per source
 	dst    []int64
 	failed []bool // per source, scratch for Update
 }
@@ -32,21 +31,17 @@ type metricSpec struct {
 	event int // index into the sensor's Events()
 	name  string
 	help  string
-	typ   prometheus.ValueType
+	typ   dto.MetricType
 }
 
-// newSensorCollector enables specs' events on s and makes their
-// descriptors; label names the sources' label ("" for a sensor with one
-// unnamed source), and labelValue maps a source name to its value. Specs
-// whose name another spec already took are left out: two kernel names that
-// differ only in characters a metric name cannot hold would otherwise make
-// every scrape fail on a duplicate.
+// newSensorCollector enables specs' events on s and makes their families;
+// label names the sources' label ("" for a sensor with one unnamed
+// source), and labelValue maps a source name to its value. Specs whose name
+// another spec already took are left out: two kernel names that differ
+// only in characters a metric name cannot hold would otherwise give a
+// family twice.
 func newSensorCollector(name string, s sensor.Sensor, owned bool, specs []metricSpec, label string, labelValue func(string) string) (*sensorCollector, error) {
 	c := &sensorCollector{name: name, s: s, owned: owned}
-	var labelNames []string
-	if label != "" {
-		labelNames = []string{label}
-	}
 	seen := map[string]bool{}
 	var events []int
 	for _, sp := range specs {
@@ -55,8 +50,7 @@ func newSensorCollector(name string, s sensor.Sensor, owned bool, specs []metric
 		}
 		seen[sp.name] = true
 		events = append(events, sp.event)
-		c.descs = append(c.descs, prometheus.NewDesc(sp.name, sp.help, labelNames, nil))
-		c.types = append(c.types, sp.typ)
+		c.fams = append(c.fams, newFamily(sp.name, sp.help, sp.typ))
 	}
 	if err := s.Enable(events); err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
@@ -65,7 +59,7 @@ func newSensorCollector(name string, s sensor.Sensor, owned bool, specs []metric
 		if label == "" {
 			c.labels = append(c.labels, nil)
 		} else {
-			c.labels = append(c.labels, []string{labelValue(src)})
+			c.labels = append(c.labels, labelPairs([]string{label}, []string{labelValue(src)}))
 		}
 	}
 	c.dst = make([]int64, len(events)*len(c.labels))
@@ -75,7 +69,7 @@ func newSensorCollector(name string, s sensor.Sensor, owned bool, specs []metric
 
 func (c *sensorCollector) Name() string { return c.name }
 
-func (c *sensorCollector) Update(emit func(prometheus.Metric)) error {
+func (c *sensorCollector) Update(b *builder) error {
 	clear(c.failed)
 	err := c.s.Read(c.dst)
 	if err != nil {
@@ -89,10 +83,11 @@ func (c *sensorCollector) Update(emit func(prometheus.Metric)) error {
 		err = errors.New(se.Error()) // se is reused by the next Read
 	}
 	ns := len(c.labels)
-	for k, d := range c.descs {
+	for k, f := range c.fams {
+		b.begin(f)
 		for s := range ns {
 			if !c.failed[s] {
-				emit(prometheus.MustNewConstMetric(d, c.types[k], float64(c.dst[k*ns+s]), c.labels[s]...))
+				b.add(c.labels[s], float64(c.dst[k*ns+s]))
 			}
 		}
 	}
@@ -110,11 +105,11 @@ func (c *sensorCollector) Close() error {
 func identity(s string) string { return s }
 
 // valueType maps a sensor's counter or gauge to Prometheus's.
-func valueType(k sensor.ValueKind) prometheus.ValueType {
+func valueType(k sensor.ValueKind) dto.MetricType {
 	if k == sensor.Gauge {
-		return prometheus.GaugeValue
+		return gauge
 	}
-	return prometheus.CounterValue
+	return counter
 }
 
 // nodeFiles are the node sensor's files, each its own collector.
@@ -255,37 +250,49 @@ func perfCollector(p PerfEvents) (collector, error) {
 // topoCollector exports the topology found at start: it reads no file at
 // scrape time (distances and CPU lists change only with hotplug, which
 // restarting the exporter picks up).
-type topoCollector struct{ metrics []prometheus.Metric }
+type topoCollector struct {
+	info, dist *family
+	infoLabels [][]*dto.LabelPair
+	distLabels [][]*dto.LabelPair
+	distValues []float64
+}
 
 func topologyCollector(t *topology.Topology) collector {
-	dist := prometheus.NewDesc("numascope_numa_distance",
-		"the firmware's (SLIT) distance from node from to node to; 10 is local", []string{"from", "to"}, nil)
-	info := prometheus.NewDesc("numascope_numa_node_info",
-		"one series per NUMA node, always 1: its CPUs (kernel list format, empty for a CPU-less node) and memory tier (the N of memory_tierN, empty without tiering)", []string{"numa_node", "cpus", "tier"}, nil)
-	c := &topoCollector{}
+	c := &topoCollector{
+		dist: newFamily("numascope_numa_distance",
+			"the firmware's (SLIT) distance from node from to node to; 10 is local", gauge),
+		info: newFamily("numascope_numa_node_info",
+			"one series per NUMA node, always 1: its CPUs (kernel list format, empty for a CPU-less node) and memory tier (the N of memory_tierN, empty without tiering)", gauge),
+	}
 	for _, n := range t.Nodes {
 		id := strconv.Itoa(n.ID)
 		tier := ""
 		if n.MemoryTier != nil {
 			tier = strconv.Itoa(*n.MemoryTier)
 		}
-		c.metrics = append(c.metrics, prometheus.MustNewConstMetric(info, prometheus.GaugeValue, 1, id, sysfs.FormatCPUList(n.CPUs), tier))
+		c.infoLabels = append(c.infoLabels, labelPairs([]string{"numa_node", "cpus", "tier"}, []string{id, sysfs.FormatCPUList(n.CPUs), tier}))
 		to := make([]string, 0, len(n.Distances))
 		for k := range n.Distances {
 			to = append(to, k)
 		}
 		slices.SortFunc(to, func(a, b string) int { x, _ := strconv.Atoi(a); y, _ := strconv.Atoi(b); return x - y })
 		for _, k := range to {
-			c.metrics = append(c.metrics, prometheus.MustNewConstMetric(dist, prometheus.GaugeValue, float64(n.Distances[k]), id, k))
+			c.distLabels = append(c.distLabels, labelPairs([]string{"from", "to"}, []string{id, k}))
+			c.distValues = append(c.distValues, float64(n.Distances[k]))
 		}
 	}
 	return c
 }
 
 func (c *topoCollector) Name() string { return "topology" }
-func (c *topoCollector) Update(emit func(prometheus.Metric)) error {
-	for _, m := range c.metrics {
-		emit(m)
+func (c *topoCollector) Update(b *builder) error {
+	b.begin(c.info)
+	for _, l := range c.infoLabels {
+		b.add(l, 1)
+	}
+	b.begin(c.dist)
+	for i, l := range c.distLabels {
+		b.add(l, c.distValues[i])
 	}
 	return nil
 }

@@ -24,7 +24,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 
 	"github.com/numascope/numascope/internal/sensor"
 )
@@ -34,39 +34,47 @@ import (
 type collector interface {
 	// Name labels the collector's errors and timings, e.g. "numastat".
 	Name() string
-	// Update reads the collector's files once and emits its metrics. An
-	// error says which metrics are missing from this scrape and why; the
-	// ones emitted are fresh (a node whose files vanished is left out,
-	// the others are there).
-	Update(emit func(prometheus.Metric)) error
+	// Update reads the collector's files once and adds its metrics to b.
+	// An error says which metrics are missing from this read and why; the
+	// ones added are fresh (a node whose files vanished is left out, the
+	// others are there).
+	Update(b *builder) error
 	// Close releases its file descriptors.
 	Close() error
 }
 
-// Exporter is a prometheus.Collector over numascope's collectors. It is
+// Exporter is a prometheus.Gatherer over numascope's collectors. It is
 // safe for concurrent use: one read is in flight at a time, and the scrapes
 // that arrive during it get its result.
+//
+// It builds the metric families itself instead of going through a
+// prometheus.Registry of const metrics: names, help texts and label pairs
+// are made once at start and shared by every read, so that a read costs
+// a handful of allocations for its values instead of several per series,
+// and no goroutine, sort or consistency check per scrape (docs/performance.md).
 type Exporter struct {
 	collectors []collector
 	log        func(string)
 
 	mu       sync.Mutex
-	inflight *read // the read scrapes now wait for, or nil
+	inflight *read        // the read scrapes now wait for, or nil
 	waiting  atomic.Int32 // scrapes waiting for a read in flight (tests watch it)
 
 	// Owned by the goroutine doing a read (one at a time).
 	errCount []uint64 // per collector, errors since start
 	failing  []string // per collector, the error of its failure streak, "" when fine
 	reads    uint64   // reads done since start
+	size     int      // series in the last read, to size the next one's storage
 
-	successDesc, durationDesc, errorsDesc, readsDesc *prometheus.Desc
+	success, duration, errs, readsFam *family
+	byCollector                       [][]*dto.LabelPair // collector="NAME", per collector
 }
 
 // read is one pass over the collectors, shared by the scrapes that arrive
-// while it runs.
+// while it runs. Its families are not changed after it is done.
 type read struct {
-	done    chan struct{}
-	metrics []prometheus.Metric
+	done chan struct{}
+	fams []*dto.MetricFamily
 }
 
 // newExporter wraps the collectors; the exporter owns and closes them.
@@ -74,69 +82,66 @@ func newExporter(cs []collector, log func(string)) *Exporter {
 	if log == nil {
 		log = func(string) {}
 	}
-	return &Exporter{
+	e := &Exporter{
 		collectors: cs, log: log,
 		errCount: make([]uint64, len(cs)), failing: make([]string, len(cs)),
-		successDesc: prometheus.NewDesc("numascope_scrape_collector_success",
-			"1 when the collector read all its files in the last read, else 0 (see numascope_scrape_errors_total)", []string{"collector"}, nil),
-		durationDesc: prometheus.NewDesc("numascope_scrape_collector_duration_seconds",
-			"wall time the collector's last read took", []string{"collector"}, nil),
-		errorsDesc: prometheus.NewDesc("numascope_scrape_errors_total",
-			"reads in which the collector could not read some or all of its files (a node that went away, a permission); its other metrics are still exported", []string{"collector"}, nil),
-		readsDesc: prometheus.NewDesc("numascope_scrape_reads_total",
-			"reads of the kernel files since the exporter started; scrapes that arrive during a read share it and do not count", nil, nil),
+		success: newFamily("numascope_scrape_collector_success",
+			"1 when the collector read all its files in the last read, else 0 (see numascope_scrape_errors_total)", gauge),
+		duration: newFamily("numascope_scrape_collector_duration_seconds", "wall time the collector's last read took", gauge),
+		errs: newFamily("numascope_scrape_errors_total",
+			"reads in which the collector could not read some or all of its files (a node that went away, a permission); its other metrics are still exported", counter),
+		readsFam: newFamily("numascope_scrape_reads_total",
+			"reads of the kernel files since the exporter started; scrapes that arrive during a read share it and do not count", counter),
 	}
+	for _, c := range cs {
+		e.byCollector = append(e.byCollector, labelPairs([]string{"collector"}, []string{c.Name()}))
+	}
+	return e
 }
 
-// Describe sends nothing: the exporter is an unchecked collector, since
-// which metrics a read yields depends on the kernel and on which nodes are
-// there at the time.
-func (e *Exporter) Describe(chan<- *prometheus.Desc) {}
-
-// Collect reads the collectors, or waits for the read in flight, and sends
-// the result.
-func (e *Exporter) Collect(ch chan<- prometheus.Metric) {
-	for _, m := range e.Read() {
-		ch <- m
-	}
+// Gather returns the metric families of one read: a new one, or the one
+// in flight when Gather is called. The families are shared with the other
+// scrapes of the same read and must not be changed.
+func (e *Exporter) Gather() ([]*dto.MetricFamily, error) {
+	return e.Read().fams, nil
 }
 
-// Read returns the metrics of one read: a new one, or the one in flight
-// when Read is called.
-func (e *Exporter) Read() []prometheus.Metric {
+// Read returns one read: a new one, or the one in flight.
+func (e *Exporter) Read() *read {
 	e.mu.Lock()
 	if r := e.inflight; r != nil {
 		e.waiting.Add(1)
 		e.mu.Unlock()
 		<-r.done
 		e.waiting.Add(-1)
-		return r.metrics
+		return r
 	}
 	r := &read{done: make(chan struct{})}
 	e.inflight = r
 	e.mu.Unlock()
 
-	r.metrics = e.readAll()
+	r.fams = e.readAll()
 
 	e.mu.Lock()
 	e.inflight = nil
 	e.mu.Unlock()
 	close(r.done)
-	return r.metrics
+	return r
 }
 
 // readAll runs every collector once; only one goroutine runs it at a time.
-func (e *Exporter) readAll() []prometheus.Metric {
-	var out []prometheus.Metric
-	emit := func(m prometheus.Metric) { out = append(out, m) }
+func (e *Exporter) readAll() []*dto.MetricFamily {
+	b := newBuilder(e.size + 4*len(e.collectors) + 1)
 	e.reads++
+	ok := make([]float64, len(e.collectors))
+	took := make([]float64, len(e.collectors))
 	for i, c := range e.collectors {
 		start := time.Now()
-		err := c.Update(emit)
-		took := time.Since(start).Seconds()
-		ok := 1.0
+		err := c.Update(b)
+		took[i] = time.Since(start).Seconds()
+		ok[i] = 1
 		if err != nil {
-			ok = 0
+			ok[i] = 0
 			e.errCount[i]++
 			if msg := err.Error(); msg != e.failing[i] {
 				e.log(fmt.Sprintf("exporter: %s: %s", c.Name(), msg))
@@ -146,12 +151,23 @@ func (e *Exporter) readAll() []prometheus.Metric {
 			e.log(fmt.Sprintf("exporter: %s: read again after failing", c.Name()))
 			e.failing[i] = ""
 		}
-		emit(prometheus.MustNewConstMetric(e.successDesc, prometheus.GaugeValue, ok, c.Name()))
-		emit(prometheus.MustNewConstMetric(e.durationDesc, prometheus.GaugeValue, took, c.Name()))
-		emit(prometheus.MustNewConstMetric(e.errorsDesc, prometheus.CounterValue, float64(e.errCount[i]), c.Name()))
 	}
-	emit(prometheus.MustNewConstMetric(e.readsDesc, prometheus.CounterValue, float64(e.reads)))
-	return out
+	b.begin(e.success)
+	for i := range e.collectors {
+		b.add(e.byCollector[i], ok[i])
+	}
+	b.begin(e.duration)
+	for i := range e.collectors {
+		b.add(e.byCollector[i], took[i])
+	}
+	b.begin(e.errs)
+	for i := range e.collectors {
+		b.add(e.byCollector[i], float64(e.errCount[i]))
+	}
+	b.begin(e.readsFam)
+	b.add(nil, float64(e.reads))
+	e.size = b.series
+	return b.finish()
 }
 
 // Close closes every collector. The exporter must not be read after it.

@@ -15,7 +15,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
@@ -406,16 +405,17 @@ type countingCollector struct {
 	reads   atomic.Int32
 	started chan struct{}
 	release chan struct{}
-	desc    *prometheus.Desc
+	fam     *family
 }
 
 func (c *countingCollector) Name() string { return "counting" }
 func (c *countingCollector) Close() error { return nil }
-func (c *countingCollector) Update(emit func(prometheus.Metric)) error {
+func (c *countingCollector) Update(b *builder) error {
 	n := c.reads.Add(1)
 	c.started <- struct{}{}
 	<-c.release
-	emit(prometheus.MustNewConstMetric(c.desc, prometheus.CounterValue, float64(n)))
+	b.begin(c.fam)
+	b.add(nil, float64(n))
 	return nil
 }
 
@@ -424,7 +424,7 @@ func (c *countingCollector) Update(emit func(prometheus.Metric)) error {
 // collector is read once; the next scrape reads again.
 func TestConcurrentScrapesShareOneRead(t *testing.T) {
 	c := &countingCollector{started: make(chan struct{}, 1), release: make(chan struct{}),
-		desc: prometheus.NewDesc("test_reads_total", "reads", nil, nil)}
+		fam: newFamily("test_reads_total", "reads", counter)}
 	x := newExporter([]collector{c}, nil)
 	srv := httptest.NewServer(x.Handler())
 	defer srv.Close()
@@ -486,7 +486,7 @@ type failingCollector struct{}
 
 func (failingCollector) Name() string { return "failing" }
 func (failingCollector) Close() error { return nil }
-func (failingCollector) Update(func(prometheus.Metric)) error {
+func (failingCollector) Update(*builder) error {
 	return errors.New("node 3 went away")
 }
 
@@ -522,5 +522,46 @@ func TestMetricNames(t *testing.T) {
 		if got := meminfoPart(in); got != want {
 			t.Errorf("meminfoPart(%q) = %q, want %q", in, got, want)
 		}
+	}
+}
+
+// TestBuilderGrows fills a builder far past its first slabs, with a family
+// split across two of them and an empty family: every series keeps its
+// value and family, the empty family is left out.
+func TestBuilderGrows(t *testing.T) {
+	b := newBuilder(0)
+	fams := []*family{newFamily("a_total", "a", counter), newFamily("empty", "e", gauge), newFamily("b", "b", gauge), newFamily("c_total", "c", counter)}
+	sizes := []int{50, 0, 100, 300}
+	lp := labelPairs([]string{"numa_node"}, []string{"7"})
+	for i, f := range fams {
+		b.begin(f)
+		for k := range sizes[i] {
+			b.add(lp, float64(i*1000+k))
+		}
+	}
+	got := b.finish()
+	if len(got) != 3 {
+		t.Fatalf("%d families, want 3 (the empty one left out)", len(got))
+	}
+	for j, i := range []int{0, 2, 3} {
+		f := got[j]
+		if f.GetName() != *fams[i].name || len(f.Metric) != sizes[i] {
+			t.Fatalf("family %d: %s with %d series, want %s with %d", j, f.GetName(), len(f.Metric), *fams[i].name, sizes[i])
+		}
+		for k, m := range f.Metric {
+			if v := value(m); v != float64(i*1000+k) || m.Label[0].GetValue() != "7" {
+				t.Fatalf("%s series %d = %v %v", f.GetName(), k, v, m.Label)
+			}
+		}
+	}
+}
+
+// TestReadAllocations: a read allocates a bounded number of objects, not
+// a few per series (the two-node capture has about 500 series).
+func TestReadAllocations(t *testing.T) {
+	x := newTestExporter(t, twoNode)
+	x.Read()
+	if a := testing.AllocsPerRun(50, func() { x.Read() }); a > 40 {
+		t.Errorf("a read allocates %v times", a)
 	}
 }

@@ -116,3 +116,31 @@ func TestBadWebConfig(t *testing.T) {
 		t.Errorf("a missing web config file: %v", err)
 	}
 }
+
+// TestCompression: gzip only with ServeConfig.Compress, when the client
+// accepts it.
+func TestCompression(t *testing.T) {
+	for _, compress := range []bool{false, true} {
+		srv, err := newTestExporter(t, twoNode).Listen(ServeConfig{Listen: "127.0.0.1:0", Compress: compress})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() { done <- srv.Serve(ctx) }()
+		req, _ := http.NewRequest("GET", "http://"+srv.Addr().String()+"/metrics", nil)
+		req.Header.Set("Accept-Encoding", "gzip")
+		resp, err := http.DefaultTransport.RoundTrip(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if got := resp.Header.Get("Content-Encoding") == "gzip"; got != compress {
+			t.Errorf("Compress %v: Content-Encoding %q", compress, resp.Header.Get("Content-Encoding"))
+		}
+		cancel()
+		if err := <-done; err != nil {
+			t.Error(err)
+		}
+	}
+}
