@@ -565,3 +565,29 @@ func TestReadAllocations(t *testing.T) {
 		t.Errorf("a read allocates %v times", a)
 	}
 }
+
+// TestEveryNameDocumented: every family the exporter gives, on this machine
+// and on the two-node capture, is named in docs/exporter.md, or is of a
+// family of names it documents by rule (a vmstat line, a meminfo field).
+func TestEveryNameDocumented(t *testing.T) {
+	doc, err := os.ReadFile("../../docs/exporter.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	byRule := []string{"numascope_vmstat_", "numascope_node_vmstat_", "numascope_node_memory_", "numascope_perf_", "numascope_uncore_"}
+	for _, root := range []string{"", twoNode} {
+		body, _ := get(t, newTestExporter(t, root).Handler(), "")
+		for name := range parseText(t, body) {
+			if strings.Contains(string(doc), "`"+name+"`") {
+				continue
+			}
+			ok := false
+			for _, p := range byRule {
+				ok = ok || strings.HasPrefix(name, p)
+			}
+			if !ok {
+				t.Errorf("%s is not in docs/exporter.md", name)
+			}
+		}
+	}
+}
