@@ -54,8 +54,11 @@ type builder struct {
 	famSlab []dto.MetricFamily
 }
 
-func newBuilder(series int) *builder {
-	b := &builder{}
+// newBuilder sizes the slabs for the given numbers of series and
+// families (the previous read's), so that a steady read fills one of each.
+func newBuilder(series, families int) *builder {
+	families = max(families, 16)
+	b := &builder{fams: make([]*dto.MetricFamily, 0, families), famSlab: make([]dto.MetricFamily, 0, families)}
 	b.grow(series)
 	return b
 }
@@ -77,7 +80,7 @@ func (b *builder) grow(n int) {
 func (b *builder) begin(f *family) {
 	b.end()
 	if len(b.famSlab) == cap(b.famSlab) {
-		b.famSlab = make([]dto.MetricFamily, 0, 64)
+		b.famSlab = make([]dto.MetricFamily, 0, 2*cap(b.famSlab))
 	}
 	b.famSlab = append(b.famSlab, dto.MetricFamily{Name: f.name, Help: f.help, Type: f.typ})
 	b.cur = &b.famSlab[len(b.famSlab)-1]

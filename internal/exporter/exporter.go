@@ -65,6 +65,7 @@ type Exporter struct {
 	failing  []string // per collector, the error of its failure streak, "" when fine
 	reads    uint64   // reads done since start
 	size     int      // series in the last read, to size the next one's storage
+	nfams    int      // families in the last read, likewise
 
 	success, duration, errs, readsFam *family
 	byCollector                       [][]*dto.LabelPair // collector="NAME", per collector
@@ -131,7 +132,7 @@ func (e *Exporter) Read() *read {
 
 // readAll runs every collector once; only one goroutine runs it at a time.
 func (e *Exporter) readAll() []*dto.MetricFamily {
-	b := newBuilder(e.size + 4*len(e.collectors) + 1)
+	b := newBuilder(e.size+3*len(e.collectors)+1, e.nfams)
 	e.reads++
 	ok := make([]float64, len(e.collectors))
 	took := make([]float64, len(e.collectors))
@@ -166,8 +167,9 @@ func (e *Exporter) readAll() []*dto.MetricFamily {
 	}
 	b.begin(e.readsFam)
 	b.add(nil, float64(e.reads))
-	e.size = b.series
-	return b.finish()
+	fams := b.finish()
+	e.size, e.nfams = b.series, len(fams)
+	return fams
 }
 
 // Close closes every collector. The exporter must not be read after it.

@@ -529,7 +529,7 @@ func TestMetricNames(t *testing.T) {
 // split across two of them and an empty family: every series keeps its
 // value and family, the empty family is left out.
 func TestBuilderGrows(t *testing.T) {
-	b := newBuilder(0)
+	b := newBuilder(0, 0)
 	fams := []*family{newFamily("a_total", "a", counter), newFamily("empty", "e", gauge), newFamily("b", "b", gauge), newFamily("c_total", "c", counter)}
 	sizes := []int{50, 0, 100, 300}
 	lp := labelPairs([]string{"numa_node"}, []string{"7"})
