@@ -68,13 +68,11 @@ func startServing(t *testing.T, args ...string) string {
 
 func httpGet(t *testing.T, url string) (int, string) {
 	t.Helper()
-	resp, err := http.Get(url)
+	req, err := http.NewRequest("GET", url, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, string(b)
+	return testutil.Get(t, req)
 }
 
 // TestLiveMetricsWithoutToken: live serves the exporter's /metrics on its

@@ -20,8 +20,6 @@ import (
 	"testing"
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/numascope/numascope/internal/sysfs"
 	"github.com/numascope/numascope/internal/testutil"
 	"github.com/numascope/numascope/internal/topology"
@@ -36,15 +34,7 @@ func TestTouchHelper(t *testing.T) {
 	if n == 0 {
 		t.Skip("helper process for TestPrometheus")
 	}
-	page := os.Getpagesize()
-	mem, err := unix.Mmap(-1, 0, n*page, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS)
-	if err != nil {
-		t.Fatal(err)
-	}
-	_ = unix.Madvise(mem, unix.MADV_NOHUGEPAGE) // one allocation per page
-	for i := 0; i < n; i++ {
-		mem[i*page] = 1
-	}
+	testutil.TouchPages(t, n)
 	os.Exit(0)
 }
 

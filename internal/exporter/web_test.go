@@ -2,7 +2,6 @@ package exporter
 
 import (
 	"context"
-	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -10,6 +9,8 @@ import (
 	"testing"
 
 	"golang.org/x/crypto/bcrypt"
+
+	"github.com/numascope/numascope/internal/testutil"
 )
 
 // serve starts x on a free loopback port with the web configuration file
@@ -43,13 +44,7 @@ func status(t *testing.T, url, user, pass string) (int, string) {
 	if user != "" {
 		req.SetBasicAuth(user, pass)
 	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, string(b)
+	return testutil.Get(t, req)
 }
 
 // TestWebConfigBasicAuth serves with exporter-toolkit's web configuration:

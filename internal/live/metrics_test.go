@@ -1,7 +1,6 @@
 package live
 
 import (
-	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -9,6 +8,7 @@ import (
 	"github.com/numascope/numascope/internal/exporter"
 	"github.com/numascope/numascope/internal/sensor"
 	"github.com/numascope/numascope/internal/sysfs"
+	"github.com/numascope/numascope/internal/testutil"
 	"github.com/numascope/numascope/internal/topology"
 )
 
@@ -36,13 +36,7 @@ func getHost(t *testing.T, s *Server, path, host string) (int, string) {
 		t.Fatal(err)
 	}
 	req.Host = host
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, string(b)
+	return testutil.Get(t, req)
 }
 
 // TestMetricsOutsideToken: /metrics answers without the token, and to any

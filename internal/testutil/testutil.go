@@ -12,6 +12,8 @@ import (
 	"bufio"
 	"errors"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -111,6 +113,39 @@ func Prometheus(t testing.TB) string {
 		SkipUnless(t, PrometheusRequired, "prometheus is not installed (sudo scripts/install-test-deps installs Debian's prometheus)")
 	}
 	return p
+}
+
+// TouchPages maps n fresh anonymous pages, without transparent huge pages,
+// and writes to each: a workload that allocates exactly n pages (numa_hit
+// and the page-fault counters grow by at least n). Helper processes of
+// several packages' tests call it.
+func TouchPages(t testing.TB, n int) {
+	t.Helper()
+	page := os.Getpagesize()
+	mem, err := unix.Mmap(-1, 0, n*page, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = unix.Madvise(mem, unix.MADV_NOHUGEPAGE) // one fault, one allocation per page
+	for i := 0; i < n; i++ {
+		mem[i*page] = 1
+	}
+}
+
+// Get does req and returns the status and body; a request that fails
+// fails t.
+func Get(t testing.TB, req *http.Request) (int, string) {
+	t.Helper()
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatalf("%s %s: reading the body: %v", req.Method, req.URL, err)
+	}
+	return resp.StatusCode, string(b)
 }
 
 // Run runs cmd and returns its stdout, its stderr and its exit status (-1
