@@ -135,13 +135,14 @@ The websocket protocol is documented in docs/live-protocol.md.`,
 			}
 			// The same /metrics as numascope exporter (the kernel files, read
 			// at scrape time by sensors of its own, apart from the sampler's).
-			metrics, err := exporter.New(exporter.Config{Env: env, Log: func(s string) { stderr.printf("%s", s) }})
-			if err != nil {
-				return err
-			}
-			defer metrics.Close()
+			// A file it cannot read costs live its /metrics, not the session.
 			opts := w.options(stderr)
-			opts.Metrics = metrics.Handler()
+			if metrics, err := exporter.New(exporter.Config{Env: env, Log: func(s string) { stderr.printf("%s", s) }}); err != nil {
+				stderr.printf("no /metrics: %v", err)
+			} else {
+				defer metrics.Close()
+				opts.Metrics = metrics.Handler()
+			}
 			h := baseHeader(env.Topology, cat, nil)
 			srv, err := live.NewLive(opts, live.LiveConfig{
 				Catalog: cat, Events: patterns, Discrete: f.discrete, Interval: interval, PinCPUs: pin,
