@@ -3,6 +3,7 @@ package exporter
 import (
 	"errors"
 	"fmt"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -146,6 +147,10 @@ func nodeCollectors(env sensor.Env) ([]collector, error) {
 			s.Close()
 			continue
 		}
+		if err := nodeFilesReadable(env, file); err != nil {
+			s.Close()
+			return cs, err
+		}
 		name := "node_" + file
 		if file == "numastat" {
 			name = file
@@ -158,6 +163,27 @@ func nodeCollectors(env sensor.Env) ([]collector, error) {
 		cs = append(cs, c)
 	}
 	return cs, nil
+}
+
+// nodeFilesReadable checks that every node's file can be read. The node
+// sensor reads a node whose file it cannot open as having none of its
+// lines (0), which suits a sampler that shows the other nodes; an exporter
+// would publish those zeros as the node's counters, so an unreadable file
+// is an error at start instead. A file that is absent everywhere gave no
+// events and is not checked.
+func nodeFilesReadable(env sensor.Env, file string) error {
+	if env.Topology == nil || !env.Topology.NUMA {
+		return nil
+	}
+	for _, n := range env.Topology.Nodes {
+		path := env.FS.Sys("devices/system/node", "node"+strconv.Itoa(n.ID), file)
+		f, err := os.Open(path)
+		if err != nil {
+			return fmt.Errorf("exporter: cannot read %s: %v (every node's %s is exported; is /sys mounted, or the --root tree complete?)", path, errors.Unwrap(err), file)
+		}
+		f.Close()
+	}
+	return nil
 }
 
 // nodeSpec names event i, from a node's file, as a metric:

@@ -398,6 +398,20 @@ func TestStartErrors(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "proc/vmstat") || strings.Contains(err.Error(), "\n") {
 		t.Errorf("New without /proc/vmstat: %v; want one line naming it", err)
 	}
+	// One node's file missing: an error naming it, not zeros for that node.
+	root = copyTree(t, twoNode)
+	meminfo := filepath.Join(root, "sys/devices/system/node/node1/meminfo")
+	if err := os.Remove(meminfo); err != nil {
+		t.Fatal(err)
+	}
+	fs = sysfs.New(root)
+	if topo, err = topology.Discover(fs); err != nil {
+		t.Fatal(err)
+	}
+	_, err = New(Config{Env: sensor.Env{FS: fs, Topology: topo}})
+	if err == nil || !strings.Contains(err.Error(), meminfo) || strings.Contains(err.Error(), "\n") {
+		t.Errorf("New without node 1's meminfo: %v; want one line naming it", err)
+	}
 }
 
 // countingCollector counts its reads and holds each until released.
