@@ -92,7 +92,8 @@ func (e *Exporter) Listen(cfg ServeConfig) (*Server, error) {
 		w.Header().Set("X-Content-Type-Options", "nosniff")
 		mux.ServeHTTP(w, r)
 	})
-	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, MaxHeaderBytes: 64 << 10}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, MaxHeaderBytes: 64 << 10,
+		ErrorLog: slog.NewLogLogger(cfg.Logger.Handler(), slog.LevelWarn)} // failed TLS handshakes, say
 	return &Server{cfg: cfg, ln: ln, http: srv}, nil
 }
 
