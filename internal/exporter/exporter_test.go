@@ -605,3 +605,19 @@ func TestEveryNameDocumented(t *testing.T) {
 		}
 	}
 }
+
+// FuzzMetricPart: whatever a kernel file or a perf event calls a value,
+// the metric name made of it is a valid Prometheus name (the exporter
+// builds its families without a registry's checks).
+func FuzzMetricPart(f *testing.F) {
+	for _, s := range []string{"numa_hit", "Active(anon)", "KReclaimable", "sched:sched_move_numa", "", "é", "__", "9x", "HugePages_Total"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		for _, name := range []string{"numascope_vmstat_" + metricPart(s) + "_total", "numascope_node_memory_" + meminfoPart(s) + "_bytes"} {
+			if !model.LegacyValidation.IsValidMetricName(name) {
+				t.Errorf("%q gives the invalid name %q", s, name)
+			}
+		}
+	})
+}
