@@ -52,6 +52,8 @@ type builder struct {
 	counts  []dto.Counter
 	gauges  []dto.Gauge
 	famSlab []dto.MetricFamily
+	ok      []float64 // per collector, for the exporter's own families
+	took    []float64
 }
 
 // newBuilder sizes the slabs for the given numbers of series and
@@ -61,6 +63,24 @@ func newBuilder(series, families int) *builder {
 	b := &builder{fams: make([]*dto.MetricFamily, 0, families), famSlab: make([]dto.MetricFamily, 0, families)}
 	b.grow(series)
 	return b
+}
+
+// reset empties b for another read, keeping its storage: the slabs'
+// elements are overwritten whole as series are added again.
+func (b *builder) reset() {
+	clear(b.fams)
+	b.fams, b.cur, b.start, b.series = b.fams[:0], nil, 0, 0
+	b.metrics, b.ptrs, b.values = b.metrics[:0], b.ptrs[:0], b.values[:0]
+	b.counts, b.gauges, b.famSlab = b.counts[:0], b.gauges[:0], b.famSlab[:0]
+}
+
+// scratch returns two slices of n values kept with b, for the exporter's
+// own per-collector values before they are added as series.
+func (b *builder) scratch(n int) (ok, took []float64) {
+	if cap(b.ok) < n {
+		b.ok, b.took = make([]float64, n), make([]float64, n)
+	}
+	return b.ok[:n], b.took[:n]
 }
 
 // grow replaces the slabs by new ones of n series, carrying over the

@@ -59,6 +59,7 @@ type Exporter struct {
 	mu       sync.Mutex
 	inflight *read        // the read scrapes now wait for, or nil
 	waiting  atomic.Int32 // scrapes waiting for a read in flight (tests watch it)
+	spare    *builder     // a builder no scrape uses any more, for the next read
 
 	// Owned by the goroutine doing a read (one at a time).
 	errCount []uint64 // per collector, errors since start
@@ -72,10 +73,14 @@ type Exporter struct {
 }
 
 // read is one pass over the collectors, shared by the scrapes that arrive
-// while it runs. Its families are not changed after it is done.
+// while it runs. Its families are not changed until the last scrape using
+// them is done (refs, under Exporter.mu); then its builder's storage goes
+// to the next read.
 type read struct {
 	done chan struct{}
 	fams []*dto.MetricFamily
+	b    *builder
+	refs int
 }
 
 // newExporter wraps the collectors; the exporter owns and closes them.
@@ -100,28 +105,42 @@ func newExporter(cs []collector, log func(string)) *Exporter {
 	return e
 }
 
-// Gather returns the metric families of one read: a new one, or the one
-// in flight when Gather is called. The families are shared with the other
-// scrapes of the same read and must not be changed.
-func (e *Exporter) Gather() ([]*dto.MetricFamily, error) {
-	return e.Read().fams, nil
+// Gather returns the metric families of one read, a new one or the one in
+// flight when Gather is called, and the function to call when done with
+// them (prometheus.TransactionalGatherer). The families are shared with
+// the other scrapes of the same read and must not be changed; after done
+// they must not be used, since the next read reuses their storage.
+func (e *Exporter) Gather() ([]*dto.MetricFamily, func(), error) {
+	r := e.acquire()
+	return r.fams, func() { e.release(r) }, nil
 }
 
-// Read returns one read: a new one, or the one in flight.
-func (e *Exporter) Read() *read {
+// Read makes or joins a read and releases it at once: for tests and
+// benchmarks that only need it done, not its families.
+func (e *Exporter) Read() {
+	e.release(e.acquire())
+}
+
+// acquire returns a read, new or in flight, with a reference for the
+// caller.
+func (e *Exporter) acquire() *read {
 	e.mu.Lock()
 	if r := e.inflight; r != nil {
+		r.refs++
 		e.waiting.Add(1)
 		e.mu.Unlock()
 		<-r.done
 		e.waiting.Add(-1)
 		return r
 	}
-	r := &read{done: make(chan struct{})}
+	r := &read{done: make(chan struct{}), refs: 1}
 	e.inflight = r
+	b := e.spare
+	e.spare = nil
 	e.mu.Unlock()
 
-	r.fams = e.readAll()
+	r.b = e.readAll(b)
+	r.fams = r.b.fams
 
 	e.mu.Lock()
 	e.inflight = nil
@@ -130,12 +149,28 @@ func (e *Exporter) Read() *read {
 	return r
 }
 
-// readAll runs every collector once; only one goroutine runs it at a time.
-func (e *Exporter) readAll() []*dto.MetricFamily {
-	b := newBuilder(e.size+3*len(e.collectors)+1, e.nfams)
+// release drops a reference to r; the last one hands r's storage to the
+// next read.
+func (e *Exporter) release(r *read) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	r.refs--
+	if r.refs == 0 {
+		e.spare = r.b
+		r.b, r.fams = nil, nil
+	}
+}
+
+// readAll runs every collector once into b (nil: a new builder); only one
+// goroutine runs it at a time.
+func (e *Exporter) readAll(b *builder) *builder {
+	if b == nil {
+		b = newBuilder(e.size+3*len(e.collectors)+1, e.nfams)
+	} else {
+		b.reset()
+	}
 	e.reads++
-	ok := make([]float64, len(e.collectors))
-	took := make([]float64, len(e.collectors))
+	ok, took := b.scratch(len(e.collectors))
 	for i, c := range e.collectors {
 		start := time.Now()
 		err := c.Update(b)
@@ -169,7 +204,7 @@ func (e *Exporter) readAll() []*dto.MetricFamily {
 	b.add(nil, float64(e.reads))
 	fams := b.finish()
 	e.size, e.nfams = b.series, len(fams)
-	return fams
+	return b
 }
 
 // Close closes every collector. The exporter must not be read after it.

@@ -35,7 +35,7 @@ func (e *Exporter) Handler() http.Handler { return e.handler(false) }
 func (e *Exporter) handler(compress bool) http.Handler {
 	// No Timeout: promhttp would run every scrape in a goroutine of its
 	// own and buffer the response; a read takes well under a millisecond.
-	return promhttp.HandlerFor(e, promhttp.HandlerOpts{
+	return promhttp.HandlerForTransactional(e, promhttp.HandlerOpts{
 		EnableOpenMetrics:   true,
 		ErrorHandling:       promhttp.ContinueOnError,
 		MaxRequestsInFlight: maxInFlight,
