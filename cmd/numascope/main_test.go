@@ -138,6 +138,10 @@ func TestBadInputGivesOneLineErrors(t *testing.T) {
 		{[]string{"topology", "--root", filepath.Join(dir, "nope")}, "nope"},
 		{[]string{"ctl", "--ctl", filepath.Join(dir, "fifo"), "label", "x"}, "fifo"},
 		{[]string{"ctl", "frobnicate"}, "frobnicate"},
+		{[]string{"exporter", "--listen", "127.0.0.1:0", "-e", "perf.page-fautls"}, "did you mean"},
+		{[]string{"exporter", "--listen", "127.0.0.1:0", "-e", "vmstat.numa_hit"}, "perf and uncore events only"},
+		{[]string{"exporter", "--listen", "127.0.0.1:0", "--web.config.file", filepath.Join(dir, "web.yml")}, "web.yml"},
+		{[]string{"exporter", "--listen", "127.0.0.1:99999"}, "--listen"},
 	}
 	for _, c := range cases {
 		_, errs, code := run(t, c.args...)

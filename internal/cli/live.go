@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/numascope/numascope/internal/exporter"
 	"github.com/numascope/numascope/internal/live"
 	"github.com/numascope/numascope/internal/sampler"
 )
@@ -86,7 +87,9 @@ func newLiveCmd(g *globals) *cobra.Command {
 		Long: `Sample the selected events and stream them to the web client, which this command serves
 (open the printed URL). Every browser shares one sampling interval; events, per-node or summed
 columns, the interval, pause/resume, labels and recording can be changed from any of them and
-through the control FIFO. With -o, samples are also recorded to FILE.
+through the control FIFO. With -o, samples are also recorded to FILE. The port also serves
+Prometheus metrics on /metrics, as numascope exporter does, without the token (they are read-only
+counters every local user can read; docs/exporter.md).
 
 Recordings started from a browser go beneath --record-dir (default: the working directory), as
 new files only, never through a symbolic link.
@@ -130,8 +133,18 @@ The websocket protocol is documented in docs/live-protocol.md.`,
 			if err != nil {
 				return err
 			}
+			// The same /metrics as numascope exporter (the kernel files, read
+			// at scrape time by sensors of its own, apart from the sampler's).
+			// A file it cannot read costs live its /metrics, not the session.
+			opts := w.options(stderr)
+			if metrics, err := exporter.New(exporter.Config{Env: env, Log: func(s string) { stderr.printf("%s", s) }}); err != nil {
+				stderr.printf("no /metrics: %v", err)
+			} else {
+				defer metrics.Close()
+				opts.Metrics = metrics.Handler()
+			}
 			h := baseHeader(env.Topology, cat, nil)
-			srv, err := live.NewLive(w.options(stderr), live.LiveConfig{
+			srv, err := live.NewLive(opts, live.LiveConfig{
 				Catalog: cat, Events: patterns, Discrete: f.discrete, Interval: interval, PinCPUs: pin,
 				Header: h, Record: out, Force: force, RecordDir: recordDir,
 				Errors: func(err error) { stderr.printf("%v", err) }, Notices: func(m string) { stderr.printf("%s", m) },

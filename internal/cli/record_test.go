@@ -11,8 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/numascope/numascope/internal/recording"
 	"github.com/numascope/numascope/internal/testutil"
 )
@@ -42,15 +40,7 @@ func TestTouchHelper(t *testing.T) {
 	if n == 0 {
 		t.Skip("helper process for TestRecordCountsTheWholeRun")
 	}
-	page := os.Getpagesize()
-	mem, err := unix.Mmap(-1, 0, n*page, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS)
-	if err != nil {
-		t.Fatal(err)
-	}
-	_ = unix.Madvise(mem, unix.MADV_NOHUGEPAGE) // one fault per page
-	for i := 0; i < n; i++ {
-		mem[i*page] = 1
-	}
+	testutil.TouchPages(t, n)
 	os.Exit(0)
 }
 

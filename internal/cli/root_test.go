@@ -29,8 +29,11 @@ func TestRootHelpListsEveryCommand(t *testing.T) {
 			t.Errorf("the root help does not list %s:\n%s", c.Name(), help)
 		}
 	}
-	if n != 15 {
-		t.Errorf("%d commands, want 15", n)
+	if n != 16 {
+		t.Errorf("%d commands, want 16", n)
+	}
+	if obs := help[strings.Index(help, "Observe:"):strings.Index(help, "Analyse:")]; !strings.Contains(obs, "\n  exporter ") {
+		t.Errorf("exporter is not in the Observe group:\n%s", obs)
 	}
 	for _, g := range commandGroups {
 		if !strings.Contains(help, "\n"+g.title+"\n") {

@@ -74,6 +74,12 @@ type Options struct {
 	SendBuffer int
 	// Log receives one-line notices (dropped clients, protocol errors).
 	Log func(string)
+	// Metrics, when set, serves /metrics (the Prometheus exporter's
+	// handler) without the token: it is read-only and holds only counters
+	// every local user can read in /proc and /sys (issue 17). It skips the
+	// DNS-rebinding Host check too, for the same reason: a page that reads
+	// it learns nothing the machine's users could not.
+	Metrics http.Handler
 }
 
 // DefaultMaxClients is how many browsers a server serves at a time unless
@@ -307,7 +313,8 @@ func (s *Server) track() bool {
 	return true
 }
 
-// Handler serves the embedded client on / and the protocol on /ws.
+// Handler serves the embedded client on /, the protocol on /ws and, with
+// Options.Metrics, the Prometheus metrics on /metrics.
 func (s *Server) Handler() http.Handler {
 	sub, err := fs.Sub(distFS, "dist")
 	if err != nil {
@@ -318,6 +325,11 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("/ws", s.serveWS)
 	mux.Handle("/", static)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/metrics" && s.opt.Metrics != nil {
+			w.Header().Set("X-Content-Type-Options", "nosniff")
+			s.opt.Metrics.ServeHTTP(w, r)
+			return
+		}
 		if !s.hostAllowed(r.Host) {
 			http.Error(w, "numascope: this server answers only to localhost names (DNS rebinding protection); use http://127.0.0.1:PORT/", http.StatusForbidden)
 			return

@@ -188,7 +188,11 @@ func (n *nodeSensor) collectEvents() {
 }
 
 func (n *nodeSensor) Sources() []string { return n.sources }
-func (n *nodeSensor) Events() []Event   { return n.events }
+
+// FileOf names the node file event i comes from: "numastat", "vmstat" or
+// "meminfo" (the last also for /proc/meminfo on a machine without NUMA).
+func (n *nodeSensor) FileOf(i int) string { return nodeKindFile[n.evs[i].kind] }
+func (n *nodeSensor) Events() []Event     { return n.events }
 
 func (n *nodeSensor) Enable(events []int) error {
 	if err := checkEnable(events, len(n.evs)); err != nil {

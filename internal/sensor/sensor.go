@@ -113,6 +113,14 @@ type FileReader interface {
 	Files() []string
 }
 
+// FileOfEvent is implemented by sensors whose sources each read several
+// files (the node sensor: numastat, vmstat, meminfo). FileOf names the file
+// event i of Events() comes from, so that a consumer such as the Prometheus
+// exporter can give each file its own metric family and error count.
+type FileOfEvent interface {
+	FileOf(event int) string
+}
+
 // Factory makes a new, unopened sensor.
 type Factory func() Sensor
 

@@ -12,6 +12,8 @@ import (
 	"bufio"
 	"errors"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -36,6 +38,9 @@ const (
 	// MPIRequired: Debian's openmpi-bin (mpirun), which runs numascope
 	// profile as the ranks of a real MPI job.
 	MPIRequired = "NUMASCOPE_MPI_REQUIRED"
+	// PrometheusRequired: Debian's prometheus, which scrapes numascope
+	// exporter and runs the Grafana dashboard's queries.
+	PrometheusRequired = "NUMASCOPE_PROMETHEUS_REQUIRED"
 )
 
 // IsRequired reports whether the switch env is set.
@@ -110,6 +115,52 @@ func Mpirun(t testing.TB) string {
 		SkipUnless(t, MPIRequired, "Open MPI's mpirun is not installed (sudo scripts/install-test-deps installs Debian's openmpi-bin)")
 	}
 	return p
+}
+
+// Prometheus is the path of the Prometheus server (Debian's prometheus
+// package). Without it the test skips, or fails when
+// NUMASCOPE_PROMETHEUS_REQUIRED is set, as scripts/test does: the exporter
+// must not pass in CI without having been scraped by the real server.
+func Prometheus(t testing.TB) string {
+	t.Helper()
+	p, err := exec.LookPath("prometheus")
+	if err != nil {
+		SkipUnless(t, PrometheusRequired, "prometheus is not installed (sudo scripts/install-test-deps installs Debian's prometheus)")
+	}
+	return p
+}
+
+// TouchPages maps n fresh anonymous pages, without transparent huge pages,
+// and writes to each: a workload that allocates exactly n pages (numa_hit
+// and the page-fault counters grow by at least n). Helper processes of
+// several packages' tests call it.
+func TouchPages(t testing.TB, n int) {
+	t.Helper()
+	page := os.Getpagesize()
+	mem, err := unix.Mmap(-1, 0, n*page, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = unix.Madvise(mem, unix.MADV_NOHUGEPAGE) // one fault, one allocation per page
+	for i := 0; i < n; i++ {
+		mem[i*page] = 1
+	}
+}
+
+// Get does req and returns the status and body; a request that fails
+// fails t.
+func Get(t testing.TB, req *http.Request) (int, string) {
+	t.Helper()
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatalf("%s %s: reading the body: %v", req.Method, req.URL, err)
+	}
+	return resp.StatusCode, string(b)
 }
 
 // Run runs cmd and returns its stdout, its stderr and its exit status (-1
