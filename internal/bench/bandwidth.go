@@ -32,7 +32,7 @@ var initial = [4]float64{0, 1, 2, 3}
 // first), then Repeat counted ones, in MB/s (10^6 bytes) of the bytes
 // STREAM counts.
 func (p *plan) bandwidth(cpus []int, initiator, target int) (samples []float64, counted uint64, pl []Pair, huge float64, err error) {
-	k := p.opt.Kernel
+	k, isa := p.opt.Kernel, p.isa
 	elems := int(p.bwPerArray / 8)
 	chunk := (elems / len(cpus)) &^ (block - 1)
 	if chunk == 0 {
@@ -79,7 +79,7 @@ func (p *plan) bandwidth(cpus []int, initiator, target int) (samples []float64, 
 			}
 			ready <- nil
 			for range wk.start {
-				wk.sum += k.run(&wk.arrays, wk.n)
+				wk.sum += k.runISA(isa, &wk.arrays, wk.n)
 				done <- struct{}{}
 			}
 		}()

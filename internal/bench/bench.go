@@ -43,6 +43,9 @@ type Options struct {
 	// Threads is the bandwidth threads per initiator; 0: all its CPUs.
 	Threads int
 	Kernel  Kernel
+	// ISA is the instruction set of the bandwidth kernels (--isa);
+	// ISAAuto, the zero value, is the best this CPU has.
+	ISA ISA
 	// Repeat is how many times each pair is measured (after one
 	// uncounted warm-up); at least 1.
 	Repeat int
@@ -142,6 +145,7 @@ type plan struct {
 	line       int
 	bwPerArray uint64
 	bwCPUs     [][]int
+	isa        ISA // resolved: never ISAAuto
 }
 
 // newPlan resolves the options against the topology, checking everything that
@@ -160,6 +164,14 @@ func newPlan(opt Options) (*plan, error) {
 	}
 	p := &plan{opt: opt, skip: map[int]string{}}
 	var err error
+	if p.isa, err = ResolveISA(opt.ISA); err != nil {
+		return nil, err
+	}
+	if opt.Kinds.Bandwidth {
+		if err := CheckKernel(opt.Kernel, p.isa); err != nil {
+			return nil, err
+		}
+	}
 	if p.initiators, err = Initiators(opt.From, topo); err != nil {
 		return nil, err
 	}
@@ -238,6 +250,7 @@ func Run(opt Options) (*Result, error) {
 		cpus = append(cpus, usableCPUs(opt.Topology)[id]...)
 	}
 	res := &Result{Conditions: readConditions(cpus), Skipped: []Skip{}, Notes: []string{}}
+	res.Conditions.KernelISA = p.isa.String()
 	res.Placement.Pairs = []Pair{}
 
 	// NUMA balancing would unmap pages to sample accesses and may migrate

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -25,6 +26,7 @@ type benchConfig struct {
 // benchFlags are bench's flags as given.
 type benchFlags struct {
 	kind, from, to, size, kernel, format, out string
+	isa                                       string
 	threads, repeat                           int
 	noHuge, force                             bool
 }
@@ -39,6 +41,18 @@ func (f benchFlags) parse() (benchConfig, error) {
 	}
 	if c.opt.Kernel, err = bench.ParseKernel(f.kernel); err != nil {
 		return c, err
+	}
+	if c.opt.ISA, err = bench.ParseISA(f.isa); err != nil {
+		return c, err
+	}
+	isa, err := bench.ResolveISA(c.opt.ISA)
+	if err != nil {
+		return c, err
+	}
+	if c.opt.Kinds.Bandwidth {
+		if err := bench.CheckKernel(c.opt.Kernel, isa); err != nil {
+			return c, err
+		}
 	}
 	if f.size != "" {
 		if c.opt.Size, err = bench.ParseSize(f.size); err != nil {
@@ -62,7 +76,7 @@ func (f benchFlags) parse() (benchConfig, error) {
 func newBenchCmd(g *globals) *cobra.Command {
 	var f benchFlags
 	cmd := &cobra.Command{
-		Use:   "bench [--kind latency|bandwidth|all] [--from NODES] [--to NODES] [--size SIZE] [--kernel load|copy|triad] [--format text|json] [-o FILE]",
+		Use:   "bench [--kind latency|bandwidth|all] [--from NODES] [--to NODES] [--size SIZE] [--kernel KERNEL] [--isa ISA] [--format text|json] [-o FILE]",
 		Short: "Measure memory latency and bandwidth from every node with CPUs to every node with memory",
 		Long: `Measure what memory costs on this machine, node to node: the idle latency of a dependent load
 and the bandwidth of a streaming kernel, from every node with CPUs (initiators, rows) to every
@@ -77,8 +91,9 @@ frequency governor, CPU model, virtualisation) are reported with the figures.
 Latency follows a random chain of cache lines (pages and the lines within them shuffled, so no
 prefetcher helps) for the median of --repeat runs. Bandwidth runs a kernel on all the
 initiator's CPUs (--threads fewer), counting bytes by STREAM's rules: best of --repeat after one
-uncounted run. --size is the memory per measurement (default: 4x the last-level cache, at least
-64M per array). See docs/bench.md.`,
+uncounted run. nt-store, copy-nt and triad-nt write with non-temporal stores. The kernels are
+assembly in the widest instruction set the CPU has (--isa picks another). --size is the memory
+per measurement (default: 4x the last-level cache, at least 64M per array). See docs/bench.md.`,
 		Example: `  numascope bench
   numascope bench --kind latency --to 2 --size 256M
   numascope bench --kind bandwidth --kernel triad --format json -o bench.json`,
@@ -132,7 +147,8 @@ uncounted run. --size is the memory per measurement (default: 4x the last-level 
 	fl.StringVar(&f.to, "to", "", "target nodes, with memory (list like 0-3; default: all, CPU-less ones included)")
 	fl.StringVar(&f.size, "size", "", "memory per measurement, e.g. 256M or 1G (default: 4x the last-level cache, at least 64M per array)")
 	fl.IntVar(&f.threads, "threads", 0, "bandwidth threads per initiator, one per core first (default: every CPU of the node)")
-	fl.StringVar(&f.kernel, "kernel", "copy", "bandwidth kernel: load, copy or triad")
+	fl.StringVar(&f.kernel, "kernel", "copy", "bandwidth kernel: "+strings.Join(bench.KernelNames, ", ")+" (-nt and nt-: non-temporal stores)")
+	fl.StringVar(&f.isa, "isa", "auto", "instruction set of the bandwidth kernels: "+strings.Join(bench.ISANames, ", ")+" (auto: the widest this CPU has)")
 	fl.IntVar(&f.repeat, "repeat", bench.DefaultRepeat, "measurements per pair")
 	fl.BoolVar(&f.noHuge, "no-huge-pages", false, "use base pages only (default: transparent huge pages where the kernel gives them)")
 	fl.StringVar(&f.format, "format", "text", "output format: text or json")

@@ -8,7 +8,7 @@ import (
 )
 
 func defaultBenchFlags() benchFlags {
-	return benchFlags{kind: "all", kernel: "copy", format: "text", repeat: bench.DefaultRepeat}
+	return benchFlags{kind: "all", kernel: "copy", isa: "auto", format: "text", repeat: bench.DefaultRepeat}
 }
 
 func TestBenchFlagsParse(t *testing.T) {
@@ -24,13 +24,15 @@ func TestBenchFlagsParse(t *testing.T) {
 		t.Errorf("parsed %+v", c)
 	}
 	bad := map[string]func(*benchFlags){
-		"--kind":    func(f *benchFlags) { f.kind = "speed" },
-		"loaded":    func(f *benchFlags) { f.kind = "loaded" },
-		"--kernel":  func(f *benchFlags) { f.kernel = "scale" },
-		"--size":    func(f *benchFlags) { f.size = "12X" },
-		"--repeat":  func(f *benchFlags) { f.repeat = 0 },
-		"--threads": func(f *benchFlags) { f.threads = -1 },
-		"--format":  func(f *benchFlags) { f.format = "csv" },
+		"--kind":         func(f *benchFlags) { f.kind = "speed" },
+		"loaded":         func(f *benchFlags) { f.kind = "loaded" },
+		"--kernel":       func(f *benchFlags) { f.kernel = "scale" },
+		"--size":         func(f *benchFlags) { f.size = "12X" },
+		"--repeat":       func(f *benchFlags) { f.repeat = 0 },
+		"--threads":      func(f *benchFlags) { f.threads = -1 },
+		"--format":       func(f *benchFlags) { f.format = "csv" },
+		"--isa":          func(f *benchFlags) { f.isa = "avx1024" },
+		"--kernel triad": func(f *benchFlags) { f.kind, f.kernel, f.isa = "bandwidth", "triad-nt", "go" },
 	}
 	for want, mod := range bad {
 		f := defaultBenchFlags()
