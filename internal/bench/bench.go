@@ -131,6 +131,9 @@ type Result struct {
 	Rated      *Rated     `json:"rated"`
 	Conditions Conditions `json:"conditions"`
 	Skipped    []Skip     `json:"skipped"`
+	// Topology is the machine's nodes, distances and tiers, to label
+	// the matrices with (topology.go).
+	Topology *Nodes `json:"topology,omitempty"`
 	// Notes are plain sentences about the run: warnings included.
 	Notes []string `json:"notes"`
 }
@@ -251,6 +254,7 @@ func Run(opt Options) (*Result, error) {
 	}
 	res := &Result{Conditions: readConditions(cpus), Skipped: []Skip{}, Notes: []string{}}
 	res.Conditions.KernelISA = p.isa.String()
+	res.Topology = summarize(opt.Topology)
 	res.Placement.Pairs = []Pair{}
 
 	// NUMA balancing would unmap pages to sample accesses and may migrate

@@ -3,10 +3,13 @@ package bench
 import (
 	"encoding/json"
 	"math"
+	"path/filepath"
+	"reflect"
 	"strconv"
 	"strings"
 	"testing"
 
+	"github.com/numascope/numascope/internal/testutil"
 	"github.com/numascope/numascope/internal/topology"
 )
 
@@ -203,5 +206,31 @@ func TestDescribeClasses(t *testing.T) {
 	gi := &topology.Node{Access: []topology.Access{{Class: 0, Initiators: []int{4}}, {Class: 1, Initiators: []int{0, 1}}}}
 	if got := describeClasses(gi); got != "node 4 in access0, nodes 0-1 in access1" {
 		t.Errorf("a generic initiator in access0: %q", got)
+	}
+}
+
+// TestViewFixturesTierOrder: the bench page's test documents
+// (testdata/bench/view) carry the tier-order check bench computes from
+// their own matrices and tiers, so that the page is tested on what bench
+// writes: 2x3-loaded.json without a contradiction, 2x3-contradicted.json
+// with one (the CPU-less node of the slower tier faster from node 0 than
+// the remote DRAM of the faster tier).
+func TestViewFixturesTierOrder(t *testing.T) {
+	for file, want := range map[string]int{"2x3-loaded.json": 0, "2x3-contradicted.json": 1} {
+		res, err := LoadResult(filepath.Join(testutil.RepoRoot(t), "testdata", "bench", "view", file))
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := checkTiers(res, func(id int) (int, bool) {
+			v := res.Rated.MemoryTiers[strconv.Itoa(id)]
+			if v == nil {
+				return 0, false
+			}
+			return *v, true
+		})
+		if len(got.Contradictions) != want || !reflect.DeepEqual(got, res.Rated.TierOrder) {
+			g, _ := json.Marshal(got)
+			t.Errorf("%s: bench computes tier_order %s; the file has %+v (want %d contradictions)", file, g, res.Rated.TierOrder, want)
+		}
 	}
 }

@@ -466,6 +466,10 @@ export interface RatedMissing {
 export interface TierContradiction {
   kind: string;
   initiator: NodeID;
+  /** the target in the faster tier, which measured worse (faster_tier_node) */
+  faster?: NodeID;
+  /** the target in the slower tier, which measured better (slower_tier_node) */
+  slower?: NodeID;
   text: string;
 }
 
@@ -584,7 +588,7 @@ function asRated(v: unknown): BenchRated {
       contradictions: J.list(to.contradictions, (c) => {
         if (!J.isObj(c)) return undefined;
         const initiator = nodeID(c.initiator);
-        return initiator === undefined ? undefined : { kind: J.strOr(c.kind, ""), initiator, text: J.strOr(c.text, "") };
+        return initiator === undefined ? undefined : { kind: J.strOr(c.kind, ""), initiator, faster: nodeID(c.faster_tier_node), slower: nodeID(c.slower_tier_node), text: J.strOr(c.text, "") };
       }),
     },
   };

@@ -110,6 +110,9 @@ test("view bench.json: both heatmaps, reasons, spread, rated, distances, tiers, 
   assert.equal(await fact("virtualisation"), "none seen (bare metal)");
   assert.equal(await fact("rated (HMAT)"), "read latency for 5 pairs, read bandwidth for 5; 1 pair without (hover a cell for why)");
   assert.equal(await fact("tier order"), "as measured: no contradiction");
+  // No contradiction, so no cell is marked.
+  assert.equal(await page.locator("#bench td.cell.contradicted, #bench td.cell .contra").count(), 0);
+  assert.doesNotMatch(await page.textContent("#bench .bgrid"), /red frame/);
   assert.deepEqual(await page.locator("#bench ul.notes li").allTextContents(), doc.notes);
   assert.equal(await page.locator("#bench table.skipped tbody tr").count(), doc.skipped.length);
 
@@ -159,6 +162,56 @@ test("a bench document from disk without topology, rated values or loaded: what 
   assert.equal(await page.locator("#bench .loaded-plot").count(), 0);
 });
 
+test("a contradiction of the tier order marks its two cells, with its sentence as text", async (t) => {
+  // 2x3-contradicted.json: from node 0, the CPU-less node 2 (tier 22) measured faster than
+  // node 1 (tier 4) beyond the spread; its tier_order is what bench computes
+  // (TestViewFixturesTierOrder). A copy with markup in the sentence, opened from disk.
+  const src = JSON.parse(readFileSync(join(repo, "testdata/bench/view/2x3-contradicted.json"), "utf8"));
+  const contra = src.rated.tier_order.contradictions;
+  assert.equal(contra.length, 1);
+  const hostile = `${contra[0].text} <img src=x onerror="window.__pwned=1"><b>bold</b>`;
+  const copy = structuredClone(src);
+  copy.rated.tier_order.contradictions[0].text = hostile;
+  const file = join(tempDir(t), "bench.json");
+  writeFileSync(file, JSON.stringify(copy));
+  const page = await browser(t);
+  await page.goto(dist);
+  await page.setInputFiles("#file", file);
+  await page.waitForSelector("#bench table.bmatrix");
+
+  const marked = (kind) =>
+    page.$$eval(`#bench table.bmatrix[data-kind=${kind}] td.cell.contradicted`, (tds) =>
+      tds.map((td) => ({ row: td.dataset.row, col: td.dataset.col, role: td.dataset.contradiction, label: td.querySelector(".contra")?.textContent, title: td.title })),
+    );
+  const lat = await marked("latency");
+  const c = contra[0];
+  assert.deepEqual(
+    lat.map(({ row, col, role, label }) => ({ row, col, role, label })),
+    [
+      { row: String(c.initiator), col: String(c.faster_tier_node), role: "faster", label: "⚠ fast tier lost" },
+      { row: String(c.initiator), col: String(c.slower_tier_node), role: "slower", label: "⚠ slow tier won" },
+    ],
+  );
+  for (const m of lat) assert.ok(m.title.includes(`tier order contradicted (`) && m.title.endsWith(hostile), m.title);
+  // Only those two: the other cells, and the bandwidth matrix (no contradiction there), are unmarked.
+  assert.equal(await page.locator("#bench td.cell.contradicted").count(), 2);
+  assert.equal(await page.locator("#bench td.cell .contra").count(), 2);
+  assert.deepEqual(await marked("bandwidth"), []);
+  const frame = await page.$eval(`#bench table.bmatrix[data-kind=latency] td.cell.contradicted`, (td) => getComputedStyle(td).boxShadow);
+  assert.match(frame, /rgb\(220, 38, 38\).*inset|inset.*rgb\(220, 38, 38\)/, "a red frame");
+  assert.match(await page.textContent("#bench figure[data-kind=latency] .small"), /red frame: the pair contradicts the kernel's memory-tier order/);
+  assert.doesNotMatch(await page.textContent("#bench figure[data-kind=bandwidth] .small"), /red frame/);
+  // docs/bench.md shows the marked heatmap (before the hover puts the sentence under it).
+  if (process.env.NUMASCOPE_DOCS_IMG) await page.locator("#bench figure[data-kind=latency]").screenshot({ path: join(repo, "docs/img/bench-contradiction.png") });
+  // Hovering says it in words under the heatmap; the run panel lists it; all as text.
+  await page.hover(`#bench table.bmatrix[data-kind=latency] td.cell[data-row="${c.initiator}"][data-col="${c.slower_tier_node}"]`);
+  assert.ok((await page.textContent("#bench figure[data-kind=latency] .bdetail")).includes(`this slower-tier node measured better than node ${c.faster_tier_node}): ${hostile}`));
+  assert.equal(await page.textContent('#bench dd[data-fact="tier order"]'), "contradicted by 1 measurement (below)");
+  assert.deepEqual(await page.locator("#bench ul.contradictions li").allTextContents(), [hostile]);
+  assert.equal(await page.locator("#bench img, #bench b").count(), 0, "the sentence's markup became elements");
+  assert.equal(await page.evaluate(() => window.__pwned), undefined);
+});
+
 test("view on what numascope bench writes here: the heatmaps have its shape and values", async (t) => {
   const dir = tempDir(t);
   const file = join(dir, "bench.json");
@@ -168,7 +221,19 @@ test("view on what numascope bench writes here: the heatmaps have its shape and 
   const page = await browser(t);
   await page.goto(url);
   await page.waitForSelector("#bench table.bmatrix");
-  for (const [kind, key] of Object.entries(KINDS)) await checkShape(page, kind, real[key]);
+  for (const [kind, key] of Object.entries(KINDS)) {
+    const m = real[key];
+    const got = await checkShape(page, kind, m);
+    // bench writes the topology: every cell has its SLIT distance, as sysfs gives it.
+    m.initiators.forEach((i, r) =>
+      m.targets.forEach((tg, c) => {
+        const d = real.topology.nodes.find((n) => n.id === i).distances[String(tg)];
+        assert.equal(got[r * m.targets.length + c].dist, `d ${d}`, `${kind} ${i} -> ${tg}`);
+      }),
+    );
+  }
+  const ids = real.topology.nodes.map((n) => n.id);
+  assert.deepEqual(real.topology.distances, real.topology.nodes.map((a) => ids.map((b) => a.distances[String(b)] ?? null)));
   assert.equal(await page.textContent('#bench dd[data-fact="THP"]'), real.conditions.thp || "–");
   assert.match(await page.textContent("#bench .bloaded"), /does not measure loaded latency yet/);
 });
