@@ -735,7 +735,7 @@ func TestBench(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &doc); err != nil {
 		t.Fatalf("bench JSON: %v\n%s", err, out)
 	}
-	for _, k := range []string{"latency_ns", "bandwidth_mbs", "placement", "rated", "conditions", "skipped", "notes"} {
+	for _, k := range []string{"latency_ns", "bandwidth_mbs", "placement", "rated", "conditions", "skipped", "notes", "topology"} {
 		if _, ok := doc[k]; !ok {
 			t.Errorf("no %q key", k)
 		}
@@ -774,7 +774,9 @@ func TestBench(t *testing.T) {
 		"--to 99":                     "node 99 does not exist",
 		"--kind loaded":               "not written yet",
 		"--size 12X":                  "not a size",
-		"--kernel nt-store":           "unknown kernel",
+		"--kernel nt_store":           "unknown kernel",
+		"--kernel nt-store --isa go":  "use --kernel store",
+		"--isa avx1024":               "unknown instruction set",
 		"--size 1T":                   "free; --size needs",
 		"--format json -o " + outFile: "already exists; use --force",
 	} {
