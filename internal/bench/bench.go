@@ -8,9 +8,10 @@
 // where its pages really landed is then asked of the kernel (move_pages)
 // and reported, so a figure is never silently about the wrong node. The
 // inner loops are as fast as C's: a pointer chase the compiler turns into
-// one dependent MOVQ per load, and bandwidth kernels in assembly (AVX2 or
-// SSE2 on amd64) with a portable Go fallback. docs/bench.md says what is
-// measured and how; docs/performance.md compares it with C.
+// one dependent MOVQ per load, and bandwidth kernels in assembly (AVX-512,
+// AVX2 or SSE2 on amd64, non-temporal stores included) with a portable Go
+// fallback. docs/bench.md says what is measured and how;
+// docs/performance.md compares it with C.
 package bench
 
 import (

@@ -90,7 +90,8 @@ func (k Kernel) Arrays() int {
 func (k Kernel) BytesPerElement() int { return 8 * k.Arrays() }
 
 // block is how many elements the assembly kernels take per turn of their
-// loop (four 32-byte registers); the Go code does the rest.
+// loop (128 bytes: two ZMM, four YMM or eight XMM registers); the Go code
+// does the rest.
 const block = 16
 
 // ntAlign is the alignment of the destination of a non-temporal store:
