@@ -6,13 +6,14 @@ import (
 	"strings"
 )
 
-// ISA is an instruction set the bandwidth kernels are written in. The
-// best one the CPU and the kernel support is chosen by CPUID at run time
-// (BestISA); --isa picks another, to compare them on one machine.
+// ISA is an instruction set the bandwidth kernels are written in. Which
+// of them the CPU and the kernel support is asked of CPUID at run time
+// (Supported); DefaultISA is the one used unless --isa picks another, to
+// compare them on one machine.
 type ISA int
 
 // The instruction sets, from the portable Go loops up. ISAAuto, the zero
-// value, stands for BestISA.
+// value, stands for DefaultISA.
 const (
 	ISAAuto ISA = iota
 	// ISAGo is the portable Go loops: every architecture, no
@@ -54,16 +55,20 @@ func ParseISA(s string) (ISA, error) {
 }
 
 // KernelISA names the instructions the bandwidth kernels use by default.
-func KernelISA() string { return BestISA().String() }
+func KernelISA() string { return DefaultISA().String() }
 
-// ResolveISA turns ISAAuto into BestISA and refuses an instruction set
+// ResolveISA turns ISAAuto into DefaultISA and refuses an instruction set
 // this CPU (or this build) lacks, naming what to use instead.
 func ResolveISA(i ISA) (ISA, error) {
 	if i == ISAAuto {
-		return BestISA(), nil
+		return DefaultISA(), nil
 	}
 	if !Supported(i) {
-		return 0, fmt.Errorf("--isa %s: %s; use --isa %s (the best this machine has) or leave --isa out", i, whyUnsupported(i), BestISA())
+		var has []string
+		for _, x := range SupportedISAs() {
+			has = append(has, x.String())
+		}
+		return 0, fmt.Errorf("--isa %s: %s; use --isa %s (this machine runs %s) or leave --isa out (%s)", i, whyUnsupported(i), has[len(has)-1], strings.Join(has, ", "), DefaultISA())
 	}
 	return i, nil
 }
@@ -76,7 +81,7 @@ func CheckKernel(k Kernel, isa ISA) error {
 		return nil
 	}
 	if Supported(ISASSE2) {
-		return fmt.Errorf("--kernel %s needs non-temporal stores, which the portable go kernels lack: leave --isa out (%s here) or use --kernel %s", k, BestISA(), k.Temporal())
+		return fmt.Errorf("--kernel %s needs non-temporal stores, which the portable go kernels lack: leave --isa out (%s here) or use --kernel %s", k, DefaultISA(), k.Temporal())
 	}
 	return fmt.Errorf("--kernel %s needs non-temporal stores, which numascope writes in amd64 assembly only (this is %s): use --kernel %s", k, runtime.GOARCH, k.Temporal())
 }

@@ -101,7 +101,7 @@ const ntAlign = 64
 // run runs kernel k over the first n elements of the arrays (a[0] is
 // written by the store kernels, copy and triad, the others read) in the
 // best instruction set, and returns load's sum (0 for the others).
-func (k Kernel) run(a *[4][]float64, n int) float64 { return k.runISA(BestISA(), a, n) }
+func (k Kernel) run(a *[4][]float64, n int) float64 { return k.runISA(DefaultISA(), a, n) }
 
 // runISA is run in the instruction set isa, which must be Supported. It
 // allocates nothing. The assembly takes whole blocks; the Go loops do the

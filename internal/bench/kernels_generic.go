@@ -8,8 +8,8 @@ package bench
 // Supported says whether this CPU runs the kernels in isa.
 func Supported(isa ISA) bool { return isa == ISAGo }
 
-// BestISA is the widest instruction set this CPU supports.
-func BestISA() ISA { return ISAGo }
+// DefaultISA is the instruction set used when --isa is left out.
+func DefaultISA() ISA { return ISAGo }
 
 func whyUnsupported(ISA) string {
 	return "numascope's assembly kernels are written for amd64 only"

@@ -92,7 +92,7 @@ Latency follows a random chain of cache lines (pages and the lines within them s
 prefetcher helps) for the median of --repeat runs. Bandwidth runs a kernel on all the
 initiator's CPUs (--threads fewer), counting bytes by STREAM's rules: best of --repeat after one
 uncounted run. nt-store, copy-nt and triad-nt write with non-temporal stores. The kernels are
-assembly in the widest instruction set the CPU has (--isa picks another). --size is the memory
+assembly, AVX2 where the CPU has it (--isa avx512 or sse2 picks another). --size is the memory
 per measurement (default: 4x the last-level cache, at least 64M per array). See docs/bench.md.`,
 		Example: `  numascope bench
   numascope bench --kind latency --to 2 --size 256M
@@ -148,7 +148,7 @@ per measurement (default: 4x the last-level cache, at least 64M per array). See 
 	fl.StringVar(&f.size, "size", "", "memory per measurement, e.g. 256M or 1G (default: 4x the last-level cache, at least 64M per array)")
 	fl.IntVar(&f.threads, "threads", 0, "bandwidth threads per initiator, one per core first (default: every CPU of the node)")
 	fl.StringVar(&f.kernel, "kernel", "copy", "bandwidth kernel: "+strings.Join(bench.KernelNames, ", ")+" (-nt and nt-: non-temporal stores)")
-	fl.StringVar(&f.isa, "isa", "auto", "instruction set of the bandwidth kernels: "+strings.Join(bench.ISANames, ", ")+" (auto: the widest this CPU has)")
+	fl.StringVar(&f.isa, "isa", "auto", "instruction set of the bandwidth kernels: "+strings.Join(bench.ISANames, ", ")+" (auto: avx2 where the CPU has it, else sse2; go elsewhere)")
 	fl.IntVar(&f.repeat, "repeat", bench.DefaultRepeat, "measurements per pair")
 	fl.BoolVar(&f.noHuge, "no-huge-pages", false, "use base pages only (default: transparent huge pages where the kernel gives them)")
 	fl.StringVar(&f.format, "format", "text", "output format: text or json")
