@@ -740,7 +740,7 @@ func TestBench(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &doc); err != nil {
 		t.Fatalf("bench JSON: %v\n%s", err, out)
 	}
-	for _, k := range []string{"latency_ns", "bandwidth_mbs", "peak_injection_mbs", "loaded", "placement", "rated", "conditions", "skipped", "notes"} {
+	for _, k := range []string{"latency_ns", "bandwidth_mbs", "peak_injection_mbs", "loaded", "placement", "rated", "conditions", "skipped", "notes", "topology"} {
 		if _, ok := doc[k]; !ok {
 			t.Errorf("no %q key", k)
 		}
@@ -780,7 +780,9 @@ func TestBench(t *testing.T) {
 		"--mix 3-1":                   "want reads:writes",
 		"--mix 1:1 --kernel copy":     "give one of them",
 		"--size 12X":                  "not a size",
-		"--kernel nt-store":           "unknown kernel",
+		"--kernel nt_store":           "unknown kernel",
+		"--kernel nt-store --isa go":  "use --kernel store",
+		"--isa avx1024":               "unknown instruction set",
 		"--size 1T":                   "free; --size needs",
 		"--format json -o " + outFile: "already exists; use --force",
 	} {

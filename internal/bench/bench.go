@@ -8,9 +8,10 @@
 // where its pages really landed is then asked of the kernel (move_pages)
 // and reported, so a figure is never silently about the wrong node. The
 // inner loops are as fast as C's: a pointer chase the compiler turns into
-// one dependent MOVQ per load, and bandwidth kernels in assembly (AVX2 or
-// SSE2 on amd64) with a portable Go fallback. docs/bench.md says what is
-// measured and how; docs/performance.md compares it with C.
+// one dependent MOVQ per load, and bandwidth kernels in assembly (AVX-512,
+// AVX2 or SSE2 on amd64, non-temporal stores included) with a portable Go
+// fallback. docs/bench.md says what is measured and how;
+// docs/performance.md compares it with C.
 package bench
 
 import (
@@ -45,6 +46,9 @@ type Options struct {
 	Kernel  Kernel
 	// Mix, when not nil, replaces Kernel with a read:write mix (--mix).
 	Mix *Mix
+	// ISA is the instruction set of the bandwidth kernels (--isa);
+	// ISAAuto, the zero value, is the best this CPU has.
+	ISA ISA
 	// Repeat is how many times each pair is measured (after one
 	// uncounted warm-up); at least 1.
 	Repeat int
@@ -136,6 +140,9 @@ type Result struct {
 	Rated         *Rated     `json:"rated"`
 	Conditions    Conditions `json:"conditions"`
 	Skipped       []Skip     `json:"skipped"`
+	// Topology is the machine's nodes, distances and tiers, to label
+	// the matrices with (topology.go).
+	Topology *Nodes `json:"topology,omitempty"`
 	// Notes are plain sentences about the run: warnings included.
 	Notes []string `json:"notes"`
 }
@@ -154,6 +161,7 @@ type plan struct {
 	stream stream
 	// turnsPerNS is the injectors' spin rate, calibrated once.
 	turnsPerNS float64
+	isa        ISA // resolved: never ISAAuto
 }
 
 // newPlan resolves the options against the topology, checking everything that
@@ -172,6 +180,15 @@ func newPlan(opt Options) (*plan, error) {
 	}
 	p := &plan{opt: opt, skip: map[int]string{}, stream: stream{kernel: opt.Kernel, mix: opt.Mix}}
 	var err error
+	if p.isa, err = ResolveISA(opt.ISA); err != nil {
+		return nil, err
+	}
+	p.stream.isa = p.isa
+	if (opt.Kinds.Bandwidth || opt.Kinds.Loaded) && opt.Mix == nil {
+		if err := CheckKernel(opt.Kernel, p.isa); err != nil {
+			return nil, err
+		}
+	}
 	if p.initiators, err = Initiators(opt.From, topo); err != nil {
 		return nil, err
 	}
@@ -254,6 +271,8 @@ func Run(opt Options) (*Result, error) {
 		cpus = append(cpus, usableCPUs(opt.Topology)[id]...)
 	}
 	res := &Result{Conditions: readConditions(cpus), Skipped: []Skip{}, Notes: []string{}}
+	res.Conditions.KernelISA = p.isa.String()
+	res.Topology = summarize(opt.Topology)
 	res.Placement.Pairs = []Pair{}
 
 	// NUMA balancing would unmap pages to sample accesses and may migrate

@@ -28,7 +28,7 @@ func liveTopology(t *testing.T) *topology.Topology {
 func TestRunLive(t *testing.T) {
 	topo := liveTopology(t)
 	var progress []string
-	for _, k := range []Kernel{Load, Copy, Triad} {
+	for k := range Kernel(len(KernelNames)) {
 		// Latency once (with load): it does not depend on the kernel, and
 		// its 2^21 loads per repeat add up on a machine with many nodes.
 		res, err := Run(Options{Topology: topo, Kinds: Kinds{Latency: k == Load, Bandwidth: true}, Kernel: k, Size: 6 << 20, Repeat: 2,

@@ -3,6 +3,7 @@ package bench
 import (
 	"fmt"
 	"strings"
+	"unsafe"
 )
 
 // Kernel is a bandwidth kernel, as likwid-bench defines it, on float64
@@ -19,10 +20,42 @@ const (
 	Copy
 	// Triad is likwid-bench's triad: A[i] = B[i] + C[i]*D[i]. 32 bytes.
 	Triad
+	// Store writes one array: A[i] = s (likwid-bench's store). 8 bytes.
+	Store
+	// NTStore is Store with non-temporal (streaming) stores, which go to
+	// memory without reading the line first (likwid-bench's store_mem).
+	// 8 bytes.
+	NTStore
+	// CopyNT is Copy with non-temporal stores (likwid-bench's copy_mem).
+	// 16 bytes.
+	CopyNT
+	// TriadNT is Triad with non-temporal stores (likwid-bench's
+	// triad_mem). 32 bytes.
+	TriadNT
 )
 
-// KernelNames are the kernels' names, in --kernel syntax.
-var KernelNames = []string{"load", "copy", "triad"}
+// KernelNames are the kernels' names, in --kernel syntax: every kernel
+// there is, whatever this CPU runs (CheckKernel says that).
+var KernelNames = []string{"load", "copy", "triad", "store", "nt-store", "copy-nt", "triad-nt"}
+
+// storeValue is what the store kernels write.
+const storeValue = 1.0
+
+// NonTemporal says whether the kernel writes with non-temporal stores.
+func (k Kernel) NonTemporal() bool { return k == NTStore || k == CopyNT || k == TriadNT }
+
+// Temporal is the kernel that does the same with ordinary stores.
+func (k Kernel) Temporal() Kernel {
+	switch k {
+	case NTStore:
+		return Store
+	case CopyNT:
+		return Copy
+	case TriadNT:
+		return Triad
+	}
+	return k
+}
 
 func (k Kernel) String() string {
 	if int(k) < len(KernelNames) {
@@ -38,15 +71,15 @@ func ParseKernel(s string) (Kernel, error) {
 			return Kernel(i), nil
 		}
 	}
-	return 0, fmt.Errorf("--kernel %q: unknown kernel; want one of %s (nt-store is not written yet)", s, strings.Join(KernelNames, ", "))
+	return 0, fmt.Errorf("--kernel %q: unknown kernel; want one of %s", s, strings.Join(KernelNames, ", "))
 }
 
 // Arrays is how many arrays the kernel streams over.
 func (k Kernel) Arrays() int {
 	switch k {
-	case Copy:
+	case Copy, CopyNT:
 		return 2
-	case Triad:
+	case Triad, TriadNT:
 		return 4
 	}
 	return 1
@@ -57,33 +90,69 @@ func (k Kernel) Arrays() int {
 func (k Kernel) BytesPerElement() int { return 8 * k.Arrays() }
 
 // block is how many elements the assembly kernels take per turn of their
-// loop (four 32-byte registers); the Go code does the rest.
+// loop (128 bytes: two ZMM, four YMM or eight XMM registers); the Go code
+// does the rest.
 const block = 16
 
+// ntAlign is the alignment of the destination of a non-temporal store:
+// MOVNTPD needs 16 bytes, VMOVNTPD 32 (YMM) or 64 (ZMM). 64 serves all.
+const ntAlign = 64
+
 // run runs kernel k over the first n elements of the arrays (a[0] is
-// written by copy and triad, the others read) and returns load's sum (0
-// for the others). It allocates nothing.
-func (k Kernel) run(a *[4][]float64, n int) float64 {
-	m := n &^ (block - 1)
+// written by the store kernels, copy and triad, the others read) in the
+// best instruction set, and returns load's sum (0 for the others).
+func (k Kernel) run(a *[4][]float64, n int) float64 { return k.runISA(DefaultISA(), a, n) }
+
+// runISA is run in the instruction set isa, which must be Supported. It
+// allocates nothing. The assembly takes whole blocks; the Go loops do the
+// rest: the tail, and, for a non-temporal kernel, the head before the
+// destination is aligned for its streaming stores (the bench's arrays are
+// aligned already: only the tests' odd slices have a head).
+func (k Kernel) runISA(isa ISA, a *[4][]float64, n int) float64 {
+	h := 0
+	if k.NonTemporal() && n > 0 && isa != ISAGo {
+		h = min(n, int((ntAlign-uintptr(unsafe.Pointer(&a[0][0]))%ntAlign)%ntAlign/8))
+	}
+	m := h + (n-h)&^(block-1)
+	s := k.goRange(a, 0, h)
+	if m > h {
+		if isa == ISAGo {
+			s += k.goRange(a, h, m)
+		} else {
+			s += blocks(isa, k, a, h, m)
+		}
+	}
+	return s + k.goRange(a, m, n)
+}
+
+// goRange runs the portable kernel over elements lo to hi (ordinary
+// stores for the non-temporal kernels: Go has no streaming store).
+func (k Kernel) goRange(a *[4][]float64, lo, hi int) float64 {
+	if hi <= lo {
+		return 0
+	}
 	switch k {
 	case Load:
-		s := 0.0
-		if m > 0 {
-			s = loadBlocks(a[0][:m])
-		}
-		return s + loadGo(a[0][m:n])
-	case Copy:
-		if m > 0 {
-			copyBlocks(a[0][:m], a[1][:m])
-		}
-		copyGo(a[0][m:n], a[1][m:n])
-	case Triad:
-		if m > 0 {
-			triadBlocks(a[0][:m], a[1][:m], a[2][:m], a[3][:m])
-		}
-		triadGo(a[0][m:n], a[1][m:n], a[2][m:n], a[3][m:n])
+		return loadGo(a[0][lo:hi])
+	case Store, NTStore:
+		storeGo(a[0][lo:hi], storeValue)
+	case Copy, CopyNT:
+		copyGo(a[0][lo:hi], a[1][lo:hi])
+	case Triad, TriadNT:
+		triadGo(a[0][lo:hi], a[1][lo:hi], a[2][lo:hi], a[3][lo:hi])
 	}
 	return 0
+}
+
+// ptrs checks that each of the kernel's arrays holds elements lo to hi
+// and returns a pointer to element lo of each (nil past its arrays): the
+// assembly is given only what the bounds check passed.
+func (k Kernel) ptrs(a *[4][]float64, lo, hi int) (p [4]*float64) {
+	for i := range k.Arrays() {
+		_ = a[i][lo:hi][hi-lo-1]
+		p[i] = &a[i][lo]
+	}
+	return p
 }
 
 // The portable kernels, for other architectures and for the tails.
@@ -103,6 +172,12 @@ func loadGo(a []float64) float64 {
 		s0 += a[i]
 	}
 	return (s0 + s1) + (s2 + s3)
+}
+
+func storeGo(a []float64, v float64) {
+	for i := range a {
+		a[i] = v
+	}
 }
 
 func copyGo(dst, src []float64) {

@@ -2,11 +2,17 @@
 
 package bench
 
-// Without assembly the blocks are the portable kernels.
+// Without assembly only the portable kernels run; the non-temporal ones
+// cannot (CheckKernel).
 
-// KernelISA names the instructions the bandwidth kernels use.
-func KernelISA() string { return "go" }
+// Supported says whether this CPU runs the kernels in isa.
+func Supported(isa ISA) bool { return isa == ISAGo }
 
-func loadBlocks(a []float64) float64   { return loadGo(a) }
-func copyBlocks(dst, src []float64)    { copyGo(dst, src) }
-func triadBlocks(a, b, c, d []float64) { triadGo(a, b, c, d) }
+// DefaultISA is the instruction set used when --isa is left out.
+func DefaultISA() ISA { return ISAGo }
+
+func whyUnsupported(ISA) string {
+	return "numascope's assembly kernels are written for amd64 only"
+}
+
+func blocks(_ ISA, k Kernel, a *[4][]float64, lo, hi int) float64 { return k.goRange(a, lo, hi) }

@@ -87,6 +87,9 @@ func mixGo(a []float64, reads, writes int) float64 {
 type stream struct {
 	kernel Kernel
 	mix    *Mix
+	// isa is the kernel's instruction set (ISAAuto: the default); a mix
+	// picks its own (AVX2, else SSE2).
+	isa ISA
 }
 
 // Name is the kernel's name, "mix" for a read:write mix.
@@ -138,5 +141,8 @@ func (s stream) run(a *[4][]float64, n int) float64 {
 	if s.mix != nil {
 		return s.mix.run(a[0], n)
 	}
-	return s.kernel.run(a, n)
+	if s.isa == ISAAuto {
+		return s.kernel.run(a, n)
+	}
+	return s.kernel.runISA(s.isa, a, n)
 }

@@ -39,6 +39,52 @@ type Rated struct {
 	// its kernel memory_tierN, null when no tier lists it.
 	MemoryTiers map[string]*int `json:"memory_tiers"`
 	TierOrder   TierOrder       `json:"tier_order"`
+	// RatedOrder is the same check against the HMAT values themselves:
+	// seen from one initiator, a target rated better should not measure
+	// worse.
+	RatedOrder RatedOrder `json:"rated_order"`
+}
+
+// OrderCheck is the check of an order the targets are expected in (the
+// kernel's memory tiers', the HMAT ratings') against the measured figures.
+type OrderCheck[C any] struct {
+	// Checked is false when there was nothing to check; Why says why.
+	Checked bool   `json:"checked"`
+	Why     string `json:"why,omitempty"`
+	// Contradictions are the pairs of targets, seen from one initiator,
+	// where the target expected worse measured better than the one
+	// expected better, by more than the spread of the repeats.
+	Contradictions []C `json:"contradictions"`
+}
+
+// TierOrder checks the kernel's tier order: a node of a faster tier is
+// expected better.
+type TierOrder = OrderCheck[Contradiction]
+
+// RatedOrder checks the order of the rated values: a target rated better
+// is expected better (not checked when no initiator has ratings for two
+// measured targets).
+type RatedOrder = OrderCheck[RatedContradiction]
+
+// RatedContradiction is one measured inversion of the rated order: the
+// latency matrix against the rated read latency, the bandwidth matrix
+// against the rated read bandwidth.
+type RatedContradiction struct {
+	Kind      string `json:"kind"` // "latency" or "bandwidth"
+	Initiator int    `json:"initiator"`
+	// Better is the target rated better, Worse the one rated worse that
+	// measured better.
+	Better      int     `json:"rated_better_node"`
+	Worse       int     `json:"rated_worse_node"`
+	BetterRated float64 `json:"rated_better_value"`
+	WorseRated  float64 `json:"rated_worse_value"`
+	// The measured figures of both, with min and max over the repeats.
+	BetterMeasured float64    `json:"rated_better_measured"`
+	WorseMeasured  float64    `json:"rated_worse_measured"`
+	BetterRange    [2]float64 `json:"rated_better_range"`
+	WorseRange     [2]float64 `json:"rated_worse_range"`
+	// Text says it in one sentence.
+	Text string `json:"text"`
 }
 
 // RatedMissing is a pair without rated values.
@@ -46,18 +92,6 @@ type RatedMissing struct {
 	Initiator int    `json:"initiator"`
 	Target    int    `json:"target"`
 	Reason    string `json:"reason"`
-}
-
-// TierOrder is the check of the kernel's tier order against the measured
-// figures.
-type TierOrder struct {
-	// Checked is false when there was nothing to check; Why says why.
-	Checked bool   `json:"checked"`
-	Why     string `json:"why,omitempty"`
-	// Contradictions are the pairs of targets, seen from one initiator,
-	// where the node in the slower tier measured better than the node in
-	// the faster tier by more than the spread of the repeats.
-	Contradictions []Contradiction `json:"contradictions"`
 }
 
 // Contradiction is one measured inversion of the tier order.
@@ -92,9 +126,11 @@ func Rate(topo *topology.Topology, res *Result) *Rated {
 	if m == nil {
 		m = res.PeakInjection // --kind loaded: the same pairs
 	}
-	r := &Rated{Missing: []RatedMissing{}, MemoryTiers: map[string]*int{}, TierOrder: TierOrder{Contradictions: []Contradiction{}}}
+	r := &Rated{Missing: []RatedMissing{}, MemoryTiers: map[string]*int{}, TierOrder: TierOrder{Contradictions: []Contradiction{}},
+		RatedOrder: RatedOrder{Contradictions: []RatedContradiction{}}}
 	if m == nil {
 		r.NotReported = "nothing was measured"
+		r.RatedOrder.Why = r.NotReported
 		return r
 	}
 	r.Initiators, r.Targets = m.Initiators, m.Targets
@@ -157,6 +193,7 @@ func Rate(topo *topology.Topology, res *Result) *Rated {
 		r.NotReported = "the kernel reports no HMAT values on this machine (no nodeN/access0 or access1 in sysfs): the firmware has no HMAT table, or, in a VM, the hypervisor gives none"
 	}
 	r.TierOrder = checkTiers(res, tierOf(topo))
+	r.RatedOrder = checkRatedOrder(res, r)
 	return r
 }
 
@@ -255,56 +292,119 @@ func checkTiers(res *Result, tier func(int) (int, bool)) TierOrder {
 	return out
 }
 
-// contradictions finds the inversions in one matrix. Latency is better
-// lower, bandwidth higher.
-func contradictions(m *Matrix, kind string, tier func(int) (int, bool)) []Contradiction {
-	var out []Contradiction
-	lowerBetter := kind == "latency"
-	unit, prec := "MB/s", 0
-	if lowerBetter {
-		unit, prec = "ns", 1
-	}
-	f := func(v float64) string { return strconv.FormatFloat(v, 'f', prec, 64) }
-	for r, i := range m.Initiators {
-		for a, ta := range m.Targets {
-			tierA, okA := tier(ta)
-			if !okA || m.Matrix[r][a] == nil || m.Min[r][a] == nil || m.Max[r][a] == nil {
+// inversions calls found for each pair of targets a and b, seen from the
+// initiator of row r, that expect(r, a, b) says should measure a better
+// than b but where b measured better beyond the spread of the repeats:
+// its worst repeat beat a's best. Latency is better lower, bandwidth
+// higher; pairs not measured are never compared.
+func inversions(m *Matrix, lowerBetter bool, expect func(r, a, b int) bool, found func(r, a, b int, aRange, bRange [2]float64)) {
+	for r := range m.Initiators {
+		for a := range m.Targets {
+			if m.Matrix[r][a] == nil || m.Min[r][a] == nil || m.Max[r][a] == nil {
 				continue
 			}
-			for b, tb := range m.Targets {
-				tierB, okB := tier(tb)
-				if !okB || tierA >= tierB || m.Matrix[r][b] == nil || m.Min[r][b] == nil || m.Max[r][b] == nil {
+			for b := range m.Targets {
+				if a == b || m.Matrix[r][b] == nil || m.Min[r][b] == nil || m.Max[r][b] == nil || !expect(r, a, b) {
 					continue
 				}
-				// ta is in the faster tier.
-				fastLo, fastHi := *m.Min[r][a], *m.Max[r][a]
-				slowLo, slowHi := *m.Min[r][b], *m.Max[r][b]
-				inverted := false
-				if lowerBetter {
-					inverted = slowHi < fastLo
-				} else {
-					inverted = slowLo > fastHi
+				aRange := [2]float64{*m.Min[r][a], *m.Max[r][a]}
+				bRange := [2]float64{*m.Min[r][b], *m.Max[r][b]}
+				if lowerBetter && bRange[1] < aRange[0] || !lowerBetter && bRange[0] > aRange[1] {
+					found(r, a, b, aRange, bRange)
 				}
-				if !inverted {
-					continue
-				}
-				better := "was faster"
-				if !lowerBetter {
-					better = "gave more bandwidth"
-				}
-				c := Contradiction{
-					Kind: kind, Initiator: i,
-					Faster: ta, FasterTier: tierA, Slower: tb, SlowerTier: tierB,
-					FasterValue: *m.Matrix[r][a], SlowerValue: *m.Matrix[r][b],
-					FasterRange: [2]float64{fastLo, fastHi}, SlowerRange: [2]float64{slowLo, slowHi},
-				}
-				c.Text = fmt.Sprintf("%s from node %d: node %d (memory_tier%d, slower tier) measured %s %s (%s-%s), node %d (memory_tier%d, faster tier) %s %s (%s-%s): the slower tier %s, beyond the spread of the repeats",
-					kind, i, tb, tierB, f(c.SlowerValue), unit, f(slowLo), f(slowHi), ta, tierA, f(c.FasterValue), unit, f(fastLo), f(fastHi), better)
-				out = append(out, c)
 			}
 		}
 	}
+}
+
+// units formats a kind's figures: its unit and a value's precision.
+func units(kind string) (unit string, f func(float64) string) {
+	unit, prec := "MB/s", 0
+	if kind == "latency" {
+		unit, prec = "ns", 1
+	}
+	return unit, func(v float64) string { return strconv.FormatFloat(v, 'f', prec, 64) }
+}
+
+// contradictions finds the inversions of the tier order in one matrix.
+func contradictions(m *Matrix, kind string, tier func(int) (int, bool)) []Contradiction {
+	var out []Contradiction
+	unit, f := units(kind)
+	better := "was faster"
+	if kind != "latency" {
+		better = "gave more bandwidth"
+	}
+	expect := func(_, a, b int) bool {
+		ta, okA := tier(m.Targets[a])
+		tb, okB := tier(m.Targets[b])
+		return okA && okB && ta < tb
+	}
+	inversions(m, kind == "latency", expect, func(r, a, b int, fast, slow [2]float64) {
+		i, ta, tb := m.Initiators[r], m.Targets[a], m.Targets[b]
+		tierA, _ := tier(ta)
+		tierB, _ := tier(tb)
+		c := Contradiction{
+			Kind: kind, Initiator: i,
+			Faster: ta, FasterTier: tierA, Slower: tb, SlowerTier: tierB,
+			FasterValue: *m.Matrix[r][a], SlowerValue: *m.Matrix[r][b],
+			FasterRange: fast, SlowerRange: slow,
+		}
+		c.Text = fmt.Sprintf("%s from node %d: node %d (memory_tier%d, slower tier) measured %s %s (%s-%s), node %d (memory_tier%d, faster tier) %s %s (%s-%s): the slower tier %s, beyond the spread of the repeats",
+			kind, i, tb, tierB, f(c.SlowerValue), unit, f(slow[0]), f(slow[1]), ta, tierA, f(c.FasterValue), unit, f(fast[0]), f(fast[1]), better)
+		out = append(out, c)
+	})
 	sort.SliceStable(out, func(x, y int) bool { return out[x].Initiator < out[y].Initiator })
+	return out
+}
+
+// checkRatedOrder compares the order of the rated values with the
+// measured one, as checkTiers does the tiers': from each initiator, a
+// target with a better rated read latency (bandwidth) should not measure
+// a worse latency (bandwidth) beyond the spread. Equal ratings expect
+// nothing.
+func checkRatedOrder(res *Result, rt *Rated) RatedOrder {
+	out := RatedOrder{Contradictions: []RatedContradiction{}}
+	if rt.NotReported != "" {
+		out.Why = rt.NotReported
+		return out
+	}
+	for _, k := range []struct {
+		kind  string
+		m     *Matrix
+		rated [][]*float64
+	}{{"latency", res.Latency, rt.ReadLatencyNS}, {"bandwidth", res.Bandwidth, rt.ReadBandwidthMBs}} {
+		if k.m == nil || len(k.rated) != len(k.m.Initiators) {
+			continue
+		}
+		lowerBetter := k.kind == "latency"
+		unit, f := units(k.kind)
+		for r := range k.rated {
+			n := 0
+			for c, v := range k.rated[r] {
+				if v != nil && c < len(k.m.Targets) && k.m.Matrix[r][c] != nil {
+					n++
+				}
+			}
+			out.Checked = out.Checked || n >= 2
+		}
+		expect := func(r, a, b int) bool {
+			ra, rb := k.rated[r][a], k.rated[r][b]
+			return ra != nil && rb != nil && (lowerBetter && *ra < *rb || !lowerBetter && *ra > *rb)
+		}
+		inversions(k.m, lowerBetter, expect, func(r, a, b int, good, bad [2]float64) {
+			i, ta, tb := k.m.Initiators[r], k.m.Targets[a], k.m.Targets[b]
+			c := RatedContradiction{Kind: k.kind, Initiator: i, Better: ta, Worse: tb,
+				BetterRated: *k.rated[r][a], WorseRated: *k.rated[r][b],
+				BetterMeasured: *k.m.Matrix[r][a], WorseMeasured: *k.m.Matrix[r][b], BetterRange: good, WorseRange: bad}
+			c.Text = fmt.Sprintf("%s from node %d: node %d, rated %s %s (HMAT read), measured %s %s (%s-%s); node %d, rated better at %s %s, measured %s %s (%s-%s): the measured order is the reverse of the rated one, beyond the spread of the repeats",
+				k.kind, i, tb, f(c.WorseRated), unit, f(c.WorseMeasured), unit, f(bad[0]), f(bad[1]), ta, f(c.BetterRated), unit, f(c.BetterMeasured), unit, f(good[0]), f(good[1]))
+			out.Contradictions = append(out.Contradictions, c)
+		})
+	}
+	if !out.Checked {
+		out.Why = "no initiator has rated values for two measured targets: there is no rated order to contradict"
+	}
+	sort.SliceStable(out.Contradictions, func(x, y int) bool { return out.Contradictions[x].Initiator < out.Contradictions[y].Initiator })
 	return out
 }
 

@@ -3,10 +3,13 @@ package bench
 import (
 	"encoding/json"
 	"math"
+	"path/filepath"
+	"reflect"
 	"strconv"
 	"strings"
 	"testing"
 
+	"github.com/numascope/numascope/internal/testutil"
 	"github.com/numascope/numascope/internal/topology"
 )
 
@@ -203,5 +206,79 @@ func TestDescribeClasses(t *testing.T) {
 	gi := &topology.Node{Access: []topology.Access{{Class: 0, Initiators: []int{4}}, {Class: 1, Initiators: []int{0, 1}}}}
 	if got := describeClasses(gi); got != "node 4 in access0, nodes 0-1 in access1" {
 		t.Errorf("a generic initiator in access0: %q", got)
+	}
+}
+
+// TestViewFixturesTierOrder: the bench page's test documents
+// (testdata/bench/view) carry the tier-order and rated-order checks bench
+// computes from their own matrices, tiers and ratings, so that the page is
+// tested on what bench writes: 2x3-loaded.json without a contradiction,
+// 2x3-contradicted.json with one of each (the CPU-less node of the slower
+// tier, rated 240 ns, faster from node 0 than the remote DRAM of the faster
+// tier, rated 130).
+func TestViewFixturesTierOrder(t *testing.T) {
+	for file, want := range map[string]int{"2x3-loaded.json": 0, "2x3-contradicted.json": 1} {
+		res, err := LoadResult(filepath.Join(testutil.RepoRoot(t), "testdata", "bench", "view", file))
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := checkTiers(res, func(id int) (int, bool) {
+			v := res.Rated.MemoryTiers[strconv.Itoa(id)]
+			if v == nil {
+				return 0, false
+			}
+			return *v, true
+		})
+		if len(got.Contradictions) != want || !reflect.DeepEqual(got, res.Rated.TierOrder) {
+			g, _ := json.Marshal(got)
+			t.Errorf("%s: bench computes tier_order %s; the file has %+v (want %d contradictions)", file, g, res.Rated.TierOrder, want)
+		}
+		ro := checkRatedOrder(res, res.Rated)
+		if len(ro.Contradictions) != want || !reflect.DeepEqual(ro, res.Rated.RatedOrder) {
+			g, _ := json.Marshal(ro)
+			t.Errorf("%s: bench computes rated_order %s; the file has %+v (want %d contradictions)", file, g, res.Rated.RatedOrder, want)
+		}
+	}
+}
+
+// TestRatedOrder: a target rated better (HMAT read latency lower, read
+// bandwidth higher) that measured worse beyond the spread is flagged, as
+// the tier order is; overlapping ranges, equal ratings and unrated pairs
+// are not; without ratings nothing is checked.
+func TestRatedOrder(t *testing.T) {
+	fp := func(v float64) *float64 { return &v }
+	targets := []int{0, 1, 2}
+	lat := ratedMatrix(true, targets, []float64{90, 91, 92}, []float64{138, 140, 142}, []float64{115, 118, 121})
+	bw := ratedMatrix(false, targets, []float64{12000, 12100, 12200}, []float64{7400, 7500, 7600}, []float64{7550, 7700, 9000})
+	rt := &Rated{ReadLatencyNS: [][]*float64{{fp(85), fp(130), fp(240)}}, ReadBandwidthMBs: [][]*float64{{fp(12000), fp(8000), fp(6000)}}}
+	got := checkRatedOrder(&Result{Latency: lat, Bandwidth: bw}, rt)
+	if !got.Checked || len(got.Contradictions) != 1 {
+		t.Fatalf("rated order %+v, want one contradiction (latency: node 2 rated 240 measured 115-121, node 1 rated 130 measured 138-142; bandwidth ranges overlap)", got)
+	}
+	var text strings.Builder
+	if err := (&Result{Latency: lat, Rated: &Rated{RatedOrder: got}}).WriteText(&text); err != nil || !strings.Contains(text.String(), "\nRated order contradicted: latency from node 0: node 2, rated 240.0 ns") {
+		t.Errorf("text: %v\n%s", err, text.String())
+	}
+	c := got.Contradictions[0]
+	if c.Kind != "latency" || c.Initiator != 0 || c.Better != 1 || c.Worse != 2 || c.BetterRated != 130 || c.WorseRated != 240 ||
+		c.WorseRange != [2]float64{115, 121} || c.BetterMeasured != 140 || !strings.Contains(c.Text, "node 2, rated 240.0 ns") {
+		t.Errorf("contradiction %+v", c)
+	}
+	// Bandwidth beyond the spread: node 2 (rated 6000) measured above node 1's best.
+	bw2 := ratedMatrix(false, targets, []float64{12000, 12100, 12200}, []float64{7400, 7500, 7600}, []float64{8000, 8500, 9000})
+	if got := checkRatedOrder(&Result{Bandwidth: bw2}, rt); len(got.Contradictions) != 1 || got.Contradictions[0].Kind != "bandwidth" || got.Contradictions[0].Worse != 2 {
+		t.Errorf("bandwidth: %+v", got)
+	}
+	// Equal ratings, or one target rated: no order to contradict.
+	rt.ReadLatencyNS = [][]*float64{{fp(85), fp(130), fp(130)}}
+	if got := checkRatedOrder(&Result{Latency: lat}, rt); !got.Checked || len(got.Contradictions) != 0 {
+		t.Errorf("equal ratings: %+v", got)
+	}
+	rt.ReadLatencyNS = [][]*float64{{fp(85), nil, nil}}
+	if got := checkRatedOrder(&Result{Latency: lat}, rt); got.Checked || got.Why == "" {
+		t.Errorf("one rated target: %+v", got)
+	}
+	if got := checkRatedOrder(&Result{Latency: lat}, &Rated{NotReported: "no HMAT"}); got.Checked || got.Why != "no HMAT" {
+		t.Errorf("not reported: %+v", got)
 	}
 }

@@ -158,6 +158,16 @@ func (r *Result) writeRated(b *strings.Builder) {
 			fmt.Fprintf(b, "Tier order contradicted: %s\n", c.Text)
 		}
 	}
+	ro := rt.RatedOrder
+	switch {
+	case !ro.Checked && rt.NotReported == "":
+		fmt.Fprintf(b, "Rated order: not checked: %s\n", ro.Why)
+	case ro.Checked && len(ro.Contradictions) == 0:
+		fmt.Fprintf(b, "Rated order: the measurements agree with the order of the HMAT values\n")
+	}
+	for _, c := range ro.Contradictions {
+		fmt.Fprintf(b, "Rated order contradicted: %s\n", c.Text)
+	}
 }
 
 // writeSpread writes the spread over the repeats, min-max, as a second

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -25,6 +26,7 @@ type benchConfig struct {
 // benchFlags are bench's flags as given.
 type benchFlags struct {
 	kind, from, to, size, kernel, format, out string
+	isa                                       string
 	threads, repeat                           int
 	noHuge, force                             bool
 	// mix is --mix; kernelSet says --kernel was given (they exclude
@@ -44,6 +46,13 @@ func (f benchFlags) parse() (benchConfig, error) {
 	if c.opt.Kernel, err = bench.ParseKernel(f.kernel); err != nil {
 		return c, err
 	}
+	if c.opt.ISA, err = bench.ParseISA(f.isa); err != nil {
+		return c, err
+	}
+	isa, err := bench.ResolveISA(c.opt.ISA)
+	if err != nil {
+		return c, err
+	}
 	if f.mix != "" {
 		if f.kernelSet {
 			return c, fmt.Errorf("--mix %s and --kernel %s: give one of them (a mix is the kernel)", f.mix, f.kernel)
@@ -53,6 +62,10 @@ func (f benchFlags) parse() (benchConfig, error) {
 			return c, err
 		}
 		c.opt.Mix = &m
+	} else if c.opt.Kinds.Bandwidth || c.opt.Kinds.Loaded {
+		if err := bench.CheckKernel(c.opt.Kernel, isa); err != nil {
+			return c, err
+		}
 	}
 	if f.size != "" {
 		if c.opt.Size, err = bench.ParseSize(f.size); err != nil {
@@ -76,7 +89,7 @@ func (f benchFlags) parse() (benchConfig, error) {
 func newBenchCmd(g *globals) *cobra.Command {
 	var f benchFlags
 	cmd := &cobra.Command{
-		Use:   "bench [--kind latency|bandwidth|loaded|all] [--from NODES] [--to NODES] [--size SIZE] [--kernel load|copy|triad | --mix R:W] [--format text|json] [-o FILE]",
+		Use:   "bench [--kind latency|bandwidth|loaded|all] [--from NODES] [--to NODES] [--size SIZE] [--kernel KERNEL | --mix R:W] [--isa ISA] [--format text|json] [-o FILE]",
 		Short: "Measure memory latency, bandwidth and loaded latency from every node with CPUs to every node with memory",
 		Long: `Measure what memory costs on this machine, node to node: the idle latency of a dependent load,
 the bandwidth of a streaming kernel, the latency under load and the peak injection bandwidth,
@@ -92,11 +105,13 @@ frequency governor, CPU model, virtualisation) are reported with the figures.
 Latency follows a random chain of cache lines (pages and the lines within them shuffled, so no
 prefetcher helps) for the median of --repeat runs. Bandwidth runs a kernel on all the
 initiator's CPUs (--threads fewer), counting bytes by STREAM's rules: best of --repeat after one
-uncounted run; --mix R:W streams a read:write mix instead (3:1: of every 4 blocks, 3 read and 1
-written). Loaded latency follows the chain on one CPU of the initiator while its other CPUs
-inject the kernel's bandwidth at stepped rates, from idle to full; peak injection bandwidth is
-all of them at full rate. --size is the memory per measurement (default: 4x the last-level
-cache, at least 64M per array). See docs/bench.md.`,
+uncounted run; nt-store, copy-nt and triad-nt write with non-temporal stores, and the kernels are
+assembly, AVX2 where the CPU has it (--isa avx512 or sse2 picks another); --mix R:W streams a
+read:write mix instead (3:1: of every 4 blocks, 3 read and 1 written). Loaded latency follows
+the chain on one CPU of the initiator while its other CPUs inject the kernel's bandwidth at
+stepped rates, from idle to full; peak injection bandwidth is all of them at full rate. --size
+is the memory per measurement (default: 4x the last-level cache, at least 64M per array). See
+docs/bench.md.`,
 		Example: `  numascope bench
   numascope bench --kind latency --to 2 --size 256M
   numascope bench --kind bandwidth --kernel triad --format json -o bench.json
@@ -152,7 +167,8 @@ cache, at least 64M per array). See docs/bench.md.`,
 	fl.StringVar(&f.to, "to", "", "target nodes, with memory (list like 0-3; default: all, CPU-less ones included)")
 	fl.StringVar(&f.size, "size", "", "memory per measurement, e.g. 256M or 1G (default: 4x the last-level cache, at least 64M per array)")
 	fl.IntVar(&f.threads, "threads", 0, "bandwidth threads per initiator, one per core first (default: every CPU of the node)")
-	fl.StringVar(&f.kernel, "kernel", "copy", "bandwidth kernel: load, copy or triad")
+	fl.StringVar(&f.kernel, "kernel", "copy", "bandwidth kernel: "+strings.Join(bench.KernelNames, ", ")+" (-nt and nt-: non-temporal stores)")
+	fl.StringVar(&f.isa, "isa", "auto", "instruction set of the bandwidth kernels: "+strings.Join(bench.ISANames, ", ")+" (auto: avx2 where the CPU has it, else sse2; go elsewhere)")
 	fl.StringVar(&f.mix, "mix", "", "read:write mix instead of a kernel, as Intel MLC has them: 1:0 (all reads), 3:1, 2:1, 1:1, 0:1 (all writes)")
 	fl.IntVar(&f.repeat, "repeat", bench.DefaultRepeat, "measurements per pair")
 	fl.BoolVar(&f.noHuge, "no-huge-pages", false, "use base pages only (default: transparent huge pages where the kernel gives them)")

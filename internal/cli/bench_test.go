@@ -8,7 +8,7 @@ import (
 )
 
 func defaultBenchFlags() benchFlags {
-	return benchFlags{kind: "all", kernel: "copy", format: "text", repeat: bench.DefaultRepeat}
+	return benchFlags{kind: "all", kernel: "copy", isa: "auto", format: "text", repeat: bench.DefaultRepeat}
 }
 
 func TestBenchFlagsParse(t *testing.T) {
@@ -33,6 +33,8 @@ func TestBenchFlagsParse(t *testing.T) {
 		"--format":      func(f *benchFlags) { f.format = "csv" },
 		"--mix":         func(f *benchFlags) { f.mix = "3/1" },
 		"--mix 3:1 and --kernel triad: give one of them": func(f *benchFlags) { f.mix, f.kernel, f.kernelSet = "3:1", "triad", true },
+		"--isa":          func(f *benchFlags) { f.isa = "avx1024" },
+		"--kernel triad": func(f *benchFlags) { f.kind, f.kernel, f.isa = "bandwidth", "triad-nt", "go" },
 	}
 	for want, mod := range bad {
 		f := defaultBenchFlags()

@@ -49,6 +49,16 @@ type benchDoc struct {
 			Reason    string    `json:"reason"`
 		} `json:"pairs"`
 	} `json:"loaded"`
+	Topology *struct {
+		Nodes []struct {
+			ID        int            `json:"id"`
+			CPUs      []int          `json:"cpus"`
+			CPUList   string         `json:"cpu_list"`
+			CPULess   bool           `json:"cpuless"`
+			Distances map[string]int `json:"distances"`
+		} `json:"nodes"`
+		Distances [][]*int `json:"distances"`
+	} `json:"topology"`
 }
 
 type benchMatrix struct {
@@ -145,6 +155,7 @@ func TestBench(t *testing.T) {
 		t.Errorf("rated %+v: want the 3x4 pairs and a reason for no HMAT values", d.Rated)
 	}
 	checkTiers(t, r.section(t, "tiers"), r.section(t, "topo"), d.Rated.MemoryTiers, d.Rated.TierOrder.Checked)
+	checkBenchTopology(t, &d, r.section(t, "topo"))
 	if f := d.Placement.MinFractionOnTarget; f == nil || *f < 0.99 {
 		t.Errorf("placement.min_fraction_on_target %v, want at least 0.99", f)
 	}
@@ -237,5 +248,37 @@ func checkTiers(t *testing.T, kernel, topoJSON string, benchTiers map[string]*in
 	}
 	if len(want) > 0 && !checked {
 		t.Errorf("the kernel has memory tiers, but bench did not check their order")
+	}
+}
+
+// checkBenchTopology: the bench document's topology is the guest's, as
+// numascope topology reads it: four nodes, node 3 CPU-less, and the SLIT
+// matrix of the nodes' distances.
+func checkBenchTopology(t *testing.T, d *benchDoc, topoJSON string) {
+	t.Helper()
+	var topo struct {
+		Nodes []struct {
+			ID        int            `json:"id"`
+			CPUs      []int          `json:"cpus"`
+			Distances map[string]int `json:"distances"`
+		} `json:"nodes"`
+	}
+	if err := json.Unmarshal([]byte(topoJSON), &topo); err != nil {
+		t.Fatalf("topology JSON: %v", err)
+	}
+	if d.Topology == nil || len(d.Topology.Nodes) != 4 || len(d.Topology.Distances) != 4 {
+		t.Fatalf("bench topology %+v, want 4 nodes and a 4x4 distance matrix", d.Topology)
+	}
+	for i, n := range d.Topology.Nodes {
+		want := topo.Nodes[i]
+		if n.ID != want.ID || fmt.Sprint(n.CPUs) != fmt.Sprint(want.CPUs) || n.CPULess != (n.ID == 3) || (n.CPULess && n.CPUList != "") {
+			t.Errorf("bench topology node %+v, topology's %+v (node 3 CPU-less)", n, want)
+		}
+		for j, m := range topo.Nodes {
+			v := d.Topology.Distances[i][j]
+			if w, ok := want.Distances[fmt.Sprint(m.ID)]; !ok || v == nil || *v != w || n.Distances[fmt.Sprint(m.ID)] != w {
+				t.Errorf("distance %d -> %d: bench %v (%d), topology %d", n.ID, m.ID, v, n.Distances[fmt.Sprint(m.ID)], w)
+			}
+		}
 	}
 }

@@ -4,6 +4,11 @@
  *   load   s += A[i]                 8 bytes per element
  *   copy   A[i] = B[i]              16 bytes
  *   triad  A[i] = B[i] + C[i]*D[i]  32 bytes
+ *   store  A[i] = 1                  8 bytes
+ *   nt-store, copy-nt, triad-nt: store, copy and triad with non-temporal
+ *   stores (intrinsics: _mm512_stream_pd where the compiler targets
+ *   AVX-512F, else _mm256_stream_pd, else _mm_stream_pd), and an sfence
+ *   at the end of each pass, as numascope's
  * counted by STREAM's rules (only the bytes the kernel names), over the
  * same layout: SIZE bytes split between the kernel's arrays, each array
  * bound to one node and split into equal contiguous parts (multiples of 16
@@ -16,7 +21,8 @@
  *   (-fopenmp-simd lets gcc vectorise load's sum without -ffast-math;
  *   -ffp-contract=off keeps triad's product and sum apart, as numascope's.)
  * Usage: stream KERNEL [--size BYTES] [--cpus 0,1,...] [--node N] [--repeat R]
- * Prints: stream kernel=K threads=T bytes=B best_mbs=X mbs=a,b,...
+ * Prints: stream kernel=K threads=T bytes=B best_mbs=X mbs=a,b,... sum=S nt_bits=V
+ *   (V: the width of the streaming stores, 512, 256 or 128)
  */
 #define _GNU_SOURCE
 #include <pthread.h>
@@ -29,13 +35,43 @@
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
+#include <immintrin.h>
 
 #define HUGE (2UL << 20)
 #define MPOL_BIND 2
 #define MPOL_MF_STRICT 1
 #define MAXT 1024
 
-enum { LOAD, COPY, TRIAD };
+enum { LOAD, COPY, TRIAD, STORE, NTSTORE, COPYNT, TRIADNT };
+static const char *names[] = {"load", "copy", "triad", "store", "nt-store", "copy-nt", "triad-nt"};
+static const int narrays[] = {1, 2, 4, 1, 1, 2, 4};
+
+/* The widest streaming store the compiler targets: W doubles at a time. */
+#if defined(__AVX512F__)
+#define W 8
+#define VEC __m512d
+#define LD _mm512_loadu_pd
+#define ST _mm512_stream_pd
+#define SET1 _mm512_set1_pd
+#define ADD _mm512_add_pd
+#define MUL _mm512_mul_pd
+#elif defined(__AVX__)
+#define W 4
+#define VEC __m256d
+#define LD _mm256_loadu_pd
+#define ST _mm256_stream_pd
+#define SET1 _mm256_set1_pd
+#define ADD _mm256_add_pd
+#define MUL _mm256_mul_pd
+#else
+#define W 2
+#define VEC __m128d
+#define LD _mm_loadu_pd
+#define ST _mm_stream_pd
+#define SET1 _mm_set1_pd
+#define ADD _mm_add_pd
+#define MUL _mm_mul_pd
+#endif
 static int kernel, nthreads, repeat = 5;
 static int cpus[MAXT];
 static double *arr[4];
@@ -68,6 +104,28 @@ static double run(double *restrict a, double *restrict b, double *restrict c, do
 		for (size_t i = 0; i < n; i++)
 			a[i] = b[i] + c[i] * d[i];
 		break;
+	case STORE:
+		for (size_t i = 0; i < n; i++)
+			a[i] = 1;
+		break;
+	/* n is a multiple of 16 and a 64-byte aligned: the streaming stores need no tail. */
+	case NTSTORE: {
+		VEC v = SET1(1);
+		for (size_t i = 0; i < n; i += W)
+			ST(a + i, v);
+		_mm_sfence();
+		break;
+	}
+	case COPYNT:
+		for (size_t i = 0; i < n; i += W)
+			ST(a + i, LD(b + i));
+		_mm_sfence();
+		break;
+	case TRIADNT:
+		for (size_t i = 0; i < n; i += W)
+			ST(a + i, ADD(LD(b + i), MUL(LD(c + i), LD(d + i))));
+		_mm_sfence();
+		break;
 	}
 	return s;
 }
@@ -82,7 +140,7 @@ static void *worker(void *arg)
 		fprintf(stderr, "stream: cannot pin to CPU %d\n", cpus[w]);
 		exit(1);
 	}
-	int na = kernel == LOAD ? 1 : kernel == COPY ? 2 : 4;
+	int na = narrays[kernel];
 	double *p[4] = {0};
 	for (int a = 0; a < na; a++) {
 		p[a] = arr[a] + (size_t)w * chunk;
@@ -108,13 +166,14 @@ int main(int argc, char **argv)
 	size_t size = 256UL << 20;
 	int node = -1;
 	if (argc < 2) {
-		fprintf(stderr, "usage: stream load|copy|triad [--size BYTES] [--cpus LIST] [--node N] [--repeat R]\n");
+		fprintf(stderr, "usage: stream load|copy|triad|store|nt-store|copy-nt|triad-nt [--size BYTES] [--cpus LIST] [--node N] [--repeat R]\n");
 		return 2;
 	}
-	if (!strcmp(argv[1], "load")) kernel = LOAD;
-	else if (!strcmp(argv[1], "copy")) kernel = COPY;
-	else if (!strcmp(argv[1], "triad")) kernel = TRIAD;
-	else { fprintf(stderr, "stream: unknown kernel %s\n", argv[1]); return 2; }
+	kernel = -1;
+	for (int k = 0; k < (int)(sizeof names / sizeof *names); k++)
+		if (!strcmp(argv[1], names[k]))
+			kernel = k;
+	if (kernel < 0) { fprintf(stderr, "stream: unknown kernel %s\n", argv[1]); return 2; }
 	for (int i = 2; i + 1 < argc; i += 2) {
 		const char *a = argv[i], *v = argv[i + 1];
 		if (!strcmp(a, "--size")) {
@@ -138,7 +197,7 @@ int main(int argc, char **argv)
 			if (CPU_ISSET(c, &set))
 				cpus[nthreads++] = c;
 	}
-	int na = kernel == LOAD ? 1 : kernel == COPY ? 2 : 4;
+	int na = narrays[kernel];
 	size_t per = size / na / 4096 * 4096;
 	chunk = (per / 8 / nthreads) & ~(size_t)15;
 	for (int a = 0; a < na; a++) {
@@ -167,6 +226,6 @@ int main(int argc, char **argv)
 	printf("best_mbs=%.1f mbs=", best);
 	for (int r = 1; r <= repeat; r++)
 		printf("%s%.1f", r > 1 ? "," : "", bytes / times[r] / 1e6);
-	printf(" sum=%g\n", sums[0]);
+	printf(" sum=%g nt_bits=%d\n", sums[0], W * 64);
 	return 0;
 }

@@ -68,7 +68,29 @@ interface Lookup {
   unrated: Map<string, string>;
   /** a node's memory tier: the topology's, else rated's */
   tier: (id: NodeID) => NodeID | undefined;
+  /** the tier-order and rated-order contradictions a pair takes part in, by pair */
+  contra: Map<string, Contra[]>;
 }
+
+/**
+ * Contra is a pair's part in a contradiction: of the tier order (the slower
+ * tier's node measured better, or the faster tier's worse) or of the rated
+ * order (the node rated worse measured better, or the one rated better worse).
+ */
+interface Contra {
+  role: "slower" | "faster" | "underrated" | "overrated";
+  /** the other node of the contradiction */
+  other: NodeID;
+  text: string;
+}
+
+/** What each role's cell says: its label, and the start of its line in the tooltip. */
+const ROLES: Record<Contra["role"], { label: string; why: (other: NodeID) => string }> = {
+  slower: { label: "⚠ slow tier won", why: (o) => `tier order contradicted (this node, in a slower tier, measured better than node ${o})` },
+  faster: { label: "⚠ fast tier lost", why: (o) => `tier order contradicted (node ${o}, in a slower tier, measured better than this one)` },
+  underrated: { label: "⚠ underrated", why: (o) => `rated order contradicted (this node, rated worse, measured better than node ${o})` },
+  overrated: { label: "⚠ overrated", why: (o) => `rated order contradicted (node ${o}, rated worse, measured better than this one)` },
+};
 
 function lookup(doc: BenchDocument): Lookup {
   const nodes = new Map((doc.topology ?? []).map((n): [string, BenchNode] => [String(n.id), n]));
@@ -86,7 +108,22 @@ function lookup(doc: BenchDocument): Lookup {
     const rt = doc.rated.memory_tiers;
     return nodes.get(String(id))?.memory_tier ?? (Object.hasOwn(rt, String(id)) ? (rt[String(id)] ?? undefined) : undefined);
   };
-  return { nodes, skipped, placement, initiators, unrated, tier };
+  const contra = new Map<string, Contra[]>();
+  const add = (kind: string, i: NodeID, t: NodeID, c: Contra) => {
+    const k = pairKey(kind, i, t);
+    contra.set(k, [...(contra.get(k) ?? []), c]);
+  };
+  for (const c of doc.rated.tier_order?.contradictions ?? []) {
+    if (c.faster === undefined || c.slower === undefined) continue;
+    add(c.kind, c.initiator, c.slower, { role: "slower", other: c.faster, text: c.text });
+    add(c.kind, c.initiator, c.faster, { role: "faster", other: c.slower, text: c.text });
+  }
+  for (const c of doc.rated.rated_order?.contradictions ?? []) {
+    if (c.better === undefined || c.worse === undefined) continue;
+    add(c.kind, c.initiator, c.worse, { role: "underrated", other: c.better, text: c.text });
+    add(c.kind, c.initiator, c.better, { role: "overrated", other: c.worse, text: c.text });
+  }
+  return { nodes, skipped, placement, initiators, unrated, tier, contra };
 }
 
 /** cpuless says whether a target has no CPUs: true or false from the topology, undefined without one. */
@@ -162,7 +199,8 @@ function matrixFigure(k: Kind, doc: BenchDocument, look: Lookup): HTMLElement {
     body.append(tr);
   });
   tbl.append(body);
-  fig.append(tbl, legend(k, lo, hi, vals.length > 0, !!rate, !!doc.topology), detail);
+  const contradicted = [...(doc.rated.tier_order?.contradictions ?? []), ...(doc.rated.rated_order?.contradictions ?? [])].some((c) => c.kind === k.kind);
+  fig.append(tbl, legend(k, lo, hi, vals.length > 0, !!rate, !!doc.topology, contradicted), detail);
   return fig;
 }
 
@@ -253,12 +291,21 @@ function cell(k: Kind, m: BenchMatrix, r: number, c: number, i: NodeID, t: NodeI
     td.append(el("span", { class: "dist" }, `d ${d}`));
     lines.push(`NUMA distance (SLIT): ${d}`);
   }
+  const cs = look.contra.get(pairKey(k.kind, i, t));
+  if (cs?.length) {
+    // Marked in the cell, said in words in its title and the box under the heatmap.
+    td.classList.add("contradicted");
+    const roles = [...new Set(cs.map((c) => c.role))];
+    td.dataset.contradiction = roles.join(" ");
+    for (const r of roles) td.append(el("span", { class: "contra" }, ROLES[r].label));
+    for (const c of cs) lines.push(`${ROLES[c.role].why(c.other)}: ${c.text}`);
+  }
   td.title = lines.join("\n");
   return td;
 }
 
 /** legend says what the colours, the labels and the small print in a cell mean. */
-function legend(k: Kind, lo: number, hi: number, measured: boolean, withRated: boolean, withTopology: boolean): HTMLElement {
+function legend(k: Kind, lo: number, hi: number, measured: boolean, withRated: boolean, withTopology: boolean, contradicted: boolean): HTMLElement {
   const worst = k.higherBetter ? lo : hi,
     best = k.higherBetter ? hi : lo;
   const bar = el("span", { class: "bar" });
@@ -274,6 +321,8 @@ function legend(k: Kind, lo: number, hi: number, measured: boolean, withRated: b
   notes.push("Grey: not measured (hover for why).");
   if (withRated) notes.push("rated: the kernel's HMAT read value for the pair.");
   if (withTopology) notes.push("d: the firmware's NUMA distance (SLIT; 10 is local).");
+  if (contradicted)
+    notes.push("⚠ red frame: the pair contradicts the kernel's memory-tier order (a node of a slower tier measured better than one of a faster tier) or the order of the HMAT ratings (a node rated worse measured better), beyond the spread of the repeats; hover, or see the lists below.");
   return el("div", {}, p, el("p", { class: "muted small" }, notes.join(" ")));
 }
 
@@ -307,8 +356,18 @@ function runPanel(doc: BenchDocument): HTMLElement {
     fact("tier order", !to.checked ? `not checked${to.why ? `: ${to.why}` : ""}` : n ? `contradicted by ${n} measurement${n > 1 ? "s" : ""} (below)` : "as measured: no contradiction", n ? "bad" : "");
   }
 
+  const ro = r.rated_order;
+  if (ro?.checked || ro?.contradictions.length) {
+    const n = ro.contradictions.length;
+    fact("rated order", n ? `contradicted by ${n} measurement${n > 1 ? "s" : ""} (below)` : "as measured: no contradiction", n ? "bad" : "");
+  }
+
   const box = el("section", { class: "brun" }, el("h3", {}, "Placement and conditions of the run"), facts);
-  if (to?.contradictions.length) box.append(el("h3", {}, "Tier order contradicted"), el("ul", { class: "hints notes contradictions" }, ...to.contradictions.map((x) => el("li", { "data-kind": x.kind }, x.text))));
+  const list = (title: string, cls: string, xs: { kind: string; initiator: NodeID; text: string }[]) => {
+    if (xs.length) box.append(el("h3", {}, title), el("ul", { class: `hints notes ${cls}` }, ...xs.map((x) => el("li", { "data-kind": x.kind, "data-initiator": String(x.initiator) }, x.text))));
+  };
+  list("Tier order contradicted", "contradictions", to?.contradictions ?? []);
+  list("Rated (HMAT) order contradicted", "rated-contradictions", ro?.contradictions ?? []);
   if (doc.notes.length) box.append(el("h3", {}, "Notes"), el("ul", { class: "hints notes" }, ...doc.notes.map((n) => el("li", {}, n))));
   if (doc.skipped.length) {
     const tb = el("tbody");

@@ -466,6 +466,10 @@ export interface RatedMissing {
 export interface TierContradiction {
   kind: string;
   initiator: NodeID;
+  /** the target in the faster tier, which measured worse (faster_tier_node) */
+  faster?: NodeID;
+  /** the target in the slower tier, which measured better (slower_tier_node) */
+  slower?: NodeID;
   text: string;
 }
 
@@ -489,6 +493,17 @@ export interface BenchRated {
   /** each target's memory tier (the N of memory_tierN), by node id; null: in none */
   memory_tiers: Record<string, NodeID | null>;
   tier_order?: { checked: boolean; why?: string; contradictions: TierContradiction[] };
+  rated_order?: { checked: boolean; why?: string; contradictions: RatedContradiction[] };
+}
+
+/** A measured inversion of the rated (HMAT) order: the target rated worse measured better. */
+export interface RatedContradiction {
+  kind: string;
+  initiator: NodeID;
+  /** rated_better_node, rated_worse_node */
+  better?: NodeID;
+  worse?: NodeID;
+  text: string;
 }
 
 /** A node as the document's topology has it: what labels the heatmaps. */
@@ -564,9 +579,22 @@ function asBenchMatrix(v: unknown): BenchMatrix | undefined {
   };
 }
 
+/** orderCheck reads rated's tier_order or rated_order: each contradiction's kind, initiator and text, and its nodes by nodes(). */
+function orderCheck<N>(v: unknown, nodes: (c: J.Obj) => N): { checked: boolean; why?: string; contradictions: ({ kind: string; initiator: NodeID; text: string } & N)[] } | undefined {
+  if (!J.isObj(v)) return undefined;
+  return {
+    checked: !!J.bool(v.checked),
+    why: J.str(v.why),
+    contradictions: J.list(v.contradictions, (c) => {
+      if (!J.isObj(c)) return undefined;
+      const initiator = nodeID(c.initiator);
+      return initiator === undefined ? undefined : { kind: J.strOr(c.kind, ""), initiator, text: J.strOr(c.text, ""), ...nodes(c) };
+    }),
+  };
+}
+
 function asRated(v: unknown): BenchRated {
   const o = J.obj(v);
-  const to = J.isObj(o.tier_order) ? o.tier_order : undefined;
   return {
     initiators: J.optList(o.initiators, nodeID),
     targets: J.optList(o.targets, nodeID),
@@ -582,15 +610,8 @@ function asRated(v: unknown): BenchRated {
       return initiator === undefined || target === undefined ? undefined : { initiator, target, reason: J.strOr(x.reason, "") };
     }),
     memory_tiers: J.record(o.memory_tiers, (x) => (x === null ? null : nodeID(x))),
-    tier_order: to && {
-      checked: !!J.bool(to.checked),
-      why: J.str(to.why),
-      contradictions: J.list(to.contradictions, (c) => {
-        if (!J.isObj(c)) return undefined;
-        const initiator = nodeID(c.initiator);
-        return initiator === undefined ? undefined : { kind: J.strOr(c.kind, ""), initiator, text: J.strOr(c.text, "") };
-      }),
-    },
+    tier_order: orderCheck(o.tier_order, (c) => ({ faster: nodeID(c.faster_tier_node), slower: nodeID(c.slower_tier_node) })),
+    rated_order: orderCheck(o.rated_order, (c) => ({ better: nodeID(c.rated_better_node), worse: nodeID(c.rated_worse_node) })),
   };
 }
 

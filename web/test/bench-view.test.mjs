@@ -140,6 +140,10 @@ test("view bench.json: both heatmaps, reasons, spread, rated, distances, tiers, 
   assert.equal(await fact("virtualisation"), "none seen (bare metal)");
   assert.equal(await fact("rated (HMAT)"), "read latency for 5 pairs, read bandwidth for 5; 1 pair without (hover a cell for why)");
   assert.equal(await fact("tier order"), "as measured: no contradiction");
+  assert.equal(await fact("rated order"), "as measured: no contradiction");
+  // No contradiction, so no cell is marked.
+  assert.equal(await page.locator("#bench td.cell.contradicted, #bench td.cell .contra").count(), 0);
+  assert.doesNotMatch(await page.textContent("#bench .bgrid"), /red frame/);
   assert.deepEqual(await page.locator("#bench ul.notes li").allTextContents(), doc.notes);
   assert.equal(await page.locator("#bench table.skipped tbody tr").count(), doc.skipped.length);
 
@@ -197,6 +201,85 @@ test("view on what numascope bench --kind loaded writes here: the curves, and bo
   if (real.loaded.pairs.some((p) => p.latency_ns !== null)) assert.match(await page.textContent("#bench .bloaded"), /\(mix 3:1 kernel\)/);
 });
 
+test("contradictions of the tier order and of the rated order mark their cells, with their sentences as text", async (t) => {
+  // 2x3-contradicted.json: from node 0, the CPU-less node 2 (tier 22, rated 240 ns) measured
+  // faster than node 1 (tier 4, rated 130 ns) beyond the spread: one contradiction of each
+  // order, as bench computes them (TestViewFixturesTierOrder). A copy with markup in both
+  // sentences, opened from disk.
+  const src = JSON.parse(readFileSync(join(repo, "testdata/bench/view/2x3-contradicted.json"), "utf8"));
+  const tc = src.rated.tier_order.contradictions;
+  const rc = src.rated.rated_order.contradictions;
+  assert.equal(tc.length, 1);
+  assert.equal(rc.length, 1);
+  const markup = ` <img src=x onerror="window.__pwned=1"><b>bold</b>`;
+  const tierText = tc[0].text + markup,
+    ratedText = rc[0].text + markup;
+  const copy = structuredClone(src);
+  copy.rated.tier_order.contradictions[0].text = tierText;
+  copy.rated.rated_order.contradictions[0].text = ratedText;
+  const dir = tempDir(t);
+  const file = join(dir, "bench.json");
+  writeFileSync(file, JSON.stringify(copy));
+  const page = await browser(t);
+  await page.goto(dist);
+  await page.setInputFiles("#file", file);
+  await page.waitForSelector("#bench table.bmatrix");
+
+  const marked = (kind) =>
+    page.$$eval(`#bench table.bmatrix[data-kind=${kind}] td.cell.contradicted`, (tds) =>
+      tds.map((td) => ({ row: td.dataset.row, col: td.dataset.col, role: td.dataset.contradiction, labels: [...td.querySelectorAll(".contra")].map((x) => x.textContent), title: td.title })),
+    );
+  const c = tc[0];
+  assert.equal(rc[0].rated_better_node, c.faster_tier_node);
+  assert.equal(rc[0].rated_worse_node, c.slower_tier_node);
+  const lat = await marked("latency");
+  assert.deepEqual(
+    lat.map(({ row, col, role, labels }) => ({ row, col, role, labels })),
+    [
+      { row: String(c.initiator), col: String(c.faster_tier_node), role: "faster overrated", labels: ["⚠ fast tier lost", "⚠ overrated"] },
+      { row: String(c.initiator), col: String(c.slower_tier_node), role: "slower underrated", labels: ["⚠ slow tier won", "⚠ underrated"] },
+    ],
+  );
+  for (const m of lat) assert.ok(m.title.includes(`tier order contradicted (`) && m.title.includes(`: ${tierText}\n`) && m.title.endsWith(`: ${ratedText}`), m.title);
+  // Only those two: the other cells, and the bandwidth matrix (no contradiction there), are unmarked.
+  assert.equal(await page.locator("#bench td.cell.contradicted").count(), 2);
+  assert.equal(await page.locator("#bench td.cell .contra").count(), 4);
+  assert.deepEqual(await marked("bandwidth"), []);
+  const frame = await page.$eval(`#bench table.bmatrix[data-kind=latency] td.cell.contradicted`, (td) => getComputedStyle(td).boxShadow);
+  assert.match(frame, /rgb\(220, 38, 38\).*inset|inset.*rgb\(220, 38, 38\)/, "a red frame");
+  assert.match(await page.textContent("#bench figure[data-kind=latency] .small"), /red frame: the pair contradicts the kernel's memory-tier order .* or the order of the HMAT ratings/);
+  assert.doesNotMatch(await page.textContent("#bench figure[data-kind=bandwidth] .small"), /red frame/);
+  // docs/bench.md shows the marked heatmap (before the hover puts the sentences under it).
+  if (process.env.NUMASCOPE_DOCS_IMG) await page.locator("#bench figure[data-kind=latency]").screenshot({ path: join(repo, "docs/img/bench-contradiction.png") });
+  // Hovering says it in words under the heatmap; the run panel lists them; all as text.
+  await page.hover(`#bench table.bmatrix[data-kind=latency] td.cell[data-row="${c.initiator}"][data-col="${c.slower_tier_node}"]`);
+  const detail = await page.textContent("#bench figure[data-kind=latency] .bdetail");
+  assert.ok(detail.includes(`(this node, in a slower tier, measured better than node ${c.faster_tier_node}): ${tierText}`), detail);
+  assert.ok(detail.includes(`(this node, rated worse, measured better than node ${c.faster_tier_node}): ${ratedText}`), detail);
+  assert.equal(await page.textContent('#bench dd[data-fact="tier order"]'), "contradicted by 1 measurement (below)");
+  assert.equal(await page.textContent('#bench dd[data-fact="rated order"]'), "contradicted by 1 measurement (below)");
+  assert.deepEqual(await page.locator("#bench ul.contradictions li").allTextContents(), [tierText]);
+  assert.deepEqual(await page.locator("#bench ul.rated-contradictions li").allTextContents(), [ratedText]);
+  assert.equal(await page.locator("#bench img, #bench b").count(), 0, "the sentences' markup became elements");
+  assert.equal(await page.evaluate(() => window.__pwned), undefined);
+
+  // The rated order alone (tiers agreeing): the same two cells, marked for it only.
+  const ratedOnly = structuredClone(src);
+  ratedOnly.rated.tier_order.contradictions = [];
+  const file2 = join(dir, "rated-only.json");
+  writeFileSync(file2, JSON.stringify(ratedOnly));
+  await page.setInputFiles("#file", file2);
+  await page.waitForFunction(() => document.querySelector("#mode")?.textContent === "bench rated-only.json");
+  assert.deepEqual(
+    (await marked("latency")).map(({ col, role, labels }) => ({ col, role, labels })),
+    [
+      { col: String(c.faster_tier_node), role: "overrated", labels: ["⚠ overrated"] },
+      { col: String(c.slower_tier_node), role: "underrated", labels: ["⚠ underrated"] },
+    ],
+  );
+  assert.equal(await page.textContent('#bench dd[data-fact="tier order"]'), "as measured: no contradiction");
+});
+
 test("view on what numascope bench writes here: the heatmaps have its shape and values", async (t) => {
   const dir = tempDir(t);
   const file = join(dir, "bench.json");
@@ -206,7 +289,19 @@ test("view on what numascope bench writes here: the heatmaps have its shape and 
   const page = await browser(t);
   await page.goto(url);
   await page.waitForSelector("#bench table.bmatrix");
-  for (const [kind, key] of Object.entries(KINDS)) await checkShape(page, kind, real[key]);
+  for (const [kind, key] of Object.entries(KINDS)) {
+    const m = real[key];
+    const got = await checkShape(page, kind, m);
+    // bench writes the topology: every cell has its SLIT distance, as sysfs gives it.
+    m.initiators.forEach((i, r) =>
+      m.targets.forEach((tg, c) => {
+        const d = real.topology.nodes.find((n) => n.id === i).distances[String(tg)];
+        assert.equal(got[r * m.targets.length + c].dist, `d ${d}`, `${kind} ${i} -> ${tg}`);
+      }),
+    );
+  }
+  const ids = real.topology.nodes.map((n) => n.id);
+  assert.deepEqual(real.topology.distances, real.topology.nodes.map((a) => ids.map((b) => a.distances[String(b)] ?? null)));
   assert.equal(await page.textContent('#bench dd[data-fact="THP"]'), real.conditions.thp || "–");
   // --kind all measures loaded latency: a curve per pair whose node has a CPU to inject beside the
   // chaser's, the others listed with their reason.
