@@ -25,7 +25,7 @@ func (a *analyzer) fill(p *Profile) {
 	a.thp.flagged = a.thp.flagged[:0]
 	if a.thp.unchecked > 0 {
 		p.Notes = append(p.Notes, fmt.Sprintf("%d first touches that may have placed a transparent huge page were not checked, the kernel being slow to answer "+
-			"(its mmap lock contended): first touches may be low by up to 511 pages each", a.thp.unchecked))
+			"(its mmap lock contended) or not showing the page: first touches may be low by up to 511 pages each", a.thp.unchecked))
 	}
 	if a.repeats > 0 {
 		p.Notes = append(p.Notes, fmt.Sprintf("%d later faults on pages already touched are not accesses: without NUMA hinting faults here they are memory unmapped and mapped again, "+

@@ -49,8 +49,8 @@ type thpState struct {
 	// had their probes queried and wait for the next round (no root);
 	// fresh are this round's candidates for probing.
 	flagged, probed, fresh []thpCandidate
-	// unchecked counts the candidates given up for want of time (see
-	// thpBudget).
+	// unchecked counts the candidates given up: for want of time (see
+	// thpBudget), or not shown present in thpTries rounds.
 	unchecked uint64
 }
 
@@ -117,6 +117,10 @@ func (a *analyzer) probeHuge() {
 		case !known && c.tries+1 < thpTries:
 			c.tries++
 			keep = append(keep, c)
+		case !known:
+			// Still not answered: the profile says so rather than
+			// dropping it unsaid.
+			a.thp.unchecked++
 		}
 	}
 	if n := len(keep) - maxTHPWaiting; n > 0 {
