@@ -650,8 +650,8 @@ func TestHugePages(t *testing.T) {
 		// As root the check is exact (pagemap frames and KPF_THP).
 		f.Close()
 		if l.Metrics.FirstTouch != want || p.HugePages != huge {
-			t.Errorf("first_touch at profnuma.c:%d = %d with %d huge pages, want exactly %d and %d (root: /proc/kpageflags)",
-				initLine, l.Metrics.FirstTouch, p.HugePages, want, huge)
+			t.Errorf("first_touch at profnuma.c:%d = %d with %d huge pages, want exactly %d and %d (root: /proc/kpageflags); notes %q",
+				initLine, l.Metrics.FirstTouch, p.HugePages, want, huge, p.Notes)
 		}
 	}
 	if l.Metrics.FirstTouch > want || l.Metrics.FirstTouch+(huge/2)*511 < want {
