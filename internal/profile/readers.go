@@ -147,6 +147,8 @@ type readerPool struct {
 	// wakes the readers following their rings to say so (-1: none).
 	flushed atomic.Bool
 	wake    int
+	// woken is how many readers this round's begin woke.
+	woken int
 }
 
 // newReaderPool starts n readers (at least one) with no rings yet.
@@ -186,8 +188,10 @@ func (p *readerPool) assign(rings []*perfring.Ring) {
 // woken: a round costs no hand-off when the rings are empty.
 func (p *readerPool) begin(fn func(rd *ringReader), has func(rd *ringReader) bool) {
 	p.fn = fn
+	p.woken = 0
 	for i, rd := range p.readers {
 		if has(rd) {
+			p.woken++
 			p.done.Add(1)
 			p.start[i] <- struct{}{}
 		}
@@ -200,7 +204,7 @@ func (p *readerPool) wait() { p.done.Wait() }
 // handled the round before: they stop after their next drain.
 func (p *readerPool) flushDone() {
 	p.flushed.Store(true)
-	if p.wake >= 0 {
+	if p.wake >= 0 && p.woken > 0 {
 		var one = [8]byte{1}
 		_, _ = unix.Write(p.wake, one[:])
 	}
@@ -209,7 +213,7 @@ func (p *readerPool) flushDone() {
 // collected resets what flushDone set, for the next round.
 func (p *readerPool) collected() {
 	p.flushed.Store(false)
-	if p.wake >= 0 {
+	if p.wake >= 0 && p.woken > 0 {
 		var b [8]byte
 		_, _ = unix.Read(p.wake, b[:])
 	}

@@ -3,8 +3,10 @@ package profile
 import (
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"io"
 	"path/filepath"
+	"runtime"
 	"testing"
 	"time"
 
@@ -120,54 +122,100 @@ func TestReplayStormReaders(t *testing.T) {
 	}
 }
 
-// BenchmarkReplayReaders measures the consumer with 1, 2 and 4 parallel
-// readers beside the analyzer (2, 3 and 5 consumers) on the captured storm (split by thread, see splitCapture), warm
-// as BenchmarkReplay's "warm": samples per second of the whole process's
-// CPU (what the readers cost, their hand-offs included) and per second of
-// elapsed time (how fast the consumer can go when it has the CPUs).
-func BenchmarkReplayReaders(b *testing.B) {
-	capture, exe := stormCapture(b)
-	for _, n := range []int{1, 2, 4} {
-		b.Run(map[int]string{1: "readers=1", 2: "readers=2", 4: "readers=4"}[n], func(b *testing.B) {
+// BenchmarkReplayConsumers measures the consumer on a longer captured storm
+// (testdata/storm-long.cap.zst: profbench --faults, 8 threads on 2 CPUs,
+// 64 MiB 16 times, 262 749 records in 30 drains of 4096 or more) with one
+// consumer (consumers=1: the analyzer reads and handles, as Run does below
+// 16 CPUs) and with 1, 2 and 4 readers beside it (consumers=2, 3, 5; the
+// records split by thread, see splitCapture), warm: samples per second of
+// the whole process's CPU (what they cost, hand-offs included) and per
+// second of elapsed time (how fast the consumer goes given the CPUs).
+func BenchmarkReplayConsumers(b *testing.B) {
+	capture, exe := captureNamed(b, "storm-long.cap.zst")
+	for _, n := range []int{1, 2, 3, 5} {
+		b.Run(fmt.Sprintf("consumers=%d", n), func(b *testing.B) {
 			var samples uint64
 			var cpu, wall time.Duration
 			var last *analyzer
 			var lastPool *readerPool
 			// The records split once: the split allocates, and its
 			// garbage would be collected during the timed replays.
-			_, r, err := replayStart(capture, exe)
-			if err != nil {
-				b.Fatal(err)
-			}
-			passes := splitCapture(b, r, n)
-			for range b.N {
-				b.StopTimer()
-				a, _, err := replayStart(capture, exe)
+			var passes []replayPass
+			if n > 1 {
+				_, r, err := replayStart(capture, exe)
 				if err != nil {
 					b.Fatal(err)
 				}
-				p := newReaderPool(&a.code, n)
+				passes = splitCapture(b, r, n-1)
+			}
+			for range b.N {
+				b.StopTimer()
+				a, r, err := replayStart(capture, exe)
+				if err != nil {
+					b.Fatal(err)
+				}
+				var p *readerPool
+				if n > 1 {
+					p = newReaderPool(&a.code, n-1)
+				}
 				if last != nil {
 					a.batch, a.sortBuf, a.pending, a.queries = last.batch[:0], last.sortBuf[:0], last.pending[:0], last.queries[:0]
 					warmPages(&a.pg, &last.pg)
-					for i, rd := range p.readers {
-						rd.run, rd.other, rd.ends = lastPool.readers[i].run[:0], lastPool.readers[i].other[:0], lastPool.readers[i].ends[:0]
+					if p != nil {
+						for i, rd := range p.readers {
+							rd.run, rd.other, rd.ends = lastPool.readers[i].run[:0], lastPool.readers[i].other[:0], lastPool.readers[i].ends[:0]
+						}
 					}
 				}
+				runtime.GC()
 				b.StartTimer()
 				c0, w0 := processCPU(), time.Now()
-				replayReaders(a, p, passes)
+				if p != nil {
+					replayReaders(a, p, passes)
+				} else if err := replayRecords(a, r); err != nil {
+					b.Fatal(err)
+				}
 				cpu += processCPU() - c0
 				wall += time.Since(w0)
-				p.stop()
+				b.StopTimer()
+				if p != nil {
+					p.stop()
+				}
 				samples += a.samples
 				last, lastPool = a, p
 			}
-			b.StopTimer()
 			b.ReportMetric(float64(samples)/cpu.Seconds(), "samples/cpu-s")
 			b.ReportMetric(float64(samples)/wall.Seconds(), "samples/s")
 			b.ReportMetric(cpu.Seconds()*1e9/float64(samples), "cpu-ns/sample")
 		})
+	}
+}
+
+// TestReplayLongStormReaders: on the longer storm too, the readers give one
+// consumer's counts.
+func TestReplayLongStormReaders(t *testing.T) {
+	capture, exe := captureNamed(t, "storm-long.cap.zst")
+	one, err := replay(capture, exe)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := &Profile{Nodes: one.pageNodes}
+	one.fill(want)
+	if want.Samples < 262_144 || want.Lost != 0 || want.Totals.FirstTouch < 262_144 {
+		t.Fatalf("one consumer: %d samples, %d lost, %+v; want the storm's 262 144 faults and first touches at least, none lost", want.Samples, want.Lost, want.Totals)
+	}
+	a, r, err := replayStart(capture, exe)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := newReaderPool(&a.code, 3)
+	replayReaders(a, p, splitCapture(t, r, 3))
+	p.stop()
+	got := &Profile{Nodes: a.pageNodes}
+	a.fill(got)
+	if got.Samples != want.Samples || got.Totals != want.Totals || got.RepeatFaults != want.RepeatFaults || len(got.Threads) != len(want.Threads) {
+		t.Errorf("3 readers: %d samples, %+v, %d repeats, %d threads; one consumer: %d, %+v, %d, %d",
+			got.Samples, got.Totals, got.RepeatFaults, len(got.Threads), want.Samples, want.Totals, want.RepeatFaults, len(want.Threads))
 	}
 }
 
@@ -190,6 +238,7 @@ func TestFollowStopsWhenFlushed(t *testing.T) {
 		t.Fatal("no eventfd for the readers")
 	}
 	for round := range 3 {
+		p.woken = 1 // as begin counts the reader it wakes
 		done := make(chan struct{})
 		go func() { p.readers[0].follow(p); close(done) }()
 		select {

@@ -29,6 +29,13 @@ import (
 // executable, unpacked into dir.
 func stormCapture(tb testing.TB) (capture []byte, exe string) {
 	tb.Helper()
+	return captureNamed(tb, "storm.cap.zst")
+}
+
+// captureNamed is the capture testdata/name and the captured program's
+// executable (the same profbench for every capture here).
+func captureNamed(tb testing.TB, name string) (capture []byte, exe string) {
+	tb.Helper()
 	unzst := func(name string) []byte {
 		f, err := os.Open(filepath.Join("testdata", name))
 		if err != nil {
@@ -50,7 +57,7 @@ func stormCapture(tb testing.TB) (capture []byte, exe string) {
 	if err := os.WriteFile(exe, unzst("profbench.zst"), 0o755); err != nil {
 		tb.Fatal(err)
 	}
-	return unzst("storm.cap.zst"), exe
+	return unzst(name), exe
 }
 
 // replay runs a capture through a new analyzer, with exe standing for the
