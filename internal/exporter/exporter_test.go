@@ -539,34 +539,42 @@ func TestMetricNames(t *testing.T) {
 	}
 }
 
-// TestBuilderGrows fills a builder far past its first slabs, with a family
-// split across two of them and an empty family: every series keeps its
-// value and family, the empty family is left out.
+// TestBuilderGrows fills a builder far past its first storage, with an
+// empty family: every series keeps its value and family, the empty family
+// is left out; a second read into the same builder allocates nothing.
 func TestBuilderGrows(t *testing.T) {
 	b := newBuilder(0, 0)
 	fams := []*family{newFamily("a_total", "a", counter), newFamily("empty", "e", gauge), newFamily("b", "b", gauge), newFamily("c_total", "c", counter)}
 	sizes := []int{50, 0, 100, 300}
-	lp := labelPairs([]string{"numa_node"}, []string{"7"})
-	for i, f := range fams {
-		b.begin(f)
-		for k := range sizes[i] {
-			b.add(lp, float64(i*1000+k))
+	lp := newLabels([]string{"numa_node"}, []string{"7"})
+	fill := func() {
+		b.reset()
+		for i, f := range fams {
+			b.begin(f)
+			for k := range sizes[i] {
+				b.add(lp, float64(i*1000+k))
+			}
 		}
+		b.finish()
 	}
-	got := b.finish()
+	fill()
+	got := b.dtoFamilies()
 	if len(got) != 3 {
 		t.Fatalf("%d families, want 3 (the empty one left out)", len(got))
 	}
 	for j, i := range []int{0, 2, 3} {
 		f := got[j]
-		if f.GetName() != *fams[i].name || len(f.Metric) != sizes[i] {
-			t.Fatalf("family %d: %s with %d series, want %s with %d", j, f.GetName(), len(f.Metric), *fams[i].name, sizes[i])
+		if f.GetName() != fams[i].name || len(f.Metric) != sizes[i] {
+			t.Fatalf("family %d: %s with %d series, want %s with %d", j, f.GetName(), len(f.Metric), fams[i].name, sizes[i])
 		}
 		for k, m := range f.Metric {
 			if v := value(m); v != float64(i*1000+k) || m.Label[0].GetValue() != "7" {
 				t.Fatalf("%s series %d = %v %v", f.GetName(), k, v, m.Label)
 			}
 		}
+	}
+	if a := testing.AllocsPerRun(20, fill); a != 0 {
+		t.Errorf("a read into a builder that held one as big allocates %v times", a)
 	}
 }
 
@@ -581,9 +589,9 @@ func TestReadAllocations(t *testing.T) {
 	}
 }
 
-// TestReadStorageReuse: a read's families stay as they were while a scrape
-// holds them, even as later reads run; after the last release the next
-// read reuses the storage.
+// TestReadStorageReuse: a read and its encoding stay as they were while a
+// scrape holds them, even as later reads run; after the last release the
+// next read reuses the storage.
 func TestReadStorageReuse(t *testing.T) {
 	root := copyTree(t, twoNode)
 	x := newTestExporter(t, root)
@@ -593,29 +601,30 @@ func TestReadStorageReuse(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	hitOf := func(fams []*dto.MetricFamily) float64 {
-		for _, f := range fams {
-			if f.GetName() == "numascope_node_numa_hit_total" {
-				return byLabel(f, "numa_node")["0"]
-			}
-		}
-		t.Fatal("no numa_hit")
-		return 0
+	hitOf := func(body []byte) float64 {
+		return byLabel(parseText(t, string(body))["numascope_node_numa_hit_total"], "numa_node")["0"]
 	}
 	setHit(100)
-	held, done, _ := x.Gather()
+	held := x.acquire()
+	heldBody := held.encode(encText).body
 	for v := 200; v <= 400; v += 100 {
 		setHit(v)
-		fams, d, _ := x.Gather()
-		if got := hitOf(fams); got != float64(v) {
+		r := x.acquire()
+		if got := hitOf(r.encode(encText).body); got != float64(v) {
 			t.Errorf("read with numa_hit %d gave %v", v, got)
 		}
-		d()
-		if got := hitOf(held); got != 100 {
+		x.release(r)
+		if got := hitOf(heldBody); got != 100 {
 			t.Fatalf("a held read changed under its scrape: numa_hit %v, want 100", got)
 		}
 	}
-	done()
+	hb := held.b
+	x.release(held)
+	r := x.acquire()
+	if r.b != hb {
+		t.Errorf("the read after the held one's release did not reuse its storage")
+	}
+	x.release(r)
 }
 
 // TestEveryNameDocumented: every family the exporter gives, on this machine
