@@ -23,8 +23,11 @@ var (
 	gauge   = dto.MetricType_GAUGE
 )
 
+// newFamily makes a family. Its help has invalid UTF-8 replaced by U+FFFD
+// (both formats are UTF-8) and leading and trailing blanks cut (the text
+// format's parser drops leading ones).
 func newFamily(name, help string, typ dto.MetricType) *family {
-	help = strings.ToValidUTF8(help, "\uFFFD")
+	help = strings.TrimSpace(strings.ToValidUTF8(help, "\uFFFD"))
 	return &family{name: name, help: help, typ: typ,
 		textHead: appendTextHead(nil, name, help, typ), omHead: appendOMHead(nil, name, help, typ)}
 }

@@ -293,7 +293,7 @@ func checkHostile(t *testing.T, help string, values []string) {
 			t.Fatalf("%s: no test_hostile_total in\n%s", c.format, got)
 		}
 		f := fams[i]
-		if want := strings.ToValidUTF8(help, "\uFFFD"); f.GetHelp() != want {
+		if want := strings.TrimSpace(strings.ToValidUTF8(help, "\uFFFD")); f.GetHelp() != want {
 			t.Errorf("%s: help %q, want %q", c.format, f.GetHelp(), want)
 		}
 		if len(f.Metric) != len(values) {
