@@ -98,8 +98,9 @@ type builder struct {
 	// The read's encodings, written on demand by the first scrape that
 	// wants each and shared by the others (read.encode); their storage is
 	// reused by the next read.
-	out [numEncodings]encoded
-	gz  gzipper
+	out       [numEncodings]encoded
+	gz        gzipper
+	encodings int // encodings written since reset (tests watch it)
 }
 
 // newBuilder sizes the storage for the given numbers of series and
@@ -110,7 +111,7 @@ func newBuilder(nseries, families int) *builder {
 
 // reset empties b for another read, keeping its storage.
 func (b *builder) reset() {
-	b.spans, b.series, b.open = b.spans[:0], b.series[:0], false
+	b.spans, b.series, b.open, b.encodings = b.spans[:0], b.series[:0], false, 0
 	for i := range b.out {
 		b.out[i].reset()
 	}

@@ -45,6 +45,7 @@ func (e *encoded) reset() { e.body, e.offs = e.body[:0], e.offs[:0] }
 // encode writes encoding k of b's records into b.out[k] and returns it.
 // It must be called once per read and encoding (read.encode sees to it).
 func (b *builder) encode(k int) *encoded {
+	b.encodings++
 	out := &b.out[k]
 	switch k {
 	case encText, encOM:

@@ -434,8 +434,9 @@ func (c *countingCollector) Update(b *builder) error {
 }
 
 // TestConcurrentScrapesShareOneRead holds a read in flight while more
-// scrapes arrive over HTTP: they wait for it and get its result, and the
-// collector is read once; the next scrape reads again.
+// scrapes arrive over HTTP: they wait for it and get its result, the
+// collector is read once and the read encoded once; the next scrape reads
+// again.
 func TestConcurrentScrapesShareOneRead(t *testing.T) {
 	c := &countingCollector{started: make(chan struct{}, 1), release: make(chan struct{}),
 		fam: newFamily("test_reads_total", "reads", counter)}
@@ -483,6 +484,11 @@ func TestConcurrentScrapesShareOneRead(t *testing.T) {
 	if n := c.reads.Load(); n != 1 {
 		t.Errorf("%d concurrent scrapes read the collector %d times, want once", scrapes, n)
 	}
+	x.mu.Lock()
+	if n := x.spare.encodings; n != 1 {
+		t.Errorf("%d concurrent scrapes of the text format encoded their read %d times, want once", scrapes, n)
+	}
+	x.mu.Unlock()
 	for i, b := range bodies {
 		if !strings.Contains(b, "test_reads_total 1\n") || !strings.Contains(b, "numascope_scrape_reads_total 1\n") {
 			t.Errorf("scrape %d did not get the shared read:\n%s", i, b)
