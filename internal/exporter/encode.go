@@ -117,15 +117,7 @@ func appendValue(buf []byte, v float64, om bool) []byte {
 // appendTextHead appends the HELP and TYPE lines of a family in the text
 // format 0.0.4, whose HELP escapes backslash and newline only.
 func appendTextHead(buf []byte, name, help string, typ dto.MetricType) []byte {
-	buf = append(buf, "# HELP "...)
-	buf = append(buf, name...)
-	buf = append(buf, ' ')
-	buf = appendEscaped(buf, help, false)
-	buf = append(buf, "\n# TYPE "...)
-	buf = append(buf, name...)
-	buf = append(buf, ' ')
-	buf = append(buf, strings.ToLower(typ.String())...)
-	return append(buf, '\n')
+	return appendHead(buf, name, help, strings.ToLower(typ.String()), false)
 }
 
 // appendOMHead appends the HELP and TYPE lines of a family in OpenMetrics
@@ -142,10 +134,16 @@ func appendOMHead(buf []byte, name, help string, typ dto.MetricType) []byte {
 			kind = "unknown"
 		}
 	}
+	return appendHead(buf, name, help, kind, true)
+}
+
+// appendHead appends "# HELP name help\n# TYPE name kind\n", help escaped,
+// with its double quotes when quote is set.
+func appendHead(buf []byte, name, help, kind string, quote bool) []byte {
 	buf = append(buf, "# HELP "...)
 	buf = append(buf, name...)
 	buf = append(buf, ' ')
-	buf = appendEscaped(buf, help, true)
+	buf = appendEscaped(buf, help, quote)
 	buf = append(buf, "\n# TYPE "...)
 	buf = append(buf, name...)
 	buf = append(buf, ' ')

@@ -105,7 +105,21 @@ func cutLast(l string) (string, string, bool) {
 var (
 	fmtText = expfmt.FmtText
 	fmtOM   = expfmt.FmtOpenMetrics_1_0_0
+	// textFormats are the exporter's own encodings and their formats.
+	textFormats = []struct {
+		enc    int
+		format expfmt.Format
+	}{{encText, fmtText}, {encOM, fmtOM}}
 )
+
+// labelsOf maps a series' label names to their values.
+func labelsOf(m *dto.Metric) map[string]string {
+	out := map[string]string{}
+	for _, l := range m.Label {
+		out[l.GetName()] = l.GetValue()
+	}
+	return out
+}
 
 // TestEncodingMatchesExpfmt: on this machine and on the two-node capture,
 // the exporter's own text and OpenMetrics encodings of a read parse, with
@@ -118,10 +132,7 @@ func TestEncodingMatchesExpfmt(t *testing.T) {
 		x := newTestExporter(t, root)
 		r := x.acquire()
 		ref := r.b.dtoFamilies()
-		for _, c := range []struct {
-			enc    int
-			format expfmt.Format
-		}{{encText, fmtText}, {encOM, fmtOM}} {
+		for _, c := range textFormats {
 			got := r.encode(c.enc).body
 			want := expfmtBody(t, ref, c.format)
 			what := "root " + strconv.Quote(root) + " " + string(c.format)
@@ -281,10 +292,7 @@ func checkHostile(t *testing.T, help string, values []string) {
 	r := x.acquire()
 	defer x.release(r)
 	ref := r.b.dtoFamilies()
-	for _, c := range []struct {
-		enc    int
-		format expfmt.Format
-	}{{encText, fmtText}, {encOM, fmtOM}} {
+	for _, c := range textFormats {
 		got := r.encode(c.enc).body
 		sameLines(t, string(c.format), got, expfmtBody(t, ref, c.format))
 		fams := decode(t, got, c.format)
@@ -300,16 +308,9 @@ func checkHostile(t *testing.T, help string, values []string) {
 			t.Fatalf("%s: %d series, want %d\n%s", c.format, len(f.Metric), len(values), got)
 		}
 		for _, m := range f.Metric {
-			var v, idx string
-			for _, l := range m.Label {
-				switch l.GetName() {
-				case "value":
-					v = l.GetValue()
-				case "i":
-					idx = l.GetValue()
-				}
-			}
-			k, _ := strconv.Atoi(idx)
+			l := labelsOf(m)
+			v := l["value"]
+			k, _ := strconv.Atoi(l["i"])
 			if want := strings.ToValidUTF8(values[k], "\uFFFD"); v != want || m.GetCounter().GetValue() != float64(k) {
 				t.Errorf("%s: series %d: value label %q = %v, want %q = %d", c.format, k, v, m.GetCounter().GetValue(), want, k)
 			}

@@ -297,16 +297,8 @@ func TestTwoNodeCapture(t *testing.T) {
 	}
 	dist := map[string]float64{}
 	for _, m := range fams["numascope_numa_distance"].Metric {
-		var from, to string
-		for _, l := range m.Label {
-			switch l.GetName() {
-			case "from":
-				from = l.GetValue()
-			case "to":
-				to = l.GetValue()
-			}
-		}
-		dist[from+">"+to] = value(m)
+		l := labelsOf(m)
+		dist[l["from"]+">"+l["to"]] = value(m)
 	}
 	for _, n := range []string{"0", "1"} {
 		b, err := os.ReadFile(filepath.Join(node, "node"+n, "distance"))
@@ -325,10 +317,7 @@ func TestTwoNodeCapture(t *testing.T) {
 		t.Fatalf("%d numa_node_info series, want 2", len(info.Metric))
 	}
 	for _, m := range info.Metric {
-		labels := map[string]string{}
-		for _, l := range m.Label {
-			labels[l.GetName()] = l.GetValue()
-		}
+		labels := labelsOf(m)
 		cpus, err := os.ReadFile(filepath.Join(node, "node"+labels["numa_node"], "cpulist"))
 		if err != nil {
 			t.Fatal(err)
