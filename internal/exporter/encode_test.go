@@ -283,10 +283,12 @@ func (c *hostileCollector) Update(b *builder) error {
 	return nil
 }
 
-// checkHostile encodes help and values in both formats: the bodies parse,
-// and give back the help and every value (invalid UTF-8 replaced by
-// U+FFFD), line for line what prometheus/common writes.
-func checkHostile(t *testing.T, help string, values []string) {
+// checkHostile encodes help and values in both formats: the bodies are
+// line for line what prometheus/common writes, and parse and give back
+// the help and every value (invalid UTF-8 replaced by U+FFFD). The
+// OpenMetrics body is parsed only when omParse is set: prometheus/common's
+// OpenMetrics parser takes some 40 ms, too slow for a fuzz target.
+func checkHostile(t *testing.T, help string, values []string, omParse bool) {
 	t.Helper()
 	x := newExporter([]collector{newHostileCollector(help, values)}, nil)
 	r := x.acquire()
@@ -295,6 +297,9 @@ func checkHostile(t *testing.T, help string, values []string) {
 	for _, c := range textFormats {
 		got := r.encode(c.enc).body
 		sameLines(t, string(c.format), got, expfmtBody(t, ref, c.format))
+		if c.enc == encOM && !omParse {
+			continue
+		}
 		fams := decode(t, got, c.format)
 		i := slices.IndexFunc(fams, func(f *dto.MetricFamily) bool { return f.GetName() == "test_hostile_total" })
 		if i < 0 {
@@ -321,17 +326,18 @@ func checkHostile(t *testing.T, help string, values []string) {
 // TestHostileLabels: label values and help texts that would break a
 // format naively written come back intact through both parsers.
 func TestHostileLabels(t *testing.T) {
-	checkHostile(t, `help with "quotes", a back\slash and a`+"\nnewline \xff", hostile)
+	checkHostile(t, `help with "quotes", a back\slash and a`+"\nnewline \xff", hostile, true)
 }
 
-// FuzzLabelEscaping: whatever a label value or a help text is, both
-// formats parse and give it back.
+// FuzzLabelEscaping: whatever a label value or a help text is, the text
+// format parses and gives it back, and both formats are what
+// prometheus/common writes (TestHostileLabels parses OpenMetrics too).
 func FuzzLabelEscaping(f *testing.F) {
 	for _, s := range hostile {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		checkHostile(t, s, []string{s})
+		checkHostile(t, s, []string{s}, false)
 	})
 }
 
