@@ -52,6 +52,15 @@ func BenchmarkReadVsKernel(b *testing.B) {
 	cpuratio.Compare(b, "read", func() { x.Read() }, "kernel-read", kernelReads(b, x))
 }
 
+// BenchmarkEncodeVsKernel: the CPU of writing one read's OpenMetrics (the
+// read done once before) against the same floor.
+func BenchmarkEncodeVsKernel(b *testing.B) {
+	x := newTestExporter(b, "")
+	r := x.acquire()
+	b.Cleanup(func() { x.release(r) })
+	cpuratio.Compare(b, "encode", func() { r.b.encode(encOM) }, "kernel-read", kernelReads(b, x))
+}
+
 // BenchmarkScrapeVsKernel: a whole scrape as the handler serves it
 // (OpenMetrics, uncompressed, into a recorder: no socket) against the same
 // floor. Work the runtime does on other threads (the garbage collector's)

@@ -22,7 +22,7 @@ type sensorCollector struct {
 	s      sensor.Sensor
 	owned  bool // the collector opened s and closes it
 	fams   []*family
-	labels [][]*dto.LabelPair // per source
+	labels []*labelSet // per source
 	dst    []int64
 	failed []bool // per source, scratch for Update
 }
@@ -60,7 +60,7 @@ func newSensorCollector(name string, s sensor.Sensor, owned bool, specs []metric
 		if label == "" {
 			c.labels = append(c.labels, nil)
 		} else {
-			c.labels = append(c.labels, labelPairs([]string{label}, []string{labelValue(src)}))
+			c.labels = append(c.labels, newLabels([]string{label}, []string{labelValue(src)}))
 		}
 	}
 	c.dst = make([]int64, len(events)*len(c.labels))
@@ -278,8 +278,8 @@ func perfCollector(p PerfEvents) (collector, error) {
 // restarting the exporter picks up).
 type topoCollector struct {
 	info, dist *family
-	infoLabels [][]*dto.LabelPair
-	distLabels [][]*dto.LabelPair
+	infoLabels []*labelSet
+	distLabels []*labelSet
 	distValues []float64
 }
 
@@ -296,14 +296,14 @@ func topologyCollector(t *topology.Topology) collector {
 		if n.MemoryTier != nil {
 			tier = strconv.Itoa(*n.MemoryTier)
 		}
-		c.infoLabels = append(c.infoLabels, labelPairs([]string{"numa_node", "cpus", "tier"}, []string{id, sysfs.FormatCPUList(n.CPUs), tier}))
+		c.infoLabels = append(c.infoLabels, newLabels([]string{"numa_node", "cpus", "tier"}, []string{id, sysfs.FormatCPUList(n.CPUs), tier}))
 		to := make([]string, 0, len(n.Distances))
 		for k := range n.Distances {
 			to = append(to, k)
 		}
 		slices.SortFunc(to, func(a, b string) int { x, _ := strconv.Atoi(a); y, _ := strconv.Atoi(b); return x - y })
 		for _, k := range to {
-			c.distLabels = append(c.distLabels, labelPairs([]string{"from", "to"}, []string{id, k}))
+			c.distLabels = append(c.distLabels, newLabels([]string{"from", "to"}, []string{id, k}))
 			c.distValues = append(c.distValues, float64(n.Distances[k]))
 		}
 	}

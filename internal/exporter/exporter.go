@@ -47,11 +47,13 @@ type collector interface {
 // safe for concurrent use: one read is in flight at a time, and the scrapes
 // that arrive during it get its result.
 //
-// It builds the metric families itself instead of going through a
-// prometheus.Registry of const metrics: names, help texts and label pairs
-// are made once at start and shared by every read, so that a read costs
-// a handful of allocations for its values instead of several per series,
-// and no goroutine, sort or consistency check per scrape (docs/performance.md).
+// It keeps the metric families itself instead of going through a
+// prometheus.Registry of const metrics, and writes the exposition formats
+// itself (encode.go): names, help texts and label sets are made and
+// escaped once at start and shared by every read, a read fills storage
+// reused from the previous one, and a scrape appends one line per series
+// to a reused buffer: no allocation per series, and no goroutine, sort or
+// consistency check per scrape (docs/performance.md).
 type Exporter struct {
 	collectors []collector
 	log        func(string)
@@ -69,18 +71,37 @@ type Exporter struct {
 	nfams    int      // families in the last read, likewise
 
 	success, duration, errs, readsFam *family
-	byCollector                       [][]*dto.LabelPair // collector="NAME", per collector
+	byCollector                       []*labelSet // collector="NAME", per collector
 }
 
 // read is one pass over the collectors, shared by the scrapes that arrive
-// while it runs. Its families are not changed until the last scrape using
-// them is done (refs, under Exporter.mu); then its builder's storage goes
-// to the next read.
+// while it runs, and so are its encodings: the first scrape that wants an
+// encoding writes it, the others of the same read wait for it and send
+// the same bytes. Its builder is not changed until the last scrape using
+// the read is done (refs, under Exporter.mu); then its storage goes to the
+// next read.
 type read struct {
 	done chan struct{}
-	fams []*dto.MetricFamily
 	b    *builder
 	refs int
+
+	mu      sync.Mutex // held while an encoding is written
+	encoded [numEncodings]bool
+}
+
+// encode returns encoding k of the read, written by the first caller.
+func (r *read) encode(k int) *encoded {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if k >= encTextGz && !r.encoded[k-encTextGz] {
+		r.b.encode(k - encTextGz)
+		r.encoded[k-encTextGz] = true
+	}
+	if !r.encoded[k] {
+		r.b.encode(k)
+		r.encoded[k] = true
+	}
+	return &r.b.out[k]
 }
 
 // newExporter wraps the collectors; the exporter owns and closes them.
@@ -100,19 +121,19 @@ func newExporter(cs []collector, log func(string)) *Exporter {
 			"reads of the kernel files since the exporter started; scrapes that arrive during a read share it and do not count", counter),
 	}
 	for _, c := range cs {
-		e.byCollector = append(e.byCollector, labelPairs([]string{"collector"}, []string{c.Name()}))
+		e.byCollector = append(e.byCollector, newLabels([]string{"collector"}, []string{c.Name()}))
 	}
 	return e
 }
 
 // Gather returns the metric families of one read, a new one or the one in
-// flight when Gather is called, and the function to call when done with
-// them (prometheus.TransactionalGatherer). The families are shared with
-// the other scrapes of the same read and must not be changed; after done
-// they must not be used, since the next read reuses their storage.
+// flight when Gather is called, as client_golang's structures, made anew
+// at each call (prometheus.TransactionalGatherer; done releases the read).
+// The handler does not use it but for the protobuf formats: it writes the
+// text formats from the read's own records.
 func (e *Exporter) Gather() ([]*dto.MetricFamily, func(), error) {
 	r := e.acquire()
-	return r.fams, func() { e.release(r) }, nil
+	return r.b.dtoFamilies(), func() { e.release(r) }, nil
 }
 
 // Read makes or joins a read and releases it at once: for tests and
@@ -140,7 +161,6 @@ func (e *Exporter) acquire() *read {
 	e.mu.Unlock()
 
 	r.b = e.readAll(b)
-	r.fams = r.b.fams
 
 	e.mu.Lock()
 	e.inflight = nil
@@ -157,7 +177,7 @@ func (e *Exporter) release(r *read) {
 	r.refs--
 	if r.refs == 0 {
 		e.spare = r.b
-		r.b, r.fams = nil, nil
+		r.b = nil
 	}
 }
 
@@ -202,8 +222,8 @@ func (e *Exporter) readAll(b *builder) *builder {
 	}
 	b.begin(e.readsFam)
 	b.add(nil, float64(e.reads))
-	fams := b.finish()
-	e.size, e.nfams = b.series, len(fams)
+	b.finish()
+	e.size, e.nfams = len(b.series), len(b.spans)
 	return b
 }
 

@@ -297,16 +297,8 @@ func TestTwoNodeCapture(t *testing.T) {
 	}
 	dist := map[string]float64{}
 	for _, m := range fams["numascope_numa_distance"].Metric {
-		var from, to string
-		for _, l := range m.Label {
-			switch l.GetName() {
-			case "from":
-				from = l.GetValue()
-			case "to":
-				to = l.GetValue()
-			}
-		}
-		dist[from+">"+to] = value(m)
+		l := labelsOf(m)
+		dist[l["from"]+">"+l["to"]] = value(m)
 	}
 	for _, n := range []string{"0", "1"} {
 		b, err := os.ReadFile(filepath.Join(node, "node"+n, "distance"))
@@ -325,10 +317,7 @@ func TestTwoNodeCapture(t *testing.T) {
 		t.Fatalf("%d numa_node_info series, want 2", len(info.Metric))
 	}
 	for _, m := range info.Metric {
-		labels := map[string]string{}
-		for _, l := range m.Label {
-			labels[l.GetName()] = l.GetValue()
-		}
+		labels := labelsOf(m)
 		cpus, err := os.ReadFile(filepath.Join(node, "node"+labels["numa_node"], "cpulist"))
 		if err != nil {
 			t.Fatal(err)
@@ -434,8 +423,9 @@ func (c *countingCollector) Update(b *builder) error {
 }
 
 // TestConcurrentScrapesShareOneRead holds a read in flight while more
-// scrapes arrive over HTTP: they wait for it and get its result, and the
-// collector is read once; the next scrape reads again.
+// scrapes arrive over HTTP: they wait for it and get its result, the
+// collector is read once and the read encoded once; the next scrape reads
+// again.
 func TestConcurrentScrapesShareOneRead(t *testing.T) {
 	c := &countingCollector{started: make(chan struct{}, 1), release: make(chan struct{}),
 		fam: newFamily("test_reads_total", "reads", counter)}
@@ -483,6 +473,11 @@ func TestConcurrentScrapesShareOneRead(t *testing.T) {
 	if n := c.reads.Load(); n != 1 {
 		t.Errorf("%d concurrent scrapes read the collector %d times, want once", scrapes, n)
 	}
+	x.mu.Lock()
+	if n := x.spare.encodings; n != 1 {
+		t.Errorf("%d concurrent scrapes of the text format encoded their read %d times, want once", scrapes, n)
+	}
+	x.mu.Unlock()
 	for i, b := range bodies {
 		if !strings.Contains(b, "test_reads_total 1\n") || !strings.Contains(b, "numascope_scrape_reads_total 1\n") {
 			t.Errorf("scrape %d did not get the shared read:\n%s", i, b)
@@ -539,34 +534,42 @@ func TestMetricNames(t *testing.T) {
 	}
 }
 
-// TestBuilderGrows fills a builder far past its first slabs, with a family
-// split across two of them and an empty family: every series keeps its
-// value and family, the empty family is left out.
+// TestBuilderGrows fills a builder far past its first storage, with an
+// empty family: every series keeps its value and family, the empty family
+// is left out; a second read into the same builder allocates nothing.
 func TestBuilderGrows(t *testing.T) {
 	b := newBuilder(0, 0)
 	fams := []*family{newFamily("a_total", "a", counter), newFamily("empty", "e", gauge), newFamily("b", "b", gauge), newFamily("c_total", "c", counter)}
 	sizes := []int{50, 0, 100, 300}
-	lp := labelPairs([]string{"numa_node"}, []string{"7"})
-	for i, f := range fams {
-		b.begin(f)
-		for k := range sizes[i] {
-			b.add(lp, float64(i*1000+k))
+	lp := newLabels([]string{"numa_node"}, []string{"7"})
+	fill := func() {
+		b.reset()
+		for i, f := range fams {
+			b.begin(f)
+			for k := range sizes[i] {
+				b.add(lp, float64(i*1000+k))
+			}
 		}
+		b.finish()
 	}
-	got := b.finish()
+	fill()
+	got := b.dtoFamilies()
 	if len(got) != 3 {
 		t.Fatalf("%d families, want 3 (the empty one left out)", len(got))
 	}
 	for j, i := range []int{0, 2, 3} {
 		f := got[j]
-		if f.GetName() != *fams[i].name || len(f.Metric) != sizes[i] {
-			t.Fatalf("family %d: %s with %d series, want %s with %d", j, f.GetName(), len(f.Metric), *fams[i].name, sizes[i])
+		if f.GetName() != fams[i].name || len(f.Metric) != sizes[i] {
+			t.Fatalf("family %d: %s with %d series, want %s with %d", j, f.GetName(), len(f.Metric), fams[i].name, sizes[i])
 		}
 		for k, m := range f.Metric {
 			if v := value(m); v != float64(i*1000+k) || m.Label[0].GetValue() != "7" {
 				t.Fatalf("%s series %d = %v %v", f.GetName(), k, v, m.Label)
 			}
 		}
+	}
+	if a := testing.AllocsPerRun(20, fill); a != 0 {
+		t.Errorf("a read into a builder that held one as big allocates %v times", a)
 	}
 }
 
@@ -581,9 +584,9 @@ func TestReadAllocations(t *testing.T) {
 	}
 }
 
-// TestReadStorageReuse: a read's families stay as they were while a scrape
-// holds them, even as later reads run; after the last release the next
-// read reuses the storage.
+// TestReadStorageReuse: a read and its encoding stay as they were while a
+// scrape holds them, even as later reads run; after the last release the
+// next read reuses the storage.
 func TestReadStorageReuse(t *testing.T) {
 	root := copyTree(t, twoNode)
 	x := newTestExporter(t, root)
@@ -593,29 +596,30 @@ func TestReadStorageReuse(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	hitOf := func(fams []*dto.MetricFamily) float64 {
-		for _, f := range fams {
-			if f.GetName() == "numascope_node_numa_hit_total" {
-				return byLabel(f, "numa_node")["0"]
-			}
-		}
-		t.Fatal("no numa_hit")
-		return 0
+	hitOf := func(body []byte) float64 {
+		return byLabel(parseText(t, string(body))["numascope_node_numa_hit_total"], "numa_node")["0"]
 	}
 	setHit(100)
-	held, done, _ := x.Gather()
+	held := x.acquire()
+	heldBody := held.encode(encText).body
 	for v := 200; v <= 400; v += 100 {
 		setHit(v)
-		fams, d, _ := x.Gather()
-		if got := hitOf(fams); got != float64(v) {
+		r := x.acquire()
+		if got := hitOf(r.encode(encText).body); got != float64(v) {
 			t.Errorf("read with numa_hit %d gave %v", v, got)
 		}
-		d()
-		if got := hitOf(held); got != 100 {
+		x.release(r)
+		if got := hitOf(heldBody); got != 100 {
 			t.Fatalf("a held read changed under its scrape: numa_hit %v, want 100", got)
 		}
 	}
-	done()
+	hb := held.b
+	x.release(held)
+	r := x.acquire()
+	if r.b != hb {
+		t.Errorf("the read after the held one's release did not reuse its storage")
+	}
+	x.release(r)
 }
 
 // TestEveryNameDocumented: every family the exporter gives, on this machine

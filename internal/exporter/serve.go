@@ -1,15 +1,23 @@
 package exporter
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"sync/atomic"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/klauspost/compress/gzip"
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/exporter-toolkit/web"
 )
 
@@ -19,7 +27,7 @@ import (
 const DefaultListen = "127.0.0.1:9864"
 
 // maxInFlight bounds the scrapes served at once; more get HTTP 503. They
-// share one read, but each encodes its own response.
+// share one read and its encoding.
 const maxInFlight = 16
 
 // Handler serves the exporter's metrics in the text format or, to a client
@@ -29,18 +37,165 @@ const maxInFlight = 16
 func (e *Exporter) Handler() http.Handler { return e.handler(false) }
 
 // handler is Handler, with gzip offered when compress is set. Compression
-// is off by default: it costs a scrape about twice the CPU of everything
-// else together (docs/performance.md), to save some 60 KB per scrape on a
+// is off by default: it costs a scrape more CPU than everything else
+// together (docs/performance.md), to save some 60 KB per scrape on a
 // machine whose network is rarely the bottleneck.
+//
+// It behaves as promhttp's handler did (HandlerForTransactional with
+// OpenMetrics enabled, errors ignored, at most maxInFlight at once): the
+// format is negotiated from Accept by prometheus/common (OpenMetrics when
+// asked for, the text format otherwise, protobuf to a client that prefers
+// it), gzip as promhttp negotiates it, and name[]=NAME keeps only the
+// families named. But the text formats are written by the exporter itself
+// (encode.go), once per read whatever the number of scrapes sharing it,
+// and sent in one write with a Content-Length.
 func (e *Exporter) handler(compress bool) http.Handler {
-	// No Timeout: promhttp would run every scrape in a goroutine of its
-	// own and buffer the response; a read takes well under a millisecond.
-	return promhttp.HandlerForTransactional(e, promhttp.HandlerOpts{
-		EnableOpenMetrics:   true,
-		ErrorHandling:       promhttp.ContinueOnError,
-		MaxRequestsInFlight: maxInFlight,
-		DisableCompression:  !compress,
+	sem := make(chan struct{}, maxInFlight)
+	var neg negotiator
+	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		select {
+		case sem <- struct{}{}:
+			defer func() { <-sem }()
+		default:
+			http.Error(w, fmt.Sprintf("Limit of concurrent requests reached (%d), try again later.", maxInFlight), http.StatusServiceUnavailable)
+			return
+		}
+		format, enc := neg.negotiate(req.Header.Get("Accept"))
+		gz := compress && acceptsGzip(req.Header.Get("Accept-Encoding"))
+		h := w.Header()
+		h.Add("Vary", "Accept")
+		if compress {
+			h.Add("Vary", "Accept-Encoding")
+		}
+		h.Set("Content-Type", format)
+		var names []string
+		if req.URL != nil && req.URL.RawQuery != "" {
+			names = req.URL.Query()["name[]"]
+		}
+
+		r := e.acquire()
+		defer e.release(r)
+		var body []byte
+		switch {
+		case enc < 0:
+			body = protoBody(r.b.dtoFamilies(), expfmt.Format(format), names, gz)
+		case names != nil:
+			body = r.encode(enc).filter(r.b.spans, names, enc == encOM)
+			if gz {
+				body = new(gzipper).compress(nil, body)
+			}
+		case gz:
+			body = r.encode(enc + encTextGz).body
+		default:
+			body = r.encode(enc).body
+		}
+		if gz {
+			h.Set("Content-Encoding", "gzip")
+		}
+		h.Set("Content-Length", strconv.Itoa(len(body)))
+		w.Write(body) // an error is the client's going away: nothing to do
 	})
+}
+
+// filter returns a new body with only the families named in names, and
+// OpenMetrics' # EOF when om is set.
+func (e *encoded) filter(spans []span, names []string, om bool) []byte {
+	var body []byte
+	for i, s := range spans {
+		if slices.Contains(names, s.f.name) {
+			body = append(body, e.body[e.offs[i]:e.offs[i+1]]...)
+		}
+	}
+	if om {
+		body = append(body, "# EOF\n"...)
+	}
+	return body
+}
+
+// protoBody encodes fams (those in names, or all when names is nil) in a
+// protobuf format with prometheus/common, gzipped when gz is set.
+func protoBody(fams []*dto.MetricFamily, format expfmt.Format, names []string, gz bool) []byte {
+	var buf bytes.Buffer
+	var w io.Writer = &buf
+	var zw *gzip.Writer
+	if gz {
+		zw = gzip.NewWriter(&buf)
+		w = zw
+	}
+	enc := expfmt.NewEncoder(w, format)
+	for _, f := range fams {
+		if names == nil || slices.Contains(names, f.GetName()) {
+			enc.Encode(f) // writes to memory; the families are valid
+		}
+	}
+	if c, ok := enc.(expfmt.Closer); ok {
+		c.Close()
+	}
+	if zw != nil {
+		zw.Close()
+	}
+	return buf.Bytes()
+}
+
+// acceptedFormats are the formats offered, in promhttp's order of
+// preference with OpenMetrics enabled.
+var acceptedFormats = expfmt.DefaultOpenMetricsAcceptedFormats()
+
+// negotiator negotiates the format from an Accept header with
+// prometheus/common, remembering the last header's answer: a Prometheus
+// server sends the same header at every scrape, and the negotiation
+// allocates.
+type negotiator struct {
+	last atomic.Pointer[negotiated]
+}
+
+type negotiated struct {
+	accept, format string
+	enc            int // encText, encOM, or -1 for a protobuf format
+}
+
+// negotiate returns the Content-Type to answer accept with, and its
+// encoding.
+func (n *negotiator) negotiate(accept string) (string, int) {
+	if l := n.last.Load(); l != nil && l.accept == accept {
+		return l.format, l.enc
+	}
+	f := expfmt.NegotiateAccept(http.Header{"Accept": {accept}}, acceptedFormats...)
+	l := &negotiated{accept: accept, format: string(f), enc: -1}
+	switch f.FormatType() {
+	case expfmt.TypeTextPlain:
+		l.enc = encText
+	case expfmt.TypeOpenMetrics:
+		l.enc = encOM // 1.0.0 or 0.0.1, which read the same; 2.0 is not offered
+	}
+	n.last.Store(l)
+	return l.format, l.enc
+}
+
+// acceptsGzip says whether gzip is the content coding to answer
+// Accept-Encoding with, as promhttp chose between identity and gzip: the
+// one with the highest q, identity on a tie, none when the best q is 0.
+func acceptsGzip(header string) bool {
+	best, bestQ := "identity", -1.0
+	for _, offer := range []string{"identity", "gzip"} {
+		for rest := header; rest != ""; {
+			var spec string
+			spec, rest, _ = strings.Cut(rest, ",")
+			value, params, _ := strings.Cut(spec, ";")
+			value = strings.TrimSpace(value)
+			q := 1.0
+			if k, v, ok := strings.Cut(params, "="); ok && strings.TrimSpace(k) == "q" {
+				var err error
+				if q, err = strconv.ParseFloat(strings.TrimSpace(v), 64); err != nil {
+					continue
+				}
+			}
+			if q > bestQ && (value == "*" || strings.EqualFold(value, offer)) {
+				best, bestQ = offer, q
+			}
+		}
+	}
+	return best == "gzip" && bestQ != 0
 }
 
 // ServeConfig is where and how to serve.
