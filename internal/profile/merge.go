@@ -229,36 +229,14 @@ func (m *Merged) WriteReport(w io.Writer) error {
 	}
 
 	t := m.Totals
-	acc := t.Local + t.Remote
+	acc := t.Accesses()
 	fmt.Fprintf(w, "\nTotals (summed over the ranks)\n")
-	fmt.Fprintf(tw, "first touch (base pages)\t%d\t\n", t.FirstTouch)
-	fmt.Fprintf(tw, "  by unpinned threads\t%d\t%s\t\n", t.UnpinnedFirstTouch, pct(t.UnpinnedFirstTouch, t.FirstTouch))
-	fmt.Fprintf(tw, "sampled accesses\t%d\t\n", acc)
-	fmt.Fprintf(tw, "  local\t%d\t%s\t\n", t.Local, pct(t.Local, acc))
-	fmt.Fprintf(tw, "  remote\t%d\t%s\t\n", t.Remote, pct(t.Remote, acc))
-	fmt.Fprintf(tw, "  unpinned page / thread / both\t%d / %d / %d\t\n", t.UnpinnedPage, t.UnpinnedThread, t.UnpinnedBoth)
-	if err := tw.Flush(); err != nil {
+	if err := writeTotals(tw, t); err != nil {
 		return err
 	}
-
 	if mx := m.Matrix; mx != nil && acc > 0 {
 		fmt.Fprintf(w, "\nAccess matrix, summed over the ranks (rows: the accessing thread's node, -1 unpinned; columns: the page's node)\n")
-		fmt.Fprintf(tw, "thread \\ page\t")
-		for _, n := range mx.PageNodes {
-			fmt.Fprintf(tw, "%d\t", n)
-		}
-		fmt.Fprintln(tw)
-		for i, row := range mx.Counts {
-			if sum(row) == 0 {
-				continue
-			}
-			fmt.Fprintf(tw, "%s\t", nodeName(mx.ThreadNodes[i]))
-			for _, c := range row {
-				fmt.Fprintf(tw, "%d\t", c)
-			}
-			fmt.Fprintln(tw)
-		}
-		if err := tw.Flush(); err != nil {
+		if err := writeMatrix(tw, *mx); err != nil {
 			return err
 		}
 	}

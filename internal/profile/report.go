@@ -50,36 +50,12 @@ func (p *Profile) WriteReport(w io.Writer, top int) error {
 
 	t := p.Totals
 	fmt.Fprintf(w, "\nTotals\n")
-	fmt.Fprintf(tw, "first touch (base pages)\t%d\t\n", t.FirstTouch)
-	fmt.Fprintf(tw, "  by unpinned threads\t%d\t%s\t\n", t.UnpinnedFirstTouch, pct(t.UnpinnedFirstTouch, t.FirstTouch))
-	acc := t.Local + t.Remote
-	fmt.Fprintf(tw, "sampled accesses\t%d\t\n", acc)
-	fmt.Fprintf(tw, "  local\t%d\t%s\t\n", t.Local, pct(t.Local, acc))
-	fmt.Fprintf(tw, "  remote\t%d\t%s\t\n", t.Remote, pct(t.Remote, acc))
-	fmt.Fprintf(tw, "  unpinned page / thread / both\t%d / %d / %d\t\n", t.UnpinnedPage, t.UnpinnedThread, t.UnpinnedBoth)
-	if err := tw.Flush(); err != nil {
+	if err := writeTotals(tw, t); err != nil {
 		return err
 	}
-
-	if acc > 0 {
-		m := p.AccessMatrix
+	if t.Accesses() > 0 {
 		fmt.Fprintf(w, "\nAccess matrix (sampled accesses; rows: the accessing thread's node, -1 unpinned; columns: the page's node)\n")
-		fmt.Fprintf(tw, "thread \\ page\t")
-		for _, n := range m.PageNodes {
-			fmt.Fprintf(tw, "%d\t", n)
-		}
-		fmt.Fprintln(tw)
-		for i, row := range m.Counts {
-			if i >= len(m.ThreadNodes) || sum(row) == 0 {
-				continue
-			}
-			fmt.Fprintf(tw, "%s\t", nodeName(m.ThreadNodes[i]))
-			for _, c := range row {
-				fmt.Fprintf(tw, "%d\t", c)
-			}
-			fmt.Fprintln(tw)
-		}
-		if err := tw.Flush(); err != nil {
+		if err := writeMatrix(tw, p.AccessMatrix); err != nil {
 			return err
 		}
 	}
@@ -356,4 +332,36 @@ func ifSignal(sig string) string {
 		return ""
 	}
 	return " (killed by " + sig + ")"
+}
+
+// writeTotals writes the first touches and sampled accesses of t.
+func writeTotals(tw *tabwriter.Writer, t Metrics) error {
+	fmt.Fprintf(tw, "first touch (base pages)\t%d\t\n", t.FirstTouch)
+	fmt.Fprintf(tw, "  by unpinned threads\t%d\t%s\t\n", t.UnpinnedFirstTouch, pct(t.UnpinnedFirstTouch, t.FirstTouch))
+	acc := t.Accesses()
+	fmt.Fprintf(tw, "sampled accesses\t%d\t\n", acc)
+	fmt.Fprintf(tw, "  local\t%d\t%s\t\n", t.Local, pct(t.Local, acc))
+	fmt.Fprintf(tw, "  remote\t%d\t%s\t\n", t.Remote, pct(t.Remote, acc))
+	fmt.Fprintf(tw, "  unpinned page / thread / both\t%d / %d / %d\t\n", t.UnpinnedPage, t.UnpinnedThread, t.UnpinnedBoth)
+	return tw.Flush()
+}
+
+// writeMatrix writes an access matrix's rows that have accesses.
+func writeMatrix(tw *tabwriter.Writer, m Matrix) error {
+	fmt.Fprintf(tw, "thread \\ page\t")
+	for _, n := range m.PageNodes {
+		fmt.Fprintf(tw, "%d\t", n)
+	}
+	fmt.Fprintln(tw)
+	for i, row := range m.Counts {
+		if i >= len(m.ThreadNodes) || sum(row) == 0 {
+			continue
+		}
+		fmt.Fprintf(tw, "%s\t", nodeName(m.ThreadNodes[i]))
+		for _, c := range row {
+			fmt.Fprintf(tw, "%d\t", c)
+		}
+		fmt.Fprintln(tw)
+	}
+	return tw.Flush()
 }
