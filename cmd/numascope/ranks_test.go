@@ -150,7 +150,7 @@ func TestOutputPatterns(t *testing.T) {
 		t.Errorf("%%r without a rank: exit %d, %q", code, errs)
 	}
 	_, errs, code = runEnv(t, nil, "profile", "-o", filepath.Join(dir, "p.%y.json"), "--", "true")
-	if code == 0 || !strings.Contains(errs, "unknown %y") {
+	if code == 0 || !strings.Contains(errs, `unknown sequence "%y"`) {
 		t.Errorf("unknown sequence: exit %d, %q", code, errs)
 	}
 	_, errs, code = runEnv(t, []string{"PMI_RANK=../../escaped"}, "record", "-o", filepath.Join(dir, "r.%r.%p.jsonl"), "-n", "1", "-i", "10ms")

@@ -127,7 +127,9 @@ func Expand(pattern string, v Vars) (string, error) {
 		case 't':
 			val = v.Start.UTC().Format(StampLayout)
 		default:
-			return "", fmt.Errorf("-o %q: unknown %%%s; the sequences are %s", pattern, seq(pattern[i:]), Help)
+			// Quoted: the character after % may be a newline or a
+			// terminal escape.
+			return "", fmt.Errorf("-o %q: unknown sequence %q; the sequences are %s", pattern, "%"+seq(pattern[i:]), Help)
 		}
 		b.WriteString(Sanitize(val))
 		expanded = true

@@ -39,8 +39,8 @@ func TestExpand(t *testing.T) {
 		{"dir/.%r", Vars{Rank: "x"}, "dir/.x", ""},
 		// Errors.
 		{"p.%r.json", Vars{Host: "h"}, "", "OMPI_COMM_WORLD_RANK, PMI_RANK, SLURM_PROCID"},
-		{"p.%x.json", vars(), "", "unknown %x"},
-		{"p.%é", vars(), "", "unknown %é"},
+		{"p.%x.json", vars(), "", `unknown sequence "%x"`},
+		{"p.%é", vars(), "", `unknown sequence "%é"`},
 		{"p.json%", vars(), "", "lone %"},
 		{"p.%h", Vars{HostErr: errors.New("uname failed")}, "", "uname failed"},
 		{"p.%h", Vars{}, "", "host name is empty"},
