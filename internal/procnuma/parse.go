@@ -161,6 +161,11 @@ func parseList(dst []int, b []byte, max int) ([]int, error) {
 		if !ok1 || !ok2 || z < a || z > uint64(max) {
 			return dst, fmt.Errorf("bad list %s: %s is not a number or range up to %d", quote(whole), quote(part), max)
 		}
+		if len(dst)+int(z-a) > max {
+			// More entries than distinct values: repeated ranges, which
+			// would otherwise let one line fill the memory.
+			return dst, fmt.Errorf("bad list %s: more than %d entries", quote(whole), max+1)
+		}
 		for v := a; v <= z; v++ {
 			dst = append(dst, int(v))
 		}
