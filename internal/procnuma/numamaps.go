@@ -249,20 +249,31 @@ func (m *Mapping) field(f []byte, pagesKB *uint64, haveKB *bool) (known bool, er
 	if !known {
 		return false, nil
 	}
+	kind := KindAnon
+	switch {
+	case string(f) == "heap":
+		kind = KindHeap
+	case string(f) == "stack":
+		kind = KindStack
+	case string(k) == "file":
+		kind = KindFile
+	}
+	if kind != KindAnon {
+		// The kernel prints at most one of file=, heap and stack.
+		if m.Kind != KindAnon {
+			return true, fmt.Errorf("%s after %s: two kinds of mapping", quote(f), m.Kind)
+		}
+		m.Kind = kind
+	}
 	switch string(f) {
-	case "heap":
-		m.Kind = KindHeap
-		return true, nil
-	case "stack":
-		m.Kind = KindStack
+	case "heap", "stack":
 		return true, nil
 	case "huge":
 		m.Huge = true
 		return true, nil
 	}
 	v := f[len(k)+1:]
-	if string(k) == "file" {
-		m.Kind = KindFile
+	if kind == KindFile {
 		m.path = unescapePath(m.path[:0], v)
 		m.Path = m.path
 		return true, nil

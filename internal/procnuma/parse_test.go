@@ -114,6 +114,7 @@ func TestParseNUMAMapsBad(t *testing.T) {
 		{"pages without size (truncated)", "7f00 default anon=3 N0=3\n", "kernelpagesize_kB"},
 		{"node beyond MaxNode", "7f00 default N1024=1 kernelpagesize_kB=4\n", "beyond"},
 		{"bad count", "7f00 default N0=x kernelpagesize_kB=4\n", "not a number"},
+		{"two kinds", "7f00 default file=/a heap N0=1 kernelpagesize_kB=4\n", "two kinds"},
 		{"absurd page size", "7f00 default N0=1 kernelpagesize_kB=0\n", "page size"},
 		{"long line", "7f00 default file=/" + strings.Repeat("a", MaxLine) + " N0=1 kernelpagesize_kB=4\n", "longer than"},
 	} {
