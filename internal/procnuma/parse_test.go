@@ -12,7 +12,7 @@ import (
 func TestParseSchedWithoutNUMA(t *testing.T) {
 	// A kernel without CONFIG_NUMA_BALANCING prints the scheduler's
 	// statistics and stops at clock-delta: not available, not zeros.
-	full := readFixture(t, "vm4/proc/139/task/158/sched")
+	full := readFixture(t, "vm4-compute/proc/139/task/158/sched")
 	cut := full[:bytes.Index(full, []byte("mm->numa_scan_seq"))]
 	s := Sched{Faults: make([]NodeFaults, 3)}
 	if err := ParseSched(cut, &s); err != nil {
@@ -24,7 +24,7 @@ func TestParseSchedWithoutNUMA(t *testing.T) {
 }
 
 func TestParseSchedTruncated(t *testing.T) {
-	full := readFixture(t, "vm4/proc/139/task/158/sched")
+	full := readFixture(t, "vm4-compute/proc/139/task/158/sched")
 	for _, at := range []string{"numa_preferred_nid", "total_numa_faults", "current_node", "numa_faults node=0"} {
 		cut := full[:bytes.Index(full, []byte(at))]
 		var s Sched
@@ -207,11 +207,11 @@ func TestCgroupPath(t *testing.T) {
 // second parse of the same file allocates nothing (top refreshes every
 // process each second).
 func TestParsersDoNotAllocate(t *testing.T) {
-	sched := readFixture(t, "vm4/proc/139/task/158/sched")
-	maps := readFixture(t, "vm4/proc/139/numa_maps")
-	status := readFixture(t, "vm4/proc/139/status")
-	stat := readFixture(t, "vm4/proc/139/stat")
-	numaStat := readFixture(t, "vm4/sys/fs/cgroup/wl/memory.numa_stat")
+	sched := readFixture(t, "vm4-compute/proc/139/task/158/sched")
+	maps := readFixture(t, "vm4-compute/proc/139/numa_maps")
+	status := readFixture(t, "vm4-compute/proc/139/status")
+	stat := readFixture(t, "vm4-compute/proc/139/stat")
+	numaStat := readFixture(t, "vm4-compute/sys/fs/cgroup/wl/memory.numa_stat")
 	var (
 		s  Sched
 		m  Mapping
@@ -248,7 +248,7 @@ func fixtureSeeds(f *testing.F, names ...string) {
 }
 
 func FuzzParseSched(f *testing.F) {
-	fixtureSeeds(f, "vm4/proc/139/sched", "vm4/proc/139/task/158/sched", "onenode/proc/7718/sched")
+	fixtureSeeds(f, "vm4-compute/proc/139/sched", "vm4-compute/proc/139/task/158/sched", "vm4-init/proc/139/task/159/sched", "onenode/proc/7718/sched")
 	f.Fuzz(func(t *testing.T, data []byte) {
 		var s Sched
 		if err := ParseSched(data, &s); err != nil {
@@ -272,7 +272,7 @@ func FuzzParseSched(f *testing.F) {
 }
 
 func FuzzParseNUMAMaps(f *testing.F) {
-	fixtureSeeds(f, "vm4/proc/139/numa_maps", "onenode/proc/7718/numa_maps")
+	fixtureSeeds(f, "vm4-compute/proc/139/numa_maps", "onenode/proc/7718/numa_maps")
 	f.Add([]byte("7f0000000000 weighted interleave:0-3 file=/a\\040b huge N3=1 kernelpagesize_kB=2048\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		var scratch Mapping
@@ -305,7 +305,7 @@ func FuzzParseNUMAMaps(f *testing.F) {
 }
 
 func FuzzParseStatus(f *testing.F) {
-	fixtureSeeds(f, "vm4/proc/139/status", "onenode/proc/7718/status")
+	fixtureSeeds(f, "vm4-compute/proc/139/status", "onenode/proc/7718/status")
 	f.Fuzz(func(t *testing.T, data []byte) {
 		var s Status
 		if err := ParseStatus(data, &s); err != nil {
@@ -328,7 +328,7 @@ func FuzzParseStatus(f *testing.F) {
 }
 
 func FuzzParseStat(f *testing.F) {
-	fixtureSeeds(f, "vm4/proc/139/stat", "vm4/proc/139/task/160/stat", "onenode/proc/7718/stat")
+	fixtureSeeds(f, "vm4-compute/proc/139/stat", "vm4-compute/proc/139/task/160/stat", "onenode/proc/7718/stat")
 	f.Add([]byte("1 (a) R 1 (b) R 1 1 1 0 -1 0 0 0 0 0 5 6 0 0 20 0 1 0 1 1 1 1 1 1 0 0 0 0 0 0 0 0 0 0 0 3\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		var s Stat
@@ -344,7 +344,7 @@ func FuzzParseStat(f *testing.F) {
 }
 
 func FuzzParseCgroupNUMA(f *testing.F) {
-	fixtureSeeds(f, "vm4/sys/fs/cgroup/wl/memory.numa_stat")
+	fixtureSeeds(f, "vm4-compute/sys/fs/cgroup/wl/memory.numa_stat")
 	f.Fuzz(func(t *testing.T, data []byte) {
 		var c CgroupNUMA
 		if err := ParseCgroupNUMA(data, &c); err != nil {

@@ -15,9 +15,9 @@ import (
 )
 
 // The fixtures are real captures (testdata/README.md):
-//   - vm4: the NUMA VM (4 nodes × 1 CPU, Debian's 6.1 kernel, NUMA
-//     balancing on with numavm's fast scanner), `firsttouch --serial --mb 32`
-//     (PID 139) two seconds into its compute phase, in the cgroup "wl";
+//   - vm4-compute and vm4-init: the NUMA VM (4 nodes × 1 CPU, Debian's 6.1
+//     kernel, NUMA balancing on with numavm's fast scanner),
+//     `firsttouch --serial --mb 32` (PID 139) in the cgroup "wl";
 //   - onenode: a shell (PID 7718) on a one-node build machine (6.18 kernel).
 const (
 	vm4PID     = 139
@@ -34,7 +34,7 @@ func readFixture(t testing.TB, rel string) []byte {
 }
 
 func TestSnapshotVM4(t *testing.T) {
-	p, err := Snapshot(sysfs.New("testdata/vm4"), vm4PID)
+	p, err := Snapshot(sysfs.New("testdata/vm4-compute"), vm4PID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -121,7 +121,7 @@ func TestSnapshotVM4(t *testing.T) {
 		// current_node against the independent sources: the CPU of field
 		// 39 and the thread's own Cpus_allowed_list (one CPU per node).
 		var ts Status
-		if err := ParseStatus(readFixture(t, filepath.Join("vm4/proc/139/task", strconv.Itoa(w.tid), "status")), &ts); err != nil {
+		if err := ParseStatus(readFixture(t, filepath.Join("vm4-compute/proc/139/task", strconv.Itoa(w.tid), "status")), &ts); err != nil {
 			t.Fatal(err)
 		}
 		if got.Stat.Processor != s.CurrentNode || !slices.Equal(ts.CPUsAllowed, []int{s.CurrentNode}) {
@@ -227,7 +227,7 @@ func copyTree(t *testing.T, src string) string {
 }
 
 func TestSnapshotGone(t *testing.T) {
-	_, err := Snapshot(sysfs.New("testdata/vm4"), 4242)
+	_, err := Snapshot(sysfs.New("testdata/vm4-compute"), 4242)
 	var g *GoneError
 	if !errors.As(err, &g) || g.PID != 4242 || !errors.Is(err, ErrGone) {
 		t.Fatalf("missing process: %v, want a GoneError", err)
@@ -235,7 +235,7 @@ func TestSnapshotGone(t *testing.T) {
 
 	// A thread that exits between the listing and its read is left out;
 	// the process goes on.
-	root := copyTree(t, "testdata/vm4")
+	root := copyTree(t, "testdata/vm4-compute")
 	if err := os.Remove(filepath.Join(root, "proc/139/task/158/stat")); err != nil {
 		t.Fatal(err)
 	}
@@ -254,7 +254,7 @@ func TestSnapshotGone(t *testing.T) {
 }
 
 func TestSnapshotNoSchedFile(t *testing.T) {
-	// A kernel without CONFIG_SCHED_DEBUG (before it became unconditional)
+	// A kernel before 6.15 built without CONFIG_SCHED_DEBUG
 	// has no sched files: said per task, the rest is read.
 	root := copyTree(t, "testdata/onenode")
 	for _, f := range []string{"proc/7718/sched", "proc/7718/task/7718/sched"} {
@@ -279,7 +279,7 @@ func TestSnapshotRefusesSymlinks(t *testing.T) {
 	if err := os.WriteFile(secret, []byte("00400000 default file=/secret N0=1 kernelpagesize_kB=4\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	root := copyTree(t, "testdata/vm4")
+	root := copyTree(t, "testdata/vm4-compute")
 	maps := filepath.Join(root, "proc/139/numa_maps")
 	os.Remove(maps)
 	if err := os.Symlink(secret, maps); err != nil {
@@ -329,5 +329,65 @@ func TestSnapshotBoundsInput(t *testing.T) {
 	}
 	if _, err := Snapshot(sysfs.New(root), onenodePID); err == nil || !strings.Contains(err.Error(), "larger than") {
 		t.Errorf("a 1 MiB status: %v", err)
+	}
+}
+
+// TestSnapshotVM4Init reads the capture TestProcNUMA made (testdata/README.md):
+// numa_maps right after the first touch, the threads' sched two seconds
+// into the compute phase, where NUMA groups have formed.
+func TestSnapshotVM4Init(t *testing.T) {
+	p, err := Snapshot(sysfs.New("testdata/vm4-init"), vm4PID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// 33023 pages on node 0 (the four buffers: 4 × 8192), 8 on node 3.
+	if want := []uint64{33023 << 12, 0, 0, 8 << 12}; !slices.Equal(p.Memory.Bytes, want) || len(p.Mappings) != 35 {
+		t.Errorf("memory per node = %v in %d mappings, want %v", p.Memory.Bytes, len(p.Mappings), want)
+	}
+	if st := p.Mappings[32]; st.Kind != KindStack || !slices.Equal(st.Nodes, []NodePages{{0, 16}, {3, 3}}) {
+		t.Errorf("stack = %+v", st)
+	}
+	if c := p.CgroupNUMA; c == nil || !slices.Equal(c.Anon, []uint64{134406144, 0, 0, 32768}) {
+		t.Errorf("memory.numa_stat = %+v, %v", c, p.CgroupErr)
+	}
+	type th struct {
+		tid, cur, pref, group int
+		migrated, total       uint64
+	}
+	wantThreads := []th{
+		{139, 0, 0, 0, 11, 6},
+		{156, 0, 0, 159, 1, 13217},
+		{157, 1, 1, 0, 8193, 11483},
+		{158, 2, 2, 159, 8193, 14635},
+		{159, 3, 3, 159, 8193, 18428},
+	}
+	if len(p.Threads) != len(wantThreads) {
+		t.Fatalf("%d threads", len(p.Threads))
+	}
+	for i, w := range wantThreads {
+		s := p.Threads[i].Sched
+		if p.Threads[i].TID != w.tid || s.CurrentNode != w.cur || s.PreferredNode != w.pref || s.GroupID != w.group ||
+			s.PagesMigrated != w.migrated || s.TotalFaults != w.total || p.Threads[i].Stat.Processor != w.cur {
+			t.Errorf("thread %d = %+v, want %+v", i, p.Threads[i], w)
+		}
+		// total_numa_faults is the sum of the task's per-node values.
+		var sum uint64
+		for _, f := range s.Faults {
+			sum += f.TaskPrivate + f.TaskShared
+		}
+		if sum != s.TotalFaults {
+			t.Errorf("thread %d: numa_faults sum to %d, total_numa_faults %d", w.tid, sum, s.TotalFaults)
+		}
+	}
+	// Worker 3 (node 3), in group 159 with workers 0 and 2: its own faults
+	// on node 3, the group's on nodes 0, 2 and 3.
+	want := []NodeFaults{
+		{Node: 0, TaskShared: 2, GroupPrivate: 13666, GroupShared: 4},
+		{Node: 1},
+		{Node: 2, GroupPrivate: 14634},
+		{Node: 3, TaskPrivate: 18426, GroupPrivate: 18426},
+	}
+	if got := p.Threads[4].Sched.Faults; !slices.Equal(got, want) {
+		t.Errorf("thread 159 numa_faults = %+v, want %+v", got, want)
 	}
 }

@@ -149,13 +149,13 @@ func (r *Reader) Read(pid int, p *Process) error {
 func isGone(err error) bool { return errors.Is(err, ErrGone) }
 
 // readSched reads dir/sched into s. A missing file while the process is
-// still there is a kernel without it (CONFIG_SCHED_DEBUG off, before it
-// became unconditional), not an exit.
+// still there is a kernel without it (before 6.15, /proc/PID/sched needs
+// CONFIG_SCHED_DEBUG), not an exit.
 func (r *Reader) readSched(pid int, dir string, s *Sched) error {
 	data, err := r.read(pid, path.Join(dir, "sched"), maxSmallFile)
 	if err != nil {
 		if isGone(err) && r.exists(path.Join(dir, "stat")) {
-			return fmt.Errorf("%s: the kernel has no /proc/PID/sched (built without CONFIG_SCHED_DEBUG): no NUMA balancing statistics per task", r.fs.Proc(dir, "sched"))
+			return fmt.Errorf("%s: no such file: a kernel before 6.15 built without CONFIG_SCHED_DEBUG has none, so no NUMA balancing statistics per task", r.fs.Proc(dir, "sched"))
 		}
 		return err
 	}

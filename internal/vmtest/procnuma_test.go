@@ -46,7 +46,7 @@ sec wl cat /tmp/wl.json
 // same memory as numa_maps.
 //
 // NUMASCOPE_PROCNUMA_CAPTURE=DIR writes the copied tree to DIR
-// (internal/procnuma/testdata/vm4 was made so).
+// (internal/procnuma/testdata/vm4-init was made so).
 func TestProcNUMA(t *testing.T) {
 	requireVM(t)
 	r := runVM(t, []string{"--nodes", "4"}, procNUMAScript)
