@@ -12,6 +12,8 @@ import (
 
 	"github.com/numascope/numascope/internal/beneath"
 	"github.com/numascope/numascope/internal/sysfs"
+
+	"github.com/numascope/numascope/internal/testutil"
 )
 
 // The fixtures are real captures (testdata/README.md):
@@ -202,30 +204,6 @@ func TestSnapshotLive(t *testing.T) {
 	}
 }
 
-// copyTree copies a fixture into a temporary directory that a test may alter.
-func copyTree(t *testing.T, src string) string {
-	t.Helper()
-	dst := t.TempDir()
-	err := filepath.WalkDir(src, func(p string, d os.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(src, p)
-		if d.IsDir() {
-			return os.MkdirAll(filepath.Join(dst, rel), 0o755)
-		}
-		b, err := os.ReadFile(p)
-		if err != nil {
-			return err
-		}
-		return os.WriteFile(filepath.Join(dst, rel), b, 0o644)
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return dst
-}
-
 func TestSnapshotGone(t *testing.T) {
 	_, err := Snapshot(sysfs.New("testdata/vm4-compute"), 4242)
 	var g *GoneError
@@ -235,7 +213,7 @@ func TestSnapshotGone(t *testing.T) {
 
 	// A thread that exits between the listing and its read is left out;
 	// the process goes on.
-	root := copyTree(t, "testdata/vm4-compute")
+	root := testutil.CopyTree(t, "testdata/vm4-compute")
 	if err := os.Remove(filepath.Join(root, "proc/139/task/158/stat")); err != nil {
 		t.Fatal(err)
 	}
@@ -256,7 +234,7 @@ func TestSnapshotGone(t *testing.T) {
 func TestSnapshotNoSchedFile(t *testing.T) {
 	// A kernel before 6.15 built without CONFIG_SCHED_DEBUG
 	// has no sched files: said per task, the rest is read.
-	root := copyTree(t, "testdata/onenode")
+	root := testutil.CopyTree(t, "testdata/onenode")
 	for _, f := range []string{"proc/7718/sched", "proc/7718/task/7718/sched"} {
 		if err := os.Remove(filepath.Join(root, f)); err != nil {
 			t.Fatal(err)
@@ -279,7 +257,7 @@ func TestSnapshotRefusesSymlinks(t *testing.T) {
 	if err := os.WriteFile(secret, []byte("00400000 default file=/secret N0=1 kernelpagesize_kB=4\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	root := copyTree(t, "testdata/vm4-compute")
+	root := testutil.CopyTree(t, "testdata/vm4-compute")
 	maps := filepath.Join(root, "proc/139/numa_maps")
 	os.Remove(maps)
 	if err := os.Symlink(secret, maps); err != nil {
@@ -322,7 +300,7 @@ func TestSnapshotRefusesSymlinks(t *testing.T) {
 }
 
 func TestSnapshotBoundsInput(t *testing.T) {
-	root := copyTree(t, "testdata/onenode")
+	root := testutil.CopyTree(t, "testdata/onenode")
 	big := bytes.Repeat([]byte("x"), maxSmallFile+1)
 	if err := os.WriteFile(filepath.Join(root, "proc/7718/status"), big, 0o644); err != nil {
 		t.Fatal(err)

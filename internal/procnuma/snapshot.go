@@ -152,11 +152,9 @@ func isGone(err error) bool { return errors.Is(err, ErrGone) }
 // still there is a kernel without it (before 6.15, /proc/PID/sched needs
 // CONFIG_SCHED_DEBUG), not an exit.
 func (r *Reader) readSched(pid int, dir string, s *Sched) error {
-	data, err := r.read(pid, path.Join(dir, "sched"), maxSmallFile)
+	data, err := r.readOptional(pid, dir, "sched", maxSmallFile,
+		"a kernel before 6.15 built without CONFIG_SCHED_DEBUG has none, so no NUMA balancing statistics per task")
 	if err != nil {
-		if isGone(err) && r.exists(path.Join(dir, "stat")) {
-			return fmt.Errorf("%s: no such file: a kernel before 6.15 built without CONFIG_SCHED_DEBUG has none, so no NUMA balancing statistics per task", r.fs.Proc(dir, "sched"))
-		}
 		return err
 	}
 	if err := ParseSched(data, s); err != nil {
@@ -166,11 +164,8 @@ func (r *Reader) readSched(pid int, dir string, s *Sched) error {
 }
 
 func (r *Reader) readMaps(pid int, dir string, p *Process) error {
-	data, err := r.read(pid, path.Join(dir, "numa_maps"), maxNUMAMapsFile)
+	data, err := r.readOptional(pid, dir, "numa_maps", maxNUMAMapsFile, "the kernel is built without CONFIG_NUMA")
 	if err != nil {
-		if isGone(err) && r.exists(path.Join(dir, "stat")) {
-			return fmt.Errorf("%s: missing: the kernel is built without CONFIG_NUMA", r.fs.Proc(dir, "numa_maps"))
-		}
 		return err
 	}
 	err = ParseNUMAMaps(data, &r.scratch, func(m *Mapping) error {
@@ -260,6 +255,17 @@ func (r *Reader) readCgroup(pid int, dir string, p *Process) error {
 		return fmt.Errorf("%s: %w", r.fs.Sys("fs", "cgroup", p.Cgroup, "memory.numa_stat"), err)
 	}
 	return nil
+}
+
+// readOptional reads dir/name, a file the kernel may not have: missing
+// while the task's stat is still there, it is absent from this kernel
+// (why), not a task that exited.
+func (r *Reader) readOptional(pid int, dir, name string, limit int, why string) ([]byte, error) {
+	data, err := r.read(pid, path.Join(dir, name), limit)
+	if isGone(err) && r.exists(path.Join(dir, "stat")) {
+		return nil, fmt.Errorf("%s: no such file: %s", r.fs.Proc(dir, name), why)
+	}
+	return data, err
 }
 
 // exists reports whether name opens under the proc directory.
