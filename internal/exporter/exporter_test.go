@@ -22,6 +22,8 @@ import (
 	"github.com/numascope/numascope/internal/sensor"
 	"github.com/numascope/numascope/internal/sysfs"
 	"github.com/numascope/numascope/internal/topology"
+
+	"github.com/numascope/numascope/internal/testutil"
 )
 
 // twoNode is a real two-node capture (internal/sensor's fixture).
@@ -41,17 +43,6 @@ func newTestExporter(t testing.TB, root string) *Exporter {
 	}
 	t.Cleanup(func() { x.Close() })
 	return x
-}
-
-// copyTree copies a captured tree into a temporary directory, so that a
-// test may change its files.
-func copyTree(t *testing.T, src string) string {
-	t.Helper()
-	dst := filepath.Join(t.TempDir(), "root")
-	if err := os.CopyFS(dst, os.DirFS(src)); err != nil {
-		t.Fatal(err)
-	}
-	return dst
 }
 
 // get requests path from h with the Accept header and returns the body and
@@ -332,7 +323,7 @@ func TestTwoNodeCapture(t *testing.T) {
 // scrape still succeeds, with node 0's numastat and node 1's other files,
 // and numascope_scrape_errors_total{collector="numastat"} counts it.
 func TestNodeGoneMidRun(t *testing.T) {
-	root := copyTree(t, twoNode)
+	root := testutil.CopyTree(t, twoNode)
 	x := newTestExporter(t, root)
 	path := filepath.Join(root, "sys/devices/system/node/node1/numastat")
 	if err := os.WriteFile(path, []byte("\x00 not numastat any more\n"), 0o644); err != nil {
@@ -374,7 +365,7 @@ func first(a, _ string) string { return a }
 
 // TestStartErrors: an unreadable file at start is a one-line error naming it.
 func TestStartErrors(t *testing.T) {
-	root := copyTree(t, twoNode)
+	root := testutil.CopyTree(t, twoNode)
 	if err := os.Remove(filepath.Join(root, "proc/vmstat")); err != nil {
 		t.Fatal(err)
 	}
@@ -388,7 +379,7 @@ func TestStartErrors(t *testing.T) {
 		t.Errorf("New without /proc/vmstat: %v; want one line naming it", err)
 	}
 	// One node's file missing: an error naming it, not zeros for that node.
-	root = copyTree(t, twoNode)
+	root = testutil.CopyTree(t, twoNode)
 	meminfo := filepath.Join(root, "sys/devices/system/node/node1/meminfo")
 	if err := os.Remove(meminfo); err != nil {
 		t.Fatal(err)
@@ -588,7 +579,7 @@ func TestReadAllocations(t *testing.T) {
 // scrape holds them, even as later reads run; after the last release the
 // next read reuses the storage.
 func TestReadStorageReuse(t *testing.T) {
-	root := copyTree(t, twoNode)
+	root := testutil.CopyTree(t, twoNode)
 	x := newTestExporter(t, root)
 	numastat := filepath.Join(root, "sys/devices/system/node/node0/numastat")
 	setHit := func(v int) {

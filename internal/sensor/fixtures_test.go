@@ -206,31 +206,6 @@ func eventIndex(t testing.TB, s Sensor, name string) int {
 
 func files(s Sensor) []string { return s.(FileReader).Files() }
 
-// copyTree copies the fixture tree src into a new temporary directory, so a
-// test can edit the files.
-func copyTree(t testing.TB, src string) string {
-	t.Helper()
-	dst := t.TempDir()
-	err := filepath.Walk(src, func(p string, info os.FileInfo, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(src, p)
-		if info.IsDir() {
-			return os.MkdirAll(filepath.Join(dst, rel), 0o755)
-		}
-		b, err := os.ReadFile(p)
-		if err != nil {
-			return err
-		}
-		return os.WriteFile(filepath.Join(dst, rel), b, 0o644)
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return dst
-}
-
 // rewrite replaces a file's content in place (same inode), as the kernel's
 // files change under an open descriptor.
 func rewrite(t testing.TB, path string, edit func(string) string) {

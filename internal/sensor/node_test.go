@@ -10,6 +10,8 @@ import (
 	"testing"
 
 	"github.com/numascope/numascope/internal/topology"
+
+	"github.com/numascope/numascope/internal/testutil"
 )
 
 const nodeDir = "sys/devices/system/node"
@@ -304,7 +306,7 @@ func TestNodeGarbage(t *testing.T) {
 }
 
 func TestNodeLayoutChange(t *testing.T) {
-	root := copyTree(t, "testdata/twonode")
+	root := testutil.CopyTree(t, "testdata/twonode")
 	s := openSensor(t, "node", root, treeTopology(t, root))
 	dst := enableAll(t, s)
 	s.Read(dst)
@@ -411,7 +413,7 @@ func BenchmarkBaselineNode(b *testing.B) {
 // Read reports node 1 alone in a *SourceError, node 0's values are fresh, and
 // once the file is good again Read succeeds with its new values.
 func TestNodeBadFileFailsOnlyItsNode(t *testing.T) {
-	root := copyTree(t, "testdata/twonode")
+	root := testutil.CopyTree(t, "testdata/twonode")
 	s := openSensor(t, "node", root, treeTopology(t, root))
 	dst := enableAll(t, s)
 	if err := s.Read(dst); err != nil {

@@ -6,6 +6,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/numascope/numascope/internal/testutil"
 )
 
 func TestVmstatEvents(t *testing.T) {
@@ -141,7 +143,7 @@ func TestVmstatSubset(t *testing.T) {
 // TestVmstatLayoutChange edits the file under the open descriptor: a line
 // inserted at the top (every line moves), a line removed, values grown.
 func TestVmstatLayoutChange(t *testing.T) {
-	root := copyTree(t, "testdata/live1")
+	root := testutil.CopyTree(t, "testdata/live1")
 	path := filepath.Join(root, "proc/vmstat")
 	s := openSensor(t, "vmstat", root, nil)
 	dst := enableAll(t, s)

@@ -291,3 +291,14 @@ func SmallFS(t testing.TB, free int64) string {
 	}
 	return dir
 }
+
+// CopyTree copies a captured tree (regular files and directories) into a
+// new temporary directory, so that a test may change its files.
+func CopyTree(t testing.TB, src string) string {
+	t.Helper()
+	dst := filepath.Join(t.TempDir(), "root")
+	if err := os.CopyFS(dst, os.DirFS(src)); err != nil {
+		t.Fatal(err)
+	}
+	return dst
+}

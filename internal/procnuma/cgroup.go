@@ -1,0 +1,116 @@
+package procnuma
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+)
+
+// CgroupNUMA is a cgroup v2's memory.numa_stat (memory_numa_stat_show in
+// mm/memcontrol.c): for each kind of memory charged to the cgroup and its
+// descendants, the amount on each node. Every value is in bytes except the
+// workingset_* ones, which are event counts.
+type CgroupNUMA struct {
+	// Anon and File are the "anon" and "file" lines, indexed by node.
+	Anon, File []uint64
+	// Items is every line, in the file's order, "anon" and "file" included.
+	Items []CgroupItem
+}
+
+// CgroupItem is one line of memory.numa_stat.
+type CgroupItem struct {
+	// Name is the line's key ("anon", "kernel_stack", "workingset_refault_anon"...).
+	Name string
+	// ByNode is indexed by node.
+	ByNode []uint64
+}
+
+// ParseCgroupNUMA parses memory.numa_stat into c, reusing its slices and,
+// when the lines are those of the last call, the Items' names.
+func ParseCgroupNUMA(data []byte, c *CgroupNUMA) error {
+	items := c.Items
+	n := 0
+	err := lines(data, "memory.numa_stat", func(no int, line []byte) error {
+		name, rest := nextField(line)
+		if len(name) == 0 {
+			return nil
+		}
+		if n == len(items) {
+			if n > 256 {
+				return fmt.Errorf("memory.numa_stat line %d: more than 256 lines, not a kernel's memory.numa_stat", no)
+			}
+			items = append(items, CgroupItem{})
+		}
+		it := &items[n]
+		if it.Name != string(name) { // no allocation when equal
+			it.Name = string(name)
+		}
+		clear(it.ByNode)
+		it.ByNode = it.ByNode[:0]
+		seen := false
+		for {
+			var f []byte
+			f, rest = nextField(rest)
+			if len(f) == 0 {
+				break
+			}
+			k, v, ok := bytes.Cut(f, []byte("="))
+			if !ok || len(k) < 2 || k[0] != 'N' {
+				return fmt.Errorf("memory.numa_stat line %d: %s is not N<node>=<value>", no, quote(f))
+			}
+			node, ok1 := parseNode(k[1:])
+			u, ok2 := parseUint(v)
+			if !ok1 || !ok2 {
+				return fmt.Errorf("memory.numa_stat line %d: bad field %s", no, quote(f))
+			}
+			if node >= len(it.ByNode) {
+				it.ByNode = growTo(it.ByNode, node+1)
+			}
+			it.ByNode[node] = u
+			seen = true
+		}
+		if !seen {
+			return fmt.Errorf("memory.numa_stat line %d: %s has no N<node>=<value>: truncated file?", no, quote(name))
+		}
+		n++
+		return nil
+	})
+	c.Items = items[:n]
+	c.Anon, c.File = nil, nil
+	if err != nil {
+		return err
+	}
+	for i := range c.Items {
+		switch c.Items[i].Name {
+		case "anon":
+			c.Anon = c.Items[i].ByNode
+		case "file":
+			c.File = c.Items[i].ByNode
+		}
+	}
+	if c.Anon == nil {
+		return errors.New("memory.numa_stat: no anon line: truncated file, or not a memory.numa_stat")
+	}
+	return nil
+}
+
+// CgroupPath returns the cgroup v2 path of a /proc/PID/cgroup file (the
+// "0::/path" line), relative to the cgroup2 mount: "" for the root cgroup.
+// ok is false when the process has no cgroup v2 line (a cgroup v1-only
+// machine).
+func CgroupPath(data []byte) (path []byte, ok bool, err error) {
+	err = lines(data, "cgroup", func(no int, line []byte) error {
+		if p, found := bytes.CutPrefix(line, []byte("0::")); found {
+			path, ok = bytes.TrimPrefix(p, []byte("/")), true
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, false, err
+	}
+	// A process whose cgroup was removed shows "0::/path (deleted)".
+	if p, found := bytes.CutSuffix(path, []byte(" (deleted)")); found {
+		path = p
+	}
+	return path, ok, nil
+}
