@@ -1,6 +1,7 @@
 package vmtest
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -106,14 +107,20 @@ func TestProcNUMA(t *testing.T) {
 	if on0 := p.Memory.Bytes[0]; 2*on0 <= sum {
 		t.Errorf("numa_maps: %d of %d bytes on node 0 (%v), want most", on0, sum, p.Memory.Bytes)
 	}
-	anon := 0
+	// The buffers are anonymous mappings of 32 MiB each, but the kernel
+	// may merge a buffer's area with an adjacent anonymous one (CI once
+	// saw only 3 areas of exactly 32 MiB): count the bytes of the
+	// anonymous areas, not the areas.
+	var anon uint64
+	var areas []string
 	for _, mp := range p.Mappings {
-		if mp.Kind == procnuma.KindAnon && mp.Bytes() == 32<<20 {
-			anon++
+		if mp.Kind == procnuma.KindAnon && mp.Bytes() > 0 {
+			anon += mp.Bytes()
+			areas = append(areas, fmt.Sprintf("%#x: %d KiB", mp.Address, mp.Bytes()>>10))
 		}
 	}
-	if anon != 4 {
-		t.Errorf("numa_maps: %d anonymous 32 MiB mappings, want the 4 buffers", anon)
+	if anon < buffers {
+		t.Errorf("numa_maps: %d MiB present in anonymous areas (%v), want at least the 4 buffers' 128 MiB", anon>>20, areas)
 	}
 
 	// Threads: NUMA statistics on every one; each runs where its affinity
