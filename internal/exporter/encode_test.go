@@ -153,7 +153,7 @@ func TestHandlerMatchesPromhttp(t *testing.T) {
 	x := newTestExporter(t, twoNode)
 	decoded := map[string]bool{}
 	for _, compress := range []bool{false, true} {
-		ours := x.handler(compress)
+		ours := x.handler(compress, DefaultWriteTimeout)
 		ref := promhttp.HandlerForTransactional(x, promhttp.HandlerOpts{EnableOpenMetrics: true,
 			ErrorHandling: promhttp.ContinueOnError, MaxRequestsInFlight: maxInFlight, DisableCompression: !compress})
 		for _, accept := range []string{

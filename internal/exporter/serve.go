@@ -34,7 +34,7 @@ const maxInFlight = 16
 // that asks for it (Prometheus does), OpenMetrics, uncompressed. It needs no
 // token: the metrics are read-only and are what any local user can read in
 // /proc and /sys already (docs/exporter.md, Security).
-func (e *Exporter) Handler() http.Handler { return e.handler(false) }
+func (e *Exporter) Handler() http.Handler { return e.handler(false, DefaultWriteTimeout) }
 
 // handler is Handler, with gzip offered when compress is set. Compression
 // is off by default: it costs a scrape more CPU than everything else
@@ -49,7 +49,13 @@ func (e *Exporter) Handler() http.Handler { return e.handler(false) }
 // families named. But the text formats are written by the exporter itself
 // (encode.go), once per read whatever the number of scrapes sharing it,
 // and sent in one write with a Content-Length.
-func (e *Exporter) handler(compress bool) http.Handler {
+//
+// A scrape's answer must be written within writeTimeout: a client that
+// stops reading would otherwise hold its slot for ever, and maxInFlight
+// such clients (no token is needed) would shut every scraper out. The
+// deadline is set here, where the slot is held, so that live's server,
+// which serves this handler beside its websockets, has it too.
+func (e *Exporter) handler(compress bool, writeTimeout time.Duration) http.Handler {
 	sem := make(chan struct{}, maxInFlight)
 	var neg negotiator
 	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
@@ -60,6 +66,7 @@ func (e *Exporter) handler(compress bool) http.Handler {
 			http.Error(w, fmt.Sprintf("Limit of concurrent requests reached (%d), try again later.", maxInFlight), http.StatusServiceUnavailable)
 			return
 		}
+		_ = http.NewResponseController(w).SetWriteDeadline(time.Now().Add(writeTimeout))
 		format, enc := neg.negotiate(req.Header.Get("Accept"))
 		gz := compress && acceptsGzip(req.Header.Get("Accept-Encoding"))
 		h := w.Header()
@@ -209,7 +216,19 @@ type ServeConfig struct {
 	Compress bool
 	// Logger receives exporter-toolkit's messages; nil discards them.
 	Logger *slog.Logger
+	// WriteTimeout bounds the writing of a scrape's answer (0:
+	// DefaultWriteTimeout). A client that stops reading holds one of the
+	// maxInFlight scrape slots until then, not for ever.
+	WriteTimeout time.Duration
 }
+
+// DefaultWriteTimeout is Prometheus's default scrape timeout: a scraper
+// has given up by then anyway.
+const DefaultWriteTimeout = 10 * time.Second
+
+// idleTimeout closes a kept-alive connection with no request for this
+// long, so that idle connections do not pile up.
+const idleTimeout = 2 * time.Minute
 
 // Server serves an exporter's /metrics.
 type Server struct {
@@ -234,7 +253,11 @@ func (e *Exporter) Listen(cfg ServeConfig) (*Server, error) {
 		return nil, fmt.Errorf("--listen %s: %w", cfg.Listen, err)
 	}
 	mux := http.NewServeMux()
-	mux.Handle("/metrics", e.handler(cfg.Compress))
+	wt := cfg.WriteTimeout
+	if wt <= 0 {
+		wt = DefaultWriteTimeout
+	}
+	mux.Handle("/metrics", e.handler(cfg.Compress, wt))
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path != "/" {
 			http.NotFound(w, r)
@@ -248,6 +271,7 @@ func (e *Exporter) Listen(cfg ServeConfig) (*Server, error) {
 		mux.ServeHTTP(w, r)
 	})
 	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, MaxHeaderBytes: 64 << 10,
+		IdleTimeout: idleTimeout,
 		ErrorLog: slog.NewLogLogger(cfg.Logger.Handler(), slog.LevelWarn)} // failed TLS handshakes, say
 	return &Server{cfg: cfg, ln: ln, http: srv}, nil
 }

@@ -16,6 +16,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -203,5 +204,52 @@ func TestWebConfigTLS(t *testing.T) {
 	}
 	if code, _ := status(t, "http://"+base+"/metrics", "", ""); code == 200 {
 		t.Errorf("plain HTTP to the TLS server got the metrics")
+	}
+}
+
+// TestStalledClientsDoNotStopScrapes: clients that pipeline scrapes and
+// never read the answers (a local user needs no token for /metrics) fill
+// their sockets and hold the scrape slots; the write timeout frees them,
+// and an honest scrape is answered again within a few seconds, not 503
+// for ever.
+func TestStalledClientsDoNotStopScrapes(t *testing.T) {
+	x := newTestExporter(t, twoNode)
+	srv, err := x.Listen(ServeConfig{Listen: "127.0.0.1:0", WriteTimeout: 500 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(ctx) }()
+	defer func() { cancel(); <-done }()
+	addr := srv.Addr().String()
+	var req strings.Builder
+	for range 1000 {
+		req.WriteString("GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
+	}
+	// A small receive window, set before connecting, so that the
+	// answers fill the socket soon.
+	d := net.Dialer{Control: func(_, _ string, rc syscall.RawConn) error {
+		return rc.Control(func(fd uintptr) { _ = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, 4096) })
+	}}
+	for range 2 * maxInFlight {
+		c, err := d.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		go func() { _, _ = io.WriteString(c, req.String()) }() // and never read
+	}
+	time.Sleep(300 * time.Millisecond) // the stalled answers fill the slots
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		code, _ := status(t, "http://"+addr+"/metrics", "", "")
+		if code == 200 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("/metrics still answers %d 5 s after %d clients stopped reading (write timeout 500 ms)", code, 2*maxInFlight)
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
 }
