@@ -272,7 +272,7 @@ func (e *Exporter) Listen(cfg ServeConfig) (*Server, error) {
 	})
 	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, MaxHeaderBytes: 64 << 10,
 		IdleTimeout: idleTimeout,
-		ErrorLog: slog.NewLogLogger(cfg.Logger.Handler(), slog.LevelWarn)} // failed TLS handshakes, say
+		ErrorLog:    slog.NewLogLogger(cfg.Logger.Handler(), slog.LevelWarn)} // failed TLS handshakes, say
 	return &Server{cfg: cfg, ln: ln, http: srv}, nil
 }
 
