@@ -1,4 +1,5 @@
 #include "textflag.h"
+#include "sum_amd64.h"
 
 // Bandwidth kernels (see kernels_amd64.go). Each turn of a loop handles
 // 16 float64 (128 bytes): two 64-byte ZMM registers, four 32-byte YMM
@@ -152,33 +153,12 @@ TEXT ·loadSSE2(SB), NOSPLIT, $0-24
 	JZ   done
 
 loop:
-	MOVUPD 0(SI), X4
-	MOVUPD 16(SI), X5
-	MOVUPD 32(SI), X6
-	MOVUPD 48(SI), X7
-	ADDPD X4, X0
-	ADDPD X5, X1
-	ADDPD X6, X2
-	ADDPD X7, X3
-	MOVUPD 64(SI), X4
-	MOVUPD 80(SI), X5
-	MOVUPD 96(SI), X6
-	MOVUPD 112(SI), X7
-	ADDPD X4, X0
-	ADDPD X5, X1
-	ADDPD X6, X2
-	ADDPD X7, X3
-	ADDQ $128, SI
+	SUMSSE2
 	DECQ CX
 	JNZ  loop
 
 done:
-	ADDPD X1, X0
-	ADDPD X3, X2
-	ADDPD X2, X0
-	MOVAPD X0, X1
-	UNPCKHPD X1, X1
-	ADDSD X1, X0
+	REDUCESSE2
 	MOVSD X0, ret+16(FP)
 	RET
 
@@ -270,22 +250,12 @@ TEXT ·loadAVX2(SB), NOSPLIT, $0-24
 	JZ   done
 
 loop:
-	VADDPD 0(SI), Y0, Y0
-	VADDPD 32(SI), Y1, Y1
-	VADDPD 64(SI), Y2, Y2
-	VADDPD 96(SI), Y3, Y3
-	ADDQ $128, SI
+	SUMAVX2
 	DECQ CX
 	JNZ  loop
 
 done:
-	VADDPD Y1, Y0, Y0
-	VADDPD Y3, Y2, Y2
-	VADDPD Y2, Y0, Y0
-	VEXTRACTF128 $1, Y0, X1
-	VADDPD X1, X0, X0
-	VHADDPD X0, X0, X0
-	VZEROUPPER
+	REDUCEAVX2
 	MOVSD X0, ret+16(FP)
 	RET
 

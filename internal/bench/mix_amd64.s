@@ -1,4 +1,5 @@
 #include "textflag.h"
+#include "sum_amd64.h"
 
 // The read:write mix (see mix.go): per group, R blocks of 128 bytes summed
 // into four accumulators, then W blocks of 128 bytes written with them.
@@ -23,11 +24,7 @@ mixavx2group:
 	JZ   mixavx2writes
 
 mixavx2read:
-	VADDPD 0(SI), Y0, Y0
-	VADDPD 32(SI), Y1, Y1
-	VADDPD 64(SI), Y2, Y2
-	VADDPD 96(SI), Y3, Y3
-	ADDQ $128, SI
+	SUMAVX2
 	DECQ DX
 	JNZ  mixavx2read
 
@@ -50,13 +47,7 @@ mixavx2next:
 	JNZ  mixavx2group
 
 mixavx2done:
-	VADDPD Y1, Y0, Y0
-	VADDPD Y3, Y2, Y2
-	VADDPD Y2, Y0, Y0
-	VEXTRACTF128 $1, Y0, X1
-	VADDPD X1, X0, X0
-	VHADDPD X0, X0, X0
-	VZEROUPPER
+	REDUCEAVX2
 	MOVSD X0, ret+32(FP)
 	RET
 
@@ -79,23 +70,7 @@ mixsse2group:
 	JZ   mixsse2writes
 
 mixsse2read:
-	MOVUPD 0(SI), X4
-	MOVUPD 16(SI), X5
-	MOVUPD 32(SI), X6
-	MOVUPD 48(SI), X7
-	ADDPD X4, X0
-	ADDPD X5, X1
-	ADDPD X6, X2
-	ADDPD X7, X3
-	MOVUPD 64(SI), X4
-	MOVUPD 80(SI), X5
-	MOVUPD 96(SI), X6
-	MOVUPD 112(SI), X7
-	ADDPD X4, X0
-	ADDPD X5, X1
-	ADDPD X6, X2
-	ADDPD X7, X3
-	ADDQ $128, SI
+	SUMSSE2
 	DECQ DX
 	JNZ  mixsse2read
 
@@ -122,12 +97,7 @@ mixsse2next:
 	JNZ  mixsse2group
 
 mixsse2done:
-	ADDPD X1, X0
-	ADDPD X3, X2
-	ADDPD X2, X0
-	MOVAPD X0, X1
-	UNPCKHPD X1, X1
-	ADDSD X1, X0
+	REDUCESSE2
 	MOVSD X0, ret+32(FP)
 	RET
 
