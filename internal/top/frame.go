@@ -1,0 +1,208 @@
+// Package top is the model and the collector of `numascope top`: which
+// processes (and cgroups) pay for remote memory, refreshed each interval.
+//
+// A Collector turns the kernel's per-process sources (internal/procnuma) and
+// its NUMA event counts (internal/numatrace, where the kernel and the
+// permissions allow) into Frames. The interfaces (the batch printer, the
+// JSON encoder, the TUI in internal/top/tui and the processes page of
+// `live`) only read Frames and Details; none of them reads /proc.
+package top
+
+import "time"
+
+// Frame is one refresh: every process, every node, and where the numbers
+// came from. Rates are per second over the interval that ended at Time.
+type Frame struct {
+	Time time.Time `json:"time"`
+	// Interval is the time since the previous frame in seconds; 0 for the
+	// first frame, whose rates are all 0.
+	Interval float64 `json:"interval_seconds"`
+	// Processes are sorted by the collector's sort key, best first.
+	Processes []Process `json:"processes"`
+	// Cgroups are filled with --cgroup (Options.Cgroups), sorted like the
+	// processes.
+	Cgroups []Cgroup `json:"cgroups,omitempty"`
+	Nodes   []Node   `json:"nodes"`
+	// Migrations are the pages migrated per second, by the kernel's reason
+	// (numa_misplaced, demotion, compaction, syscall_or_cpuset, ...), from
+	// the migrate:mm_migrate_pages tracepoint; nil where it is not read
+	// (Source says why).
+	Migrations map[string]float64 `json:"migrations_by_reason"`
+	Source     Source             `json:"source"`
+}
+
+// Faults are NUMA hinting faults per second, split by whether the memory
+// was on the node of the CPU that took the fault (the kernel's
+// TNF_FAULT_LOCAL).
+type Faults struct {
+	Local  float64 `json:"local"`
+	Remote float64 `json:"remote"`
+}
+
+// Process is one row of the table.
+type Process struct {
+	PID        int     `json:"pid"`
+	Comm       string  `json:"comm"`
+	User       string  `json:"user"`
+	Threads    int     `json:"threads"`
+	CPUPercent float64 `json:"cpu_percent"`
+	RSSBytes   uint64  `json:"rss_bytes"`
+	// MemoryByNode is the resident memory per node ("0", "1", ...) from
+	// numa_maps. It is read only for the processes shown (Options.Detailed)
+	// and at a lower rate (Options.MapsEvery); nil for the others.
+	MemoryByNode map[string]uint64 `json:"memory_bytes_by_node"`
+	// MemoryAge is how many seconds old MemoryByNode is.
+	MemoryAge float64 `json:"memory_age_seconds,omitempty"`
+	// NodesRunning are the nodes of the CPUs the process's threads last ran
+	// on (all threads for the processes shown, the main thread otherwise).
+	NodesRunning []int `json:"nodes_running"`
+	// PreferredNode is the NUMA balancer's preferred node of the main
+	// thread, -1 when it has none (or NUMA balancing is off).
+	PreferredNode int `json:"preferred_node"`
+	// NUMAFaults are per second; nil when no source gives them (Source).
+	NUMAFaults *Faults `json:"numa_faults"`
+	// PagesMigrated is pages per second migrated by NUMA balancing on this
+	// process's faults.
+	PagesMigrated float64 `json:"pages_migrated"`
+	// PMU holds numatop's LMA/RMA (local and remote DRAM accesses per
+	// second, sampled) where the CPU has a preset; nil otherwise.
+	PMU *Faults `json:"pmu_dram_accesses,omitempty"`
+	// Cgroup is the process's cgroup v2 path ("" when unknown).
+	Cgroup string `json:"cgroup,omitempty"`
+}
+
+// RemoteShare is the fraction of the NUMA faults that were remote, 0 when
+// there were none or no source gives them.
+func (p *Process) RemoteShare() float64 {
+	if p.NUMAFaults == nil {
+		return 0
+	}
+	t := p.NUMAFaults.Local + p.NUMAFaults.Remote
+	if t == 0 {
+		return 0
+	}
+	return p.NUMAFaults.Remote / t
+}
+
+// Cgroup is one row of the --cgroup table: the processes of one cgroup v2
+// summed, and the cgroup's own memory figures.
+type Cgroup struct {
+	Path       string  `json:"path"`
+	Processes  int     `json:"processes"`
+	CPUPercent float64 `json:"cpu_percent"`
+	// MemoryByNode is anon+file per node from memory.numa_stat; nil where
+	// the cgroup has none (root cgroup, no memory controller).
+	MemoryByNode map[string]uint64 `json:"memory_bytes_by_node"`
+	NUMAFaults   *Faults           `json:"numa_faults"`
+	// HintFaults, PagesMigrated are per second from memory.stat's
+	// numa_hint_faults and numa_pages_migrated (the kernel's own count for
+	// the cgroup, children included); -1 where memory.stat lacks them.
+	HintFaults    float64 `json:"numa_hint_faults"`
+	PagesMigrated float64 `json:"pages_migrated"`
+}
+
+// Node is one row of the node view.
+type Node struct {
+	Node       int     `json:"node"`
+	CPUs       []int   `json:"cpus"`
+	MemTotal   uint64  `json:"memory_total_bytes"`
+	MemFree    uint64  `json:"memory_free_bytes"`
+	MemUsed    uint64  `json:"memory_used_bytes"`
+	CPUPercent float64 `json:"cpu_percent"`
+	NUMAFaults *Faults `json:"numa_faults"`
+	// PagesMigrated is pages per second that NUMA balancing migrated off
+	// this node; Promoted and Demoted are pages per second from the node's
+	// vmstat (pgpromote_success; pgdemote_kswapd+direct+khugepaged).
+	PagesMigrated float64 `json:"pages_migrated"`
+	Promoted      float64 `json:"pages_promoted"`
+	Demoted       float64 `json:"pages_demoted"`
+	// NUMAHit, NUMAMiss are per second (the node's numastat).
+	NUMAHit  float64 `json:"numa_hit"`
+	NUMAMiss float64 `json:"numa_miss"`
+}
+
+// Source says which source gives each figure, and what is missing and why,
+// so that a zero is never mistaken for "not measured".
+type Source struct {
+	// Faults names the source of the local/remote fault rates, such as
+	// "kprobe:task_numa_fault"; "" when none works.
+	Faults string `json:"faults"`
+	// Migrations names the source of Frame.Migrations.
+	Migrations string `json:"migrations"`
+	// Memory describes how MemoryByNode is read ("numa_maps of the top 20,
+	// every 5 s").
+	Memory string `json:"memory"`
+	// PMU names the preset of Process.PMU, "" when none.
+	PMU string `json:"pmu"`
+	// Missing has one line per figure not shown: what, and why.
+	Missing []string `json:"missing"`
+	// Lost counts kernel records dropped since the start (full rings); the
+	// rates of the intervals that lost some are low by that much.
+	Lost uint64 `json:"lost_records"`
+}
+
+// Detail is the drill-down of one process.
+type Detail struct {
+	PID     int      `json:"pid"`
+	Comm    string   `json:"comm"`
+	Threads []Thread `json:"threads"`
+	Areas   []Area   `json:"areas"`
+	// Hint is one plain sentence about the placement, such as "78% of its
+	// memory is on node 0 while its threads run on nodes 1-3"; "" when
+	// nothing stands out.
+	Hint string `json:"hint"`
+	// Errors are the sources that could not be read for this process.
+	Errors []string `json:"errors,omitempty"`
+}
+
+// Thread is one task of a drilled-down process.
+type Thread struct {
+	TID           int     `json:"tid"`
+	Comm          string  `json:"comm"`
+	CPUPercent    float64 `json:"cpu_percent"`
+	CPU           int     `json:"cpu"`
+	Node          int     `json:"node"`
+	PreferredNode int     `json:"preferred_node"`
+	NUMAFaults    *Faults `json:"numa_faults"`
+}
+
+// Area is one mapping of numa_maps.
+type Area struct {
+	Start uint64 `json:"start"`
+	// Kind is heap, stack, file, anon, huge or shm; Path the file behind a
+	// file mapping.
+	Kind        string            `json:"kind"`
+	Path        string            `json:"path,omitempty"`
+	Policy      string            `json:"policy"`
+	BytesByNode map[string]uint64 `json:"bytes_by_node"`
+}
+
+// SortKey orders the process and cgroup tables.
+type SortKey string
+
+// The sort keys; SortRemote is the default: who pays for remote memory.
+const (
+	SortRemote   SortKey = "remote"
+	SortLocal    SortKey = "local"
+	SortCPU      SortKey = "cpu"
+	SortMemory   SortKey = "memory"
+	SortMigrated SortKey = "migrated"
+	SortPID      SortKey = "pid"
+)
+
+// SortKeys lists the keys in the order the TUI cycles through them.
+var SortKeys = []SortKey{SortRemote, SortLocal, SortCPU, SortMemory, SortMigrated, SortPID}
+
+// Feed is what the interfaces (TUI, live page) read: the Collector, or a
+// fake in tests. Refresh reads the kernel now and returns the next frame;
+// the caller decides when (interval, pause).
+type Feed interface {
+	Refresh() (*Frame, error)
+	// Detail reads one process in full: threads, numa_maps areas, hint.
+	Detail(pid int) (*Detail, error)
+	// SetSort changes the order of the next frames (and which processes
+	// get their numa_maps read); SetFilter keeps only the processes whose
+	// command contains the text or whose PID is it ("" keeps all).
+	SetSort(SortKey)
+	SetFilter(string)
+}
