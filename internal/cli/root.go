@@ -29,7 +29,7 @@ var commandGroups = []struct {
 	id, title string
 	commands  []func(*globals) *cobra.Command
 }{
-	{"observe", "Observe:", []func(*globals) *cobra.Command{newTopologyCmd, newEventsCmd, newPerfCmd, newStatCmd, newRecordCmd, newLiveCmd, newExporterCmd}},
+	{"observe", "Observe:", []func(*globals) *cobra.Command{newTopologyCmd, newEventsCmd, newPerfCmd, newStatCmd, newRecordCmd, newLiveCmd, newExporterCmd, newTopCmd}},
 	{"analyse", "Analyse:", []func(*globals) *cobra.Command{newConvertCmd, newViewCmd, newReportCmd, newStatsCmd}},
 	{"act", "Act:", []func(*globals) *cobra.Command{newRunCmd, newExperimentCmd, newProfileCmd, newBenchCmd}},
 	{"control", "Control:", []func(*globals) *cobra.Command{newCtlCmd}},

@@ -91,6 +91,14 @@ type Stat struct {
 	// UTime and STime are the CPU time in user and kernel mode, in clock
 	// ticks (USER_HZ, 100 on every Linux architecture numascope builds for).
 	UTime, STime uint64
+	// Threads is num_threads (field 20), for a process's stat.
+	Threads int
+	// StartTime is when the task started, in clock ticks after boot
+	// (field 22): with the PID it names a process across refreshes, so a
+	// reused PID is not taken for the same process.
+	StartTime uint64
+	// RSSPages is the resident set in pages (field 24).
+	RSSPages uint64
 	// Processor is the CPU the task last ran on (field 39).
 	Processor int
 }
@@ -132,6 +140,15 @@ func ParseStat(data []byte, s *Stat) error {
 			s.UTime, ok = parseUint(f)
 		case 15:
 			s.STime, ok = parseUint(f)
+		case 20:
+			var v uint64
+			v, ok = parseUint(f)
+			ok = ok && v <= 1<<31-1
+			s.Threads = int(v)
+		case 22:
+			s.StartTime, ok = parseUint(f)
+		case 24:
+			s.RSSPages, ok = parseUint(f)
 		case 39:
 			var v uint64
 			v, ok = parseUint(f)

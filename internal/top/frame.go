@@ -28,7 +28,13 @@ type Frame struct {
 	// the migrate:mm_migrate_pages tracepoint; nil where it is not read
 	// (Source says why).
 	Migrations map[string]float64 `json:"migrations_by_reason"`
-	Source     Source             `json:"source"`
+	// System are the machine's NUMA hinting faults per second from
+	// /proc/vmstat (numa_hint_faults, numa_hint_faults_local), which any
+	// user can read; nil on a kernel without NUMA balancing.
+	System *Faults `json:"system_numa_faults"`
+	// SystemPagesMigrated is /proc/vmstat's numa_pages_migrated per second.
+	SystemPagesMigrated float64 `json:"system_pages_migrated"`
+	Source              Source  `json:"source"`
 }
 
 // Faults are NUMA hinting faults per second, split by whether the memory
@@ -53,6 +59,9 @@ type Process struct {
 	MemoryByNode map[string]uint64 `json:"memory_bytes_by_node"`
 	// MemoryAge is how many seconds old MemoryByNode is.
 	MemoryAge float64 `json:"memory_age_seconds,omitempty"`
+	// MemoryError says why numa_maps could not be read for a detailed
+	// process (it needs the right to ptrace the process).
+	MemoryError string `json:"memory_error,omitempty"`
 	// NodesRunning are the nodes of the CPUs the process's threads last ran
 	// on (all threads for the processes shown, the main thread otherwise).
 	NodesRunning []int `json:"nodes_running"`
@@ -62,8 +71,8 @@ type Process struct {
 	// NUMAFaults are per second; nil when no source gives them (Source).
 	NUMAFaults *Faults `json:"numa_faults"`
 	// PagesMigrated is pages per second migrated by NUMA balancing on this
-	// process's faults.
-	PagesMigrated float64 `json:"pages_migrated"`
+	// process's faults; nil when no source gives it.
+	PagesMigrated *float64 `json:"pages_migrated"`
 	// PMU holds numatop's LMA/RMA (local and remote DRAM accesses per
 	// second, sampled) where the CPU has a preset; nil otherwise.
 	PMU *Faults `json:"pmu_dram_accesses,omitempty"`

@@ -1,0 +1,137 @@
+package top
+
+import (
+	"fmt"
+	"strconv"
+
+	"github.com/numascope/numascope/internal/procnuma"
+	"github.com/numascope/numascope/internal/sysfs"
+)
+
+// maxCgroups bounds the cgroups of one frame.
+const maxCgroups = 4096
+
+// cgroupReader groups processes by cgroup v2 and reads each cgroup's
+// memory.numa_stat and memory.stat.
+type cgroupReader struct {
+	fs   sysfs.FS
+	numa procnuma.CgroupNUMA
+	prev map[string]uint64 // "path\x00key" → the last value of a counter
+	seen map[string]bool
+}
+
+func (r *cgroupReader) init(fs sysfs.FS) {
+	r.fs, r.prev, r.seen = fs, map[string]uint64{}, map[string]bool{}
+}
+
+// group sums procs by cgroup. A process's cgroup is read once (a process
+// that moves to another cgroup is seen in the old one until it exits).
+func (r *cgroupReader) group(c *Collector, procs []Process, dt float64) []Cgroup {
+	index := map[string]int{}
+	var out []Cgroup
+	for i := range procs {
+		p := &procs[i]
+		st := c.procs[p.PID]
+		if st == nil {
+			continue
+		}
+		if !st.cgRead {
+			st.cgroup, st.cgOK, _ = c.rd.CgroupOf(p.PID)
+			st.cgRead = true
+		}
+		if !st.cgOK {
+			continue
+		}
+		p.Cgroup = "/" + st.cgroup
+		k, ok := index[p.Cgroup]
+		if !ok {
+			if len(out) >= maxCgroups {
+				continue
+			}
+			k = len(out)
+			index[p.Cgroup] = k
+			out = append(out, Cgroup{Path: p.Cgroup, HintFaults: -1, PagesMigrated: -1})
+		}
+		g := &out[k]
+		g.Processes++
+		g.CPUPercent += p.CPUPercent
+		if p.NUMAFaults != nil {
+			if g.NUMAFaults == nil {
+				g.NUMAFaults = &Faults{}
+			}
+			g.NUMAFaults.Local += p.NUMAFaults.Local
+			g.NUMAFaults.Remote += p.NUMAFaults.Remote
+		}
+	}
+	clear(r.seen)
+	for i := range out {
+		g := &out[i]
+		rel := g.Path[1:]
+		r.seen[rel] = true
+		if rel == "" {
+			continue // the root cgroup has neither file
+		}
+		if data, err := c.rd.ReadCgroupFile(rel, "memory.numa_stat"); err == nil &&
+			procnuma.ParseCgroupNUMA(data, &r.numa) == nil {
+			g.MemoryByNode = map[string]uint64{}
+			for n := range max(len(r.numa.Anon), len(r.numa.File)) {
+				var b uint64
+				if n < len(r.numa.Anon) {
+					b += r.numa.Anon[n]
+				}
+				if n < len(r.numa.File) {
+					b += r.numa.File[n]
+				}
+				if b > 0 {
+					g.MemoryByNode[strconv.Itoa(n)] = b
+				}
+			}
+		}
+		if data, err := c.rd.ReadCgroupFile(rel, "memory.stat"); err == nil {
+			eachKV(data, func(k []byte, v uint64) {
+				switch string(k) {
+				case "numa_hint_faults":
+					g.HintFaults = r.delta(rel+"\x00hint", v, dt)
+				case "numa_pages_migrated":
+					g.PagesMigrated = r.delta(rel+"\x00migr", v, dt)
+				}
+			})
+		}
+	}
+	for k := range r.prev {
+		rel, _, _ := cut0(k)
+		if !r.seen[rel] {
+			delete(r.prev, k)
+		}
+	}
+	return out
+}
+
+func cut0(s string) (string, string, bool) {
+	for i := 0; i < len(s); i++ {
+		if s[i] == 0 {
+			return s[:i], s[i+1:], true
+		}
+	}
+	return s, "", false
+}
+
+// delta returns the rate of counter key since the last read.
+func (r *cgroupReader) delta(key string, v uint64, dt float64) float64 {
+	old, ok := r.prev[key]
+	r.prev[key] = v
+	if !ok || dt <= 0 || v < old {
+		return 0
+	}
+	return float64(v-old) / dt
+}
+
+// missing says why no cgroup has memory figures, "" when one has.
+func (r *cgroupReader) missing(gs []Cgroup) string {
+	for _, g := range gs {
+		if g.MemoryByNode != nil {
+			return ""
+		}
+	}
+	return fmt.Sprintf("memory per node by cgroup: no cgroup v2 memory.numa_stat under %s (a cgroup v1 or hybrid machine, or the memory controller is not enabled there): --cgroup groups by the cgroup v2 path only", r.fs.Sys("fs", "cgroup"))
+}

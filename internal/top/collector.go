@@ -1,0 +1,453 @@
+package top
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/user"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/numascope/numascope/internal/procnuma"
+	"github.com/numascope/numascope/internal/sysfs"
+	"github.com/numascope/numascope/internal/topology"
+)
+
+// userHZ is the unit of the CPU times in /proc/PID/stat (USER_HZ: 100 on
+// every architecture numascope builds for).
+const userHZ = 100
+
+// Options configure a Collector.
+type Options struct {
+	Sort   SortKey
+	Filter string
+	// Detailed is how many processes, the first in sort order, are read in
+	// full each refresh: the nodes all their threads run on, the
+	// preferred node, and (every MapsEvery) numa_maps. The others cost
+	// one read of /proc/PID/stat each.
+	Detailed int
+	// MapsEvery is how often a detailed process's numa_maps is read again:
+	// the kernel walks its page tables to print it.
+	MapsEvery time.Duration
+	// Cgroups groups the processes by cgroup v2 (Frame.Cgroups).
+	Cgroups bool
+	// Events is the kernel event source; nil leaves the fault and
+	// migration rates to what /proc gives (Source says what is missing).
+	Events EventSource
+	// EventsMissing is why Events is nil (one line each), shown in
+	// Source.Missing.
+	EventsMissing []string
+}
+
+// Defaults of Options.
+const (
+	DefaultDetailed  = 20
+	DefaultMapsEvery = 5 * time.Second
+	// maxDetailed bounds Options.Detailed: a refresh must stay cheap.
+	maxDetailed = 500
+	// maxFilter bounds the filter text a client may set.
+	maxFilter = 256
+)
+
+// Collector reads the system's processes and nodes into Frames. It is safe
+// for concurrent use: one Refresh or Detail runs at a time.
+type Collector struct {
+	mu   sync.Mutex
+	fs   sysfs.FS
+	opts Options
+	rd   *procnuma.Reader
+	topo *topology.Topology
+	// cpuNode maps a CPU to its node (-1 unknown).
+	cpuNode []int
+
+	procs   map[int]*procState
+	gen     uint64
+	last    time.Time
+	lastDT  float64
+	pids    []int
+	tids    []int
+	stat    procnuma.Stat
+	sched   procnuma.Sched
+	mapping procnuma.Mapping
+	events  EventCounts
+	lost    uint64
+	users   map[uint32]string
+	nodes   nodeReader
+	cgroups cgroupReader
+}
+
+// procState is what a refresh keeps of a process for the next one.
+type procState struct {
+	start   uint64 // stat's starttime: a reused PID is another process
+	ticks   uint64 // utime+stime
+	seen    uint64 // Collector.gen of the last refresh that saw it
+	mem     map[string]uint64
+	memAt   time.Time
+	migr    uint64 // sum of the threads' numa_pages_migrated (no events)
+	migrAt  time.Time
+	hasMigr bool
+	threads map[int]uint64 // tid → ticks, for the drill-down's CPU%
+	thAt    time.Time
+	cgroup  string
+	cgOK    bool
+	cgRead  bool
+}
+
+// NewCollector returns a Collector of the system under fs.
+func NewCollector(fs sysfs.FS, opts Options) (*Collector, error) {
+	topo, err := topology.Discover(fs)
+	if err != nil {
+		return nil, fmt.Errorf("reading the NUMA topology: %w", err)
+	}
+	if opts.Sort == "" {
+		opts.Sort = SortRemote
+	}
+	if !slices.Contains(SortKeys, opts.Sort) {
+		return nil, fmt.Errorf("unknown sort key %q (one of %s)", opts.Sort, sortKeyList())
+	}
+	if opts.Detailed == 0 {
+		opts.Detailed = DefaultDetailed
+	}
+	if opts.Detailed < 0 || opts.Detailed > maxDetailed {
+		return nil, fmt.Errorf("--detailed %d: must be 1 to %d", opts.Detailed, maxDetailed)
+	}
+	if opts.MapsEvery <= 0 {
+		opts.MapsEvery = DefaultMapsEvery
+	}
+	if len(opts.Filter) > maxFilter {
+		return nil, fmt.Errorf("filter longer than %d bytes", maxFilter)
+	}
+	c := &Collector{
+		fs:    fs,
+		opts:  opts,
+		rd:    procnuma.NewReader(fs),
+		topo:  topo,
+		procs: map[int]*procState{},
+		users: map[uint32]string{},
+		events: EventCounts{
+			Procs: map[int]*TaskEvents{}, Threads: map[int]*TaskEvents{},
+			Nodes: map[int]*TaskEvents{}, Migrations: map[string]uint64{},
+		},
+	}
+	for _, cpu := range topo.CPUs {
+		for len(c.cpuNode) <= cpu.ID {
+			c.cpuNode = append(c.cpuNode, -1)
+		}
+		c.cpuNode[cpu.ID] = cpu.Node
+	}
+	c.nodes.init(fs, topo)
+	c.cgroups.init(fs)
+	return c, nil
+}
+
+func sortKeyList() string {
+	s := make([]string, len(SortKeys))
+	for i, k := range SortKeys {
+		s[i] = string(k)
+	}
+	return strings.Join(s, ", ")
+}
+
+// ParseSortKey checks a sort key given by a user or a client.
+func ParseSortKey(s string) (SortKey, error) {
+	k := SortKey(s)
+	if !slices.Contains(SortKeys, k) {
+		return "", fmt.Errorf("unknown sort key %q (one of %s)", s, sortKeyList())
+	}
+	return k, nil
+}
+
+// SetSort implements Feed. An unknown key is ignored (ParseSortKey checks
+// input first).
+func (c *Collector) SetSort(k SortKey) {
+	if !slices.Contains(SortKeys, k) {
+		return
+	}
+	c.mu.Lock()
+	c.opts.Sort = k
+	c.mu.Unlock()
+}
+
+// SetFilter implements Feed; text beyond maxFilter bytes is cut.
+func (c *Collector) SetFilter(f string) {
+	if len(f) > maxFilter {
+		f = f[:maxFilter]
+	}
+	c.mu.Lock()
+	c.opts.Filter = f
+	c.mu.Unlock()
+}
+
+// Close stops the event source.
+func (c *Collector) Close() error {
+	if c.opts.Events != nil {
+		return c.opts.Events.Close()
+	}
+	return nil
+}
+
+// nodeOf is the node of cpu, -1 when unknown.
+func (c *Collector) nodeOf(cpu int) int {
+	if cpu < 0 || cpu >= len(c.cpuNode) {
+		return -1
+	}
+	return c.cpuNode[cpu]
+}
+
+// Refresh implements Feed: it reads every process and node now.
+func (c *Collector) Refresh() (*Frame, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	now := time.Now()
+	dt := 0.0
+	if !c.last.IsZero() {
+		dt = now.Sub(c.last).Seconds()
+	}
+	c.last, c.lastDT = now, dt
+	c.gen++
+	f := &Frame{Time: now, Interval: dt}
+
+	c.events.Reset()
+	if c.opts.Events != nil {
+		c.opts.Events.Collect(&c.events)
+		c.lost += c.events.Lost
+	}
+	f.Source = c.source()
+
+	var err error
+	c.pids, err = c.rd.PIDs(c.pids)
+	if err != nil {
+		return nil, fmt.Errorf("listing the processes in %s: %w", c.fs.Proc(), err)
+	}
+	f.Processes = make([]Process, 0, len(c.pids))
+	for _, pid := range c.pids {
+		p, ok := c.readProcess(pid, dt)
+		if ok && c.matches(&p) {
+			f.Processes = append(f.Processes, p)
+		}
+	}
+	for pid, st := range c.procs {
+		if st.seen != c.gen {
+			delete(c.procs, pid)
+		}
+	}
+	sortProcesses(f.Processes, c.opts.Sort)
+	for i := range f.Processes[:min(len(f.Processes), c.opts.Detailed)] {
+		c.detail(&f.Processes[i], now, dt)
+	}
+	if c.opts.Sort == SortMemory || c.opts.Sort == SortMigrated {
+		// The detailed reads refined these figures: keep the order true.
+		sortProcesses(f.Processes[:min(len(f.Processes), c.opts.Detailed)], c.opts.Sort)
+	}
+	f.Nodes = c.nodes.read(dt, &c.events)
+	f.System, f.SystemPagesMigrated = c.nodes.system(dt)
+	if c.opts.Events != nil {
+		if _, migr, _, _ := c.opts.Events.Sources(); migr != "" {
+			f.Migrations = make(map[string]float64, len(c.events.Migrations))
+			for r, n := range c.events.Migrations {
+				f.Migrations[r] = rate(n, dt)
+			}
+		}
+	}
+	if c.opts.Cgroups {
+		f.Cgroups = c.cgroups.group(c, f.Processes, dt)
+		sortCgroups(f.Cgroups, c.opts.Sort)
+		if why := c.cgroups.missing(f.Cgroups); why != "" {
+			f.Source.Missing = append(f.Source.Missing, why)
+		}
+	}
+	return f, nil
+}
+
+// source fills Frame.Source.
+func (c *Collector) source() Source {
+	s := Source{Lost: c.lost}
+	s.Missing = append(s.Missing, c.opts.EventsMissing...)
+	if c.opts.Events != nil {
+		var missing []string
+		s.Faults, s.Migrations, s.PMU, missing = c.opts.Events.Sources()
+		s.Missing = append(s.Missing, missing...)
+	}
+	if s.Faults == "" {
+		s.Missing = append(s.Missing, "pages migrated per process: read from the threads' /proc/PID/task/TID/sched (numa_pages_migrated) for the detailed processes only")
+		if c.opts.Sort == SortRemote || c.opts.Sort == SortLocal {
+			s.Missing = append(s.Missing, "sorting by "+string(c.opts.Sort)+" faults needs the fault rates: the table is in CPU order")
+		}
+	}
+	s.Memory = fmt.Sprintf("numa_maps of the first %d processes shown, every %s; the others show only their RSS",
+		c.opts.Detailed, c.opts.MapsEvery)
+	return s
+}
+
+// matches applies the filter: a substring of the command, or the PID.
+func (c *Collector) matches(p *Process) bool {
+	f := c.opts.Filter
+	if f == "" {
+		return true
+	}
+	if strconv.Itoa(p.PID) == f {
+		return true
+	}
+	return strings.Contains(strings.ToLower(p.Comm), strings.ToLower(f))
+}
+
+// readProcess reads one process's stat: the cheap part every process pays.
+func (c *Collector) readProcess(pid int, dt float64) (Process, bool) {
+	if err := c.rd.ReadStat(pid, 0, &c.stat); err != nil {
+		return Process{}, false // exited, or unreadable: not a row
+	}
+	s := &c.stat
+	st := c.procs[pid]
+	ticks := s.UTime + s.STime
+	if st == nil || st.start != s.StartTime {
+		st = &procState{start: s.StartTime, ticks: ticks}
+		c.procs[pid] = st
+	}
+	p := Process{
+		PID:           pid,
+		Comm:          string(s.Comm),
+		Threads:       s.Threads,
+		RSSBytes:      s.RSSPages * uint64(os.Getpagesize()),
+		PreferredNode: -1,
+		NodesRunning:  []int{},
+	}
+	if dt > 0 && ticks >= st.ticks {
+		p.CPUPercent = float64(ticks-st.ticks) * 100 / userHZ / dt
+	}
+	st.ticks, st.seen = ticks, c.gen
+	if n := c.nodeOf(s.Processor); n >= 0 {
+		p.NodesRunning = append(p.NodesRunning, n)
+	}
+	p.User = c.user(pid)
+	if c.opts.Events != nil {
+		if faults, _, pmu, _ := c.opts.Events.Sources(); faults != "" {
+			e := c.events.Procs[pid]
+			if e == nil {
+				e = &TaskEvents{}
+			}
+			p.NUMAFaults = &Faults{Local: rate(e.LocalFaults, dt), Remote: rate(e.RemoteFaults, dt)}
+			m := rate(e.MigratedPages, dt)
+			p.PagesMigrated = &m
+			if pmu != "" {
+				p.PMU = &Faults{Local: rate(e.PMULocal, dt), Remote: rate(e.PMURemote, dt)}
+			}
+		}
+	}
+	if st.mem != nil {
+		p.MemoryByNode = st.mem
+	}
+	return p, true
+}
+
+// user names the owner of /proc/PID (its uid as text when the name is
+// unknown, or when reading a captured tree).
+func (c *Collector) user(pid int) string {
+	var st syscall.Stat_t
+	if err := syscall.Lstat(c.fs.Proc(strconv.Itoa(pid)), &st); err != nil {
+		return ""
+	}
+	if name, ok := c.users[st.Uid]; ok {
+		return name
+	}
+	name := strconv.FormatUint(uint64(st.Uid), 10)
+	if c.fs.Live() {
+		if u, err := user.LookupId(name); err == nil {
+			name = u.Username
+		}
+	}
+	if len(c.users) < 4096 {
+		c.users[st.Uid] = name
+	}
+	return name
+}
+
+// detail reads the costlier figures of a process shown near the top.
+func (c *Collector) detail(p *Process, now time.Time, dt float64) {
+	st := c.procs[p.PID]
+	if st == nil {
+		return
+	}
+	if err := c.rd.ReadSched(p.PID, 0, &c.sched); err == nil && c.sched.NUMA {
+		p.PreferredNode = c.sched.PreferredNode
+	}
+	var err error
+	c.tids, err = c.rd.Tasks(p.PID, c.tids)
+	if err != nil {
+		return
+	}
+	running := p.NodesRunning[:0]
+	var migr uint64
+	migrOK := p.PagesMigrated == nil
+	for _, tid := range c.tids {
+		if err := c.rd.ReadStat(p.PID, tid, &c.stat); err != nil {
+			continue
+		}
+		if n := c.nodeOf(c.stat.Processor); n >= 0 && !slices.Contains(running, n) {
+			running = append(running, n)
+		}
+		if migrOK {
+			if err := c.rd.ReadSched(p.PID, tid, &c.sched); err == nil && c.sched.NUMA {
+				migr += c.sched.PagesMigrated
+			} else {
+				migrOK = false
+			}
+		}
+	}
+	slices.Sort(running)
+	p.NodesRunning = running
+	if migrOK && p.PagesMigrated == nil {
+		// Without an event source: the delta of the threads' cumulative
+		// count (threads that exited take theirs with them, so a negative
+		// delta reads as 0).
+		if st.hasMigr && dt > 0 && migr >= st.migr {
+			r := float64(migr-st.migr) / now.Sub(st.migrAt).Seconds()
+			p.PagesMigrated = &r
+		}
+		st.migr, st.migrAt, st.hasMigr = migr, now, true
+	}
+	if st.mem == nil || now.Sub(st.memAt) >= c.opts.MapsEvery {
+		if mem, err := c.memory(p.PID); err == nil {
+			st.mem, st.memAt = mem, now
+		} else {
+			p.MemoryError = err.Error()
+		}
+	}
+	if st.mem != nil {
+		p.MemoryByNode = st.mem
+		p.MemoryAge = now.Sub(st.memAt).Seconds()
+	}
+}
+
+// memory sums numa_maps per node.
+func (c *Collector) memory(pid int) (map[string]uint64, error) {
+	var t procnuma.Totals
+	err := c.rd.ReadNUMAMaps(pid, func(m *procnuma.Mapping) error {
+		t.Add(m)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	mem := make(map[string]uint64, len(t.Bytes))
+	for n, b := range t.Bytes {
+		if b > 0 {
+			mem[strconv.Itoa(n)] = b
+		}
+	}
+	return mem, nil
+}
+
+// rate is n per second over dt (0 for the first frame).
+func rate(n uint64, dt float64) float64 {
+	if dt <= 0 {
+		return 0
+	}
+	return float64(n) / dt
+}
+
+// errGone is returned by Detail for a process that is not there.
+var errGone = errors.New("no such process")

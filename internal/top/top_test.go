@@ -1,0 +1,240 @@
+package top
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/numascope/numascope/internal/sysfs"
+)
+
+// fakeEvents stands for internal/numatrace (tested in the NUMA VM): it
+// reports fixed counts per interval for chosen processes.
+type fakeEvents struct {
+	procs  map[int]TaskEvents
+	closed bool
+}
+
+func (f *fakeEvents) Collect(c *EventCounts) {
+	for pid, e := range f.procs {
+		*Task(c.Procs, pid) = e
+		*Task(c.Threads, pid) = e
+		t := Task(c.Nodes, 0)
+		t.LocalFaults += e.LocalFaults
+		t.RemoteFaults += e.RemoteFaults
+	}
+	c.Migrations["numa_misplaced"] += 7
+}
+
+func (f *fakeEvents) Sources() (string, string, string, []string) {
+	return "fake:faults", "fake:migrations", "", []string{"PMU: fake has none"}
+}
+
+func (f *fakeEvents) Close() error { f.closed = true; return nil }
+
+// start runs a program for the test's duration.
+func start(t *testing.T, name string, args ...string) *exec.Cmd {
+	t.Helper()
+	cmd := exec.Command(name, args...)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	return cmd
+}
+
+func find(f *Frame, pid int) *Process {
+	for i := range f.Processes {
+		if f.Processes[i].PID == pid {
+			return &f.Processes[i]
+		}
+	}
+	return nil
+}
+
+// twoFrames refreshes twice, interval apart, and returns the second frame.
+func twoFrames(t *testing.T, c *Collector, interval time.Duration) *Frame {
+	t.Helper()
+	if _, err := c.Refresh(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(interval)
+	f, err := c.Refresh()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+// TestCollectorLive reads this machine's processes: a busy loop shows its
+// CPU%, the process the event source blames sorts first by remote faults
+// with rates per second, and the frame's JSON has the keys issue 18 names.
+func TestCollectorLive(t *testing.T) {
+	busy := start(t, "sh", "-c", "while :; do :; done")
+	idle := start(t, "sleep", "60")
+	ev := &fakeEvents{procs: map[int]TaskEvents{idle.Process.Pid: {LocalFaults: 100, RemoteFaults: 300, MigratedPages: 50}}}
+	c, err := NewCollector(sysfs.New(""), Options{Events: ev, Detailed: 5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := twoFrames(t, c, 500*time.Millisecond)
+	if len(f.Processes) < 3 || f.Interval < 0.4 {
+		t.Fatalf("%d processes, interval %.2f s", len(f.Processes), f.Interval)
+	}
+	first := f.Processes[0]
+	if first.PID != idle.Process.Pid || first.NUMAFaults == nil {
+		t.Fatalf("first by remote faults: pid %d (%q), want the sleep %d", first.PID, first.Comm, idle.Process.Pid)
+	}
+	if r := first.NUMAFaults.Remote * f.Interval; r < 299 || r > 301 {
+		t.Errorf("remote faults %.1f/s over %.3f s: want 300 in the interval", first.NUMAFaults.Remote, f.Interval)
+	}
+	if first.PagesMigrated == nil || *first.PagesMigrated*f.Interval < 49 {
+		t.Errorf("pages migrated %v, want 50 in the interval", first.PagesMigrated)
+	}
+	if first.Comm != "sleep" || len(first.NodesRunning) == 0 || first.MemoryByNode == nil || first.User == "" {
+		t.Errorf("the sleep's row: %+v", first)
+	}
+	if b := find(f, busy.Process.Pid); b == nil || b.CPUPercent < 20 || b.CPUPercent > 110 {
+		t.Errorf("the busy loop: %+v, want about 100%% CPU (at least 20 on a loaded machine)", b)
+	}
+	if f.Nodes[0].NUMAFaults == nil || f.Migrations["numa_misplaced"] == 0 || f.Source.Faults != "fake:faults" ||
+		!slices.Contains(f.Source.Missing, "PMU: fake has none") {
+		t.Errorf("nodes %+v, migrations %v, source %+v", f.Nodes, f.Migrations, f.Source)
+	}
+
+	// The keys the issue spells, for scripts.
+	var buf bytes.Buffer
+	if err := WriteJSON(&buf, f); err != nil {
+		t.Fatal(err)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(buf.Bytes(), &m); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{"time", "processes", "nodes", "source"} {
+		if _, ok := m[k]; !ok {
+			t.Errorf("frame JSON has no %q", k)
+		}
+	}
+	p0 := m["processes"].([]any)[0].(map[string]any)
+	for _, k := range []string{"pid", "comm", "cpu_percent", "memory_bytes_by_node", "numa_faults", "pages_migrated", "preferred_node", "nodes_running"} {
+		if _, ok := p0[k]; !ok {
+			t.Errorf("process JSON has no %q: %v", k, p0)
+		}
+	}
+	if nf := p0["numa_faults"].(map[string]any); nf["local"] == nil || nf["remote"] == nil {
+		t.Errorf("numa_faults %v", nf)
+	}
+
+	// Sort by CPU: CPU% never grows down the table; filter by PID.
+	c.SetSort(SortCPU)
+	c.SetFilter("")
+	f, _ = c.Refresh()
+	for i := 1; i < len(f.Processes); i++ {
+		if f.Processes[i].CPUPercent > f.Processes[i-1].CPUPercent {
+			t.Fatalf("sorted by CPU, row %d has %.1f%% after %.1f%%", i, f.Processes[i].CPUPercent, f.Processes[i-1].CPUPercent)
+		}
+	}
+	c.SetFilter(strconv.Itoa(busy.Process.Pid))
+	if f, _ = c.Refresh(); len(f.Processes) != 1 || f.Processes[0].PID != busy.Process.Pid {
+		t.Errorf("filter by pid %d: %d rows", busy.Process.Pid, len(f.Processes))
+	}
+
+	// Drill-down: the busy shell has one thread, running on a known node.
+	d, err := c.Detail(busy.Process.Pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(d.Threads) != 1 || d.Threads[0].TID != busy.Process.Pid || d.Threads[0].Node < 0 || len(d.Areas) == 0 {
+		t.Errorf("detail: %+v", d)
+	}
+	if _, err := c.Detail(1 << 30); err == nil {
+		t.Error("Detail of a process that does not exist: no error")
+	}
+	if err := c.Close(); err != nil || !ev.closed {
+		t.Errorf("Close: %v, event source closed %v", err, ev.closed)
+	}
+}
+
+// TestWithoutEvents: with no event source the rates are null, never a
+// fake zero, and Source says why.
+func TestWithoutEvents(t *testing.T) {
+	c, err := NewCollector(sysfs.New(""), Options{EventsMissing: []string{"faults: no kprobes here"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := twoFrames(t, c, 100*time.Millisecond)
+	for _, p := range f.Processes {
+		if p.NUMAFaults != nil {
+			t.Fatalf("process %d has fault rates without a source", p.PID)
+		}
+	}
+	if f.Source.Faults != "" || !slices.Contains(f.Source.Missing, "faults: no kprobes here") || f.Migrations != nil {
+		t.Errorf("source %+v, migrations %v", f.Source, f.Migrations)
+	}
+}
+
+// TestHostileNames: a command named with an escape sequence is written as
+// inert text.
+func TestHostileNames(t *testing.T) {
+	dir := t.TempDir()
+	sleep, err := exec.LookPath("sleep")
+	if err != nil {
+		t.Fatal(err)
+	}
+	evil := filepath.Join(dir, "\x1b[2J\x1b]0;x\a<b>")
+	if err := os.Symlink(sleep, evil); err != nil {
+		t.Fatal(err)
+	}
+	p := start(t, evil, "60")
+	c, err := NewCollector(sysfs.New(""), Options{Filter: strconv.Itoa(p.Process.Pid)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := twoFrames(t, c, 50*time.Millisecond)
+	if len(f.Processes) != 1 || !strings.Contains(f.Processes[0].Comm, "\x1b") {
+		t.Fatalf("rows %+v: want the one process, its comm raw", f.Processes)
+	}
+	var buf bytes.Buffer
+	if err := WriteText(&buf, f, 0, false); err != nil {
+		t.Fatal(err)
+	}
+	if bytes.ContainsAny(buf.Bytes(), "\x1b\a") || !strings.Contains(buf.String(), "[2J") {
+		t.Errorf("text output carries the escape sequence: %q", buf.String())
+	}
+}
+
+func TestHint(t *testing.T) {
+	th := func(nodes ...int) []Thread {
+		var ts []Thread
+		for _, n := range nodes {
+			ts = append(ts, Thread{Node: n})
+		}
+		return ts
+	}
+	for _, c := range []struct {
+		bytes   []uint64
+		threads []Thread
+		want    string
+	}{
+		{[]uint64{78, 10, 6, 6}, th(1, 2, 3), "78% of its memory is on node 0 while its threads run on nodes 1-3"},
+		{[]uint64{80, 20}, th(0, 1), "80% of its memory is on node 0 while its threads also run on node 1"},
+		{[]uint64{50, 50}, th(0, 1), ""},
+		{[]uint64{90, 10}, th(0), ""},
+		{nil, th(0), ""},
+		{[]uint64{0, 90}, nil, ""},
+		{[]uint64{90, 0, 5, 5}, th(1, 3), "90% of its memory is on node 0 while its threads run on nodes 1,3"},
+	} {
+		got := hint(c.bytes, c.threads)
+		if c.want == "" && got != "" || !strings.HasPrefix(got, c.want) {
+			t.Errorf("hint(%v, %v) = %q, want %q...", c.bytes, c.threads, got, c.want)
+		}
+	}
+}
