@@ -87,6 +87,7 @@ type Process struct {
 // Reader reads processes under one root, reusing its read buffer.
 type Reader struct {
 	fs      sysfs.FS
+	proc    *beneath.Dir
 	buf     []byte
 	scratch Mapping
 }
@@ -102,7 +103,9 @@ func NewReader(fs sysfs.FS) *Reader { return &Reader{fs: fs} }
 // that exits meanwhile gives a *GoneError.
 func Snapshot(fs sysfs.FS, pid int) (*Process, error) {
 	p := &Process{}
-	if err := NewReader(fs).Read(pid, p); err != nil {
+	r := NewReader(fs)
+	defer r.Close()
+	if err := r.Read(pid, p); err != nil {
 		return nil, err
 	}
 	return p, nil
@@ -281,40 +284,72 @@ func (r *Reader) exists(name string) bool {
 // read reads name beneath the proc directory (or beneath base), never
 // through a symbolic link, into r.buf, refusing more than limit bytes. The
 // data is valid until the next read.
+//
+// The proc directory is held open (Close releases it), and the file is
+// read with raw system calls: a process table reads thousands of files a
+// second, and each costs its open, one read and its close. A short read
+// ends it for the files the kernel prints whole on the first read
+// (single_open: stat, status, sched, cgroup); numa_maps, printed a mapping
+// at a time, is read to its end.
 func (r *Reader) read(pid int, name string, limit int, base ...string) ([]byte, error) {
-	dir := r.fs.Proc()
+	dir := r.proc
 	if len(base) > 0 {
-		dir = base[0]
+		d, err := beneath.OpenDir(base[0])
+		if err != nil {
+			return nil, r.explain(pid, err)
+		}
+		defer d.Close()
+		dir = d
+	} else if dir == nil {
+		d, err := beneath.OpenDir(r.fs.Proc())
+		if err != nil {
+			return nil, err
+		}
+		r.proc, dir = d, d
 	}
-	f, err := beneath.Open(dir, name, unix.O_NONBLOCK)
+	fd, err := dir.OpenFD(name, unix.O_NONBLOCK)
 	if err != nil {
 		return nil, r.explain(pid, err)
 	}
-	defer f.Close()
+	defer unix.Close(fd)
 	if r.buf == nil {
 		r.buf = make([]byte, 16<<10)
 	}
+	whole := limit <= maxSmallFile && path.Base(name) != "numa_maps"
 	n := 0
 	for {
 		if n == len(r.buf) {
 			if len(r.buf) > limit {
-				return nil, fmt.Errorf("%s: larger than %d KiB, not a kernel file", f.Name(), limit>>10)
+				return nil, fmt.Errorf("%s: larger than %d KiB, not a kernel file", path.Join(dir.Path(), name), limit>>10)
 			}
 			r.buf = append(r.buf, make([]byte, len(r.buf))...)
 		}
-		m, err := f.Read(r.buf[n:])
-		n += m
-		if err == io.EOF || (err == nil && m == 0) {
-			break
+		m, err := unix.Read(fd, r.buf[n:])
+		if err == unix.EINTR {
+			continue
 		}
 		if err != nil {
-			return nil, r.explain(pid, fmt.Errorf("reading %s: %w", f.Name(), err))
+			return nil, r.explain(pid, fmt.Errorf("reading %s: %w", path.Join(dir.Path(), name), err))
+		}
+		n += m
+		if m == 0 || (whole && n < len(r.buf)) {
+			break
 		}
 	}
 	if n > limit {
-		return nil, fmt.Errorf("%s: larger than %d KiB, not a kernel file", f.Name(), limit>>10)
+		return nil, fmt.Errorf("%s: larger than %d KiB, not a kernel file", path.Join(dir.Path(), name), limit>>10)
 	}
 	return r.buf[:n], nil
+}
+
+// Close releases the proc directory the Reader holds open.
+func (r *Reader) Close() error {
+	if r.proc == nil {
+		return nil
+	}
+	err := r.proc.Close()
+	r.proc = nil
+	return err
 }
 
 // explain turns the errors of a task that exited into a *GoneError.

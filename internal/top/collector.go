@@ -92,6 +92,7 @@ type procState struct {
 	hasMigr bool
 	threads map[int]uint64 // tid → ticks, for the drill-down's CPU%
 	thAt    time.Time
+	user    string // the owner of /proc/PID, read once
 	cgroup  string
 	cgOK    bool
 	cgRead  bool
@@ -182,12 +183,17 @@ func (c *Collector) SetFilter(f string) {
 	c.mu.Unlock()
 }
 
-// Close stops the event source.
+// Close stops the event source and releases the proc directory.
 func (c *Collector) Close() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	err := c.rd.Close()
 	if c.opts.Events != nil {
-		return c.opts.Events.Close()
+		if e := c.opts.Events.Close(); e != nil {
+			err = e
+		}
 	}
-	return nil
+	return err
 }
 
 // nodeOf is the node of cpu, -1 when unknown.
@@ -235,11 +241,19 @@ func (c *Collector) Refresh() (*Frame, error) {
 			delete(c.procs, pid)
 		}
 	}
-	sortProcesses(f.Processes, c.opts.Sort)
+	if dt == 0 {
+		// No rates yet: read in full the processes that hold the most
+		// memory, the likeliest to matter, then order as asked.
+		sortProcesses(f.Processes, SortMemory)
+	} else {
+		sortProcesses(f.Processes, c.opts.Sort)
+	}
 	for i := range f.Processes[:min(len(f.Processes), c.opts.Detailed)] {
 		c.detail(&f.Processes[i], now, dt)
 	}
-	if c.opts.Sort == SortMemory || c.opts.Sort == SortMigrated {
+	if dt == 0 {
+		sortProcesses(f.Processes, c.opts.Sort)
+	} else if c.opts.Sort == SortMemory || c.opts.Sort == SortMigrated {
 		// The detailed reads refined these figures: keep the order true.
 		sortProcesses(f.Processes[:min(len(f.Processes), c.opts.Detailed)], c.opts.Sort)
 	}
@@ -304,7 +318,7 @@ func (c *Collector) readProcess(pid int, dt float64) (Process, bool) {
 	st := c.procs[pid]
 	ticks := s.UTime + s.STime
 	if st == nil || st.start != s.StartTime {
-		st = &procState{start: s.StartTime, ticks: ticks}
+		st = &procState{start: s.StartTime, ticks: ticks, user: c.user(pid)}
 		c.procs[pid] = st
 	}
 	p := Process{
@@ -322,7 +336,7 @@ func (c *Collector) readProcess(pid int, dt float64) (Process, bool) {
 	if n := c.nodeOf(s.Processor); n >= 0 {
 		p.NodesRunning = append(p.NodesRunning, n)
 	}
-	p.User = c.user(pid)
+	p.User = st.user
 	if c.opts.Events != nil {
 		if faults, _, pmu, _ := c.opts.Events.Sources(); faults != "" {
 			e := c.events.Procs[pid]

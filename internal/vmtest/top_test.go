@@ -1,0 +1,175 @@
+package vmtest
+
+import (
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/numascope/numascope/internal/top"
+)
+
+// topScript runs firsttouch MODE in the cgroup /wl (memory controller on)
+// with a long compute phase and, once its first touch is done, prints
+// `numascope top -b --format json` frames (sorted by remote faults, then
+// by cgroup) as sections, then the workload's results.
+const topScript = `mkdir -p /sys/fs/cgroup/wl
+echo +memory > /sys/fs/cgroup/cgroup.subtree_control
+sh -c 'echo $$ > /sys/fs/cgroup/wl/cgroup.procs; exec firsttouch %s --mb 32 --settle 2 --seconds 14 --lead 0 --linger 0 --out /tmp/wl.json' > /tmp/wl.out 2>&1 &
+P=$!
+i=0; while ! grep -q 'done at' /tmp/wl.out; do sleep 0.1; i=$((i+1)); [ $i -gt 600 ] && break; done
+echo "@@pid $P"
+sec top numascope top -b --format json -n 4 -d 1s
+sec cgroup numascope top -b --format json -n 1 -d 1s --cgroup
+sec events cat /sys/kernel/tracing/kprobe_events
+wait $P
+sec wl cat /tmp/wl.json
+`
+
+// topFrames decodes the JSON lines of `top --format json`.
+func topFrames(t *testing.T, text string) []top.Frame {
+	t.Helper()
+	var frames []top.Frame
+	for _, l := range strings.Split(strings.TrimSpace(text), "\n") {
+		l = strings.TrimSpace(l)
+		if l == "" {
+			continue
+		}
+		var f top.Frame
+		if err := json.Unmarshal([]byte(l), &f); err != nil {
+			t.Fatalf("top printed a line that is not a frame: %v: %.300s", err, l)
+		}
+		frames = append(frames, f)
+	}
+	return frames
+}
+
+func runTopVM(t *testing.T, mode string) (pid int, frames, cgroup []top.Frame, r *vmResult) {
+	t.Helper()
+	r = runVM(t, []string{"--nodes", "4"}, fmt.Sprintf(topScript, mode))
+	m := regexp.MustCompile(`(?m)^@@pid (\d+)\r?$`).FindStringSubmatch(r.Stdout)
+	if m == nil {
+		t.Fatalf("the VM printed no @@pid line:\n%s", tail(r.Stdout, 4000))
+	}
+	pid, _ = strconv.Atoi(m[1])
+	frames = topFrames(t, r.section(t, "top"))
+	cgroup = topFrames(t, r.section(t, "cgroup"))
+	if len(frames) != 4 || len(cgroup) != 1 {
+		t.Fatalf("%d frames and %d cgroup frames, want 4 and 1", len(frames), len(cgroup))
+	}
+	if ev := strings.TrimSpace(r.section(t, "events")); ev != "" {
+		t.Errorf("numascope top left kprobe events behind: %s", ev)
+	}
+	return pid, frames, cgroup, r
+}
+
+func rowOf(f *top.Frame, pid int) *top.Process {
+	for i := range f.Processes {
+		if f.Processes[i].PID == pid {
+			return &f.Processes[i]
+		}
+	}
+	return nil
+}
+
+// TestTopSerialInit: one thread first-touches every buffer on node 0, and
+// workers pinned to nodes 1-3 compute on them. numascope top, sorted by
+// remote faults (its default), puts that process first, with remote faults
+// above 0 from the kprobe, its memory mostly on node 0 (numa_maps, read
+// right after the first touch) and its threads on nodes 1-3; --cgroup
+// shows the cgroup /wl with the same memory on node 0.
+func TestTopSerialInit(t *testing.T) {
+	requireVM(t)
+	pid, frames, cgroup, _ := runTopVM(t, "--serial")
+	src := frames[0].Source
+	if src.Faults == "" || src.Migrations == "" {
+		t.Errorf("no fault or migration source in the NUMA VM (root, Debian's kernel with kprobes): %+v", src)
+	}
+	first := &frames[0]
+	p := rowOf(first, pid)
+	if p == nil {
+		t.Fatalf("firsttouch (pid %d) is not in the first frame", pid)
+	}
+	var sum uint64
+	for _, b := range p.MemoryByNode {
+		sum += b
+	}
+	if sum < 4*32<<20 || 2*p.MemoryByNode["0"] <= sum {
+		t.Errorf("first frame: firsttouch's memory by node %v: want its 128 MiB, most on node 0", p.MemoryByNode)
+	}
+	for _, n := range []int{1, 2, 3} {
+		if !slices.Contains(p.NodesRunning, n) {
+			t.Errorf("first frame: firsttouch runs on nodes %v, want its workers on 1-3", p.NodesRunning)
+			break
+		}
+	}
+	// Balancing scans then faults within a few seconds: the frames that
+	// have remote faults at all must put firsttouch first.
+	var remote float64
+	for i := range frames {
+		f := &frames[i]
+		if f.Processes[0].NUMAFaults == nil {
+			t.Fatalf("frame %d: no fault rates: %+v", i, f.Processes[0])
+		}
+		if f.Processes[0].NUMAFaults.Remote == 0 {
+			continue
+		}
+		if f.Processes[0].PID != pid {
+			t.Errorf("frame %d: first by remote faults is %d (%s, %.0f/s), want firsttouch %d",
+				i, f.Processes[0].PID, f.Processes[0].Comm, f.Processes[0].NUMAFaults.Remote, pid)
+		}
+		remote += f.Processes[0].NUMAFaults.Remote
+	}
+	if remote == 0 {
+		t.Fatalf("no frame has remote NUMA faults for firsttouch: %+v", rowOf(&frames[len(frames)-1], pid))
+	}
+	last := rowOf(&frames[len(frames)-1], pid)
+	t.Logf("firsttouch, last frame: faults %+v, pages migrated %v/s; migrations by reason %v",
+		last.NUMAFaults, last.PagesMigrated, frames[len(frames)-1].Migrations)
+
+	// The cgroup view: /wl holds the workload, its memory on node 0 first.
+	var wl *top.Cgroup
+	for i := range cgroup[0].Cgroups {
+		if cgroup[0].Cgroups[i].Path == "/wl" {
+			wl = &cgroup[0].Cgroups[i]
+		}
+	}
+	if wl == nil || wl.Processes != 1 || wl.MemoryByNode == nil {
+		t.Fatalf("--cgroup: no /wl row with one process and memory by node: %+v", cgroup[0].Cgroups)
+	}
+	var cgSum uint64
+	for _, b := range wl.MemoryByNode {
+		cgSum += b
+	}
+	if cgSum < 4*32<<20 {
+		t.Errorf("--cgroup: /wl holds %d bytes, want at least the 128 MiB of buffers: %v", cgSum, wl.MemoryByNode)
+	}
+}
+
+// TestTopParallelInit: each worker first-touches its own buffer, so its
+// faults are local: local faults dominate.
+func TestTopParallelInit(t *testing.T) {
+	requireVM(t)
+	pid, frames, _, _ := runTopVM(t, "--parallel")
+	var local, remote float64
+	for i := range frames {
+		p := rowOf(&frames[i], pid)
+		if p == nil || p.NUMAFaults == nil {
+			t.Fatalf("frame %d: firsttouch (pid %d) missing or without fault rates", i, pid)
+		}
+		local += p.NUMAFaults.Local
+		remote += p.NUMAFaults.Remote
+	}
+	if local == 0 || local < 3*remote {
+		t.Errorf("parallel init: %.0f local and %.0f remote faults per second summed over the frames: want local to dominate", local, remote)
+	}
+	p := rowOf(&frames[0], pid)
+	for n := range 4 {
+		if b := p.MemoryByNode[strconv.Itoa(n)]; b < 28<<20 {
+			t.Errorf("parallel init: %d MiB on node %d, want its worker's 32 MiB buffer (%v)", b>>20, n, p.MemoryByNode)
+		}
+	}
+}
