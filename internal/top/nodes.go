@@ -79,7 +79,9 @@ func eachKV(data []byte, fn func(key []byte, v uint64)) {
 		if err != nil {
 			continue
 		}
-		fn(bytes.TrimSuffix(f[len(f)-2], []byte(":")), v*mul)
+		if k := bytes.TrimSuffix(f[len(f)-2], []byte(":")); len(k) > 0 {
+			fn(k, v*mul)
+		}
 	}
 }
 

@@ -238,3 +238,16 @@ func TestHint(t *testing.T) {
 		}
 	}
 }
+
+// FuzzEachKV: the node and cgroup files' parser takes any bytes.
+func FuzzEachKV(f *testing.F) {
+	f.Add([]byte("Node 0 MemTotal:       16384 kB\nNode 0 MemFree: 1 kB\n"))
+	f.Add([]byte("numa_hit 5\nnuma_miss 18446744073709551615\nx\n\n kB\n"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		eachKV(data, func(k []byte, v uint64) {
+			if len(k) == 0 && v != 0 {
+				t.Fatalf("empty key with value %d", v)
+			}
+		})
+	})
+}

@@ -126,6 +126,24 @@ func TestTopSerialInit(t *testing.T) {
 	if remote == 0 {
 		t.Fatalf("no frame has remote NUMA faults for firsttouch: %+v", rowOf(&frames[len(frames)-1], pid))
 	}
+	// The node view: the VM's 4 nodes, their memory, the machine's
+	// hinting faults from /proc/vmstat, and numa_misplaced migrations.
+	var misplaced float64
+	for i := range frames {
+		f := &frames[i]
+		if len(f.Nodes) != 4 || f.System == nil {
+			t.Fatalf("frame %d: %d nodes, system faults %v: want 4 nodes and /proc/vmstat's figures", i, len(f.Nodes), f.System)
+		}
+		for _, n := range f.Nodes {
+			if n.MemTotal == 0 || n.MemFree > n.MemTotal || len(n.CPUs) == 0 || n.NUMAFaults == nil {
+				t.Errorf("frame %d: node %+v", i, n)
+			}
+		}
+		misplaced += f.Migrations["numa_misplaced"]
+	}
+	if misplaced == 0 {
+		t.Errorf("no numa_misplaced migrations in any frame: %v", frames[len(frames)-1].Migrations)
+	}
 	last := rowOf(&frames[len(frames)-1], pid)
 	t.Logf("firsttouch, last frame: faults %+v, pages migrated %v/s; migrations by reason %v",
 		last.NUMAFaults, last.PagesMigrated, frames[len(frames)-1].Migrations)
