@@ -249,18 +249,15 @@ func matchProcess(p *top.Process, filter string) bool {
 }
 
 // sortProcesses orders idx (indexes into ps) by key, largest first unless
-// asc, ties by PID. A process with no fault source sorts after every one
-// with it under remote and local: unknown is not zero.
+// asc, ties by PID. Under remote and local, a process with no fault source
+// sorts after every one with it, either way: unknown is not zero.
 func sortProcesses(ps []top.Process, idx []int, key top.SortKey, asc bool) {
+	faults := key == top.SortRemote || key == top.SortLocal
 	val := func(p *top.Process) float64 {
 		switch key {
-		case top.SortRemote, top.SortLocal:
-			if p.NUMAFaults == nil {
-				return -1
-			}
-			if key == top.SortRemote {
-				return p.NUMAFaults.Remote
-			}
+		case top.SortRemote:
+			return p.NUMAFaults.Remote
+		case top.SortLocal:
 			return p.NUMAFaults.Local
 		case top.SortCPU:
 			return p.CPUPercent
@@ -273,7 +270,16 @@ func sortProcesses(ps []top.Process, idx []int, key top.SortKey, asc bool) {
 	}
 	slices.SortStableFunc(idx, func(i, j int) int {
 		a, b := &ps[i], &ps[j]
-		c := cmp.Compare(val(a), val(b))
+		if faults && (a.NUMAFaults == nil) != (b.NUMAFaults == nil) {
+			if a.NUMAFaults == nil {
+				return 1
+			}
+			return -1
+		}
+		c := 0
+		if !faults || a.NUMAFaults != nil {
+			c = cmp.Compare(val(a), val(b))
+		}
 		if !asc {
 			c = -c
 		}

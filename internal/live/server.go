@@ -90,6 +90,8 @@ type Options struct {
 	// ProcessesReason is what the page says when Processes is nil, such
 	// as why the feed could not be built.
 	ProcessesReason string
+	// clock is time.Now unless a test sets it.
+	clock func() time.Time
 }
 
 // DefaultMaxClients is how many browsers a server serves at a time unless
@@ -203,6 +205,9 @@ func newServer(opt Options, be backend) *Server {
 	s := &Server{opt: opt, be: be}
 	if opt.Processes != nil {
 		s.procs = newProcHub(opt.Processes, opt.ProcessesEvery, opt.MaxClients)
+		if opt.clock != nil {
+			s.procs.now = opt.clock
+		}
 	}
 	return s
 }
