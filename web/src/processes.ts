@@ -499,48 +499,35 @@ function drawDetail(p: Page): void {
   if (!d) return box.replaceChildren(head, el("p", { class: "muted" }, p.detailError ? `cannot read it: ${p.detailError}` : "reading…"));
   const first = p.last?.frame?.interval_seconds === 0;
   const ids = [...new Set(d.areas.flatMap((a) => Object.keys(a.bytes_by_node)))].sort((a, b) => Number(a) - Number(b));
-  const threads = el(
-    "table",
+  const threads = textTable(
     { class: "ptable threads" },
-    el("thead", {}, el("tr", {}, ...["TID", "name", "CPU%", "CPU", "node", "preferred", "local/s", "remote/s"].map((h, i) => el("th", { class: i > 1 ? "num" : "" }, h)))),
-    el(
-      "tbody",
-      {},
-      ...d.threads.map((t) =>
-        el(
-          "tr",
-          {},
-          el("td", {}, String(t.tid)),
-          el("td", {}, t.comm),
-          ...[first ? "–" : t.cpu_percent.toFixed(1), t.cpu < 0 ? "–" : String(t.cpu), node(t.node), node(t.preferred_node), rate(t.numa_faults?.local, first), rate(t.numa_faults?.remote, first)].map((s) =>
-            el("td", { class: "num" }, s),
-          ),
-        ),
-      ),
-    ),
+    ["TID", "name", "CPU%", "CPU", "node", "preferred", "local/s", "remote/s"],
+    2,
+    d.threads.map((t) => [
+      String(t.tid),
+      t.comm,
+      first ? "–" : t.cpu_percent.toFixed(1),
+      t.cpu < 0 ? "–" : String(t.cpu),
+      node(t.node),
+      node(t.preferred_node),
+      rate(t.numa_faults?.local, first),
+      rate(t.numa_faults?.remote, first),
+    ]),
   );
-  const areas = el(
-    "table",
+  const areas = textTable(
     { class: "ptable areas" },
-    el("thead", {}, el("tr", {}, el("th", {}, "start"), el("th", {}, "kind"), el("th", {}, "mapping"), el("th", {}, "policy"), ...ids.map((id) => el("th", { class: "num" }, `N${id}`)))),
-    el(
-      "tbody",
-      {},
-      ...d.areas.map((a) =>
-        el(
-          "tr",
-          {},
-          el("td", { class: "mono" }, a.start.toString(16)),
-          el("td", {}, a.kind),
-          el("td", {}, a.path || "–"),
-          el("td", {}, a.policy),
-          ...ids.map((id) => {
-            const v = a.bytes_by_node[id];
-            return el("td", { class: "num" }, v === undefined ? "–" : bytes(v));
-          }),
-        ),
-      ),
-    ),
+    ["start", "kind", "mapping", "policy", ...ids.map((id) => `N${id}`)],
+    4,
+    d.areas.map((a) => [
+      a.start.toString(16),
+      a.kind,
+      a.path || "–",
+      a.policy,
+      ...ids.map((id) => {
+        const v = a.bytes_by_node[id];
+        return v === undefined ? "–" : bytes(v);
+      }),
+    ]),
   );
   box.replaceChildren(
     head,
@@ -553,37 +540,37 @@ function drawDetail(p: Page): void {
   );
 }
 
-function nodeTable(f: Frame, first: boolean): HTMLTableElement {
-  const head = ["node", "CPUs", "used", "free", "total", "CPU%", "local/s", "remote/s", "migrated/s", "promoted/s", "demoted/s", "numa_hit/s", "numa_miss/s"];
+/** textTable makes a table of text cells; the columns from num on are numbers (right-aligned). */
+function textTable(attrs: Record<string, string>, head: string[], num: number, rows: string[][]): HTMLTableElement {
+  const cls = (i: number) => (i >= num ? "num" : "");
   return el(
     "table",
+    attrs,
+    el("thead", {}, el("tr", {}, ...head.map((h, i) => el("th", { class: cls(i) }, h)))),
+    el("tbody", {}, ...rows.map((r) => el("tr", {}, ...r.map((x, i) => el("td", { class: cls(i) }, x))))),
+  );
+}
+
+function nodeTable(f: Frame, first: boolean): HTMLTableElement {
+  return textTable(
     { class: "ptable pnodes", id: "proc-node-table" },
-    el("thead", {}, el("tr", {}, ...head.map((h, i) => el("th", { class: i > 1 ? "num" : "" }, h)))),
-    el(
-      "tbody",
-      {},
-      ...f.nodes.map((n) =>
-        el(
-          "tr",
-          {},
-          el("td", {}, String(n.node)),
-          el("td", {}, ranges(n.cpus) || "–"),
-          ...[
-            bytes(n.memory_used_bytes),
-            bytes(n.memory_free_bytes),
-            bytes(n.memory_total_bytes),
-            first ? "–" : n.cpu_percent.toFixed(1),
-            rate(n.numa_faults?.local, first),
-            rate(n.numa_faults?.remote, first),
-            rate(n.pages_migrated, first),
-            rate(n.pages_promoted, first),
-            rate(n.pages_demoted, first),
-            rate(n.numa_hit, first),
-            rate(n.numa_miss, first),
-          ].map((s) => el("td", { class: "num" }, s)),
-        ),
-      ),
-    ),
+    ["node", "CPUs", "used", "free", "total", "CPU%", "local/s", "remote/s", "migrated/s", "promoted/s", "demoted/s", "numa_hit/s", "numa_miss/s"],
+    2,
+    f.nodes.map((n) => [
+      String(n.node),
+      ranges(n.cpus) || "–",
+      bytes(n.memory_used_bytes),
+      bytes(n.memory_free_bytes),
+      bytes(n.memory_total_bytes),
+      first ? "–" : n.cpu_percent.toFixed(1),
+      rate(n.numa_faults?.local, first),
+      rate(n.numa_faults?.remote, first),
+      rate(n.pages_migrated, first),
+      rate(n.pages_promoted, first),
+      rate(n.pages_demoted, first),
+      rate(n.numa_hit, first),
+      rate(n.numa_miss, first),
+    ]),
   );
 }
 
@@ -591,11 +578,11 @@ function migrationTable(f: Frame, first: boolean): HTMLElement {
   if (f.migrations === null) return el("p", { class: "muted" }, "not read (see Source)");
   const rows = Object.entries(f.migrations).sort((a, b) => b[1] - a[1]);
   if (!rows.length) return el("p", { class: "muted" }, "none");
-  return el(
-    "table",
+  return textTable(
     { class: "ptable migrations", id: "proc-migration-table" },
-    el("thead", {}, el("tr", {}, el("th", {}, "reason"), el("th", { class: "num" }, "pages/s"))),
-    el("tbody", {}, ...rows.map(([reason, v]) => el("tr", {}, el("td", {}, reason), el("td", { class: "num" }, rate(v, first))))),
+    ["reason", "pages/s"],
+    1,
+    rows.map(([reason, v]) => [reason, rate(v, first)]),
   );
 }
 
