@@ -2,6 +2,7 @@ package live
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -306,6 +307,30 @@ func TestProcessesWithoutFeed(t *testing.T) {
 	}
 	if code, _ := get(t, c, l.Server, "/api/processes", ""); code != http.StatusUnauthorized {
 		t.Errorf("without a feed and a token: HTTP %d, want 401", code)
+	}
+}
+
+// TestProcessesRefreshError: a failed refresh is said, with the previous
+// frame kept (none before the first), and the next interval tries again.
+func TestProcessesRefreshError(t *testing.T) {
+	l, feed, clock := startProcesses(t, Options{})
+	c := &http.Client{}
+	feed.Fail(errors.New("reading /proc: permission denied"))
+	a := fetch[answer](t, c, l.Server, "/api/processes")
+	if !a.Available || a.Error != "reading /proc: permission denied" || a.Total != 0 || len(a.Frame.Processes) != 0 {
+		t.Errorf("first refresh failed: %+v", a)
+	}
+	feed.Fail(nil)
+	clock.add(time.Second)
+	a = fetch[answer](t, c, l.Server, "/api/processes")
+	if a.Error != "" || a.Total != 4 {
+		t.Errorf("after the failure: %+v", a)
+	}
+	feed.Fail(errors.New("gone wrong"))
+	clock.add(time.Second)
+	a = fetch[answer](t, c, l.Server, "/api/processes")
+	if a.Error != "gone wrong" || a.Total != 4 || a.Frame.Time.Unix() != 1_800_000_002 {
+		t.Errorf("a failure after a frame keeps it: %+v", a)
 	}
 }
 

@@ -31,6 +31,7 @@ type Feed struct {
 	filter     string
 	busy       bool
 	concurrent bool
+	fail       error
 	// Delay is how long each Refresh takes (a /proc walk).
 	Delay time.Duration
 }
@@ -44,6 +45,9 @@ func (f *Feed) Refreshes() int { f.mu.Lock(); defer f.mu.Unlock(); return f.refr
 
 // Details is how many times Detail was called.
 func (f *Feed) Details() int { f.mu.Lock(); defer f.mu.Unlock(); return f.details }
+
+// Fail makes the next Refreshes return err (nil: frames again).
+func (f *Feed) Fail(err error) { f.mu.Lock(); f.fail = err; f.mu.Unlock() }
 
 // Sort and Filter are what SetSort and SetFilter last set.
 func (f *Feed) Sort() top.SortKey { f.mu.Lock(); defer f.mu.Unlock(); return f.sort }
@@ -96,8 +100,11 @@ func (f *Feed) Refresh() (*top.Frame, error) {
 	time.Sleep(f.Delay)
 	f.mu.Lock()
 	f.refreshes++
-	n := f.refreshes
+	n, fail := f.refreshes, f.fail
 	f.mu.Unlock()
+	if fail != nil {
+		return nil, fail
+	}
 	iv := 1.0
 	if n == 1 {
 		iv = 0
