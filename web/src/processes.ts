@@ -275,8 +275,8 @@ export function showPage(which: "samples" | "processes"): void {
     $(id).setAttribute("aria-selected", String(sel));
   }
   if (!on) {
+    // Polling stops; the plots, shown again, resize through their ResizeObserver.
     if (page) window.clearTimeout(page.timer);
-    window.dispatchEvent(new Event("resize")); // the plots were hidden: let them size again
     return;
   }
   if (!page) page = build();
