@@ -80,7 +80,7 @@ func newLiveCmd(g *globals) *cobra.Command {
 	var f sampleFlags
 	var w webFlags
 	var out, recordDir string
-	var force bool
+	var force, processes bool
 	cmd := &cobra.Command{
 		Use:   "live [--listen 127.0.0.1:8080] [-e EVENTS] [-i INTERVAL] [--discrete] [-o FILE]",
 		Short: "Serve the web client with a live stream of samples",
@@ -90,6 +90,10 @@ columns, the interval, pause/resume, labels and recording can be changed from an
 through the control FIFO. With -o, samples are also recorded to FILE. The port also serves
 Prometheus metrics on /metrics, as numascope exporter does, without the token (they are read-only
 counters every local user can read; docs/exporter.md).
+
+The Processes tab shows the table of numascope top (docs/top.md): every process's CPU, memory
+per node and NUMA faults, refreshed once a second while a page shows it, for all browsers
+together. It needs the token like the rest. --processes=false leaves it out.
 
 Recordings started from a browser go beneath --record-dir (default: the working directory), as
 new files only, never through a symbolic link.
@@ -143,6 +147,16 @@ The websocket protocol is documented in docs/live-protocol.md.`,
 				defer metrics.Close()
 				opts.Metrics = metrics.Handler()
 			}
+			if processes {
+				if feed, err := newTopFeed(env); err != nil {
+					opts.ProcessesReason = "no process table: " + err.Error()
+					stderr.printf("%s", opts.ProcessesReason)
+				} else {
+					opts.Processes = feed
+				}
+			} else {
+				opts.ProcessesReason = "numascope live was started with --processes=false"
+			}
 			h := baseHeader(env.Topology, cat, nil)
 			srv, err := live.NewLive(opts, live.LiveConfig{
 				Catalog: cat, Events: patterns, Discrete: f.discrete, Interval: interval, PinCPUs: pin,
@@ -176,6 +190,7 @@ The websocket protocol is documented in docs/live-protocol.md.`,
 	cmd.Flags().DurationVar(&w.batch, "batch", 400*time.Millisecond, "how often samples are sent to browsers")
 	cmd.Flags().StringVarP(&out, "output", "o", "", "also record to FILE (.zst suffix: zstd-compressed)")
 	cmd.Flags().BoolVar(&force, "force", false, "overwrite FILE if it exists")
+	cmd.Flags().BoolVar(&processes, "processes", true, "serve the processes page (the table of numascope top) to browsers")
 	cmd.Flags().StringVar(&recordDir, "record-dir", "", "directory where recordings started from a browser go (default: the working directory)")
 	return cmd
 }

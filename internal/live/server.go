@@ -35,6 +35,7 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/numascope/numascope/internal/rawio"
+	"github.com/numascope/numascope/internal/top"
 )
 
 //go:embed dist
@@ -80,6 +81,17 @@ type Options struct {
 	// DNS-rebinding Host check too, for the same reason: a page that reads
 	// it learns nothing the machine's users could not.
 	Metrics http.Handler
+	// Processes, when set, feeds the processes page (issue 18,
+	// /api/processes): refreshed at most once per ProcessesEvery (default
+	// 1s) for all clients together, and only while a page asks. It needs
+	// the token: it shows other users' commands.
+	Processes      top.Feed
+	ProcessesEvery time.Duration
+	// ProcessesReason is what the page says when Processes is nil, such
+	// as why the feed could not be built.
+	ProcessesReason string
+	// clock is time.Now unless a test sets it.
+	clock func() time.Time
 }
 
 // DefaultMaxClients is how many browsers a server serves at a time unless
@@ -112,6 +124,9 @@ func (o *Options) defaults() {
 	}
 	if o.Log == nil {
 		o.Log = func(string) {}
+	}
+	if o.ProcessesEvery <= 0 {
+		o.ProcessesEvery = time.Second
 	}
 }
 
@@ -157,6 +172,7 @@ type backend interface {
 type Server struct {
 	opt      Options
 	be       backend
+	procs    *procHub // nil without Options.Processes
 	ln       net.Listener
 	srv      *http.Server
 	loopback bool
@@ -186,7 +202,14 @@ func IsLoopback(listen string) bool {
 
 func newServer(opt Options, be backend) *Server {
 	opt.defaults()
-	return &Server{opt: opt, be: be}
+	s := &Server{opt: opt, be: be}
+	if opt.Processes != nil {
+		s.procs = newProcHub(opt.Processes, opt.ProcessesEvery, opt.MaxClients)
+		if opt.clock != nil {
+			s.procs.now = opt.clock
+		}
+	}
+	return s
 }
 
 // Listen binds the address. Without a token one is generated
@@ -313,7 +336,8 @@ func (s *Server) track() bool {
 	return true
 }
 
-// Handler serves the embedded client on /, the protocol on /ws and, with
+// Handler serves the embedded client on /, the protocol on /ws, the
+// processes page's frames on /api/processes (processes.go) and, with
 // Options.Metrics, the Prometheus metrics on /metrics.
 func (s *Server) Handler() http.Handler {
 	sub, err := fs.Sub(distFS, "dist")
@@ -323,6 +347,8 @@ func (s *Server) Handler() http.Handler {
 	static := http.FileServer(http.FS(sub))
 	mux := http.NewServeMux()
 	mux.HandleFunc("/ws", s.serveWS)
+	mux.HandleFunc("/api/processes", s.serveProcesses)
+	mux.HandleFunc("/api/processes/detail", s.serveProcesses)
 	mux.Handle("/", static)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/metrics" && s.opt.Metrics != nil {

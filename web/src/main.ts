@@ -13,6 +13,7 @@ import { hostPlots, type HostPlotInfo } from "./hosts";
 import { showError } from "./notice";
 import { renderPicker } from "./panels";
 import { resizePlots } from "./plots";
+import { showPage } from "./processes";
 import { send } from "./socket";
 import { app, type App } from "./state";
 import { exportCSV } from "./totals";
@@ -72,6 +73,8 @@ function wire(): void {
     render();
   };
   $("follow").onclick = () => followNow();
+  $("tab-samples").onclick = () => showPage("samples");
+  $("tab-processes").onclick = () => showPage("processes");
   $("load").onclick = () => $("file").click();
   $("file").onchange = () => {
     const f = input("file").files?.[0];

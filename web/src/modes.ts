@@ -20,7 +20,7 @@ import { render } from "./view";
 /** showSamples switches to the time-series view of store; drawSamples draws it once the caller has set the rest. */
 export function showSamples(mode: "live" | "view" | "file", d: Described, store: Store, title: string, host: string): void {
   app.mode = mode;
-  document.body.classList.remove("report", "profile", "bench", "hosts");
+  document.body.classList.remove("report", "profile", "bench", "hosts", "procs");
   document.body.classList.toggle("live", mode === "live");
   app.hello = d;
   app.store = store;
@@ -43,7 +43,7 @@ export function drawSamples(topology: Topology | undefined): void {
 export function showReport(x: Experiment, file: string): void {
   app.mode = "experiment";
   app.report = x;
-  document.body.classList.remove("live", "profile", "bench", "hosts");
+  document.body.classList.remove("procs", "live", "profile", "bench", "hosts");
   document.body.classList.add("report");
   $("mode").textContent = `experiment ${x.analysis.name}`;
   $("host").textContent = "";
@@ -54,7 +54,7 @@ export function showReport(x: Experiment, file: string): void {
 /** showProfile switches to the profile pages (src/profile/). */
 export function showProfile(p: Profile, file: string, o: ProfileOptions): void {
   app.mode = "profile";
-  document.body.classList.remove("live", "report", "bench", "hosts");
+  document.body.classList.remove("procs", "live", "report", "bench", "hosts");
   document.body.classList.add("profile");
   $("mode").textContent = `profile ${file}`;
   $("host").textContent = "";
@@ -70,7 +70,7 @@ export function showProfile(p: Profile, file: string, o: ProfileOptions): void {
 /** showBench switches to the bench page (src/bench.ts). */
 export function showBench(doc: BenchDocument, file: string): void {
   app.mode = "bench";
-  document.body.classList.remove("live", "report", "profile", "hosts");
+  document.body.classList.remove("procs", "live", "report", "profile", "hosts");
   document.body.classList.add("bench");
   $("mode").textContent = `bench ${file}`;
   $("host").textContent = [doc.conditions.cpu_model, doc.conditions.kernel].filter(Boolean).join(" · ");
@@ -89,7 +89,7 @@ export function showBench(doc: BenchDocument, file: string): void {
 /** showHosts switches to the hosts page (src/hosts.ts): one small multiple per host's recording, on one time axis. */
 export function showHosts(h: HostsHello): void {
   app.mode = "hosts";
-  document.body.classList.remove("live", "report", "profile", "bench");
+  document.body.classList.remove("procs", "live", "report", "profile", "bench");
   document.body.classList.add("hosts");
   $("mode").textContent = `${h.hosts.length} hosts`;
   $("host").textContent = "";

@@ -21,10 +21,16 @@ export function tempDir(t) {
   return d;
 }
 
-/** serve runs numascope with args and resolves with the URL it prints. */
-export function serve(t, args, cwd) {
+/**
+ * fakelive is the live server with a fake process feed (internal/live/fakefeed/fakelive),
+ * which scripts/web-test builds next to bin/numascope.
+ */
+export const fakelive = process.env.NUMASCOPE_FAKELIVE || join(repo, "bin", "fakelive");
+
+/** serve runs numascope (or another server printing the same line: bin) with args and resolves with the URL it prints. */
+export function serve(t, args, cwd, bin = binary) {
   return new Promise((resolve, reject) => {
-    const p = spawn(binary, args, { cwd, stdio: ["ignore", "pipe", "pipe"] });
+    const p = spawn(bin, args, { cwd, stdio: ["ignore", "pipe", "pipe"] });
     let out = "",
       err = "";
     const timer = setTimeout(() => reject(new Error(`numascope ${args.join(" ")} printed no URL; stderr: ${err}`)), 15000);
@@ -39,7 +45,7 @@ export function serve(t, args, cwd) {
     p.stderr.on("data", (b) => (err += b));
     p.on("exit", (code) => {
       clearTimeout(timer);
-      reject(new Error(`numascope ${args.join(" ")} exited with ${code}: ${err}`));
+      reject(new Error(`${bin} ${args.join(" ")} exited with ${code}: ${err}`));
     });
     t.after(
       () =>

@@ -1,0 +1,361 @@
+package live
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/cookiejar"
+	"net/url"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/numascope/numascope/internal/live/fakefeed"
+	"github.com/numascope/numascope/internal/top"
+)
+
+// fakeClock is a clock the test moves.
+type fakeClock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *fakeClock) now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
+func (c *fakeClock) add(d time.Duration) {
+	c.mu.Lock()
+	c.t = c.t.Add(d)
+	c.mu.Unlock()
+}
+
+// startProcesses runs a live server with the fake feed and token "tok".
+func startProcesses(t *testing.T, opt Options) (*Live, *fakefeed.Feed, *fakeClock) {
+	t.Helper()
+	feed := fakefeed.New()
+	clock := &fakeClock{t: time.Unix(1_800_000_000, 0)}
+	opt.Token = "tok"
+	opt.Processes = feed
+	opt.ProcessesEvery = time.Second
+	opt.clock = clock.now
+	l, _ := startLive(t, opt, LiveConfig{})
+	return l, feed, clock
+}
+
+// get fetches path (with its query) from the server; tok "" sends none.
+func get(t *testing.T, c *http.Client, s *Server, path, tok string) (int, []byte) {
+	t.Helper()
+	u := "http://" + s.Addr().String() + path
+	if tok != "" {
+		sep := "?"
+		if strings.Contains(path, "?") {
+			sep = "&"
+		}
+		u += sep + "token=" + tok
+	}
+	resp, err := c.Get(u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp.StatusCode, b
+}
+
+type answer struct {
+	Available bool      `json:"available"`
+	Reason    string    `json:"reason"`
+	Error     string    `json:"error"`
+	Sort      string    `json:"sort"`
+	Order     string    `json:"order"`
+	Total     int       `json:"total"`
+	Matched   int       `json:"matched"`
+	Frame     top.Frame `json:"frame"`
+	Next      int64     `json:"refresh_in_ms"`
+}
+
+func decode[T any](t *testing.T, code int, b []byte) T {
+	t.Helper()
+	var v T
+	if code != http.StatusOK {
+		t.Fatalf("HTTP %d: %s", code, b)
+	}
+	if err := json.Unmarshal(b, &v); err != nil {
+		t.Fatalf("%v: %s", err, b)
+	}
+	return v
+}
+
+func pids(a answer) string {
+	var s []string
+	for _, p := range a.Frame.Processes {
+		s = append(s, fmt.Sprint(p.PID))
+	}
+	return strings.Join(s, ",")
+}
+
+// TestProcessesNeedToken: the processes table shows other users'
+// commands, so both endpoints want the token like the stream does (not
+// like /metrics), and a request without it costs no /proc walk.
+func TestProcessesNeedToken(t *testing.T) {
+	l, feed, _ := startProcesses(t, Options{})
+	c := &http.Client{}
+	for _, path := range []string{"/api/processes", "/api/processes?sort=cpu", "/api/processes/detail?pid=4242"} {
+		for _, tok := range []string{"", "wrong"} {
+			code, b := get(t, c, l.Server, path, tok)
+			if code != http.StatusUnauthorized || !strings.Contains(string(b), "token") {
+				t.Errorf("%s with token %q: HTTP %d %s, want 401 naming the token", path, tok, code, b)
+			}
+		}
+	}
+	if n, d := feed.Refreshes(), feed.Details(); n != 0 || d != 0 {
+		t.Errorf("requests without the token made %d refreshes and %d drill-downs", n, d)
+	}
+	a := fetch[answer](t, c, l.Server, "/api/processes")
+	if !a.Available || len(a.Frame.Processes) != 4 {
+		t.Fatalf("with the token: %+v", a)
+	}
+	// The cookie a page load with ?token= sets is the token too.
+	jar, _ := cookiejar.New(nil)
+	cc := &http.Client{Jar: jar}
+	if code, _ := get(t, cc, l.Server, "/", "tok"); code != http.StatusOK {
+		t.Fatalf("page: HTTP %d", code)
+	}
+	if code, b := get(t, cc, l.Server, "/api/processes/detail?pid=4242", ""); code != http.StatusOK {
+		t.Errorf("detail with the cookie: HTTP %d %s", code, b)
+	}
+}
+
+// fetch GETs path with the token and decodes the 200 answer.
+func fetch[T any](t *testing.T, c *http.Client, s *Server, path string) T {
+	t.Helper()
+	code, b := get(t, c, s, path, "tok")
+	return decode[T](t, code, b)
+}
+
+// TestProcessesValidateInputs: sort, order, filter, limit and pid are
+// checked, and each refusal says what to give.
+func TestProcessesValidateInputs(t *testing.T) {
+	l, feed, _ := startProcesses(t, Options{})
+	c := &http.Client{}
+	long := strings.Repeat("a", MaxProcessFilter+1)
+	for _, tc := range []struct{ q, want string }{
+		{"sort=bogus", "give one of remote, local, cpu, memory, migrated, pid"},
+		{"sort=" + url.QueryEscape("<script>"), "give one of"},
+		{"order=up", "give asc or desc"},
+		{"filter=" + long, "the limit is 64"},
+		{"limit=0", "from 1 to 1000"},
+		{"limit=1001", "from 1 to 1000"},
+		{"limit=x", "from 1 to 1000"},
+	} {
+		code, b := get(t, c, l.Server, "/api/processes?"+tc.q, "tok")
+		if code != http.StatusBadRequest || !strings.Contains(string(b), tc.want) {
+			t.Errorf("%s: HTTP %d %s, want 400 with %q", tc.q, code, b, tc.want)
+		}
+	}
+	for _, pid := range []string{"", "0", "-1", "abc", "1e3", "0x10", "4194305", "99999999", "12%2034", "%2B5"} {
+		code, b := get(t, c, l.Server, "/api/processes/detail?pid="+pid, "tok")
+		if code != http.StatusBadRequest || !strings.Contains(string(b), "pid=") {
+			t.Errorf("pid=%s: HTTP %d %s, want 400", pid, code, b)
+		}
+	}
+	if n := feed.Details(); n != 0 {
+		t.Errorf("invalid PIDs reached the feed %d times", n)
+	}
+	if code, b := get(t, c, l.Server, "/api/processes/detail?pid=31337", "tok"); code != http.StatusNotFound || !strings.Contains(string(b), "process 31337 is gone") {
+		t.Errorf("a gone process: HTTP %d %s, want 404 with the feed's error", code, b)
+	}
+	resp, err := c.Post("http://"+l.Addr().String()+"/api/processes?token=tok", "text/plain", strings.NewReader("x"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusMethodNotAllowed {
+		t.Errorf("POST: HTTP %d, want 405", resp.StatusCode)
+	}
+}
+
+// TestProcessesSortFilterLimit: each request orders, filters and cuts its
+// own copy of the shared frame; unknown fault rates sort last, not as 0.
+func TestProcessesSortFilterLimit(t *testing.T) {
+	l, feed, _ := startProcesses(t, Options{})
+	c := &http.Client{}
+	for _, tc := range []struct{ q, want string }{
+		{"", "4242,77,666,5"}, // remote: PID 5 has no fault source
+		{"sort=remote&order=asc", "666,77,4242,5"},
+		{"sort=local", "77,4242,666,5"},
+		{"sort=cpu", "4242,77,666,5"},
+		{"sort=memory", "4242,77,666,5"},
+		{"sort=pid", "5,77,666,4242"},
+		{"sort=pid&order=desc", "4242,666,77,5"},
+		{"sort=migrated", "4242,77,5,666"},
+		{"filter=post", "77"},
+		{"filter=666", "666"},
+		{"filter=IMG", "666"}, // case folded
+		{"filter=nothing", ""},
+		{"sort=pid&limit=2", "5,77"},
+	} {
+		a := fetch[answer](t, c, l.Server, "/api/processes?"+tc.q)
+		if got := pids(a); got != tc.want {
+			t.Errorf("%s: PIDs %s, want %s", tc.q, got, tc.want)
+		}
+		if a.Total != 4 {
+			t.Errorf("%s: total %d, want 4", tc.q, a.Total)
+		}
+	}
+	a := fetch[answer](t, c, l.Server, "/api/processes?sort=pid&limit=2")
+	if a.Matched != 4 || a.Sort != "pid" || a.Order != "asc" || len(a.Frame.Nodes) != 2 || a.Frame.Source.Faults == "" {
+		t.Errorf("answer %+v", a)
+	}
+	// The feed's own order follows the last request (its numa_maps go to
+	// the top rows of it); its filter stays empty, so no client hides rows
+	// from another.
+	if feed.Filter() != "" {
+		t.Errorf("the feed's filter was set to %q", feed.Filter())
+	}
+}
+
+// TestProcessesSharedRefresh: many clients polling at once cost one
+// Refresh per interval; the drill-down of one process is read once per
+// interval too; the feed is never called concurrently.
+func TestProcessesSharedRefresh(t *testing.T) {
+	l, feed, clock := startProcesses(t, Options{})
+	feed.Delay = 20 * time.Millisecond
+	jar, _ := cookiejar.New(nil)
+	clients := []*http.Client{{}, {Jar: jar}}
+	if code, _ := get(t, clients[1], l.Server, "/", "tok"); code != http.StatusOK {
+		t.Fatal("page load failed")
+	}
+	burst := func(path string) []answer {
+		var wg sync.WaitGroup
+		var mu sync.Mutex
+		var out []answer
+		for i := range 16 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				c := clients[i%2]
+				tok := "tok"
+				if c.Jar != nil {
+					tok = "" // the cookie
+				}
+				code, b := get(t, c, l.Server, path, tok)
+				if code != http.StatusOK {
+					t.Errorf("HTTP %d %s", code, b)
+					return
+				}
+				var a answer
+				if err := json.Unmarshal(b, &a); err != nil {
+					t.Error(err)
+				}
+				mu.Lock()
+				out = append(out, a)
+				mu.Unlock()
+			}()
+		}
+		wg.Wait()
+		return out
+	}
+	for round := 1; round <= 3; round++ {
+		sorts := []string{"cpu", "pid", "remote", "memory"}
+		for _, a := range burst("/api/processes?sort=" + sorts[round]) {
+			if a.Frame.Time.Unix() != 1_800_000_000+int64(round) {
+				t.Errorf("round %d: a client got frame %v", round, a.Frame.Time)
+			}
+		}
+		if n := feed.Refreshes(); n != round {
+			t.Fatalf("round %d: %d refreshes for 16 requests of 2 clients, want %d (one per interval)", round, n, round)
+		}
+		// Within the interval, no more.
+		clock.add(999 * time.Millisecond)
+		burst("/api/processes")
+		if n := feed.Refreshes(); n != round {
+			t.Fatalf("round %d: %d refreshes before the interval ended", round, n)
+		}
+		clock.add(time.Millisecond)
+	}
+	// The feed's own order is that of the request that refreshed last.
+	if feed.Sort() != top.SortMemory {
+		t.Errorf("the feed's sort is %q: want memory, the last refreshing request's", feed.Sort())
+	}
+	burst("/api/processes/detail?pid=4242")
+	if n := feed.Details(); n != 1 {
+		t.Errorf("16 drill-downs of one process within an interval read it %d times, want 1", n)
+	}
+	clock.add(time.Second)
+	burst("/api/processes/detail?pid=4242")
+	if n := feed.Details(); n != 2 {
+		t.Errorf("drill-downs after the interval: %d reads, want 2", n)
+	}
+	if feed.Concurrent() {
+		t.Error("the server called the feed concurrently")
+	}
+}
+
+// TestProcessesWithoutFeed: a server without a feed answers that there is
+// none, and why, for the page to say.
+func TestProcessesWithoutFeed(t *testing.T) {
+	l, _ := startLive(t, Options{Token: "tok", ProcessesReason: "no process table: not built"}, LiveConfig{})
+	c := &http.Client{}
+	a := fetch[answer](t, c, l.Server, "/api/processes")
+	if a.Available || a.Reason != "no process table: not built" {
+		t.Errorf("answer %+v", a)
+	}
+	if code, _ := get(t, c, l.Server, "/api/processes", ""); code != http.StatusUnauthorized {
+		t.Errorf("without a feed and a token: HTTP %d, want 401", code)
+	}
+}
+
+// TestProcessesRefreshError: a failed refresh is said, with the previous
+// frame kept (none before the first), and the next interval tries again.
+func TestProcessesRefreshError(t *testing.T) {
+	l, feed, clock := startProcesses(t, Options{})
+	c := &http.Client{}
+	feed.Fail(errors.New("reading /proc: permission denied"))
+	a := fetch[answer](t, c, l.Server, "/api/processes")
+	if !a.Available || a.Error != "reading /proc: permission denied" || a.Total != 0 || len(a.Frame.Processes) != 0 {
+		t.Errorf("first refresh failed: %+v", a)
+	}
+	feed.Fail(nil)
+	clock.add(time.Second)
+	a = fetch[answer](t, c, l.Server, "/api/processes")
+	if a.Error != "" || a.Total != 4 {
+		t.Errorf("after the failure: %+v", a)
+	}
+	feed.Fail(errors.New("gone wrong"))
+	clock.add(time.Second)
+	a = fetch[answer](t, c, l.Server, "/api/processes")
+	if a.Error != "gone wrong" || a.Total != 4 || a.Frame.Time.Unix() != 1_800_000_002 {
+		t.Errorf("a failure after a frame keeps it: %+v", a)
+	}
+}
+
+// TestProcessesDetail: the drill-down carries threads, areas and the hint.
+func TestProcessesDetail(t *testing.T) {
+	l, _, _ := startProcesses(t, Options{})
+	d := fetch[top.Detail](t, &http.Client{}, l.Server, "/api/processes/detail?pid=4242")
+	if d.PID != 4242 || len(d.Threads) != 4 || len(d.Areas) != 3 || !strings.Contains(d.Hint, "node 0") {
+		t.Errorf("detail %+v", d)
+	}
+}
+
+// FuzzParsePID: whatever pid= holds, an accepted PID is in the kernel's
+// range and is what the text says.
+func FuzzParsePID(f *testing.F) {
+	for _, s := range []string{"1", "4194304", "4194305", "007", "-1", "", "1e3", " 1", "१२"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		n, err := parsePID(s)
+		if err != nil {
+			return
+		}
+		if n < 1 || n > maxPID || strings.TrimLeft(s, "0") != fmt.Sprint(n) {
+			t.Fatalf("parsePID(%q) = %d", s, n)
+		}
+	})
+}

@@ -1,0 +1,171 @@
+// The processes page of numascope live (issue 18) in real headless Chromium: the real live
+// server (package live, its token, endpoints and shared refresh) with a fake process feed
+// (bin/fakelive: internal/live/fakefeed, whose processes are made up), and bin/numascope live
+// without a feed. Rows appear, a click on a header reorders them (the server sorts), the filter
+// keeps the matching ones, a click on a row drills down, unknown values are "–" and a comm that
+// is HTML stays text.
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { join } from "node:path";
+import { repo, artifacts, tempDir, serve, browser, fakelive } from "./util.mjs";
+
+const twonode = join(repo, "internal/sensor/testdata/twonode");
+// fakefeed.Hostile: runs script if it is ever parsed as HTML.
+const hostile = `<img src=x onerror="self['__pwned']='comm';document['title']='pwned'">`;
+
+/** pids is the PIDs of the table's rows, in order. */
+const pids = (page) => page.$$eval("#proc-table tbody tr[data-pid]", (trs) => trs.map((tr) => Number(tr.dataset.pid)));
+/** cell is the text of a row's cell under the header named label. */
+const cell = (page, pid, label) =>
+  page.evaluate(
+    ([pid, label]) => {
+      const ths = [...document.querySelectorAll("#proc-table thead th")].map((th) => th.textContent);
+      const i = ths.indexOf(label);
+      if (i < 0) throw new Error(`no column ${label} in ${ths}`);
+      return document.querySelector(`#proc-table tr[data-pid="${pid}"]`).children[i].textContent;
+    },
+    [pid, label],
+  );
+/** waitOrder waits until the rows are want, in order. */
+async function waitOrder(page, want, what) {
+  try {
+    await page.waitForFunction((w) => JSON.stringify([...document.querySelectorAll("#proc-table tbody tr[data-pid]")].map((tr) => Number(tr.dataset.pid))) === JSON.stringify(w), want, { timeout: 5000 });
+  } catch {
+    assert.deepEqual(await pids(page), want, what);
+  }
+}
+
+/** inert asserts that no payload ran or made an element. */
+async function inert(page) {
+  await page.waitForTimeout(300); // an <img src=x> fails to load asynchronously
+  const r = await page.evaluate(() => ({
+    title: document.title,
+    pwned: self.__pwned ?? null,
+    made: document.querySelectorAll('img[src="x"]').length,
+    handlers: [...document.querySelectorAll("*")].flatMap((e) => [...e.attributes].filter((a) => /^on/i.test(a.name)).map((a) => `<${e.localName} ${a.name}>`)),
+  }));
+  assert.deepEqual(r, { title: "numascope", pwned: null, made: 0, handlers: [] }, "a hostile comm became HTML");
+}
+
+test("processes page: rows, sorting by header, filter, node view, source, drill-down, hostile comm inert", async (t) => {
+  const dir = tempDir(t);
+  const { url } = await serve(t, ["-root", twonode, "-every", "500ms"], dir, fakelive);
+  const u = new URL(url);
+  // The page shows other users' commands: no token, no processes.
+  for (const path of ["/api/processes", "/api/processes/detail?pid=4242"]) {
+    const r = await fetch(`${u.origin}${path}`);
+    assert.equal(r.status, 401, `${path} without the token`);
+  }
+  const page = await browser(t);
+  await page.goto(url);
+  await page.waitForSelector("#mode:has-text('live')");
+  assert.equal(await page.isVisible("#processes"), false, "the processes page is shown before its tab is clicked");
+  await page.click("#tab-processes");
+  await page.waitForSelector("#proc-table tbody tr[data-pid]");
+  assert.equal(await page.isVisible("#plots"), false, "the samples stay on screen over the processes");
+
+  // Default: remote faults first; PID 5 has no fault source, so it is last and its rates are "–".
+  await waitOrder(page, [4242, 77, 666, 5], "sorted by remote faults");
+  await page.waitForFunction(() => !document.querySelector("#proc-count").textContent.includes("first frame"));
+  assert.equal(await cell(page, 5, "remote/s"), "–", "a process without a fault source shows a rate");
+  assert.equal(await cell(page, 5, "remote %"), "–");
+  assert.equal(await cell(page, 666, "mem N0"), "–", "memory per node not read shows a number");
+  assert.equal(await cell(page, 666, "preferred"), "–", "no preferred node (-1) is shown as a node");
+  assert.equal(await cell(page, 4242, "mem N0"), "1.8 GiB");
+  assert.equal(await cell(page, 4242, "running"), "1");
+  assert.equal(await cell(page, 4242, "remote %"), "99%");
+  assert.match(await cell(page, 4242, "remote/s"), /^9\.0\dk$/);
+  assert.equal(await cell(page, 4242, "RMA/s"), "6.25M", "the PMU columns are missing");
+  assert.equal(await cell(page, 77, "RMA/s"), "–");
+  assert.equal(await cell(page, 666, "command"), hostile, "the hostile comm is not shown literally");
+  assert.equal(await cell(page, 666, "user"), hostile);
+
+  // A click on a header sorts by its key (the server sorts); again: the other way.
+  await page.click('#proc-table th[data-sort="pid"]');
+  await waitOrder(page, [5, 77, 666, 4242], "sorted by PID");
+  assert.equal(await page.getAttribute('#proc-table th[data-sort="pid"]', "data-dir"), "asc");
+  await page.click('#proc-table th[data-sort="pid"]');
+  await waitOrder(page, [4242, 666, 77, 5], "sorted by PID, descending");
+  await page.click('#proc-table th[data-sort="local"]');
+  await waitOrder(page, [77, 4242, 666, 5], "sorted by local faults");
+  await page.click('#proc-table th[data-sort="cpu"]');
+  await waitOrder(page, [4242, 77, 666, 5], "sorted by CPU");
+  // The order holds over the next frames (the page asks for it each time).
+  await page.waitForTimeout(1200);
+  assert.deepEqual(await pids(page), [4242, 77, 666, 5]);
+  const sortable = await page.$$eval("#proc-table th[data-sort]", (ths) => ths.map((th) => th.dataset.sort));
+  assert.deepEqual(sortable.sort(), ["cpu", "local", "memory", "migrated", "pid", "remote"]);
+
+  // The filter: command or PID.
+  await page.fill("#proc-filter", "post");
+  await waitOrder(page, [77], "filtered by command");
+  await page.waitForSelector("#proc-count:has-text('1 of 4 processes match')");
+  await page.fill("#proc-filter", "666");
+  await waitOrder(page, [666], "filtered by PID");
+  await page.fill("#proc-filter", "no such thing");
+  await waitOrder(page, [], "filtered out");
+  await page.waitForSelector("#proc-table td:has-text('no process matches the filter')");
+  await page.fill("#proc-filter", "");
+  await waitOrder(page, [4242, 77, 666, 5], "filter cleared");
+
+  // The node view, migrations by reason, the source block with each missing line.
+  const nodes = await page.$$eval("#proc-node-table tbody tr", (trs) => trs.map((tr) => [...tr.children].map((td) => td.textContent)));
+  assert.equal(nodes.length, 2);
+  assert.deepEqual(nodes.map((r) => r.slice(0, 5)), [
+    ["0", "0-1", "5.0 GiB", "3.0 GiB", "8.0 GiB"],
+    ["1", "2-3", "2.0 GiB", "6.0 GiB", "8.0 GiB"],
+  ]);
+  const migrations = await page.$$eval("#proc-migration-table tbody tr", (trs) => trs.map((tr) => [...tr.children].map((td) => td.textContent)));
+  assert.deepEqual(migrations, [
+    ["numa_misplaced", "320"],
+    ["compaction", "7.00"],
+  ]);
+  const source = await page.textContent("#proc-source");
+  assert.match(source, /faults\s*kprobe:task_numa_fault/);
+  assert.match(source, /PMU\s*fake-offcore/);
+  const missing = await page.$$eval("#proc-source .missing li", (lis) => lis.map((li) => li.textContent));
+  assert.deepEqual(missing, ["cgroups: not asked for (--cgroup)", `PMU figures of ${hostile}: none`]);
+
+  // Drill-down: threads, areas, the hint.
+  await page.click('#proc-table tr[data-pid="4242"]');
+  await page.waitForSelector("#proc-detail .hint");
+  assert.equal(await page.textContent("#proc-detail .hint"), "90% of its memory is on node 0 while its threads run on node 1");
+  const threads = await page.$$eval("#proc-detail table.threads tbody tr", (trs) => trs.map((tr) => [...tr.children].map((td) => td.textContent)));
+  assert.equal(threads.length, 4);
+  assert.deepEqual(threads[1].slice(0, 2), ["4243", "worker-1"]);
+  assert.deepEqual(threads[1].slice(3, 6), ["2", "1", "0"]);
+  assert.equal(threads[3][5], "–", "a thread without a preferred node");
+  const areas = await page.$$eval("#proc-detail table.areas tbody tr", (trs) => trs.map((tr) => [...tr.children].map((td) => td.textContent)));
+  assert.deepEqual(areas[2], ["7f1000000000", "file", "/usr/lib/libc.so.6", "default", "–", "5.0 MiB"]);
+  await page.screenshot({ path: join(artifacts, "processes.png"), fullPage: true });
+
+  // The hostile process's drill-down: its name, path, hint and error are text.
+  await page.click('#proc-table tr[data-pid="666"]');
+  await page.waitForSelector("#proc-detail .hint:has-text('its memory is at')");
+  assert.equal(await page.textContent("#proc-detail .hint"), `its memory is at ${hostile}`);
+  const detail = await page.textContent("#proc-detail");
+  assert.ok(detail.includes(`PID 666 · ${hostile}`), detail);
+  assert.ok(detail.includes(`/tmp/${hostile}`), detail);
+  assert.ok(detail.includes(`numa_maps of ${hostile}: permission denied`), detail);
+  await inert(page);
+  await page.click("#proc-detail .close");
+  assert.equal(await page.isVisible("#proc-detail"), false);
+
+  // Back to the samples: the plots are there again.
+  await page.click("#tab-samples");
+  assert.equal(await page.isVisible("#processes"), false);
+  assert.equal(await page.isVisible("#plots"), true);
+});
+
+test("processes page without a feed says why", async (t) => {
+  const dir = tempDir(t);
+  const { url } = await serve(t, ["live", "--root", twonode, "--listen", "127.0.0.1:0", "-i", "100ms", "--ctl", join(dir, "ctl"), "-e", "node.numa_hit", "--processes=false"], dir);
+  const page = await browser(t);
+  await page.goto(url);
+  await page.waitForSelector("#mode:has-text('live')");
+  await page.click("#tab-processes");
+  await page.waitForSelector("#proc-notice:has-text('No process table here')");
+  assert.match(await page.textContent("#proc-notice"), /--processes=false/);
+  assert.equal(await page.$$eval("#proc-table tbody tr", (trs) => trs.length), 0, "a table without a feed");
+  await page.click("#tab-samples");
+});
