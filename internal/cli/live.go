@@ -152,6 +152,7 @@ The websocket protocol is documented in docs/live-protocol.md.`,
 					opts.ProcessesReason = "no process table: " + err.Error()
 					stderr.printf("%s", opts.ProcessesReason)
 				} else {
+					defer feed.Close()
 					opts.Processes = feed
 				}
 			} else {

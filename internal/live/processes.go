@@ -249,7 +249,7 @@ func matchProcess(p *top.Process, filter string) bool {
 }
 
 // sortProcesses orders idx (indexes into ps) by key, largest first unless
-// asc, ties by PID. Under remote and local, a process with no fault source
+// asc, ties by PID. Under remote, local and migrated, a process with no source for the figure
 // sorts after every one with it, either way: unknown is not zero.
 func sortProcesses(ps []top.Process, idx []int, key top.SortKey, asc bool) {
 	faults := key == top.SortRemote || key == top.SortLocal
@@ -264,20 +264,30 @@ func sortProcesses(ps []top.Process, idx []int, key top.SortKey, asc bool) {
 		case top.SortMemory:
 			return float64(p.RSSBytes)
 		case top.SortMigrated:
-			return p.PagesMigrated
+			return *p.PagesMigrated
 		}
 		return float64(p.PID)
 	}
+	unknown := func(p *top.Process) bool {
+		switch {
+		case faults:
+			return p.NUMAFaults == nil
+		case key == top.SortMigrated:
+			return p.PagesMigrated == nil
+		}
+		return false
+	}
 	slices.SortStableFunc(idx, func(i, j int) int {
 		a, b := &ps[i], &ps[j]
-		if faults && (a.NUMAFaults == nil) != (b.NUMAFaults == nil) {
-			if a.NUMAFaults == nil {
+		ua, ub := unknown(a), unknown(b)
+		if ua != ub {
+			if ua {
 				return 1
 			}
 			return -1
 		}
 		c := 0
-		if !faults || a.NUMAFaults != nil {
+		if !ua {
 			c = cmp.Compare(val(a), val(b))
 		}
 		if !asc {

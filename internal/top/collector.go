@@ -41,6 +41,9 @@ type Options struct {
 	// EventsMissing is why Events is nil (one line each), shown in
 	// Source.Missing.
 	EventsMissing []string
+	// OpenEvents, when Events is nil, opens the event source at the first
+	// Refresh (live opens nothing until its processes page is viewed).
+	OpenEvents func() (EventSource, []string)
 }
 
 // Defaults of Options.
@@ -218,6 +221,12 @@ func (c *Collector) Refresh() (*Frame, error) {
 	f := &Frame{Time: now, Interval: dt}
 
 	c.events.Reset()
+	if c.opts.Events == nil && c.opts.OpenEvents != nil {
+		var missing []string
+		c.opts.Events, missing = c.opts.OpenEvents()
+		c.opts.EventsMissing = append(c.opts.EventsMissing, missing...)
+		c.opts.OpenEvents = nil
+	}
 	if c.opts.Events != nil {
 		c.opts.Events.Collect(&c.events)
 		c.lost += c.events.Lost

@@ -32,7 +32,8 @@ export interface Proc {
   preferred_node: number;
   /** null: no source gives them */
   numa_faults: Faults | null;
-  pages_migrated: number;
+  /** null: no source gives it */
+  pages_migrated: number | null;
   pmu: Faults | null;
 }
 
@@ -132,7 +133,7 @@ function readProc(v: unknown): Proc | undefined {
     nodes_running: ints(v.nodes_running),
     preferred_node: J.numOr(v.preferred_node, -1),
     numa_faults: faults(v.numa_faults),
-    pages_migrated: J.numOr(v.pages_migrated, 0),
+    pages_migrated: J.numOrNull(v.pages_migrated),
     pmu: faults(v.pmu_dram_accesses),
   };
 }

@@ -117,12 +117,12 @@ func (f *Feed) Refresh() (*top.Frame, error) {
 			{PID: 4242, Comm: "serial-init", User: "alice", Threads: 4, CPUPercent: 180, RSSBytes: 2 * gib,
 				MemoryByNode: map[string]uint64{"0": 1843 * mib, "1": 205 * mib}, MemoryAge: 2,
 				NodesRunning: []int{1}, PreferredNode: 0,
-				NUMAFaults: &top.Faults{Local: 120, Remote: 9000 + k}, PagesMigrated: 300,
+				NUMAFaults: &top.Faults{Local: 120, Remote: 9000 + k}, PagesMigrated: f64(300),
 				PMU: &top.Faults{Local: 1.5e6, Remote: 6.25e6}, Cgroup: "/user.slice"},
 			{PID: 77, Comm: "postgres", User: "postgres", Threads: 12, CPUPercent: 40, RSSBytes: 512 * mib,
 				MemoryByNode: map[string]uint64{"0": 256 * mib, "1": 256 * mib},
 				NodesRunning: []int{0, 1}, PreferredNode: 1,
-				NUMAFaults: &top.Faults{Local: 3000, Remote: 100}, PagesMigrated: 20},
+				NUMAFaults: &top.Faults{Local: 3000, Remote: 100}, PagesMigrated: f64(20)},
 			{PID: HostilePID, Comm: Hostile, User: Hostile, Threads: 1, CPUPercent: 5, RSSBytes: 10 * mib,
 				NodesRunning: []int{0}, PreferredNode: -1,
 				NUMAFaults: &top.Faults{Local: 50, Remote: 10}},
@@ -182,3 +182,6 @@ func (f *Feed) Detail(pid int) (*top.Detail, error) {
 	}
 	return nil, fmt.Errorf("process %d is gone", pid)
 }
+
+// f64 is a pointer to v, for the optional figures.
+func f64(v float64) *float64 { return &v }
