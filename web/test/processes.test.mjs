@@ -169,3 +169,29 @@ test("processes page without a feed says why", async (t) => {
   assert.equal(await page.$$eval("#proc-table tbody tr", (trs) => trs.length), 0, "a table without a feed");
   await page.click("#tab-samples");
 });
+
+// The real collector: live on this machine lists its processes. A sleep started here is found by
+// its PID, and the Source block says which figures this kernel gives and which it does not.
+test("processes page reads this machine's processes", async (t) => {
+  const { spawn } = await import("node:child_process");
+  const sleeper = spawn("sleep", ["300"], { stdio: "ignore" });
+  t.after(() => sleeper.kill());
+  const dir = tempDir(t);
+  const { url } = await serve(t, ["live", "--listen", "127.0.0.1:0", "-i", "200ms", "--ctl", join(dir, "ctl"), "-e", "node.numa_hit"], dir);
+  const page = await browser(t);
+  await page.goto(url);
+  await page.waitForSelector("#mode:has-text('live')");
+  await page.click("#tab-processes");
+  await page.waitForSelector("#proc-table tbody tr[data-pid]", { timeout: 15000 });
+  assert.ok((await pids(page)).length > 3, "a machine has more than 3 processes");
+  await page.fill("#proc-filter", String(sleeper.pid));
+  await waitOrder(page, [sleeper.pid], "the filter by the sleep's PID");
+  assert.equal(await cell(page, sleeper.pid, "command"), "sleep");
+  await page.click(`#proc-table tr[data-pid="${sleeper.pid}"]`);
+  await page.waitForSelector("#proc-detail:has-text('Threads (1)')", { timeout: 10000 });
+  const source = await page.textContent("#proc-source");
+  assert.match(source, /memory per node/, "the Source block names the memory source");
+  assert.match(source, /faults/, "the Source block names the fault source or says it is missing");
+  await page.screenshot({ path: join(artifacts, "processes-real.png"), fullPage: true });
+  await page.click("#tab-samples"); // stops the polling before the server stops
+});
