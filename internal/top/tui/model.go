@@ -351,8 +351,10 @@ func (m *model) rebuild() {
 	m.procs, m.cgroups = m.frame.Processes, m.frame.Cgroups
 	if m.frameFilter != m.filter {
 		m.procs = filterProcesses(m.procs, m.filter)
-		m.cgroups = filterCgroups(m.cgroups, m.filter)
 	}
+	// The feed filters processes; in the cgroup table the filter is a
+	// part of the cgroup's path, applied here.
+	m.cgroups = filterCgroups(m.cgroups, m.filter)
 	if m.frameSort != m.sort || m.frameFilter != m.filter {
 		m.procs = slices.Clone(m.procs)
 		sortProcesses(m.procs, m.sort)

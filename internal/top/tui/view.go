@@ -41,7 +41,8 @@ func (m *model) View() string {
 	for len(lines) < m.height-1 {
 		lines = append(lines, "")
 	}
-	lines = append(lines, m.footer())
+	// A terminal too short for the header keeps its top and the footer.
+	lines = append(lines[:max(m.height-1, 0)], m.footer())
 	return strings.Join(lines, "\n")
 }
 
