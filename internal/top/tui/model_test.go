@@ -579,7 +579,9 @@ func TestRun(t *testing.T) {
 	inR, inW := io.Pipe()
 	var out syncWriter
 	done := make(chan error, 1)
-	go func() { done <- Run(context.Background(), newFakeFeed(), Options{Interval: 100 * time.Millisecond}, inR, &out) }()
+	go func() {
+		done <- Run(context.Background(), newFakeFeed(), Options{Interval: 100 * time.Millisecond}, inR, &out)
+	}()
 	time.Sleep(300 * time.Millisecond)
 	if _, err := inW.Write([]byte("q")); err != nil {
 		t.Fatal(err)
