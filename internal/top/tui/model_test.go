@@ -281,6 +281,12 @@ func TestFilter(t *testing.T) {
 	if p := h.pids(); len(p) != len(fakeProcesses()) {
 		t.Fatalf("unfiltered rows %v", p)
 	}
+	// Several keys in one read (typed fast, or pasted) are keys each.
+	h.send(tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune("/local")})
+	h.press("enter")
+	if p := h.pids(); len(p) != 1 || p[0] != 3131 {
+		t.Fatalf("rows %v after \"/local\" in one read, want [3131]", p)
+	}
 	// Keys typed into the prompt are text, not commands.
 	h.press("/", "q")
 	if h.quit {
