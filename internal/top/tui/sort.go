@@ -26,20 +26,25 @@ func faultValue(f *top.Faults, remote bool) float64 {
 	return f.Local
 }
 
-func processValue(p *top.Process, k top.SortKey) float64 {
+// value is the figure that key k sorts by.
+func value(k top.SortKey, f *top.Faults, cpu, memory, migrated float64) float64 {
 	switch k {
 	case top.SortRemote:
-		return faultValue(p.NUMAFaults, true)
+		return faultValue(f, true)
 	case top.SortLocal:
-		return faultValue(p.NUMAFaults, false)
+		return faultValue(f, false)
 	case top.SortCPU:
-		return p.CPUPercent
+		return cpu
 	case top.SortMemory:
-		return float64(p.RSSBytes)
+		return memory
 	case top.SortMigrated:
-		return p.PagesMigrated
+		return migrated
 	}
 	return 0
+}
+
+func processValue(p *top.Process, k top.SortKey) float64 {
+	return value(k, p.NUMAFaults, p.CPUPercent, float64(p.RSSBytes), p.PagesMigrated)
 }
 
 func sortProcesses(ps []top.Process, k top.SortKey) {
@@ -52,26 +57,15 @@ func sortProcesses(ps []top.Process, k top.SortKey) {
 }
 
 func cgroupValue(c *top.Cgroup, k top.SortKey) float64 {
-	switch k {
-	case top.SortRemote:
-		return faultValue(c.NUMAFaults, true)
-	case top.SortLocal:
-		return faultValue(c.NUMAFaults, false)
-	case top.SortCPU:
-		return c.CPUPercent
-	case top.SortMemory:
-		if c.MemoryByNode == nil {
-			return unknown
-		}
+	memory := unknown // no memory.numa_stat
+	if c.MemoryByNode != nil {
 		var sum uint64
 		for _, b := range c.MemoryByNode {
 			sum += b
 		}
-		return float64(sum)
-	case top.SortMigrated:
-		return c.PagesMigrated
+		memory = float64(sum)
 	}
-	return 0
+	return value(k, c.NUMAFaults, c.CPUPercent, memory, c.PagesMigrated)
 }
 
 func sortCgroups(cs []top.Cgroup, k top.SortKey) {

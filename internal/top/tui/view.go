@@ -10,6 +10,7 @@ import (
 	"github.com/charmbracelet/x/ansi"
 
 	"github.com/numascope/numascope/internal/recording"
+	"github.com/numascope/numascope/internal/sysfs"
 	"github.com/numascope/numascope/internal/term"
 	"github.com/numascope/numascope/internal/top"
 )
@@ -331,23 +332,7 @@ func nodeList(ns []int) string {
 		return "-"
 	}
 	s := slices.Sorted(slices.Values(ns))
-	s = slices.Compact(s)
-	var b strings.Builder
-	for i := 0; i < len(s); {
-		j := i
-		for j+1 < len(s) && s[j+1] == s[j]+1 {
-			j++
-		}
-		if b.Len() > 0 {
-			b.WriteByte(',')
-		}
-		b.WriteString(strconv.Itoa(s[i]))
-		if j > i {
-			b.WriteString("-" + strconv.Itoa(s[j]))
-		}
-		i = j + 1
-	}
-	return b.String()
+	return sysfs.FormatCPUList(slices.Compact(s))
 }
 
 func orDash(s string) string {
