@@ -176,7 +176,7 @@ func TestProcessTable(t *testing.T) {
 	h.contains("every 2s", "sort: remote", "sources: faults kprobe:task_numa_fault",
 		"migrations tracepoint:migrate:mm_migrate_pages", "memory numa_maps of the top 20, every 5 s",
 		"PMU none", "lost records 3", "missing: PMU: no DRAM preset for this CPU",
-		"N0", "N3", "REMOTE/s", "REMOTE%", "MIGR/s")
+		"N0", "N3", "REMOTE/s", "REM%", "MIGR/s")
 	h.lacks("first frame", "LMA/s")
 	firstPID(t, h, 4242)
 	// serialinit: memory per node, runs on 1-3, prefers 0, remote-heavy.
@@ -408,7 +408,7 @@ func TestNodeView(t *testing.T) {
 	h := newHarness(t, Options{}, 200, 50)
 	h.tick()
 	h.press("n")
-	h.contains("NODE", "MEM-USED", "MEM-FREE", "PROMO/s", "DEMO/s", "HIT/s", "MISS/s", "CPUS",
+	h.contains("NODE", "USED", "FREE", "PROMO/s", "DEMO/s", "HIT/s", "MISS/s", "CPUS",
 		"page migrations by reason, pages/s (tracepoint:migrate:mm_migrate_pages)", "numa_misplaced", "demotion")
 	if f := strings.Fields(h.line("12-15")); strings.Join(f, " ") != "3 4.00G 12.0G 30.0 300 3.00K 90.9 3 0 1.50 12.3K 21 12-15" {
 		t.Errorf("node 3 row %q", f)
@@ -419,7 +419,7 @@ func TestNodeView(t *testing.T) {
 		t.Errorf("reasons not by rate:\n%s", s)
 	}
 	h.press("n")
-	h.lacks("MEM-FREE")
+	h.lacks("PROMO/s")
 	firstPID(t, h, 4242)
 }
 
@@ -554,11 +554,29 @@ func TestFitsTheTerminal(t *testing.T) {
 	if l := h.line("serialinit"); !strings.Contains(l, "9.80K") {
 		t.Errorf("at 100 columns remote faults cut off: %q", l)
 	}
+	// At 80 columns the user goes, the fault columns stay; a cgroup path
+	// keeps its end.
+	h.send(tea.WindowSizeMsg{Width: 80, Height: 24})
+	h.lacks("USER", "alice")
+	if f := strings.Fields(h.line("serialinit")); strings.Join(f[:10], " ") != "4242 serialinit 350.0 8.00G 1-3 0 120 9.80K 98.8 40" {
+		t.Errorf("serialinit at 80 columns %q", f)
+	}
+	h.press("g")
+	h.contains("~lice/db.service")
+	h.press("g")
 	// A short terminal scrolls to keep the selection in sight.
 	h.send(tea.WindowSizeMsg{Width: 200, Height: 9})
 	h.press("end")
 	if p := h.pids(); len(p) == 0 || p[len(p)-1] != h.m.procs[len(h.m.procs)-1].PID {
 		t.Fatalf("End at 9 rows shows %v:\n%s", p, h.screen())
+	}
+}
+
+func TestCPUPercent(t *testing.T) {
+	for v, want := range map[float64]string{0: "0.0", 0.5: "0.5", 99.94: "99.9", 999.94: "999.9", 12800: "12800", 1000.4: "1000"} {
+		if got := cpuPercent(v); got != want || len(got) > 5 {
+			t.Errorf("cpuPercent(%v) = %q, want %q", v, got, want)
+		}
 	}
 }
 

@@ -154,9 +154,10 @@ func (m *model) body(rows int) []string {
 
 // column is one column of a table; width 0 takes what is left of the line.
 type column struct {
-	title string
-	width int
-	left  bool // left-aligned text rather than a right-aligned number
+	title   string
+	width   int
+	left    bool // left-aligned text rather than a right-aligned number
+	keepEnd bool // cut from the left: the end of a path says most
 }
 
 // row lays out cells under cols, each cut to its column.
@@ -170,6 +171,9 @@ func row(cols []column, cells []string) string {
 		if c.width == 0 {
 			b.WriteString(s)
 			continue
+		}
+		if w := ansi.StringWidth(s); c.keepEnd && w > c.width {
+			s = "~" + ansi.TruncateLeft(s, w-c.width+1, "")
 		}
 		s = ansi.Truncate(s, c.width, "~")
 		pad := strings.Repeat(" ", c.width-ansi.StringWidth(s))
@@ -301,6 +305,15 @@ func percent(f *top.Frame, v float64) string {
 	if f.Interval == 0 {
 		return "-"
 	}
+	return cpuPercent(v)
+}
+
+// cpuPercent is a CPU% in at most 5 characters: a process on 128 CPUs
+// shows 12800.
+func cpuPercent(v float64) string {
+	if v >= 999.95 {
+		return strconv.FormatFloat(v, 'f', 0, 64)
+	}
 	return term.Human(v, "%")
 }
 
@@ -352,20 +365,29 @@ func (m *model) processLines(rows int) []string {
 		return []string{"no processes"}
 	}
 	pmu := f.Source.PMU != ""
-	cols := []column{{"PID", 7, false}, {"USER", 8, true}, {"COMM", 15, true}, {"CPU%", 6, false}, {"RSS", 6, false}}
-	tail := []column{{"RUN", 7, true}, {"PREF", 4, false}, {"LOCAL/s", 7, false}, {"REMOTE/s", 8, false},
-		{"REMOTE%", 7, false}, {"MIGR/s", 7, false}}
+	user := column{"USER", 8, true, false}
+	head := []column{{"PID", 7, false, false}, user, {"COMM", 15, true, false}, {"CPU%", 5, false, false}, {"RSS", 6, false, false}}
+	tail := []column{{"RUN", 5, true, false}, {"PREF", 4, false, false}, {"LOCAL/s", 7, false, false},
+		{"REMOTE/s", 8, false, false}, {"REM%", 5, false, false}, {"MIGR/s", 6, false, false}}
 	if pmu {
-		tail = append(tail, column{"LMA/s", 7, false}, column{"RMA/s", 7, false})
+		tail = append(tail, column{"LMA/s", 7, false, false}, column{"RMA/s", 7, false, false})
 	}
-	mem := m.memLayout(rowWidth(cols) + rowWidth(tail))
-	cols = append(append(cols, mem.columns()...), tail...)
+	// On a narrow terminal the user goes first: the fault columns stay.
+	withUser := rowWidth(head)+rowWidth(tail) <= m.width
+	if !withUser {
+		head = slices.Delete(head, 1, 2)
+	}
+	mem := m.memLayout(rowWidth(head) + rowWidth(tail))
+	cols := append(append(head, mem.columns()...), tail...)
 	if !mem.perNode {
-		cols = append(cols, column{"MEMORY BY NODE", 0, true})
+		cols = append(cols, column{"MEMORY BY NODE", 0, true, false})
 	}
 	return m.table(cols, len(m.procs), rows, true, func(i int) []string {
 		p := &m.procs[i]
 		c := []string{strconv.Itoa(p.PID), orDash(clean(p.User)), clean(p.Comm), percent(f, p.CPUPercent), bytes(p.RSSBytes)}
+		if !withUser {
+			c = slices.Delete(c, 1, 2)
+		}
 		c = append(c, mem.cells(p.MemoryByNode)...)
 		local, remote, share := faults(f, p.NUMAFaults)
 		c = append(c, nodeList(p.NodesRunning), node(p.PreferredNode), local, remote, share, rate(f, p.PagesMigrated))
@@ -378,6 +400,31 @@ func (m *model) processLines(rows int) []string {
 		}
 		return c
 	})
+}
+
+// nameColumns are a name column (a cgroup, a path) and, where memory per
+// node is one compact column, that column after it. The name gets the
+// width the line has left (beside 25 columns of memory), at least 16 and
+// no more than its longest value, and keeps its end when cut.
+func (m *model) nameColumns(title string, fixed, longest int, mem memLayout) []column {
+	memW := 0
+	if !mem.perNode {
+		memW = 25
+	}
+	name := column{title: title, width: max(min(longest, m.width-fixed-memW), 16), left: true, keepEnd: true}
+	if mem.perNode {
+		return []column{name}
+	}
+	return []column{name, {"MEMORY BY NODE", 0, true, false}}
+}
+
+// longest is the widest of names, as shown.
+func longest(n int, name func(i int) string) int {
+	w := 0
+	for i := range n {
+		w = max(w, ansi.StringWidth(clean(name(i))))
+	}
+	return w
 }
 
 // rowWidth is the width of cols laid out in a row.
@@ -393,9 +440,10 @@ func rowWidth(cols []column) int {
 // reason.
 func (m *model) nodeLines() []string {
 	f := m.frame
-	cols := []column{{"NODE", 4, false}, {"MEM-USED", 8, false}, {"MEM-FREE", 8, false}, {"CPU%", 6, false},
-		{"LOCAL/s", 7, false}, {"REMOTE/s", 8, false}, {"REMOTE%", 7, false}, {"MIGR/s", 7, false},
-		{"PROMO/s", 7, false}, {"DEMO/s", 7, false}, {"HIT/s", 7, false}, {"MISS/s", 7, false}, {"CPUS", 0, true}}
+	cols := []column{{"NODE", 4, false, false}, {"USED", 6, false, false}, {"FREE", 6, false, false},
+		{"CPU%", 5, false, false}, {"LOCAL/s", 7, false, false}, {"REMOTE/s", 8, false, false}, {"REM%", 5, false, false},
+		{"MIGR/s", 6, false, false}, {"PROMO/s", 7, false, false}, {"DEMO/s", 6, false, false},
+		{"HIT/s", 6, false, false}, {"MISS/s", 6, false, false}, {"CPUS", 0, true, false}}
 	lines := []string{m.styled(sgrBold, row(cols, headings(cols)))}
 	for _, n := range f.Nodes {
 		local, remote, share := faults(f, n.NUMAFaults)
@@ -441,24 +489,22 @@ func (m *model) cgroupLines(rows int) []string {
 		}
 		return []string{fmt.Sprintf("no cgroup matches %q (/ changes the filter)", clean(m.filter))}
 	}
-	cols := []column{{"PROCS", 5, false}, {"CPU%", 6, false}}
-	tail := []column{{"LOCAL/s", 7, false}, {"REMOTE/s", 8, false}, {"REMOTE%", 7, false}, {"HINT/s", 7, false}, {"MIGR/s", 7, false}}
+	cols := []column{{"PROCS", 5, false, false}, {"CPU%", 5, false, false}}
+	tail := []column{{"LOCAL/s", 7, false, false}, {"REMOTE/s", 8, false, false}, {"REM%", 5, false, false},
+		{"HINT/s", 6, false, false}, {"MIGR/s", 6, false, false}}
 	mem := m.memLayout(rowWidth(cols) + rowWidth(tail) + 20)
 	cols = append(append(cols, mem.columns()...), tail...)
-	if !mem.perNode {
-		cols = append(cols, column{"MEMORY BY NODE", 24, true})
-	}
-	cols = append(cols, column{"CGROUP", 0, true})
+	cols = append(cols, m.nameColumns("CGROUP", rowWidth(cols), longest(len(m.cgroups), func(i int) string { return m.cgroups[i].Path }), mem)...)
 	return m.table(cols, len(m.cgroups), rows, true, func(i int) []string {
 		g := &m.cgroups[i]
 		c := []string{strconv.Itoa(g.Processes), percent(f, g.CPUPercent)}
 		c = append(c, mem.cells(g.MemoryByNode)...)
 		local, remote, share := faults(f, g.NUMAFaults)
-		c = append(c, local, remote, share, orUnread(f, g.HintFaults), orUnread(f, g.PagesMigrated))
+		c = append(c, local, remote, share, orUnread(f, g.HintFaults), orUnread(f, g.PagesMigrated), orDash(clean(g.Path)))
 		if !mem.perNode {
 			c = append(c, compact(g.MemoryByNode))
 		}
-		return append(c, orDash(clean(g.Path)))
+		return c
 	})
 }
 
@@ -501,36 +547,34 @@ func (m *model) detailLines(rows int) []string {
 }
 
 func (m *model) threadLines(d *top.Detail) []string {
-	cols := []column{{"TID", 7, false}, {"CPU%", 6, false}, {"CPU", 4, false}, {"NODE", 4, false},
-		{"PREF", 4, false}, {"LOCAL/s", 7, false}, {"REMOTE/s", 8, false}, {"COMM", 0, true}}
+	cols := []column{{"TID", 7, false, false}, {"CPU%", 5, false, false}, {"CPU", 4, false, false}, {"NODE", 4, false, false},
+		{"PREF", 4, false, false}, {"LOCAL/s", 7, false, false}, {"REMOTE/s", 8, false, false}, {"COMM", 0, true, false}}
 	lines := []string{m.clip(fmt.Sprintf("THREADS (%d)", len(d.Threads))), m.styled(sgrBold, row(cols, headings(cols)))}
 	for _, t := range d.Threads {
 		local, remote := "-", "-"
 		if t.NUMAFaults != nil {
 			local, remote = term.Human(t.NUMAFaults.Local, ""), term.Human(t.NUMAFaults.Remote, "")
 		}
-		lines = append(lines, m.clip(row(cols, []string{strconv.Itoa(t.TID), term.Human(t.CPUPercent, "%"),
+		lines = append(lines, m.clip(row(cols, []string{strconv.Itoa(t.TID), cpuPercent(t.CPUPercent),
 			node(t.CPU), node(t.Node), node(t.PreferredNode), local, remote, clean(t.Comm)})))
 	}
 	return lines
 }
 
 func (m *model) areaLines(d *top.Detail) []string {
-	cols := []column{{"START", 12, false}, {"KIND", 5, true}, {"POLICY", 16, true}}
+	cols := []column{{"START", 12, false, false}, {"KIND", 5, true, false}, {"POLICY", 16, true, false}}
 	mem := m.memLayout(rowWidth(cols) + 30)
 	cols = append(cols, mem.columns()...)
-	if !mem.perNode {
-		cols = append(cols, column{"BYTES BY NODE", 24, true})
-	}
-	cols = append(cols, column{"PATH", 0, true})
+	cols = append(cols, m.nameColumns("PATH", rowWidth(cols), longest(len(d.Areas), func(i int) string { return d.Areas[i].Path }), mem)...)
 	lines := []string{m.clip(fmt.Sprintf("MEMORY AREAS (%d)", len(d.Areas))), m.styled(sgrBold, row(cols, headings(cols)))}
 	for _, a := range d.Areas {
 		c := []string{strconv.FormatUint(a.Start, 16), clean(a.Kind), clean(a.Policy)}
 		c = append(c, mem.cells(a.BytesByNode)...)
+		c = append(c, clean(a.Path))
 		if !mem.perNode {
 			c = append(c, compact(a.BytesByNode))
 		}
-		lines = append(lines, m.clip(row(cols, append(c, clean(a.Path)))))
+		lines = append(lines, m.clip(row(cols, c)))
 	}
 	return lines
 }
