@@ -32,7 +32,8 @@ type fakeFeed struct {
 	sort    top.SortKey
 	filter  string
 	err     error  // returned by the next Refreshes while set
-	pmu     string // Source.PMU
+	pmu     string   // Source.PMU
+	missing []string // Source.Missing, when set
 }
 
 func newFakeFeed() *fakeFeed { return &fakeFeed{sort: top.SortRemote} }
@@ -100,6 +101,9 @@ func (f *fakeFeed) Refresh() (*top.Frame, error) {
 		return nil, f.err
 	}
 	fr := fakeFrame(f.calls, f.pmu)
+	if f.missing != nil {
+		fr.Source.Missing = f.missing
+	}
 	fr.Processes = filterProcesses(fr.Processes, f.filter)
 	sortProcesses(fr.Processes, f.sort)
 	sortCgroups(fr.Cgroups, f.sort)

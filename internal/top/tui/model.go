@@ -179,6 +179,12 @@ func (m *model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 			return m, m.refresh()
 		}
 	case tea.KeyMsg:
+		if msg.Paste { // pasted text is text: for the filter, never keys
+			if m.editing {
+				m.typed(msg.Runes)
+			}
+			return m, nil
+		}
 		if msg.Type == tea.KeyRunes && len(msg.Runes) > 1 {
 			// Keys typed fast (or sent by tmux) arrive in one read as
 			// one message: each is a key of its own ("/db" opens the

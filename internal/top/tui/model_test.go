@@ -287,6 +287,15 @@ func TestFilter(t *testing.T) {
 	if p := h.pids(); len(p) != 1 || p[0] != 3131 {
 		t.Fatalf("rows %v after \"/local\" in one read, want [3131]", p)
 	}
+	// A paste is text for the prompt, and nothing outside it.
+	h.press("/", "ctrl+u")
+	h.send(tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune("q4242"), Paste: true})
+	h.contains("filter (command or PID): q4242_")
+	h.press("esc")
+	h.send(tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune("q"), Paste: true})
+	if h.quit {
+		t.Fatal("a pasted q quit")
+	}
 	// Keys typed into the prompt are text, not commands.
 	h.press("/", "q")
 	if h.quit {
@@ -354,6 +363,20 @@ func TestDrillDown(t *testing.T) {
 	if f := strings.Fields(h.line("7f0000000000")); strings.Join(f, " ") != "7f0000000000 anon default 6.00G 512M 512M 768M" {
 		t.Errorf("anon area row %q", f)
 	}
+	// A short terminal scrolls the drill-down under its title, down to
+	// the last area and no further.
+	h.send(tea.WindowSizeMsg{Width: 200, Height: 14})
+	h.lacks("7f1000000000")
+	h.press("pgdown", "pgdown", "pgdown", "down", "down")
+	h.contains("process 4242 (serialinit)", "7f1000000000")
+	h.lacks("hint:")
+	h.press("up") // the scroll stopped at the end: one up hides the last line
+	h.lacks("7f1000000000")
+	h.press("down")
+	h.contains("7f1000000000")
+	h.press("home")
+	h.contains("hint: " + serialHint)
+	h.send(tea.WindowSizeMsg{Width: 200, Height: 50})
 	// The drill-down follows the refreshes.
 	before := h.feed.details
 	h.tick()
@@ -452,6 +475,20 @@ func TestHelp(t *testing.T) {
 	h.press("x")
 	h.lacks("pause (nothing is read")
 	firstPID(t, h, 4242)
+}
+
+// TestManyMissing: more missing figures than a third of the screen fold
+// into one line; the help lists them all.
+func TestManyMissing(t *testing.T) {
+	h := newHarness(t, Options{}, 120, 24)
+	for i := range 9 {
+		h.feed.missing = append(h.feed.missing, "figure "+strconv.Itoa(i)+": why")
+	}
+	h.tick()
+	h.contains("missing: 9 figures (? lists them)", "serialinit")
+	h.lacks("figure 0: why")
+	h.press("?")
+	h.contains("figure 0: why", "figure 8: why")
 }
 
 func TestQuit(t *testing.T) {

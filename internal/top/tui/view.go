@@ -579,13 +579,21 @@ func (m *model) areaLines(d *top.Detail) []string {
 	return lines
 }
 
-// helpLines lists the keys, and every missing figure with its reason.
+// helpLines lists every missing figure with its reason, then the keys.
 func (m *model) helpLines() []string {
-	lines := []string{
+	var lines []string
+	if m.frame != nil && len(m.frame.Source.Missing) > 0 {
+		lines = append(lines, "missing:")
+		for _, l := range m.frame.Source.Missing {
+			lines = append(lines, "  "+clean(l))
+		}
+		lines = append(lines, "")
+	}
+	lines = append(lines,
 		"up/down, PgUp/PgDn, Home/End   select a row (scroll in the drill-down)",
 		"Enter                          drill down into the selected process: threads, memory areas, hint",
 		"Esc, Backspace                 back from the drill-down",
-		"s                              next sort key: " + sortKeyList(),
+		"s                              next sort key: "+sortKeyList(),
 		"r l c m i #                    sort by remote faults, local faults, CPU, memory, migrated pages, PID",
 		"/                              filter by command or PID (Enter applies, Esc cancels; empty shows all)",
 		"n                              node view (again: back to processes)",
@@ -596,13 +604,7 @@ func (m *model) helpLines() []string {
 		"- is a figure not measured (no source, or the first frame), never a 0.",
 		"RUN: nodes its threads last ran on; PREF: the NUMA balancer's preferred node;",
 		"LOCAL/s, REMOTE/s: NUMA hinting faults per second on local and remote memory.",
-	}
-	if m.frame != nil && len(m.frame.Source.Missing) > 0 {
-		lines = append(lines, "", "missing:")
-		for _, l := range m.frame.Source.Missing {
-			lines = append(lines, "  "+clean(l))
-		}
-	}
+	)
 	for i := range lines {
 		lines[i] = m.clip(lines[i])
 	}
