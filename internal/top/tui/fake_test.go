@@ -31,7 +31,7 @@ type fakeFeed struct {
 	details int // Detail calls
 	sort    top.SortKey
 	filter  string
-	err     error  // returned by the next Refreshes while set
+	err     error    // returned by the next Refreshes while set
 	pmu     string   // Source.PMU
 	missing []string // Source.Missing, when set
 }
