@@ -643,7 +643,11 @@ func TestRun(t *testing.T) {
 	go func() {
 		done <- Run(context.Background(), newFakeFeed(), Options{Interval: 100 * time.Millisecond}, inR, &out)
 	}()
-	time.Sleep(300 * time.Millisecond)
+	for deadline := time.Now().Add(10 * time.Second); !strings.Contains(out.String(), "9.80K"); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("no second frame drawn in 10 s: %q", out.String())
+		}
+	}
 	if _, err := inW.Write([]byte("q")); err != nil {
 		t.Fatal(err)
 	}
@@ -655,7 +659,7 @@ func TestRun(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("q did not end Run")
 	}
-	if s := out.String(); !strings.Contains(s, "serialinit") || strings.Contains(s, "\x1b]2;PWNED") {
+	if s := out.String(); strings.Contains(s, "\x1b]2;PWNED") || strings.Contains(s, "\x1b[2J"+"evil") {
 		t.Fatalf("output: %q", s)
 	}
 
