@@ -30,7 +30,8 @@ import (
 // Options say how the TUI starts; the user changes the sort, the filter,
 // the view and the pause with keys from there.
 type Options struct {
-	// Interval is the time between refreshes; 0 means DefaultInterval.
+	// Interval is the time from one frame to the next Refresh; 0 means
+	// DefaultInterval, and less than 100 ms is taken as 100 ms.
 	Interval time.Duration
 	// Sort is the first sort key; "" means top.SortRemote.
 	Sort top.SortKey
@@ -51,8 +52,9 @@ const minInterval = 100 * time.Millisecond
 
 // Run shows the TUI on out, reading keys from in, until the user quits (q,
 // Ctrl-C) or ctx is done; both end it without error. in and out are
-// normally os.Stdin and os.Stdout; when in is a terminal it is put in raw
-// mode for the run. Refresh errors are shown on screen, not returned: a
+// normally os.Stdin and os.Stdout, both terminals (the CLI prints batch
+// output otherwise); in is put in raw mode for the run, and the screen is
+// restored at the end. Refresh errors are shown on screen, not returned: a
 // process table that failed once is tried again at the next interval.
 func Run(ctx context.Context, feed top.Feed, opts Options, in io.Reader, out io.Writer) error {
 	m := newModel(feed, opts)
