@@ -29,11 +29,12 @@ type Tmux struct {
 	tmux   string // the tmux binary
 	socket string
 	target string
+	status string // the file the program's exit status is written to
 }
 
 // StartTmux runs argv (with env added to the test's environment) in a new
-// width×height tmux window. The pane stays after the program exits, so
-// that Exited can read its exit status. Without tmux the test skips, or
+// width×height tmux window. The pane, and its last screen, stay after the
+// program exits. Without tmux the test skips, or
 // fails when NUMASCOPE_TMUX_REQUIRED is set, as scripts/test does.
 func StartTmux(t testing.TB, width, height int, env []string, argv ...string) *Tmux {
 	t.Helper()
@@ -46,7 +47,7 @@ func StartTmux(t testing.TB, width, height int, env []string, argv ...string) *T
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := &Tmux{t: t, tmux: tmux, socket: filepath.Join(dir, "s"), target: "t"}
+	s := &Tmux{t: t, tmux: tmux, socket: filepath.Join(dir, "s"), target: "t", status: filepath.Join(dir, "status")}
 	conf := filepath.Join(dir, "tmux.conf")
 	// No status line: the program has every row. remain-on-exit keeps the
 	// pane, and its exit status, after the program ends.
@@ -57,10 +58,13 @@ func StartTmux(t testing.TB, width, height int, env []string, argv ...string) *T
 		_ = exec.Command(tmux, "-S", s.socket, "kill-server").Run()
 		os.RemoveAll(dir)
 	})
+	// A shell runs argv through env, which adds the variables, and writes
+	// its exit status to a file: tmux's own pane_dead_status is sometimes
+	// never filled in (tmux 3.3a, a pane whose terminal closed before its
+	// program was reaped).
 	args := []string{"-S", s.socket, "-f", conf, "new-session", "-d", "-s", s.target,
-		"-x", strconv.Itoa(width), "-y", strconv.Itoa(height), "--", "env"}
-	// env runs argv directly (tmux runs a command of several words
-	// without a shell), with the variables added.
+		"-x", strconv.Itoa(width), "-y", strconv.Itoa(height), "--",
+		"sh", "-c", `"$@"; echo $? >"$0.tmp" && mv "$0.tmp" "$0"`, s.status, "env"}
 	args = append(append(args, env...), argv...)
 	cmd := exec.Command(tmux, args...)
 	cmd.Env = append(os.Environ(), "TMUX=", "TERM=xterm-256color")
@@ -134,16 +138,20 @@ func (s *Tmux) WaitForText(texts ...string) string {
 	})
 }
 
-// Exited reports whether the program has ended, and its exit status.
+// Exited reports whether the program has ended, and its exit status (128
+// plus the signal's number when a signal ended it, as a shell says).
 func (s *Tmux) Exited() (bool, int) {
 	s.t.Helper()
-	f := strings.Fields(s.Format("#{pane_dead} #{pane_dead_status}"))
-	if len(f) == 0 || f[0] != "1" {
+	b, err := os.ReadFile(s.status)
+	if os.IsNotExist(err) {
 		return false, 0
 	}
-	code := -1 // killed by a signal: no status
-	if len(f) > 1 {
-		code, _ = strconv.Atoi(f[1])
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	code, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil {
+		s.t.Fatalf("exit status file %s: %q", s.status, b)
 	}
 	return true, code
 }
