@@ -2,12 +2,13 @@ package cli
 
 import (
 	"context"
-	"errors"
+	"os"
 
 	"github.com/numascope/numascope/internal/top"
+	"github.com/numascope/numascope/internal/top/tui"
 )
 
-// runTopTUI runs the interactive view.
+// runTopTUI runs the interactive view on the terminal.
 func runTopTUI(ctx context.Context, c *top.Collector, cfg topConfig) error {
-	return errors.New("the interactive view is not built yet: use -b")
+	return tui.Run(ctx, c, tui.Options{Interval: cfg.interval, Sort: cfg.sort, Filter: cfg.filter, Cgroups: cfg.cgroups}, os.Stdin, os.Stdout)
 }

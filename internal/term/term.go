@@ -227,3 +227,9 @@ func appendCSVField(b []byte, s string) []byte {
 	b = append(b, strings.ReplaceAll(s, `"`, `""`)...)
 	return append(b, '"')
 }
+
+// Human formats v as the Printer's human mode does: at most 6 characters
+// with a K/M/G/T/P suffix, bytes (unit "bytes") scaled by 1024, everything
+// else by 1000, "%" with one decimal. For interfaces that lay out their own
+// columns (the TUI of numascope top).
+func Human(v float64, unit string) string { return string(appendHuman(nil, v, unit)) }

@@ -26,7 +26,7 @@ func TestHuman(t *testing.T) {
 		{-2500, "pages", "-2.50K"},
 	}
 	for _, c := range cases {
-		if got := string(appendHuman(nil, c.v, c.unit)); got != c.want {
+		if got := Human(c.v, c.unit); got != c.want {
 			t.Errorf("human(%v %s) = %q, want %q", c.v, c.unit, got, c.want)
 		}
 	}

@@ -100,3 +100,22 @@ func TestNotPermitted(t *testing.T) {
 		}
 	}
 }
+
+// TestTmux runs a shell in tmux: what it prints is on the screen, keys
+// reach it, and its exit status is read back.
+func TestTmux(t *testing.T) {
+	tm := StartTmux(t, 40, 5, []string{"GREETING=hello"}, "sh", "-c", `echo "$GREETING from tmux"; read x; echo "got $x"; read y; exit 3`)
+	tm.WaitForText("hello from tmux")
+	if dead, _ := tm.Exited(); dead {
+		t.Fatal("the shell exited before reading")
+	}
+	tm.SendKeys("abc", "Enter")
+	screen := tm.WaitForText("got abc")
+	if n := strings.Count(screen, "\n"); n != 5 {
+		t.Errorf("screen of %d rows, want 5 (no status line):\n%s", n, screen)
+	}
+	tm.SendKeys("Enter")
+	if code := tm.WaitExit(); code != 3 {
+		t.Fatalf("exit status %d, want 3", code)
+	}
+}
