@@ -26,7 +26,7 @@ func parseRequest(buf []byte, req *request) (n, status int) {
 	*req = request{}
 	line, rest, ok := cutLine(buf)
 	if !ok {
-		if len(buf) > maxRequestLine {
+		if len(buf) > maxRequestLine+1 { // room for its CR
 			return 0, http.StatusRequestURITooLong
 		}
 		return 0, 0
