@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -67,41 +68,67 @@ func (e *Exporter) handler(compress bool, writeTimeout time.Duration) http.Handl
 			return
 		}
 		_ = http.NewResponseController(w).SetWriteDeadline(time.Now().Add(writeTimeout))
+		var query string
+		if req.URL != nil {
+			query = req.URL.RawQuery
+		}
 		format, enc := neg.negotiate(req.Header.Get("Accept"))
 		gz := compress && acceptsGzip(req.Header.Get("Accept-Encoding"))
+		sc := e.scrape(format, enc, gz, query)
+		defer sc.done()
 		h := w.Header()
 		h.Add("Vary", "Accept")
 		if compress {
 			h.Add("Vary", "Accept-Encoding")
 		}
-		h.Set("Content-Type", format)
-		var names []string
-		if req.URL != nil && req.URL.RawQuery != "" {
-			names = req.URL.Query()["name[]"]
-		}
-
-		r := e.acquire()
-		defer e.release(r)
-		var body []byte
-		switch {
-		case enc < 0:
-			body = protoBody(r.b.dtoFamilies(), expfmt.Format(format), names, gz)
-		case names != nil:
-			body = r.encode(enc).filter(r.b.spans, names, enc == encOM)
-			if gz {
-				body = new(gzipper).compress(nil, body)
-			}
-		case gz:
-			body = r.encode(enc + encTextGz).body
-		default:
-			body = r.encode(enc).body
-		}
-		if gz {
+		h.Set("Content-Type", sc.ctype)
+		if sc.gz {
 			h.Set("Content-Encoding", "gzip")
 		}
-		h.Set("Content-Length", strconv.Itoa(len(body)))
-		w.Write(body) // an error is the client's going away: nothing to do
+		h.Set("Content-Length", strconv.Itoa(len(sc.body)))
+		w.Write(sc.body) // an error is the client's going away: nothing to do
 	})
+}
+
+// scraped is the answer to a scrape: its Content-Type, whether it is
+// gzipped, and its body, which belongs to a read and is valid until done.
+type scraped struct {
+	ctype string
+	gz    bool
+	body  []byte
+	x     *Exporter
+	r     *read
+}
+
+// done releases the read the body belongs to.
+func (s *scraped) done() { s.x.release(s.r) }
+
+// scrape makes or joins a read and encodes it in format (as negotiated),
+// gzipped when gz is set, with only the families named by name[]=NAME in
+// the raw query, if any. Both servers (net/http's handler and the plain
+// one, plainhttp.go) answer with it.
+func (e *Exporter) scrape(format string, enc int, gz bool, query string) scraped {
+	var names []string
+	if query != "" {
+		q, _ := url.ParseQuery(query) // as url.URL.Query: what parses
+		names = q["name[]"]
+	}
+	r := e.acquire()
+	var body []byte
+	switch {
+	case enc < 0:
+		body = protoBody(r.b.dtoFamilies(), expfmt.Format(format), names, gz)
+	case names != nil:
+		body = r.encode(enc).filter(r.b.spans, names, enc == encOM)
+		if gz {
+			body = new(gzipper).compress(nil, body)
+		}
+	case gz:
+		body = r.encode(enc + encTextGz).body
+	default:
+		body = r.encode(enc).body
+	}
+	return scraped{ctype: format, gz: gz, body: body, x: e, r: r}
 }
 
 // filter returns a new body with only the families named in names, and
@@ -179,6 +206,15 @@ func (n *negotiator) negotiate(accept string) (string, int) {
 	return l.format, l.enc
 }
 
+// negotiateBytes is negotiate for a header read into a buffer: no
+// allocation when it is the last one again.
+func (n *negotiator) negotiateBytes(accept []byte) (string, int) {
+	if l := n.last.Load(); l != nil && l.accept == string(accept) {
+		return l.format, l.enc
+	}
+	return n.negotiate(string(accept))
+}
+
 // acceptsGzip says whether gzip is the content coding to answer
 // Accept-Encoding with, as promhttp chose between identity and gzip: the
 // one with the highest q, identity on a tie, none when the best q is 0.
@@ -232,13 +268,16 @@ const idleTimeout = 2 * time.Minute
 
 // Server serves an exporter's /metrics.
 type Server struct {
-	cfg  ServeConfig
-	ln   net.Listener
-	http *http.Server
+	cfg   ServeConfig
+	ln    net.Listener
+	http  *http.Server // with a web configuration file
+	plain *plainServer // without: plain HTTP (plainhttp.go)
 }
 
 // Listen checks the web configuration file and binds the address, so that
-// both problems show before anything is served.
+// both problems show before anything is served. With a web configuration
+// file, net/http and exporter-toolkit serve (TLS, basic auth); without,
+// the plain HTTP server (plainhttp.go), which costs a scrape half as much.
 func (e *Exporter) Listen(cfg ServeConfig) (*Server, error) {
 	if cfg.WebConfigFile != "" {
 		if err := web.Validate(cfg.WebConfigFile); err != nil {
@@ -252,11 +291,14 @@ func (e *Exporter) Listen(cfg ServeConfig) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("--listen %s: %w", cfg.Listen, err)
 	}
-	mux := http.NewServeMux()
 	wt := cfg.WriteTimeout
 	if wt <= 0 {
 		wt = DefaultWriteTimeout
 	}
+	if cfg.WebConfigFile == "" {
+		return &Server{cfg: cfg, ln: ln, plain: newPlainServer(e, ln, cfg.Compress, wt)}, nil
+	}
+	mux := http.NewServeMux()
 	mux.Handle("/metrics", e.handler(cfg.Compress, wt))
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path != "/" {
@@ -281,6 +323,9 @@ func (s *Server) Addr() net.Addr { return s.ln.Addr() }
 
 // Serve serves until ctx ends.
 func (s *Server) Serve(ctx context.Context) error {
+	if s.plain != nil {
+		return s.plain.serve(ctx)
+	}
 	done := make(chan error, 1)
 	go func() {
 		cfgFile := s.cfg.WebConfigFile
