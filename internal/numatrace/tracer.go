@@ -68,14 +68,14 @@ type Options struct {
 // SourceStatus says whether a source is read, and if not, why.
 type SourceStatus struct {
 	// Name is SourceFaults, SourceMigrations or SourcePMU.
-	Name string
+	Name string `json:"name"`
 	// Event names what is read: "kprobe:task_numa_fault",
 	// "tracepoint:migrate:mm_migrate_pages", "pmu:local_dram,remote_dram".
-	Event string
-	OK    bool
+	Event string `json:"event"`
+	OK    bool   `json:"ok"`
 	// Why is one line for a source that is not read: what is missing, why
 	// and what to do (or what numascope top shows instead).
-	Why string
+	Why string `json:"why,omitempty"`
 }
 
 // Tracer reads the sources that could be opened.
