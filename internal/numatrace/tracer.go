@@ -277,6 +277,16 @@ func perfRefused(what string, err error) string {
 	return what + ": " + err.Error()
 }
 
+// refusedError is a refused perf_event_open: the explanation, and the
+// errno for errors.Is.
+type refusedError struct {
+	msg string
+	err error
+}
+
+func (e *refusedError) Error() string { return e.msg }
+func (e *refusedError) Unwrap() error { return e.err }
+
 // readEvent reads the id and format of events/sys/name and parses the
 // format with parse.
 func readEvent[L any](tracefs, sys, name string, parse func(string) (L, error)) (uint64, L, error) {
@@ -337,7 +347,7 @@ func (t *Tracer) openOnRings(attr *unix.PerfEventAttr, k kind, what string) erro
 		fd, err := unix.PerfEventOpen(attr, -1, r.r.CPU, -1, unix.PERF_FLAG_FD_CLOEXEC)
 		if err != nil {
 			undo()
-			return errors.New(perfRefused(fmt.Sprintf("perf_event_open(%s, cpu %d)", what, r.r.CPU), err))
+			return &refusedError{perfRefused(fmt.Sprintf("perf_event_open(%s, cpu %d)", what, r.r.CPU), err), err}
 		}
 		if err := unix.IoctlSetInt(fd, unix.PERF_EVENT_IOC_SET_OUTPUT, r.r.FD); err != nil {
 			unix.Close(fd)
@@ -417,7 +427,11 @@ func (t *Tracer) openPMU(fs sysfs.FS, opts Options, ringWhy string) string {
 			if i == 1 {
 				t.closeKind(kindLocalDRAM)
 			}
-			return err.Error()
+			why := err.Error()
+			if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.EOPNOTSUPP) || errors.Is(err, unix.EINVAL) {
+				why += " (the kernel cannot count this event here: a virtual machine without a virtual PMU, or a kernel without support for this CPU's PMU)"
+			}
+			return why
 		}
 	}
 	return ""

@@ -131,15 +131,18 @@ func TestNUMATrace(t *testing.T) {
 	}
 	p := s.Proc
 	faults := float64(p.Local + p.Remote)
+	// The kernel's counters are the machine's over the workload's run:
+	// other processes (ntrace itself, unpinned) fault and migrate a few
+	// per cent of them.
 	within(t, "serial: the workload's hinting faults (kprobe) vs the kernel's numa_hint_faults over the run",
-		faults, 0.95*float64(wl.HintFaults), 1.02*float64(wl.HintFaults)+200)
+		faults, 0.9*float64(wl.HintFaults), 1.02*float64(wl.HintFaults)+200)
 	within(t, "serial: its local hinting faults (TNF_FAULT_LOCAL) vs numa_hint_faults_local",
-		float64(p.Local), 0.95*float64(wl.HintFaultsLoc)-50, 1.02*float64(wl.HintFaultsLoc)+200)
+		float64(p.Local), 0.9*float64(wl.HintFaultsLoc)-50, 1.02*float64(wl.HintFaultsLoc)+200)
 	if p.Remote == 0 || p.RemotePages < p.Remote {
 		t.Errorf("serial: %d remote faults of %d pages, want some", p.Remote, p.RemotePages)
 	}
 	within(t, "serial: pages migrated on its faults (TNF_MIGRATED) vs numa_pages_migrated",
-		float64(p.MigratedPages), 0.95*float64(wl.PagesMigrated), 1.02*float64(wl.PagesMigrated)+200)
+		float64(p.MigratedPages), 0.9*float64(wl.PagesMigrated), 1.02*float64(wl.PagesMigrated)+200)
 	within(t, "serial: pages migrated as numa_misplaced while it ran (mm_migrate_pages) vs its TNF_MIGRATED pages",
 		float64(p.MisplacedPages), 0.98*float64(p.MigratedPages), 1.02*float64(p.MigratedPages)+50)
 	if m := s.MigratedByReason["numa_misplaced"]; m < p.MisplacedPages || m == 0 {
@@ -193,9 +196,9 @@ func TestNUMATrace(t *testing.T) {
 	pp := pr.Proc
 	pwl := parseWorkload(t, r.section(t, "parallel.wl")).counters(t, "total")
 	within(t, "parallel: the workload's hinting faults vs numa_hint_faults",
-		float64(pp.Local+pp.Remote), 0.95*float64(pwl.HintFaults), 1.02*float64(pwl.HintFaults)+200)
+		float64(pp.Local+pp.Remote), 0.9*float64(pwl.HintFaults), 1.02*float64(pwl.HintFaults)+200)
 	within(t, "parallel: its local hinting faults vs numa_hint_faults_local",
-		float64(pp.Local), 0.95*float64(pwl.HintFaultsLoc)-50, 1.02*float64(pwl.HintFaultsLoc)+200)
+		float64(pp.Local), 0.9*float64(pwl.HintFaultsLoc)-50, 1.02*float64(pwl.HintFaultsLoc)+200)
 	if pp.Local == 0 || pp.Local < 4*pp.Remote {
 		t.Errorf("parallel: %d local and %d remote faults, want local to dominate", pp.Local, pp.Remote)
 	}
