@@ -3,6 +3,7 @@ package vmtest
 import (
 	"encoding/json"
 	"fmt"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -17,7 +18,9 @@ func buildNtrace(t *testing.T) string {
 	t.Helper()
 	bin := filepath.Join(t.TempDir(), "ntrace")
 	cmd := exec.Command("go", "build", "-trimpath", "-o", bin, "./testdata/ntrace")
-	cmd.Env = append(cmd.Environ(), "CGO_ENABLED=0")
+	// Static, for the VM's busybox userland: no cgo, so no -race either
+	// (as scripts/numavm builds numascope).
+	cmd.Env = append(cmd.Environ(), "CGO_ENABLED=0", "GOFLAGS="+strings.ReplaceAll(os.Getenv("GOFLAGS"), "-race", ""))
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("go build ./testdata/ntrace: %v: %s", err, out)
 	}
