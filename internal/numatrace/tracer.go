@@ -173,9 +173,9 @@ func Open(fs sysfs.FS, opts Options) (*Tracer, error) {
 	case traceWhy != "":
 		faultSt.Why = "local/remote NUMA faults: " + traceWhy + faultsInstead
 	default:
-		if stale, err := removeStale(tracefs); err == nil {
-			t.Stale = stale
-		}
+		// A probe that cannot be removed stays for the next Open to try;
+		// this one goes on.
+		t.Stale, _ = removeStale(tracefs)
 		k, why := createProbe(tracefs)
 		if k == nil {
 			faultSt.Why = "local/remote NUMA faults: " + why + faultsInstead
