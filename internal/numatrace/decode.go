@@ -204,21 +204,37 @@ func (d *decoder) reasonName(n int64) string {
 type events struct {
 	ids   []uint64
 	kinds []kind
+	// decoded counts each event's samples decoded since it was opened.
+	decoded []uint64
 }
 
-func (e *events) kind(id uint64) kind {
+// find returns the index of event id, -1 for none.
+func (e *events) find(id uint64) int {
 	for i, x := range e.ids {
 		if x == id {
-			return e.kinds[i]
+			return i
 		}
 	}
-	return kindNone
+	return -1
 }
 
 func (e *events) add(id uint64, k kind) {
 	e.ids = append(e.ids, id)
 	e.kinds = append(e.kinds, k)
+	e.decoded = append(e.decoded, 0)
 }
+
+// remove drops event i.
+func (e *events) remove(i int) {
+	e.ids = append(e.ids[:i], e.ids[i+1:]...)
+	e.kinds = append(e.kinds[:i], e.kinds[i+1:]...)
+	e.decoded = append(e.decoded[:i], e.decoded[i+1:]...)
+}
+
+// counted says whether an event's losses are found from its count (a
+// tracepoint sampled at every hit: every hit not decoded was lost) rather
+// than from PERF_RECORD_LOST.
+func (k kind) counted() bool { return k == kindFault || k == kindMigrate }
 
 // record counts one record of a ring whose events are evs. It allocates
 // nothing unless a process, thread or node is new to c.
@@ -231,10 +247,17 @@ func (d *decoder) record(rec []byte, evs *events, c *Counts) {
 	case unix.PERF_RECORD_SAMPLE:
 		d.sample(rec, evs, c)
 	case unix.PERF_RECORD_LOST:
-		if n, ok := perfring.DecodeLost(rec); ok {
-			c.Lost += n
-		} else {
+		// {header, id, lost}. The tracepoints' losses are counted
+		// exactly from their counts (Collect): the kernel writes this
+		// record only once the ring has room again, which the last
+		// interval's may never have.
+		n, ok := perfring.DecodeLost(rec)
+		if !ok {
 			c.Malformed++
+			return
+		}
+		if i := evs.find(binary.LittleEndian.Uint64(rec[8:])); i < 0 || !evs.kinds[i].counted() {
+			c.Lost += n
 		}
 	}
 }
@@ -249,7 +272,12 @@ func (d *decoder) sample(rec []byte, evs *events, c *Counts) {
 	id := binary.LittleEndian.Uint64(rec[8:])
 	pid := int32(binary.LittleEndian.Uint32(rec[16:]))
 	tid := int32(binary.LittleEndian.Uint32(rec[20:]))
-	k := evs.kind(id)
+	i := evs.find(id)
+	if i < 0 {
+		c.Malformed++
+		return
+	}
+	k := evs.kinds[i]
 	var raw []byte
 	if k == kindFault || k == kindMigrate {
 		rest := rec[24:]
@@ -296,6 +324,7 @@ func (d *decoder) sample(rec []byte, evs *events, c *Counts) {
 		c.Malformed++
 		return
 	}
+	evs.decoded[i]++
 	c.Samples++
 }
 

@@ -24,6 +24,7 @@
 package numatrace
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"os"
@@ -95,6 +96,9 @@ type Tracer struct {
 	cur     *Counts
 	curEvs  *events
 	closed  bool
+	// lost is the tracepoints' hits not decoded, as last reported.
+	lost uint64
+	buf  [8]byte
 }
 
 // ring is one CPU's buffer and the events writing into it.
@@ -339,8 +343,7 @@ func (t *Tracer) openOnRings(attr *unix.PerfEventAttr, k kind, what string) erro
 		for _, o := range done {
 			unix.Close(o.fd)
 			o.r.fds = o.r.fds[:len(o.r.fds)-1]
-			o.r.evs.ids = o.r.evs.ids[:len(o.r.evs.ids)-1]
-			o.r.evs.kinds = o.r.evs.kinds[:len(o.r.evs.kinds)-1]
+			o.r.evs.remove(len(o.r.evs.ids) - 1)
 		}
 	}
 	for _, r := range t.rings {
@@ -444,8 +447,7 @@ func (t *Tracer) closeKind(k kind) {
 			if r.evs.kinds[i] == k {
 				unix.Close(r.fds[i])
 				r.fds = append(r.fds[:i], r.fds[i+1:]...)
-				r.evs.ids = append(r.evs.ids[:i], r.evs.ids[i+1:]...)
-				r.evs.kinds = append(r.evs.kinds[:i], r.evs.kinds[i+1:]...)
+				r.evs.remove(i)
 			}
 		}
 	}
@@ -487,12 +489,48 @@ func (t *Tracer) Collect(c *Counts) {
 	c.init()
 	c.PMUPeriod = t.PMUPeriod()
 	t.cur = c
+	var hits uint64
 	for _, r := range t.rings {
+		// The counts first: what the drain decodes then includes every
+		// hit counted, so hits minus decoded is never more than was lost.
+		hits += t.readHits(r, c)
 		t.curEvs = &r.evs
 		r.r.Drain(t.handler)
 	}
 	t.cur, t.curEvs = nil, nil
 	t.dec.flush(c)
+	var decoded uint64
+	for _, r := range t.rings {
+		for i, k := range r.evs.kinds {
+			if k.counted() {
+				decoded += r.evs.decoded[i]
+			}
+		}
+	}
+	// Samples decoded after their hits were counted make the difference
+	// low for a while; it only ever grows by what the kernel dropped.
+	if hits > decoded && hits-decoded > t.lost {
+		c.Lost += hits - decoded - t.lost
+		t.lost = hits - decoded
+	}
+}
+
+// readHits sums the counts of ring r's tracepoints: with a sample period
+// of 1, and software events never throttled on their first overflow, each
+// hit was a sample, decoded or lost.
+func (t *Tracer) readHits(r *ring, c *Counts) uint64 {
+	var n uint64
+	for i, k := range r.evs.kinds {
+		if !k.counted() {
+			continue
+		}
+		if k, err := unix.Read(r.fds[i], t.buf[:]); err != nil || k != len(t.buf) {
+			c.Malformed++
+			continue
+		}
+		n += binary.LittleEndian.Uint64(t.buf[:])
+	}
+	return n
 }
 
 func (t *Tracer) handle(rec []byte) { t.dec.record(rec, t.curEvs, t.cur) }

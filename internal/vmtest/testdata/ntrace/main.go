@@ -38,12 +38,13 @@ type result struct {
 
 func main() {
 	interval := flag.Duration("interval", time.Second, "collect every")
+	ringBytes := flag.Int("ring-bytes", 0, "each CPU's ring (0: numatrace's default)")
 	flag.Parse()
 	if flag.NArg() == 0 {
 		fmt.Fprintln(os.Stderr, "usage: ntrace [-interval D] CMD [ARGS...]")
 		os.Exit(2)
 	}
-	tr, err := numatrace.Open(sysfs.New(""), numatrace.Options{PMU: true})
+	tr, err := numatrace.Open(sysfs.New(""), numatrace.Options{PMU: true, RingBytes: *ringBytes})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "ntrace:", err)
 		os.Exit(1)
