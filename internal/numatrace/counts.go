@@ -113,9 +113,12 @@ type Counts struct {
 	// samples times PMUPeriod estimate the loads. 0 when no PMU is read.
 	PMUPeriod uint64
 	// Samples counts the records decoded; Lost the records the kernel
-	// dropped because a ring was full (PERF_RECORD_LOST): the counts of an
-	// interval that lost some are low. Malformed counts records that did
-	// not decode (never expected from a kernel).
+	// dropped because a ring was full: the counts of an interval that lost
+	// some are low. The tracepoints' losses are their hits (the events'
+	// counts) not decoded, so they are known at the Collect that follows;
+	// the PMU's come from PERF_RECORD_LOST, which the kernel writes once
+	// the ring has room again. Malformed counts records that did not
+	// decode (never expected from a kernel).
 	Samples, Lost, Malformed uint64
 
 	freeProcs   []*ProcCounts
