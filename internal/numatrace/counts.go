@@ -115,9 +115,10 @@ type Counts struct {
 	// Samples counts the records decoded; Lost the records the kernel
 	// dropped because a ring was full: the counts of an interval that lost
 	// some are low. The tracepoints' losses are their hits (the events'
-	// counts) not decoded, so they are known at the Collect that follows;
-	// the PMU's come from PERF_RECORD_LOST, which the kernel writes once
-	// the ring has room again. Malformed counts records that did not
+	// counts) not decoded, reported at the next Collect (when a sample
+	// still missing cannot be one in flight); the PMU's come from
+	// PERF_RECORD_LOST, which the kernel writes once the ring has room
+	// again. Malformed counts records that did not
 	// decode (never expected from a kernel).
 	Samples, Lost, Malformed uint64
 

@@ -96,9 +96,10 @@ type Tracer struct {
 	cur     *Counts
 	curEvs  *events
 	closed  bool
-	// lost is the tracepoints' hits not decoded, as last reported.
-	lost uint64
-	buf  [8]byte
+	// lost is the tracepoints' losses reported so far; deficit their
+	// hits less samples decoded at the last Collect.
+	lost, deficit uint64
+	buf           [8]byte
 }
 
 // ring is one CPU's buffer and the events writing into it.
@@ -507,12 +508,21 @@ func (t *Tracer) Collect(c *Counts) {
 			}
 		}
 	}
-	// Samples decoded after their hits were counted make the difference
-	// low for a while; it only ever grows by what the kernel dropped.
-	if hits > decoded && hits-decoded > t.lost {
-		c.Lost += hits - decoded - t.lost
-		t.lost = hits - decoded
+	// The deficit, hits less samples decoded, is what the kernel dropped
+	// plus the samples in flight: counted, not yet in the ring when it was
+	// drained (a sample is written after its hit is counted, and a vCPU
+	// may be preempted in between). Those are decoded at the next Collect,
+	// drops never: a deficit seen at two Collects in a row is a loss.
+	// Samples decoded after their hits were counted only lower it.
+	var deficit uint64
+	if hits > decoded {
+		deficit = hits - decoded
 	}
+	if lost := min(deficit, t.deficit); lost > t.lost {
+		c.Lost += lost - t.lost
+		t.lost = lost
+	}
+	t.deficit = deficit
 }
 
 // readHits sums the counts of ring r's tracepoints: with a sample period

@@ -74,6 +74,10 @@ func main() {
 		tr.Collect(c)
 		res.Intervals++
 	}
+	// Once more: losses are confirmed by the Collect after the one that
+	// first sees them.
+	time.Sleep(100 * time.Millisecond)
+	tr.Collect(c)
 	if err := tr.Close(); err != nil {
 		res.CloseError = err.Error()
 	}
