@@ -148,7 +148,7 @@ The websocket protocol is documented in docs/live-protocol.md.`,
 				opts.Metrics = metrics.Handler()
 			}
 			if processes {
-				if feed, err := newTopFeed(env); err != nil {
+				if feed, err := newTopFeed(env, g.perf.PresetFiles); err != nil {
 					opts.ProcessesReason = "no process table: " + err.Error()
 					stderr.printf("%s", opts.ProcessesReason)
 				} else {

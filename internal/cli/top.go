@@ -106,7 +106,7 @@ func runTop(ctx context.Context, g *globals, cfg topConfig) error {
 	if cfg.noEvents {
 		opts.EventsMissing = []string{"fault and migration rates: not read (--no-events)"}
 	} else {
-		opts.Events, opts.EventsMissing = openTopEvents(fs)
+		opts.Events, opts.EventsMissing = openTopEvents(fs, g.perf.PresetFiles)
 	}
 	c, err := top.NewCollector(fs, opts)
 	if err != nil {
