@@ -3,6 +3,7 @@ package benchtest
 import (
 	"bufio"
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -519,5 +520,74 @@ func TestEPChecksum(t *testing.T) {
 				t.Errorf("ep -n %d -t %s: counts %v, the same arithmetic in Go gives %v", n, threads, q, want)
 			}
 		}
+	}
+}
+
+// TestBareTop: the floor of bench-top reads every process each round
+// through stat files it holds open between rounds, and lets go of the
+// files of processes that exited.
+func TestBareTop(t *testing.T) {
+	bin := build(t, "baretop")
+	var sleepers []*exec.Cmd
+	for range 20 {
+		c := exec.Command("sleep", "3600")
+		if err := c.Start(); err != nil {
+			t.Fatal(err)
+		}
+		sleepers = append(sleepers, c)
+	}
+	kill := func(cs []*exec.Cmd) {
+		for _, c := range cs {
+			c.Process.Kill()
+			c.Wait()
+		}
+	}
+	defer func() { kill(sleepers) }()
+
+	cmd := exec.Command(bin, "3", "700", "5", "2")
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { cmd.Process.Kill(); cmd.Wait() }()
+	sc := bufio.NewScanner(out)
+	statFDs := func() (n int) {
+		ents, _ := os.ReadDir(fmt.Sprintf("/proc/%d/fd", cmd.Process.Pid))
+		for _, e := range ents {
+			if l, err := os.Readlink(fmt.Sprintf("/proc/%d/fd/%s", cmd.Process.Pid, e.Name())); err == nil && strings.HasSuffix(l, "/stat") {
+				n++
+			}
+		}
+		return n
+	}
+	var procs []int
+	var held []int
+	for i := range 3 {
+		if !sc.Scan() {
+			t.Fatalf("baretop printed %d rounds, want 3: %v", i, sc.Err())
+		}
+		var r struct{ Round, Processes int }
+		if err := json.Unmarshal(sc.Bytes(), &r); err != nil || r.Round != i {
+			t.Fatalf("round %d: %q: %v", i, sc.Text(), err)
+		}
+		procs = append(procs, r.Processes)
+		if i < 2 {
+			held = append(held, statFDs())
+		}
+		if i == 0 {
+			kill(sleepers[:10]) // gone before the next round
+		}
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("baretop: %v", err)
+	}
+	if procs[0] < 20 || procs[1] > procs[0]-8 {
+		t.Errorf("processes per round %v: want at least the 20 sleeps, then 10 fewer", procs)
+	}
+	if held[0] < procs[0]-2 || held[1] > held[0]-8 {
+		t.Errorf("stat files held after rounds 0 and 1: %v for %v processes: want one per process, and the exited ones' closed", held, procs)
 	}
 }

@@ -292,7 +292,7 @@ func (r *Reader) exists(name string) bool {
 // (single_open: stat, status, sched, cgroup); numa_maps, printed a mapping
 // at a time, is read to its end.
 func (r *Reader) read(pid int, name string, limit int, base ...string) ([]byte, error) {
-	dir := r.proc
+	var dir *beneath.Dir
 	if len(base) > 0 {
 		d, err := beneath.OpenDir(base[0])
 		if err != nil {
@@ -300,12 +300,12 @@ func (r *Reader) read(pid int, name string, limit int, base ...string) ([]byte, 
 		}
 		defer d.Close()
 		dir = d
-	} else if dir == nil {
-		d, err := beneath.OpenDir(r.fs.Proc())
+	} else {
+		d, err := r.procDir()
 		if err != nil {
 			return nil, err
 		}
-		r.proc, dir = d, d
+		dir = d
 	}
 	fd, err := dir.OpenFD(name, unix.O_NONBLOCK)
 	if err != nil {

@@ -12,6 +12,8 @@ import (
 	"syscall"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/numascope/numascope/internal/procnuma"
 	"github.com/numascope/numascope/internal/sysfs"
 	"github.com/numascope/numascope/internal/topology"
@@ -81,6 +83,10 @@ type Collector struct {
 	users   map[uint32]string
 	nodes   nodeReader
 	cgroups cgroupReader
+	// held counts the stat files held open, at most maxHeld (half the
+	// file descriptor limit): beyond it a process's stat is opened and
+	// closed at each refresh.
+	held, maxHeld int
 }
 
 // procState is what a refresh keeps of a process for the next one.
@@ -99,6 +105,9 @@ type procState struct {
 	cgroup  string
 	cgOK    bool
 	cgRead  bool
+	// stat is the process's stat file, held open between refreshes (nil
+	// beyond Collector.maxHeld).
+	stat *procnuma.StatFile
 }
 
 // NewCollector returns a Collector of the system under fs.
@@ -143,6 +152,7 @@ func NewCollector(fs sysfs.FS, opts Options) (*Collector, error) {
 		}
 		c.cpuNode[cpu.ID] = cpu.Node
 	}
+	c.maxHeld = maxHeldStats()
 	c.nodes.init(fs, topo)
 	c.cgroups.init(fs)
 	return c, nil
@@ -190,6 +200,9 @@ func (c *Collector) SetFilter(f string) {
 func (c *Collector) Close() error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	for _, st := range c.procs {
+		c.dropStat(st)
+	}
 	err := c.rd.Close()
 	if c.opts.Events != nil {
 		if e := c.opts.Events.Close(); e != nil {
@@ -247,6 +260,7 @@ func (c *Collector) Refresh() (*Frame, error) {
 	}
 	for pid, st := range c.procs {
 		if st.seen != c.gen {
+			c.dropStat(st)
 			delete(c.procs, pid)
 		}
 	}
@@ -306,6 +320,56 @@ func (c *Collector) source() Source {
 	return s
 }
 
+// readStat reads process pid's stat into c.stat: through the file held in
+// st when there is one, else through a file opened now, which is kept
+// (returned) while fewer than maxHeld are held. A held file whose process
+// exited is closed, and the PID read again, in case a new process took it.
+func (c *Collector) readStat(pid int, st *procState) (*procnuma.StatFile, bool) {
+	if st != nil && st.stat != nil {
+		err := c.rd.ReadStatFile(st.stat, &c.stat)
+		if err == nil {
+			return st.stat, true
+		}
+		c.dropStat(st)
+		if !errors.Is(err, procnuma.ErrGone) {
+			return nil, false
+		}
+	}
+	if c.held >= c.maxHeld {
+		return nil, c.rd.ReadStat(pid, 0, &c.stat) == nil
+	}
+	f, err := c.rd.OpenStat(pid)
+	if err != nil {
+		return nil, false
+	}
+	if err := c.rd.ReadStatFile(f, &c.stat); err != nil {
+		f.Close()
+		return nil, false
+	}
+	c.held++
+	return f, true
+}
+
+// dropStat closes the stat file held in st, if any.
+func (c *Collector) dropStat(st *procState) {
+	if st.stat != nil {
+		st.stat.Close()
+		st.stat = nil
+		c.held--
+	}
+}
+
+// maxHeldStats is how many stat files a Collector holds open: half the
+// soft limit on file descriptors (which Go raises to the hard limit at
+// start), at most 1<<16.
+func maxHeldStats() int {
+	var rl unix.Rlimit
+	if err := unix.Getrlimit(unix.RLIMIT_NOFILE, &rl); err != nil {
+		return 0
+	}
+	return int(min(rl.Cur/2, 1<<16))
+}
+
 // matches applies the filter: a substring of the command, or the PID.
 func (c *Collector) matches(p *Process) bool {
 	f := c.opts.Filter
@@ -320,15 +384,22 @@ func (c *Collector) matches(p *Process) bool {
 
 // readProcess reads one process's stat: the cheap part every process pays.
 func (c *Collector) readProcess(pid int, dt float64) (Process, bool) {
-	if err := c.rd.ReadStat(pid, 0, &c.stat); err != nil {
+	st := c.procs[pid]
+	f, ok := c.readStat(pid, st)
+	if !ok {
 		return Process{}, false // exited, or unreadable: not a row
 	}
 	s := &c.stat
-	st := c.procs[pid]
 	ticks := s.UTime + s.STime
 	if st == nil || st.start != s.StartTime {
+		if st != nil {
+			c.dropStat(st) // the PID's earlier process
+		}
 		st = &procState{start: s.StartTime, ticks: ticks, user: c.user(pid)}
 		c.procs[pid] = st
+	}
+	if f != nil && st.stat == nil {
+		st.stat = f
 	}
 	p := Process{
 		PID:           pid,

@@ -251,3 +251,64 @@ func FuzzEachKV(f *testing.F) {
 		})
 	})
 }
+
+// TestHeldStatFiles: the collector keeps at most maxHeld stat files open,
+// reads every process whether its file is held or not, and closes the
+// file of a process that exited.
+func TestHeldStatFiles(t *testing.T) {
+	c, err := NewCollector(sysfs.New(""), Options{Filter: "sleep"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if c.maxHeld < 64 {
+		t.Fatalf("maxHeld %d: the file descriptor limit should allow more", c.maxHeld)
+	}
+	var sleepers []*exec.Cmd
+	for range 6 {
+		sleepers = append(sleepers, start(t, "sleep", "3600"))
+	}
+	c.maxHeld = c.held + 3 // this machine's other processes may hold some already
+	held := func() (n int) {
+		for _, st := range c.procs {
+			if st.stat != nil {
+				n++
+			}
+		}
+		return n
+	}
+	for i := range 3 {
+		f, err := c.Refresh()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, s := range sleepers {
+			if find(f, s.Process.Pid) == nil {
+				t.Fatalf("refresh %d: sleep %d is not in the table", i, s.Process.Pid)
+			}
+		}
+		if c.held != held() || c.held > c.maxHeld {
+			t.Fatalf("refresh %d: %d stat files counted, %d held, at most %d", i, c.held, held(), c.maxHeld)
+		}
+	}
+	for _, s := range sleepers {
+		s.Process.Kill()
+		s.Wait()
+	}
+	f, err := c.Refresh()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range sleepers {
+		if find(f, s.Process.Pid) != nil || c.procs[s.Process.Pid] != nil {
+			t.Errorf("sleep %d exited but is still shown or kept", s.Process.Pid)
+		}
+	}
+	if c.held != held() {
+		t.Errorf("%d stat files counted, %d held", c.held, held())
+	}
+	c.Close()
+	if c.held != 0 {
+		t.Errorf("%d stat files still counted after Close", c.held)
+	}
+}

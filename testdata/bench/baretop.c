@@ -5,7 +5,9 @@
  *
  * Each round does the least `numascope top -b --format json` does, with
  * nothing parsed beyond the fields used and nothing sorted or formatted:
- *   - lists /proc and reads every process's stat (utime, stime);
+ *   - lists /proc and reads every process's stat (utime, stime), each
+ *     file held open from one round to the next and read again with pread
+ *     (as numascope top does), closed when the process is gone;
  *   - for the DETAILED processes with the most CPU time in the round, reads
  *     sched, every thread's stat and, every MAPS_EVERY rounds, numa_maps;
  *   - reads each node's meminfo, numastat and vmstat, /proc/stat and
@@ -27,6 +29,38 @@ static char buf[1 << 20];
 static int pids[MAXP];
 static unsigned long long delta[MAXP];
 static unsigned long long prev[1 << 22]; /* by PID (pid_max is at most 2^22) */
+static int held[1 << 22];                /* by PID: the stat file's fd + 1, 0 when none */
+static unsigned seen[1 << 22];           /* by PID: the last round + 1 that listed it */
+static char listed[1 << 22];             /* by PID: in heldpids */
+static int heldpids[MAXP], nheld;
+
+/* readstat reads pid's stat into buf through its held file, opening it
+ * when there is none or when the held one's process is gone (ESRCH). */
+static long readstat(int pid)
+{
+	char path[64];
+	for (int tries = 0; tries < 2; tries++) {
+		if (!held[pid]) {
+			snprintf(path, sizeof path, "/proc/%d/stat", pid);
+			int fd = open(path, O_RDONLY | O_CLOEXEC);
+			if (fd < 0)
+				return -1;
+			held[pid] = fd + 1;
+			if (!listed[pid] && nheld < MAXP) {
+				listed[pid] = 1;
+				heldpids[nheld++] = pid;
+			}
+		}
+		long n = pread(held[pid] - 1, buf, sizeof buf - 1, 0);
+		if (n > 0) {
+			buf[n] = 0;
+			return n;
+		}
+		close(held[pid] - 1);
+		held[pid] = 0;
+	}
+	return -1;
+}
 
 static long slurp(const char *path)
 {
@@ -77,9 +111,9 @@ int main(int argc, char **argv)
 		while (d && (e = readdir(d)) && n < MAXP) {
 			if (e->d_name[0] < '1' || e->d_name[0] > '9')
 				continue;
-			int pid = atoi(e->d_name);
-			snprintf(path, sizeof path, "/proc/%d/stat", pid);
-			if (slurp(path) <= 0)
+			int pid = atoi(e->d_name) & ((1 << 22) - 1);
+			seen[pid] = r + 1;
+			if (readstat(pid) <= 0)
 				continue;
 			unsigned long long t = stat_ticks();
 			pids[n] = pid;
@@ -89,6 +123,19 @@ int main(int argc, char **argv)
 		}
 		if (d)
 			closedir(d);
+		/* close the files of the processes gone */
+		for (int i = 0; i < nheld;) {
+			int pid = heldpids[i];
+			if (held[pid] && seen[pid] == (unsigned)r + 1) {
+				i++;
+				continue;
+			}
+			if (held[pid])
+				close(held[pid] - 1);
+			held[pid] = 0;
+			listed[pid] = 0;
+			heldpids[i] = heldpids[--nheld];
+		}
 		/* the DETAILED busiest: a partial selection, as top's sort does */
 		for (int k = 0; k < detailed && k < n; k++) {
 			int best = k;
