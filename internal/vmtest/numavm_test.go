@@ -32,7 +32,7 @@ func numavmBooted(t *testing.T, env []string, args ...string) (string, string, i
 		if code != numavmLockedUp || try == 3 {
 			return out, errs, code
 		}
-		t.Logf("numavm %v: the guest locked up or hung (try %d); running the VM again\n%s", args, try, tail(errs, 2000))
+		t.Logf("numavm %v: the guest locked up, crashed or hung (try %d); running the VM again\n%s", args, try, tail(errs, 2000))
 	}
 }
 
@@ -87,6 +87,22 @@ func TestNumavmContract(t *testing.T) {
 	if !regexp.MustCompile(`(?m)^  vCPU [0-9]+: RIP=ffffffff[0-9a-f]{8} CPL=0 HLT=[01] [A-Za-z_][A-Za-z0-9_.]*\+0x[0-9a-f]+$`).MatchString(errs) {
 		t.Errorf("soft lockup: no vCPU in the kernel has its address named by a symbol:\n%s", tail(errs, 1500))
 	}
+
+	// A guest kernel that crashed (an Oops) is stopped at once too, with
+	// the report from its first line (simulated the same way).
+	args = append(append([]string{}, small...), "--timeout", "120", "--", "sh", "-c",
+		"echo '<1>BUG: kernel NULL pointer dereference, address: 0000000000000000 [simulated:2]' >/dev/kmsg; sleep 600")
+	for try := 1; ; try++ {
+		_, errs, code = numavm(t, noBin, args...)
+		if code != numavmLockedUp || strings.Contains(errs, "simulated:2") || try == 3 {
+			break
+		}
+		t.Logf("Oops: a real lockup or hang came first (try %d); running the VM again\n%s", try, tail(errs, 2000))
+	}
+	if code != numavmLockedUp || !strings.Contains(errs, "crashed") || !strings.Contains(errs, "simulated:2") {
+		t.Errorf("Oops: exit %d, stderr %q; want %d, a message and the kernel's report", code, tail(errs, 500), numavmLockedUp)
+	}
+	checkVCPUReport(t, "Oops", errs, 2)
 
 	// A guest that has not reached the command within --boot-timeout has
 	// hung while booting: 123 too. QEMU's -S holds the vCPUs at reset, a
