@@ -173,7 +173,7 @@ func Open(fs sysfs.FS, opts Options) (*Tracer, error) {
 	}
 
 	// NUMA hinting faults: the kprobe.
-	const faultsInstead = "; numascope top shows no local/remote fault rates (the NUMA balancer's decayed per-node faults in /proc/PID/task/TID/sched give where recent faults were, not rates) and the machine's from /proc/vmstat"
+	const faultsInstead = "; numascope top shows the machine's fault rates from /proc/vmstat and, for the processes read in full, the remote share of the NUMA balancer's recent, decayed faults (/proc/PID/task/TID/sched) instead of per-process rates"
 	switch {
 	case traceWhy != "":
 		faultSt.Why = "local/remote NUMA faults: " + traceWhy + faultsInstead

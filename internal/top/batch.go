@@ -89,12 +89,9 @@ func WriteText(w io.Writer, f *Frame, rows int, cgroups bool) error {
 				break
 			}
 			p := &f.Processes[i]
-			loc, rem, share := "-", "-", "-"
+			loc, rem, share := "-", "-", p.ShareText()
 			if p.NUMAFaults != nil {
 				loc, rem = num(p.NUMAFaults.Local), num(p.NUMAFaults.Remote)
-				if p.NUMAFaults.Local+p.NUMAFaults.Remote > 0 {
-					share = fmt.Sprintf("%.0f%%", 100*p.RemoteShare())
-				}
 			}
 			migr := "-"
 			if p.PagesMigrated != nil {

@@ -310,7 +310,7 @@ func (c *Collector) source() Source {
 		s.Missing = append(s.Missing, missing...)
 	}
 	if s.Faults == "" {
-		s.Missing = append(s.Missing, "pages migrated per process: read from the threads' /proc/PID/task/TID/sched (numa_pages_migrated) for the detailed processes only")
+		s.Missing = append(s.Missing, fmt.Sprintf("pages migrated per process and REM%% (marked ~: the remote share of the NUMA balancer's recent, decayed faults, no rate): read from the threads' /proc/PID/task/TID/sched for the first %d processes only", c.opts.Detailed))
 		if c.opts.Sort == SortRemote || c.opts.Sort == SortLocal {
 			s.Missing = append(s.Missing, "sorting by "+string(c.opts.Sort)+" faults needs the fault rates: the table is in CPU order")
 		}
@@ -474,22 +474,32 @@ func (c *Collector) detail(p *Process, now time.Time, dt float64) {
 		return
 	}
 	running := p.NodesRunning[:0]
-	var migr uint64
+	var migr, recentLocal, recentRemote uint64
 	migrOK := p.PagesMigrated == nil
 	for _, tid := range c.tids {
 		if err := c.rd.ReadStat(p.PID, tid, &c.stat); err != nil {
 			continue
 		}
-		if n := c.nodeOf(c.stat.Processor); n >= 0 && !slices.Contains(running, n) {
-			running = append(running, n)
+		node := c.nodeOf(c.stat.Processor)
+		if node >= 0 && !slices.Contains(running, node) {
+			running = append(running, node)
 		}
 		if migrOK {
 			if err := c.rd.ReadSched(p.PID, tid, &c.sched); err == nil && c.sched.NUMA {
 				migr += c.sched.PagesMigrated
+				if p.NUMAFaults == nil {
+					l, r := recentFaults(&c.sched, node)
+					recentLocal += l
+					recentRemote += r
+				}
 			} else {
 				migrOK = false
 			}
 		}
+	}
+	if migrOK && recentLocal+recentRemote > 0 {
+		share := float64(recentRemote) / float64(recentLocal+recentRemote)
+		p.RecentRemoteShare = &share
 	}
 	slices.Sort(running)
 	p.NodesRunning = running
@@ -514,6 +524,23 @@ func (c *Collector) detail(p *Process, now time.Time, dt float64) {
 		p.MemoryByNode = st.mem
 		p.MemoryAge = now.Sub(st.memAt).Seconds()
 	}
+}
+
+// recentFaults splits a thread's decayed hinting faults (its own, private
+// and shared, by the node of the memory) into those on the node it runs on
+// (sched's current_node, else node) and those elsewhere.
+func recentFaults(s *procnuma.Sched, node int) (local, remote uint64) {
+	if s.CurrentNode >= 0 {
+		node = s.CurrentNode
+	}
+	for _, f := range s.Faults {
+		if f.Node == node {
+			local += f.TaskPrivate + f.TaskShared
+		} else {
+			remote += f.TaskPrivate + f.TaskShared
+		}
+	}
+	return local, remote
 }
 
 // memory sums numa_maps per node.

@@ -8,7 +8,10 @@
 // `live`) only read Frames and Details; none of them reads /proc.
 package top
 
-import "time"
+import (
+	"fmt"
+	"time"
+)
 
 // Frame is one refresh: every process, every node, and where the numbers
 // came from. Rates are per second over the interval that ended at Time.
@@ -70,6 +73,12 @@ type Process struct {
 	PreferredNode int `json:"preferred_node"`
 	// NUMAFaults are per second; nil when no source gives them (Source).
 	NUMAFaults *Faults `json:"numa_faults"`
+	// RecentRemoteShare is given where no source gives NUMAFaults, for the
+	// detailed processes: the share of the NUMA balancer's recent hinting
+	// faults that were on memory off the node each thread last ran on,
+	// from the decayed per-node faults of /proc/PID/task/TID/sched. It
+	// weighs recent faults over older ones and is no rate; nil otherwise.
+	RecentRemoteShare *float64 `json:"recent_remote_share,omitempty"`
 	// PagesMigrated is pages per second migrated by NUMA balancing on this
 	// process's faults; nil when no source gives it.
 	PagesMigrated *float64 `json:"pages_migrated"`
@@ -91,6 +100,18 @@ func (p *Process) RemoteShare() float64 {
 		return 0
 	}
 	return p.NUMAFaults.Remote / t
+}
+
+// ShareText is the REM% cell of the tables: the remote share of the fault
+// rates ("42%"), else of the balancer's recent faults ("~42%"), else "-".
+func (p *Process) ShareText() string {
+	switch {
+	case p.NUMAFaults != nil && p.NUMAFaults.Local+p.NUMAFaults.Remote > 0:
+		return fmt.Sprintf("%.0f%%", 100*p.RemoteShare())
+	case p.NUMAFaults == nil && p.RecentRemoteShare != nil:
+		return fmt.Sprintf("~%.0f%%", 100**p.RecentRemoteShare)
+	}
+	return "-"
 }
 
 // Cgroup is one row of the --cgroup table: the processes of one cgroup v2

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/numascope/numascope/internal/procnuma"
 	"github.com/numascope/numascope/internal/sysfs"
 )
 
@@ -310,5 +311,60 @@ func TestHeldStatFiles(t *testing.T) {
 	c.Close()
 	if c.held != 0 {
 		t.Errorf("%d stat files still counted after Close", c.held)
+	}
+}
+
+// TestRecentFaults: a thread's decayed faults split by the node it runs on,
+// on the 4-node VM's capture two seconds into the serial workload's
+// compute phase (internal/procnuma/testdata/README.md): the workers have
+// taken their buffers home, and only 3 of 57 769 recent faults (shared
+// ones, on node 0) are remote. The group's figures are not the task's and
+// do not count.
+func TestRecentFaults(t *testing.T) {
+	var local, remote uint64
+	tasks, _ := filepath.Glob("../procnuma/testdata/vm4-init/proc/139/task/*")
+	for _, dir := range tasks {
+		data, err := os.ReadFile(filepath.Join(dir, "sched"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var s procnuma.Sched
+		if err := procnuma.ParseSched(data, &s); err != nil {
+			t.Fatal(err)
+		}
+		l, r := recentFaults(&s, -1)
+		local += l
+		remote += r
+	}
+	if len(tasks) != 5 || local != 57766 || remote != 3 {
+		t.Errorf("%d tasks: %d local and %d remote recent faults, want 5 tasks, 57766 and 3", len(tasks), local, remote)
+	}
+
+	// Without current_node (-1) the node the thread last ran on decides.
+	s := procnuma.Sched{CurrentNode: -1, Faults: []procnuma.NodeFaults{
+		{Node: 0, TaskPrivate: 70, TaskShared: 8, GroupPrivate: 1000},
+		{Node: 1, TaskPrivate: 20, TaskShared: 2},
+	}}
+	if l, r := recentFaults(&s, 1); l != 22 || r != 78 {
+		t.Errorf("recentFaults on node 1: %d local, %d remote, want 22 and 78", l, r)
+	}
+}
+
+// TestShareText: REM% is the rates' share, else the recent faults' share
+// marked ~, else "-"; rates, even zero, win over the recent share.
+func TestShareText(t *testing.T) {
+	share := 0.78
+	for _, c := range []struct {
+		p    Process
+		want string
+	}{
+		{Process{NUMAFaults: &Faults{Local: 1, Remote: 3}}, "75%"},
+		{Process{NUMAFaults: &Faults{}, RecentRemoteShare: &share}, "-"},
+		{Process{RecentRemoteShare: &share}, "~78%"},
+		{Process{}, "-"},
+	} {
+		if got := c.p.ShareText(); got != c.want {
+			t.Errorf("%+v: %q, want %q", c.p, got, c.want)
+		}
 	}
 }

@@ -32,6 +32,8 @@ export interface Proc {
   preferred_node: number;
   /** null: no source gives them */
   numa_faults: Faults | null;
+  /** where numa_faults is null, for the top rows: the remote share (0..1) of the balancer's recent, decayed faults; null otherwise */
+  recent_remote_share: number | null;
   /** null: no source gives it */
   pages_migrated: number | null;
   pmu: Faults | null;
@@ -133,6 +135,7 @@ function readProc(v: unknown): Proc | undefined {
     nodes_running: ints(v.nodes_running),
     preferred_node: J.numOr(v.preferred_node, -1),
     numa_faults: faults(v.numa_faults),
+    recent_remote_share: J.numOrNull(v.recent_remote_share),
     pages_migrated: J.numOrNull(v.pages_migrated),
     pmu: faults(v.pmu_dram_accesses),
   };
@@ -154,6 +157,13 @@ function readNode(v: unknown): PNode | undefined {
     numa_hit: J.numOr(v.numa_hit, 0),
     numa_miss: J.numOr(v.numa_miss, 0),
   };
+}
+
+/** remoteShare is the remote % cell: of the fault rates (none in the first frame), else "~" and the share of the balancer's recent faults, else "–". */
+function remoteShare(r: Proc, first: boolean): string {
+  if (r.numa_faults) return first ? "–" : share(r.numa_faults.remote, r.numa_faults.local + r.numa_faults.remote);
+  if (r.recent_remote_share !== null) return "~" + share(r.recent_remote_share, 1);
+  return "–";
 }
 
 /** readAnswer reads the server's answer; nothing in it is trusted to have its type. */
@@ -410,9 +420,9 @@ function processTable(p: Page, f: Frame, first: boolean): HTMLTableElement {
     { label: "remote/s", title: "NUMA hinting faults on remote memory per second", sort: "remote", num: true, cell: (r) => rate(r.numa_faults?.remote, first) },
     {
       label: "remote %",
-      title: "share of the faults that were remote",
+      title: "share of the faults that were remote; ~: of the NUMA balancer's recent, decayed faults (/proc/PID/task/TID/sched), where no source gives fault rates",
       num: true,
-      cell: (r) => (first || !r.numa_faults ? "–" : share(r.numa_faults.remote, r.numa_faults.local + r.numa_faults.remote)),
+      cell: (r) => remoteShare(r, first),
     },
     { label: "migrated/s", title: "pages migrated per second by NUMA balancing on its faults", sort: "migrated", num: true, cell: (r) => rate(r.pages_migrated, first) },
   ];

@@ -68,7 +68,7 @@ test("processes page: rows, sorting by header, filter, node view, source, drill-
   await waitOrder(page, [4242, 77, 666, 5], "sorted by remote faults");
   await page.waitForFunction(() => !document.querySelector("#proc-count").textContent.includes("first frame"));
   assert.equal(await cell(page, 5, "remote/s"), "–", "a process without a fault source shows a rate");
-  assert.equal(await cell(page, 5, "remote %"), "–");
+  assert.equal(await cell(page, 5, "remote %"), "~78%", "without rates, the share of the balancer's recent faults, marked ~");
   assert.equal(await cell(page, 666, "mem N0"), "–", "memory per node not read shows a number");
   assert.equal(await cell(page, 666, "preferred"), "–", "no preferred node (-1) is shown as a node");
   assert.equal(await cell(page, 4242, "mem N0"), "1.8 GiB");

@@ -126,8 +126,9 @@ func (f *Feed) Refresh() (*top.Frame, error) {
 			{PID: HostilePID, Comm: Hostile, User: Hostile, Threads: 1, CPUPercent: 5, RSSBytes: 10 * mib,
 				NodesRunning: []int{0}, PreferredNode: -1,
 				NUMAFaults: &top.Faults{Local: 50, Remote: 10}},
+			// No fault rates; the recent share of sched's decayed faults.
 			{PID: 5, Comm: "kworker/0:1", User: "root", Threads: 1, CPUPercent: 0.5,
-				NodesRunning: []int{0}, PreferredNode: -1},
+				NodesRunning: []int{0}, PreferredNode: -1, RecentRemoteShare: f64(0.78)},
 		},
 		Nodes: []top.Node{
 			{Node: 0, CPUs: []int{0, 1}, MemTotal: 8 * gib, MemFree: 3 * gib, MemUsed: 5 * gib, CPUPercent: 12,

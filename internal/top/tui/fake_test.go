@@ -34,6 +34,8 @@ type fakeFeed struct {
 	err     error    // returned by the next Refreshes while set
 	pmu     string   // Source.PMU
 	missing []string // Source.Missing, when set
+	// recent, when set, is the hostile process's RecentRemoteShare.
+	recent *float64
 }
 
 func newFakeFeed() *fakeFeed { return &fakeFeed{sort: top.SortRemote} }
@@ -103,6 +105,13 @@ func (f *fakeFeed) Refresh() (*top.Frame, error) {
 	fr := fakeFrame(f.calls, f.pmu)
 	if f.missing != nil {
 		fr.Source.Missing = f.missing
+	}
+	if f.recent != nil {
+		for i := range fr.Processes {
+			if fr.Processes[i].PID == 666 {
+				fr.Processes[i].RecentRemoteShare = f.recent
+			}
+		}
 	}
 	fr.Processes = filterProcesses(fr.Processes, f.filter)
 	sortProcesses(fr.Processes, f.sort)

@@ -198,6 +198,18 @@ func TestProcessTable(t *testing.T) {
 	}
 }
 
+// TestRecentShareColumn: without fault rates, REM% shows the share of the
+// balancer's recent faults marked ~, and the rates stay "-".
+func TestRecentShareColumn(t *testing.T) {
+	h := newHarness(t, Options{}, 200, 50)
+	h.feed.recent = f64(0.78)
+	h.tick()
+	f := strings.Fields(h.line(hostileShown))
+	if got := strings.Join(f[len(f)-4:], " "); got != "- - ~78% -" {
+		t.Errorf("hostile row %q: LOCAL/s REMOTE/s REM%% MIGR/s = %q, want \"- - ~78%% -\"", f, got)
+	}
+}
+
 func TestPMUColumnsOnlyWithAPreset(t *testing.T) {
 	h := newHarness(t, Options{}, 200, 50)
 	h.feed.pmu = "intel_icx"

@@ -398,6 +398,9 @@ func (m *model) processLines(rows int) []string {
 		}
 		c = append(c, mem.cells(p.MemoryByNode)...)
 		local, remote, share := faults(f, p.NUMAFaults)
+		if p.NUMAFaults == nil && p.RecentRemoteShare != nil {
+			share = p.ShareText()
+		}
 		c = append(c, nodeList(p.NodesRunning), node(p.PreferredNode), local, remote, share, optRate(f, p.PagesMigrated))
 		if pmu {
 			lma, rma, _ := faults(f, p.PMU)
