@@ -42,7 +42,7 @@ func TestOpenLive(t *testing.T) {
 	switch _, err := os.Stat(tracefs + "/kprobe_events"); {
 	case tracefs != "" && err != nil:
 		if f.OK || !strings.Contains(f.Why, "no kprobe events") || !strings.Contains(f.Why, "CONFIG_KPROBE_EVENTS") ||
-			!strings.Contains(f.Why, "decayed per-node faults") {
+			!strings.Contains(f.Why, "remote share of the NUMA balancer's recent, decayed faults") {
 			t.Errorf("a kernel without kprobe_events: faults source %+v", f)
 		}
 	case f.OK:
