@@ -68,41 +68,16 @@ func TestNumavmContract(t *testing.T) {
 	// which runVM answers by running the VM again. (The report is
 	// simulated through /dev/kmsg; a real one comes from the kernel's
 	// watchdog.)
-	args = append(append([]string{}, small...), "--timeout", "120", "--", "sh", "-c",
-		"echo '<0>watchdog: BUG: soft lockup - CPU#0 stuck for 22s! [simulated:1]' >/dev/kmsg; sleep 600")
-	for try := 1; ; try++ {
-		_, errs, code = numavm(t, noBin, args...)
-		// A real lockup or boot hang before the simulated report is the
-		// testbed's problem, not this check's answer: run it again.
-		if code != numavmLockedUp || strings.Contains(errs, "simulated:1") || try == 3 {
-			break
-		}
-		t.Logf("soft lockup: a real lockup or hang came first (try %d); running the VM again\n%s", try, tail(errs, 2000))
-	}
-	if code != numavmLockedUp || !strings.Contains(errs, "locked up") || !strings.Contains(errs, "simulated:1") {
-		t.Errorf("soft lockup: exit %d, stderr %q; want %d, a message and the kernel's report", code, tail(errs, 500), numavmLockedUp)
-	}
-	checkVCPUReport(t, "soft lockup", errs, 2)
+	errs = simulatedReport(t, small, "soft lockup", "locked up",
+		"<0>watchdog: BUG: soft lockup - CPU#0 stuck for 22s! [simulated:1]", "simulated:1")
 	// Kernel addresses are named from the kernel's own /proc/kallsyms.
 	if !regexp.MustCompile(`(?m)^  vCPU [0-9]+: RIP=ffffffff[0-9a-f]{8} CPL=0 HLT=[01] [A-Za-z_][A-Za-z0-9_.]*\+0x[0-9a-f]+$`).MatchString(errs) {
 		t.Errorf("soft lockup: no vCPU in the kernel has its address named by a symbol:\n%s", tail(errs, 1500))
 	}
-
 	// A guest kernel that crashed (an Oops) is stopped at once too, with
-	// the report from its first line (simulated the same way).
-	args = append(append([]string{}, small...), "--timeout", "120", "--", "sh", "-c",
-		"echo '<1>BUG: kernel NULL pointer dereference, address: 0000000000000000 [simulated:2]' >/dev/kmsg; sleep 600")
-	for try := 1; ; try++ {
-		_, errs, code = numavm(t, noBin, args...)
-		if code != numavmLockedUp || strings.Contains(errs, "simulated:2") || try == 3 {
-			break
-		}
-		t.Logf("Oops: a real lockup or hang came first (try %d); running the VM again\n%s", try, tail(errs, 2000))
-	}
-	if code != numavmLockedUp || !strings.Contains(errs, "crashed") || !strings.Contains(errs, "simulated:2") {
-		t.Errorf("Oops: exit %d, stderr %q; want %d, a message and the kernel's report", code, tail(errs, 500), numavmLockedUp)
-	}
-	checkVCPUReport(t, "Oops", errs, 2)
+	// the report from its first line.
+	simulatedReport(t, small, "Oops", "crashed",
+		"<1>BUG: kernel NULL pointer dereference, address: 0000000000000000 [simulated:2]", "simulated:2")
 
 	// A guest that has not reached the command within --boot-timeout has
 	// hung while booting: 123 too. QEMU's -S holds the vCPUs at reset, a
@@ -130,6 +105,31 @@ func TestNumavmContract(t *testing.T) {
 	if code == 0 || len(strings.TrimSpace(errs)) == 0 {
 		t.Errorf("bogus kernel: exit %d, stderr %q; want a failure with a message", code, tail(errs, 500))
 	}
+}
+
+// simulatedReport writes line to the guest's kernel log and checks that
+// numavm stops the VM at once with 123, a message containing says, the
+// report (marked by marker) and every vCPU's place; it returns numavm's
+// stderr. A real lockup or boot hang before the simulated report is the
+// testbed's problem, not this check's answer: the VM runs again.
+func simulatedReport(t *testing.T, opts []string, what, says, line, marker string) string {
+	t.Helper()
+	args := append(append([]string{}, opts...), "--timeout", "120", "--", "sh", "-c",
+		"echo '"+line+"' >/dev/kmsg; sleep 600")
+	var errs string
+	var code int
+	for try := 1; ; try++ {
+		_, errs, code = numavm(t, []string{"NUMASCOPE_BIN=none"}, args...)
+		if code != numavmLockedUp || strings.Contains(errs, marker) || try == 3 {
+			break
+		}
+		t.Logf("%s: a real lockup or hang came first (try %d); running the VM again\n%s", what, try, tail(errs, 2000))
+	}
+	if code != numavmLockedUp || !strings.Contains(errs, says) || !strings.Contains(errs, marker) {
+		t.Errorf("%s: exit %d, stderr %q; want %d, a message and the kernel's report", what, code, tail(errs, 500), numavmLockedUp)
+	}
+	checkVCPUReport(t, what, errs, 2)
+	return errs
 }
 
 // checkVCPUReport checks that a stopped VM's report names where each of its
