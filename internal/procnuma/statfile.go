@@ -3,11 +3,11 @@ package procnuma
 import (
 	"fmt"
 	"strconv"
-	"unsafe"
 
 	"golang.org/x/sys/unix"
 
 	"github.com/numascope/numascope/internal/beneath"
+	"github.com/numascope/numascope/internal/rawio"
 )
 
 // StatFile is a /proc/PID/stat kept open between reads. Reading it again
@@ -56,11 +56,9 @@ func (f *StatFile) Close() error {
 // ReadStatFile reads f again into s. A process that exited gives a
 // *GoneError: the caller closes f and forgets it.
 //
-// The read is a raw system call: it never blocks (the kernel formats the
-// file from the task under RCU, a few microseconds), and a refresh makes
-// one per process, a thousand at a time after a second idle, which through
-// the scheduler's entry would wake the runtime's monitor thread for each
-// burst (docs/performance.md, the exporter's plain server).
+// The read is raw (rawio.Pread): it never blocks (the kernel formats the
+// file from the task, a few microseconds), and a refresh makes one per
+// process, a thousand at a time after a second idle.
 func (r *Reader) ReadStatFile(f *StatFile, s *Stat) error {
 	if f.fd < 0 {
 		return fmt.Errorf("/proc/%d/stat: read after Close", f.pid)
@@ -68,21 +66,16 @@ func (r *Reader) ReadStatFile(f *StatFile, s *Stat) error {
 	if r.buf == nil {
 		r.buf = make([]byte, 16<<10)
 	}
-	for {
-		n, _, e := unix.RawSyscall6(unix.SYS_PREAD64, uintptr(f.fd), uintptr(unsafe.Pointer(&r.buf[0])), uintptr(len(r.buf)), 0, 0, 0)
-		if e == unix.EINTR {
-			continue
-		}
-		if e != 0 {
-			return r.explain(f.pid, fmt.Errorf("reading /proc/%d/stat: %w", f.pid, e))
-		}
-		if int(n) == len(r.buf) {
-			// A stat line is under 1 KiB; one that fills 16 KiB is no
-			// stat file.
-			return fmt.Errorf("/proc/%d/stat: longer than %d bytes, not a kernel stat file", f.pid, len(r.buf))
-		}
-		return ParseStat(r.buf[:n], s)
+	n, err := rawio.Pread(f.fd, r.buf, 0)
+	if err != nil {
+		return r.explain(f.pid, fmt.Errorf("reading /proc/%d/stat: %w", f.pid, err))
 	}
+	if n == len(r.buf) {
+		// A stat line is under 1 KiB; one that fills the buffer (16 KiB
+		// or more) is no stat file.
+		return fmt.Errorf("/proc/%d/stat: longer than %d bytes, not a kernel stat file", f.pid, len(r.buf))
+	}
+	return ParseStat(r.buf[:n], s)
 }
 
 // procDir is the held proc directory, opened at the first read.

@@ -1,11 +1,17 @@
 package procnuma
 
 import (
+	"bytes"
 	"errors"
+	"os"
 	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/numascope/numascope/internal/sysfs"
+	"github.com/numascope/numascope/internal/testutil"
 )
 
 // TestStatFileFollowsItsProcess: a held stat file reads its process again
@@ -91,10 +97,68 @@ func TestStatFileOnCapturedTree(t *testing.T) {
 	if err := r.ReadStatFile(f, &b); err != nil {
 		t.Fatal(err)
 	}
-	if string(a.Comm) != string(b.Comm) || a.StartTime != b.StartTime || a.StartTime == 0 {
-		t.Fatalf("two reads differ: %+v, %+v", a, b)
+	if string(a.Comm) != string(b.Comm) || a.StartTime != b.StartTime || a.StartTime == 0 || string(a.Comm) != "firsttouch" {
+		t.Fatalf("two reads differ, or are not firsttouch's: %+v, %+v", a, b)
 	}
 	if _, err := r.OpenStat(4242); !errors.Is(err, ErrGone) {
 		t.Fatalf("a missing process: %v, want a GoneError", err)
 	}
+}
+
+// TestStatFileRefusesHostileFiles: what another local user could leave in
+// a tree numascope reads (--root), or a kernel file gone wrong: a stat
+// that is a symbolic link (to a file the attacker wants read, or one of
+// their own), a stat too big to be one, a stat cut off. Each is an error,
+// none is read as a process.
+func TestStatFileRefusesHostileFiles(t *testing.T) {
+	stat := func(root string) string { return filepath.Join(root, "proc", strconv.Itoa(vm4PID), "stat") }
+	for _, c := range []struct {
+		name  string
+		plant func(t *testing.T, path string)
+		want  string
+	}{
+		{"symlink", func(t *testing.T, path string) {
+			os.Remove(path)
+			if err := os.Symlink("/etc/passwd", path); err != nil {
+				t.Fatal(err)
+			}
+		}, "symbolic link"},
+		{"huge", func(t *testing.T, path string) {
+			if err := os.WriteFile(path, bytes.Repeat([]byte("9 "), 64<<10), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}, "not a kernel stat file"},
+		{"cut off", func(t *testing.T, path string) {
+			data, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(path, data[:len(data)/3], 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}, ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			root := testutil.CopyTree(t, "testdata/vm4-compute")
+			c.plant(t, stat(root))
+			r := NewReader(sysfs.New(root))
+			defer r.Close()
+			s, err := readStatFile(r, vm4PID)
+			if err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("read %+v, error %v; want an error saying %q", s, err, c.want)
+			}
+		})
+	}
+}
+
+// readStatFile opens pid's stat, reads it and closes it.
+func readStatFile(r *Reader, pid int) (Stat, error) {
+	var s Stat
+	f, err := r.OpenStat(pid)
+	if err != nil {
+		return s, err
+	}
+	defer f.Close()
+	err = r.ReadStatFile(f, &s)
+	return s, err
 }

@@ -1,5 +1,5 @@
-// Package rawio writes to local files and sockets without telling the Go
-// scheduler.
+// Package rawio writes to local files and sockets, and reads kernel
+// statistics files, without telling the Go scheduler.
 //
 // An ordinary write from Go enters the scheduler as a system call
 // (entersyscall), so that the runtime can give the thread's P to another
@@ -23,6 +23,9 @@
 //     always written the ordinary way;
 //   - to a socket (Conn), which is non-blocking: when its buffer is full the
 //     write parks in the runtime's poller as an ordinary one does.
+//
+// The same holds for reads of kernel statistics files (Pread), which the
+// kernel builds in memory when they are read.
 package rawio
 
 import (

@@ -318,3 +318,33 @@ func writeDoubling(t *testing.T, w *FileWriter, size int, done func(size int, to
 	t.Fatalf("no write of up to 512 MiB took longer than %v", SlowWrite)
 	return total
 }
+
+// TestPread reads at offsets without moving the file's position, reads
+// nothing into an empty buffer, and gives the errno of a bad descriptor.
+func TestPread(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "f")
+	if err := os.WriteFile(path, []byte("0123456789"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	b := make([]byte, 4)
+	for _, c := range []struct {
+		off  int64
+		want string
+	}{{6, "6789"}, {0, "0123"}, {8, "89"}, {10, ""}} {
+		n, err := Pread(int(f.Fd()), b, c.off)
+		if err != nil || string(b[:n]) != c.want {
+			t.Errorf("Pread at %d: %q, %v; want %q", c.off, b[:n], err, c.want)
+		}
+	}
+	if n, err := Pread(int(f.Fd()), nil, 0); n != 0 || err != nil {
+		t.Errorf("Pread into nothing: %d, %v", n, err)
+	}
+	if _, err := Pread(-1, b, 0); !errors.Is(err, unix.EBADF) {
+		t.Errorf("Pread of fd -1: %v, want EBADF", err)
+	}
+}

@@ -11,9 +11,8 @@ import (
 	"fmt"
 	"os"
 	"strconv"
-	"unsafe"
 
-	"golang.org/x/sys/unix"
+	"github.com/numascope/numascope/internal/rawio"
 )
 
 // maxFileSize bounds how far a read buffer may grow, so that a runaway file
@@ -70,19 +69,11 @@ func (p *preadFile) close() error {
 // which on an idle machine is before every sample; that wake-up, not the read,
 // was the larger part of a sample's cost at long intervals.
 func (p *preadFile) pread(b []byte, off int64) (int, error) {
-	if len(b) == 0 {
-		return 0, nil
+	n, err := rawio.Pread(p.fd, b, off)
+	if err != nil {
+		return 0, fmt.Errorf("reading %s: %w", p.path, err)
 	}
-	for {
-		n, _, errno := unix.RawSyscall6(unix.SYS_PREAD64, uintptr(p.fd), uintptr(unsafe.Pointer(&b[0])), uintptr(len(b)), uintptr(off), 0, 0)
-		if errno == unix.EINTR {
-			continue
-		}
-		if errno != 0 {
-			return 0, fmt.Errorf("reading %s: %w", p.path, errno)
-		}
-		return int(n), nil
-	}
+	return n, nil
 }
 
 // grow doubles the buffer (dropping its content).
