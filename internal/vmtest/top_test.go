@@ -17,16 +17,24 @@ import (
 // `numascope top -b --format json --cgroup` frames (processes sorted by
 // remote faults, and cgroups), then `--no-events` frames (/proc alone), as
 // sections, then stops the workload (its compute phase outlasts the
-// sections on a loaded host). One top arms the kprobe and disarms it: each
+// sections on a loaded host). Before them, in the workload's settle phase,
+// live's processes page gives the drill-down of the workload. One top arms
+// the kprobe and disarms it: each
 // time the kernel patches task_numa_fault's entry while the workload
 // faults into it, Debian's 6.1 kernel under TCG may crash
 // (docs/testing.md).
-const topScript = `mkdir -p /sys/fs/cgroup/wl
+const topScript = `ip link set lo up
+mkdir -p /sys/fs/cgroup/wl
 echo +memory > /sys/fs/cgroup/cgroup.subtree_control
+numascope live --listen 127.0.0.1:8765 --no-token -i 1s -e vmstat.numa_hit > /tmp/live.out 2>&1 &
+L=$!
+i=0; while ! wget -qO /dev/null http://127.0.0.1:8765/ 2>/dev/null; do sleep 0.2; i=$((i+1)); [ $i -gt 150 ] && break; done
 sh -c 'echo $$ > /sys/fs/cgroup/wl/cgroup.procs; exec firsttouch %s --mb 32 --settle 3 --seconds 60 --lead 0 --linger 0 --out /tmp/wl.json' > /tmp/wl.out 2>&1 &
 P=$!
 i=0; while ! grep -q 'done at' /tmp/wl.out; do sleep 0.1; i=$((i+1)); [ $i -gt 600 ] && break; done
 echo "@@pid $P"
+sec detail wget -qO- "http://127.0.0.1:8765/api/processes/detail?pid=$P"
+kill $L; wait $L
 sec top numascope top -b --format json -n 5 -d 1s --cgroup
 sec noev numascope top -b --format json -n 2 -d 1s --no-events
 sec events cat /sys/kernel/tracing/kprobe_events
@@ -51,7 +59,7 @@ func topFrames(t *testing.T, text string) []top.Frame {
 	return frames
 }
 
-func runTopVM(t *testing.T, mode string) (pid int, frames, noev []top.Frame, r *vmResult) {
+func runTopVM(t *testing.T, mode string) (pid int, frames, noev []top.Frame, detail *top.Detail, r *vmResult) {
 	t.Helper()
 	r = runVM(t, []string{"--nodes", "4"}, fmt.Sprintf(topScript, mode))
 	m := regexp.MustCompile(`(?m)^@@pid (\d+)\r?$`).FindStringSubmatch(r.Stdout)
@@ -67,7 +75,46 @@ func runTopVM(t *testing.T, mode string) (pid int, frames, noev []top.Frame, r *
 	if ev := strings.TrimSpace(r.section(t, "events")); ev != "" {
 		t.Errorf("numascope top left kprobe events behind: %s", ev)
 	}
-	return pid, frames, noev, r
+	detail = &top.Detail{}
+	if err := json.Unmarshal([]byte(r.section(t, "detail")), detail); err != nil || detail.PID != pid {
+		t.Fatalf("live's drill-down of firsttouch %d: %v: %.500s", pid, err, r.section(t, "detail"))
+	}
+	return pid, frames, noev, detail, r
+}
+
+// checkDetail checks the drill-down of firsttouch in its settle phase: its
+// main thread and 4 workers, one pinned to each node; its buffers among the
+// numa_maps areas, with 128 MiB in all; and returns the bytes per node.
+func checkDetail(t *testing.T, d *top.Detail) map[string]uint64 {
+	t.Helper()
+	var nodes []int
+	for _, th := range d.Threads {
+		if th.Node < 0 || th.Node > 3 || th.CPU < 0 {
+			t.Errorf("drill-down: thread %+v on no node of the VM", th)
+		}
+		if !slices.Contains(nodes, th.Node) {
+			nodes = append(nodes, th.Node)
+		}
+	}
+	slices.Sort(nodes)
+	if len(d.Threads) != 5 || !slices.Equal(nodes, []int{0, 1, 2, 3}) {
+		t.Errorf("drill-down: %d threads on nodes %v, want firsttouch's 5 on nodes 0-3: %+v", len(d.Threads), nodes, d.Threads)
+	}
+	bytes := map[string]uint64{}
+	var sum uint64
+	for _, a := range d.Areas {
+		for n, b := range a.BytesByNode {
+			bytes[n] += b
+			sum += b
+		}
+	}
+	if sum < 4*32<<20 {
+		t.Errorf("drill-down: areas hold %v, want at least the 128 MiB of buffers: %+v", bytes, d.Areas)
+	}
+	if len(d.Errors) > 0 {
+		t.Errorf("drill-down: errors %q", d.Errors)
+	}
+	return bytes
 }
 
 // recentShares checks the --no-events frames: no fault rates for pid, and
@@ -117,7 +164,16 @@ func rowOf(f *top.Frame, pid int) *top.Process {
 // faults; without the kprobe, the recent remote share agrees.
 func TestTopSerialInit(t *testing.T) {
 	requireVM(t)
-	pid, frames, noev, _ := runTopVM(t, "--serial")
+	pid, frames, noev, detail, _ := runTopVM(t, "--serial")
+	// The drill-down, before the workers start: the buffers on node 0,
+	// the workers on nodes 1-3, and a hint that says so.
+	if b := checkDetail(t, detail); 2*b["0"] <= b["0"]+b["1"]+b["2"]+b["3"] {
+		t.Errorf("drill-down: firsttouch's memory by node %v, want most on node 0", b)
+	}
+	if !strings.Contains(detail.Hint, "of its memory is on node 0 while its threads also run on nodes 1-3") {
+		t.Errorf("drill-down hint %q, want node 0's memory and the threads on nodes 1-3 named", detail.Hint)
+	}
+	t.Logf("drill-down hint: %s", detail.Hint)
 	src := frames[0].Source
 	if src.Faults == "" || src.Migrations == "" {
 		t.Fatalf("no fault or migration source in the NUMA VM (root, Debian's kernel with kprobes): %+v", src)
@@ -238,7 +294,16 @@ func cgroupOf(f *top.Frame, path string) *top.Cgroup {
 // faults are local: local faults dominate.
 func TestTopParallelInit(t *testing.T) {
 	requireVM(t)
-	pid, frames, noev, _ := runTopVM(t, "--parallel")
+	pid, frames, noev, detail, _ := runTopVM(t, "--parallel")
+	// The drill-down: each worker's buffer on its node, nothing to hint.
+	for n, b := range checkDetail(t, detail) {
+		if b < 28<<20 {
+			t.Errorf("drill-down: %d MiB on node %s, want a worker's 32 MiB buffer", b>>20, n)
+		}
+	}
+	if detail.Hint != "" {
+		t.Errorf("drill-down hint %q for memory spread over the nodes its threads run on, want none", detail.Hint)
+	}
 	var local, remote float64
 	for i := range frames {
 		p := rowOf(&frames[i], pid)
