@@ -344,6 +344,9 @@ func (s *Server) serveProcesses(w http.ResponseWriter, r *http.Request) {
 	select {
 	case h.slots <- struct{}{}:
 		defer func() { <-h.slots }()
+		// A client that stops reading must not keep its slot: its
+		// answer's write fails after WriteTimeout (as /metrics does).
+		_ = http.NewResponseController(w).SetWriteDeadline(time.Now().Add(s.opt.WriteTimeout))
 	default:
 		writeJSONError(w, http.StatusServiceUnavailable, fmt.Sprintf("%d requests for processes are being answered, the most this server answers at a time (--max-clients); retry", cap(h.slots)))
 		return

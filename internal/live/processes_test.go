@@ -1,15 +1,19 @@
 package live
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/cookiejar"
+	"net/http/httptrace"
 	"net/url"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -358,4 +362,73 @@ func FuzzParsePID(f *testing.F) {
 			t.Fatalf("parsePID(%q) = %d", s, n)
 		}
 	})
+}
+
+// TestProcessesStalledClients: token holders that pipeline requests for the
+// process table and never read the answers fill their sockets and hold the
+// answer slots; the write timeout frees them, and an honest request is
+// answered again within a few seconds, not 503 for ever.
+func TestProcessesStalledClients(t *testing.T) {
+	const slots = 2
+	l, feed, _ := startProcesses(t, Options{MaxClients: slots, WriteTimeout: 500 * time.Millisecond, SendBuffer: 4096})
+	feed.AddIdle(1000) // answers of 1000 rows: larger than net/http's buffer, so the handler writes them
+	addr := l.Server.Addr().String()
+	var req strings.Builder
+	for range 1000 {
+		req.WriteString("GET /api/processes?limit=1000&token=tok HTTP/1.1\r\nHost: x\r\n\r\n")
+	}
+	d := net.Dialer{Control: func(_, _ string, rc syscall.RawConn) error {
+		return rc.Control(func(fd uintptr) { _ = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, 4096) })
+	}}
+	for range 2 * slots {
+		c, err := d.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		go func() { _, _ = io.WriteString(c, req.String()) }() // and never read
+	}
+	time.Sleep(300 * time.Millisecond) // the stalled answers fill the slots
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		code, b := get(t, &http.Client{}, l.Server, "/api/processes", "tok")
+		if code == http.StatusOK {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("/api/processes still answers %d 5 s after %d clients stopped reading (write timeout 500 ms): %s", code, 2*slots, b)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// TestProcessesDeadlineEndsWithTheAnswer: the write deadline of a processes
+// answer ends with it (net/http clears it once the response is written),
+// so a browser's kept-alive connection serves its next request, the page
+// or a drill-down, later on.
+func TestProcessesDeadlineEndsWithTheAnswer(t *testing.T) {
+	l, _, _ := startProcesses(t, Options{WriteTimeout: 200 * time.Millisecond})
+	c := &http.Client{} // one kept-alive connection for all three requests
+	var conns int
+	trace := &httptrace.ClientTrace{GotConn: func(i httptrace.GotConnInfo) {
+		if !i.Reused {
+			conns++
+		}
+	}}
+	for _, path := range []string{"/api/processes?token=tok", "/?token=tok", "/api/processes/detail?pid=4242&token=tok"} {
+		req, _ := http.NewRequestWithContext(httptrace.WithClientTrace(context.Background(), trace), "GET", "http://"+l.Server.Addr().String()+path, nil)
+		resp, err := c.Do(req)
+		if err != nil {
+			t.Fatalf("%s: %v", path, err)
+		}
+		_, err = io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if err != nil || resp.StatusCode != http.StatusOK {
+			t.Fatalf("%s: HTTP %d, %v", path, resp.StatusCode, err)
+		}
+		time.Sleep(400 * time.Millisecond) // past the write timeout
+	}
+	if conns != 1 {
+		t.Errorf("%d connections for 3 requests: the test wants one kept alive", conns)
+	}
 }

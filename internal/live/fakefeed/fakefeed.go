@@ -32,9 +32,14 @@ type Feed struct {
 	busy       bool
 	concurrent bool
 	fail       error
+	idle       int
 	// Delay is how long each Refresh takes (a /proc walk).
 	Delay time.Duration
 }
+
+// AddIdle adds n made-up idle processes to every frame from now on, for
+// answers the size of a busy machine's.
+func (f *Feed) AddIdle(n int) { f.mu.Lock(); f.idle += n; f.mu.Unlock() }
 
 // New returns a feed whose first frame is like a collector's first:
 // Interval 0.
@@ -100,7 +105,7 @@ func (f *Feed) Refresh() (*top.Frame, error) {
 	time.Sleep(f.Delay)
 	f.mu.Lock()
 	f.refreshes++
-	n, fail := f.refreshes, f.fail
+	n, fail, idle := f.refreshes, f.fail, f.idle
 	f.mu.Unlock()
 	if fail != nil {
 		return nil, fail
@@ -110,7 +115,7 @@ func (f *Feed) Refresh() (*top.Frame, error) {
 		iv = 0
 	}
 	k := float64(n)
-	return &top.Frame{
+	fr := &top.Frame{
 		Time:     time.Unix(1_800_000_000+int64(n), 0).UTC(),
 		Interval: iv,
 		Processes: []top.Process{
@@ -147,7 +152,12 @@ func (f *Feed) Refresh() (*top.Frame, error) {
 				"PMU figures of " + Hostile + ": none",
 			},
 		},
-	}, nil
+	}
+	for i := range idle {
+		fr.Processes = append(fr.Processes, top.Process{PID: 10000 + i, Comm: "idle", User: "nobody",
+			Threads: 1, NodesRunning: []int{0}, PreferredNode: -1, NUMAFaults: &top.Faults{}})
+	}
+	return fr, nil
 }
 
 // Detail implements top.Feed; PIDs other than the frame's are gone.
