@@ -3,6 +3,7 @@ package top
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/numascope/numascope/internal/procnuma"
 	"github.com/numascope/numascope/internal/sysfs"
+	"github.com/numascope/numascope/internal/topology"
 )
 
 // fakeEvents stands for internal/numatrace (tested in the NUMA VM): it
@@ -366,5 +368,50 @@ func TestShareText(t *testing.T) {
 		if got := c.p.ShareText(); got != c.want {
 			t.Errorf("%+v: %q, want %q", c.p, got, c.want)
 		}
+	}
+}
+
+// TestNodePromotionsDemotions: the node view's promotions and demotions are
+// per-second deltas of the node's vmstat (pgpromote_success; the pgdemote_*
+// kinds summed), read from this kernel's node0/vmstat with the tiering
+// counters moved on between two reads (no machine here has memory tiers).
+func TestNodePromotionsDemotions(t *testing.T) {
+	live, err := os.ReadFile("/sys/devices/system/node/node0/vmstat")
+	if err != nil {
+		t.Fatalf("this machine's node vmstat: %v", err)
+	}
+	root := t.TempDir()
+	dir := filepath.Join(root, "sys/devices/system/node/node0")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	set := func(values map[string]uint64) {
+		var b bytes.Buffer
+		done := map[string]bool{}
+		for _, l := range strings.Split(strings.TrimSpace(string(live)), "\n") {
+			k, _, _ := strings.Cut(l, " ")
+			if v, ok := values[k]; ok {
+				l, done[k] = k+" "+strconv.FormatUint(v, 10), true
+			}
+			b.WriteString(l + "\n")
+		}
+		for k, v := range values { // a kernel before 6.1 has no such lines
+			if !done[k] {
+				fmt.Fprintf(&b, "%s %d\n", k, v)
+			}
+		}
+		if err := os.WriteFile(filepath.Join(dir, "vmstat"), b.Bytes(), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var r nodeReader
+	r.init(sysfs.New(root), &topology.Topology{Nodes: []topology.Node{{ID: 0}}})
+	ev := &EventCounts{Procs: map[int]*TaskEvents{}, Threads: map[int]*TaskEvents{}, Nodes: map[int]*TaskEvents{}, Migrations: map[string]uint64{}}
+	set(map[string]uint64{"pgpromote_success": 100, "pgdemote_kswapd": 10, "pgdemote_direct": 20, "pgdemote_khugepaged": 0, "pgdemote_proactive": 0})
+	r.read(0, ev)
+	set(map[string]uint64{"pgpromote_success": 300, "pgdemote_kswapd": 50, "pgdemote_direct": 60, "pgdemote_khugepaged": 4, "pgdemote_proactive": 6, "pgpromote_candidate": 1e6})
+	n := r.read(2, ev)
+	if len(n) != 1 || n[0].Promoted != 100 || n[0].Demoted != 45 {
+		t.Errorf("node view %+v: want 100 pages promoted and 45 demoted per second", n)
 	}
 }
