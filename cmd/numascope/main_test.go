@@ -14,6 +14,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -635,10 +636,19 @@ func TestStatOnATerminal(t *testing.T) {
 	}
 	cmdline := binary + " stat -i 20ms -n 30 -e vmstat.pgfault,node.MemFree,cpu.idle"
 	cmd := exec.Command(scriptBin, "-qfec", cmdline, "/dev/null")
-	cmd.Env = append(os.Environ(), "XDG_RUNTIME_DIR="+t.TempDir())
+	// Without CI in the environment, as on a user's terminal: terminal
+	// libraries keep quiet where CI is set, and bubbletea v1 (top's TUI)
+	// queried every terminal for its background colour from its init,
+	// whatever the command, and waited 5 s for an answer this pty never
+	// gives.
+	cmd.Env = append(slices.DeleteFunc(os.Environ(), func(kv string) bool { return strings.HasPrefix(kv, "CI=") }),
+		"XDG_RUNTIME_DIR="+t.TempDir(), "TERM=xterm-256color")
 	out, err := cmd.Output()
 	if err != nil {
 		t.Fatalf("%v: %s", err, out)
+	}
+	if i := strings.IndexAny(string(out), "\x1b\x07"); i >= 0 {
+		t.Fatalf("stat wrote a control sequence to the terminal at byte %d: %q", i, out[i:min(i+20, len(out))])
 	}
 	var lines []string // stdout's lines: the pty also carries stderr's "numascope: ..." notes
 	for _, l := range strings.Split(strings.TrimSpace(strings.ReplaceAll(string(out), "\r", "")), "\n") {

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"time"
 
-	tea "github.com/charmbracelet/bubbletea"
+	tea "charm.land/bubbletea/v2"
 
 	"github.com/numascope/numascope/internal/top"
 )
@@ -178,31 +178,19 @@ func (m *model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		if msg.gen == m.gen && !m.paused && !m.inflight {
 			return m, m.refresh()
 		}
-	case tea.KeyMsg:
-		if msg.Paste { // pasted text is text: for the filter, never keys
-			if m.editing {
-				m.typed(msg.Runes)
-			}
-			return m, nil
+	case tea.PasteMsg: // pasted text is text: for the filter, never keys
+		if m.editing {
+			m.typed([]rune(msg.Content))
 		}
-		if msg.Type == tea.KeyRunes && len(msg.Runes) > 1 {
-			// Keys typed fast (or sent by tmux) arrive in one read as
-			// one message: each is a key of its own ("/db" opens the
-			// filter, then types "db").
-			var cmds []tea.Cmd
-			for _, r := range msg.Runes {
-				cmds = append(cmds, m.key(tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune{r}, Alt: msg.Alt}))
-			}
-			return m, tea.Batch(cmds...)
-		}
+	case tea.KeyPressMsg: // one key each: bubbletea splits what one read brought
 		return m, m.key(msg)
 	}
 	return m, nil
 }
 
 // key handles one key press.
-func (m *model) key(k tea.KeyMsg) tea.Cmd {
-	if k.Type == tea.KeyCtrlC {
+func (m *model) key(k tea.KeyPressMsg) tea.Cmd {
+	if k.String() == "ctrl+c" {
 		return m.quit()
 	}
 	if m.editing {
@@ -221,7 +209,7 @@ func (m *model) key(k tea.KeyMsg) tea.Cmd {
 	case "?", "h":
 		m.help = true
 		return nil
-	case "p", " ":
+	case "p", "space":
 		m.paused = !m.paused
 		if m.paused {
 			m.gen++ // stops the timer chain
@@ -291,7 +279,7 @@ func (m *model) quit() tea.Cmd {
 }
 
 // detailKey handles a key in the drill-down: back, or scrolling.
-func (m *model) detailKey(k tea.KeyMsg) tea.Cmd {
+func (m *model) detailKey(k tea.KeyPressMsg) tea.Cmd {
 	d := m.detail
 	switch k.String() {
 	case "esc", "backspace", "left":
@@ -313,9 +301,9 @@ func (m *model) detailKey(k tea.KeyMsg) tea.Cmd {
 
 // editKey handles a key while the filter prompt is open: Enter applies the
 // filter, Esc leaves it as it was.
-func (m *model) editKey(k tea.KeyMsg) tea.Cmd {
-	switch k.Type {
-	case tea.KeyEnter:
+func (m *model) editKey(k tea.KeyPressMsg) tea.Cmd {
+	switch {
+	case k.Code == tea.KeyEnter:
 		m.editing = false
 		m.filter = strings.TrimSpace(string(m.input))
 		m.feed.want(m.sort, m.filter)
@@ -324,18 +312,16 @@ func (m *model) editKey(k tea.KeyMsg) tea.Cmd {
 			return nil
 		}
 		return m.refresh()
-	case tea.KeyEsc:
+	case k.Code == tea.KeyEscape:
 		m.editing = false
-	case tea.KeyBackspace:
+	case k.Code == tea.KeyBackspace:
 		if len(m.input) > 0 {
 			m.input = m.input[:len(m.input)-1]
 		}
-	case tea.KeyCtrlU:
+	case k.String() == "ctrl+u":
 		m.input = m.input[:0]
-	case tea.KeySpace:
-		m.typed([]rune{' '})
-	case tea.KeyRunes:
-		m.typed(k.Runes)
+	case k.Text != "": // typed text, space included
+		m.typed([]rune(k.Text))
 	}
 	return nil
 }

@@ -11,7 +11,7 @@ import (
 	"time"
 	"unicode"
 
-	tea "github.com/charmbracelet/bubbletea"
+	tea "charm.land/bubbletea/v2"
 	"github.com/charmbracelet/x/ansi"
 
 	"github.com/numascope/numascope/internal/top"
@@ -72,28 +72,31 @@ func (h *harness) tick() {
 	}
 }
 
-var keyTypes = map[string]tea.KeyType{
-	"enter": tea.KeyEnter, "esc": tea.KeyEsc, "up": tea.KeyUp, "down": tea.KeyDown,
-	"pgup": tea.KeyPgUp, "pgdown": tea.KeyPgDown, "backspace": tea.KeyBackspace,
-	"ctrl+c": tea.KeyCtrlC, "ctrl+u": tea.KeyCtrlU, "space": tea.KeySpace, "home": tea.KeyHome, "end": tea.KeyEnd,
+// keys are the named keys press sends, as a terminal without the kitty
+// keyboard protocol reports them.
+var keys = map[string]tea.KeyPressMsg{
+	"enter": {Code: tea.KeyEnter}, "esc": {Code: tea.KeyEscape}, "up": {Code: tea.KeyUp}, "down": {Code: tea.KeyDown},
+	"pgup": {Code: tea.KeyPgUp}, "pgdown": {Code: tea.KeyPgDown}, "backspace": {Code: tea.KeyBackspace},
+	"ctrl+c": {Code: 'c', Mod: tea.ModCtrl}, "ctrl+u": {Code: 'u', Mod: tea.ModCtrl},
+	"space": {Code: tea.KeySpace, Text: " "}, "home": {Code: tea.KeyHome}, "end": {Code: tea.KeyEnd},
 }
 
-// press sends each key: a name from keyTypes, or text typed rune by rune.
-func (h *harness) press(keys ...string) {
-	for _, k := range keys {
-		if t, ok := keyTypes[k]; ok {
-			h.send(tea.KeyMsg{Type: t})
+// press sends each key: a name from keys, or text typed rune by rune.
+func (h *harness) press(names ...string) {
+	for _, k := range names {
+		if msg, ok := keys[k]; ok {
+			h.send(msg)
 			continue
 		}
 		for _, r := range k {
-			h.send(tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune{r}})
+			h.send(tea.KeyPressMsg{Code: r, Text: string(r)})
 		}
 	}
 }
 
 // screen is the view without the TUI's own styling.
 func (h *harness) screen() string {
-	return strings.NewReplacer(sgrBold, "", sgrReverse, "", sgrReset, "").Replace(h.m.View())
+	return strings.NewReplacer(sgrBold, "", sgrReverse, "", sgrReset, "").Replace(h.m.render())
 }
 
 func (h *harness) contains(what ...string) {
@@ -293,18 +296,17 @@ func TestFilter(t *testing.T) {
 	if p := h.pids(); len(p) != len(fakeProcesses()) {
 		t.Fatalf("unfiltered rows %v", p)
 	}
-	// Several keys in one read (typed fast, or pasted) are keys each.
-	h.send(tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune("/local")})
-	h.press("enter")
-	if p := h.pids(); len(p) != 1 || p[0] != 3131 {
-		t.Fatalf("rows %v after \"/local\" in one read, want [3131]", p)
-	}
+	// Text is taken whole: one key may type a grapheme cluster.
+	h.press("/", "ctrl+u")
+	h.send(tea.KeyPressMsg{Code: 'e', Text: "e\u0301"})
+	h.contains("filter (command or PID): e\u0301_")
+	h.press("esc")
 	// A paste is text for the prompt, and nothing outside it.
 	h.press("/", "ctrl+u")
-	h.send(tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune("q4242"), Paste: true})
+	h.send(tea.PasteMsg{Content: "q4242"})
 	h.contains("filter (command or PID): q4242_")
 	h.press("esc")
-	h.send(tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune("q"), Paste: true})
+	h.send(tea.PasteMsg{Content: "q"})
 	if h.quit {
 		t.Fatal("a pasted q quit")
 	}
@@ -432,7 +434,7 @@ func TestSelectionFollowsProcess(t *testing.T) {
 		t.Fatalf("PgUp selected row %d", h.m.sel)
 	}
 	// The selected row is drawn in reverse video.
-	for _, l := range strings.Split(h.m.View(), "\n") {
+	for _, l := range strings.Split(h.m.render(), "\n") {
 		if strings.HasPrefix(l, sgrReverse) && !strings.Contains(l, strconv.Itoa(h.m.procs[0].PID)) {
 			t.Fatalf("reverse-video row %q is not the selected one", l)
 		}
@@ -510,7 +512,7 @@ func TestQuit(t *testing.T) {
 		if !h.quit {
 			t.Fatalf("%s did not quit", key)
 		}
-		if v := h.m.View(); v != "" {
+		if v := h.m.render(); v != "" {
 			t.Fatalf("%s: view after quitting %q", key, v)
 		}
 	}
@@ -584,7 +586,7 @@ func TestFitsTheTerminal(t *testing.T) {
 		h.send(tea.WindowSizeMsg{Width: size[0], Height: size[1]})
 		for _, keys := range [][]string{nil, {"enter"}, {"esc", "n"}, {"n", "g"}, {"g", "?"}, {"x"}} {
 			h.press(keys...)
-			lines := strings.Split(h.m.View(), "\n")
+			lines := strings.Split(h.m.render(), "\n")
 			if len(lines) > size[1] {
 				t.Fatalf("%dx%d after %v: %d lines", size[0], size[1], keys, len(lines))
 			}

@@ -22,7 +22,7 @@ import (
 	"sync"
 	"time"
 
-	tea "github.com/charmbracelet/bubbletea"
+	tea "charm.land/bubbletea/v2"
 
 	"github.com/numascope/numascope/internal/top"
 )
@@ -58,7 +58,8 @@ const minInterval = 100 * time.Millisecond
 // process table that failed once is tried again at the next interval.
 func Run(ctx context.Context, feed top.Feed, opts Options, in io.Reader, out io.Writer) error {
 	m := newModel(feed, opts)
-	p := tea.NewProgram(m, tea.WithContext(ctx), tea.WithInput(in), tea.WithOutput(out), tea.WithAltScreen())
+	// The size is the terminal's; 80x24 only stands in where out is none.
+	p := tea.NewProgram(m, tea.WithContext(ctx), tea.WithInput(in), tea.WithOutput(out), tea.WithWindowSize(80, 24))
 	_, err := p.Run()
 	switch {
 	case err == nil, errors.Is(err, tea.ErrInterrupted): // q, Ctrl-C, SIGINT

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	tea "charm.land/bubbletea/v2"
 	"github.com/charmbracelet/x/ansi"
 
 	"github.com/numascope/numascope/internal/recording"
@@ -28,9 +29,17 @@ const (
 // end of the row.
 const maxNodeColumns = 4
 
-// View draws the whole screen: header, body, footer, each line cut to the
+// View is the whole screen, on the terminal's alternate screen (the
+// shell's screen comes back when top ends).
+func (m *model) View() tea.View {
+	v := tea.NewView(m.render())
+	v.AltScreen = true
+	return v
+}
+
+// render draws the whole screen: header, body, footer, each line cut to the
 // terminal's width.
-func (m *model) View() string {
+func (m *model) render() string {
 	if m.quitting {
 		return ""
 	}
