@@ -315,6 +315,7 @@ function build(): Page {
     el("div", { id: "proc-main" }, el("div", { id: "proc-table-box" }), el("aside", { id: "proc-detail", "aria-label": "process detail", hidden: "" })),
     el("div", { id: "proc-lower" }, el("section", { id: "proc-nodes" }), el("section", { id: "proc-migrations" }), el("section", { id: "proc-source" })),
   );
+  window.addEventListener("resize", () => void fitDetail());
   return p;
 }
 
@@ -376,6 +377,7 @@ function draw(p: Page, a: Answer): void {
     ` · ${f.time ? new Date(f.time).toLocaleTimeString() : "–"}` +
     (first ? " · first frame: rates start with the next" : ` · over ${f.interval_seconds.toFixed(1)} s`);
   $("proc-table-box").replaceChildren(processTable(p, f, first));
+  fitDetail();
   $("proc-nodes").replaceChildren(el("h3", {}, "Nodes"), nodeTable(f, first));
   $("proc-migrations").replaceChildren(el("h3", {}, "Page migrations by reason"), migrationTable(f, first));
   $("proc-source").replaceChildren(el("h3", {}, "Source"), sourceBlock(f));
@@ -494,10 +496,35 @@ async function loadDetail(p: Page, pid: number): Promise<void> {
   drawDetail(p);
 }
 
+/** DETAIL_WIDTH is the drill-down's width beside the table, and GAP the space between them (style.css). */
+const DETAIL_WIDTH = 500;
+const GAP = 12;
+
+/**
+ * fitDetail puts the drill-down beside the process table where both fit whole, and under it
+ * otherwise: beside a table it would cut, the columns the page is for (faults, REM%) would sit
+ * out of sight at the table's right. It returns whether the drill-down is under the table.
+ */
+function fitDetail(): boolean {
+  const main = $("proc-main");
+  const table = $("proc-table-box").firstElementChild;
+  if ($("proc-detail").hidden || !(table instanceof HTMLElement)) {
+    main.classList.remove("stacked");
+    return false;
+  }
+  main.classList.add("stacked"); // the table at the page's width: its own width, or all of it
+  const stacked = table.offsetWidth + GAP + DETAIL_WIDTH > main.clientWidth;
+  main.classList.toggle("stacked", stacked);
+  return stacked;
+}
+
 /** drawDetail shows the drill-down of the process clicked (hidden when none). */
 function drawDetail(p: Page): void {
   const box = $("proc-detail");
+  const opening = box.hidden && p.pid !== null;
   box.hidden = p.pid === null;
+  // Under the table, a drill-down just opened is brought into view.
+  if (fitDetail() && opening) box.scrollIntoView({ block: "nearest" });
   if (p.pid === null) return box.replaceChildren();
   const close = el("button", { class: "close", title: "close" }, "×");
   close.onclick = () => {

@@ -137,7 +137,23 @@ test("processes page: rows, sorting by header, filter, node view, source, drill-
   assert.equal(threads[3][5], "–", "a thread without a preferred node");
   const areas = await page.$$eval("#proc-detail table.areas tbody tr", (trs) => trs.map((tr) => [...tr.children].map((td) => td.textContent)));
   assert.deepEqual(areas[2], ["7f1000000000", "file", "/usr/lib/libc.so.6", "default", "–", "5.0 MiB"]);
+  // At 1400 px the table and the drill-down do not fit side by side: the drill-down goes under
+  // the table, which keeps every column in view (the faults and REM% at its right end).
+  const cut = () =>
+    page.evaluate(() => {
+      const box = document.getElementById("proc-table-box");
+      const detail = document.getElementById("proc-detail").getBoundingClientRect();
+      const table = box.getBoundingClientRect();
+      return { hidden: box.scrollWidth - box.clientWidth, under: detail.top >= table.bottom, beside: detail.left >= table.right };
+    });
+  assert.deepEqual(await cut(), { hidden: 0, under: true, beside: false }, "drill-down at 1400 px");
   await page.screenshot({ path: join(artifacts, "processes.png"), fullPage: true });
+  // Wide enough for both: beside the table, which is still whole; narrow again: under it.
+  await page.setViewportSize({ width: 2200, height: 900 });
+  await page.waitForFunction(() => !document.getElementById("proc-main").classList.contains("stacked"));
+  assert.deepEqual(await cut(), { hidden: 0, under: false, beside: true }, "drill-down at 2200 px");
+  await page.setViewportSize({ width: 1400, height: 900 });
+  await page.waitForFunction(() => document.getElementById("proc-main").classList.contains("stacked"));
 
   // The hostile process's drill-down: its name, path, hint and error are text.
   await page.click('#proc-table tr[data-pid="666"]');
