@@ -100,8 +100,9 @@ func TestFullDiskCountsWhatIsInTheFile(t *testing.T) {
 				t.Fatal(err)
 			}
 			err := <-done
-			if err == nil || !strings.Contains(err.Error(), "no space left") {
-				t.Fatalf("Run returned %v, want the disk-full error", err)
+			if err == nil || !strings.Contains(err.Error(), "no space left") || !strings.Contains(err.Error(), "free space on its file system") ||
+				strings.Count(err.Error(), path) != 1 {
+				t.Fatalf("Run returned %v, want the disk-full error naming %s once, and what to do", err, path)
 			}
 			r, _ := recording.Load(path) // cut off: reports, still reads what is there
 			taken := smp.Stats().Samples

@@ -216,11 +216,34 @@ func (w *Writer) emit() error {
 	return nil
 }
 
+// wrapErr says which recording a write failed on, and what to do about
+// the failures a user can act on.
 func (w *Writer) wrapErr(err error) error {
-	if w.path != "" {
-		return fmt.Errorf("writing recording %s: %w", w.path, err)
+	var pe *fs.PathError
+	if errors.As(err, &pe) && pe.Path == w.path {
+		err = pe.Err // "write PATH: ..." would name the file twice
 	}
-	return fmt.Errorf("writing recording: %w", err)
+	if w.path != "" {
+		return fmt.Errorf("writing recording %s: %w%s", w.path, err, writeAdvice(err))
+	}
+	return fmt.Errorf("writing recording: %w%s", err, writeAdvice(err))
+}
+
+// writeAdvice is what to do after a failed write, for the failures that
+// have a remedy, with a leading space; "" for the others.
+func writeAdvice(err error) string {
+	const kept = "; the samples written so far stay readable"
+	switch {
+	case errors.Is(err, syscall.ENOSPC):
+		return " (free space on its file system, or record elsewhere" + kept + ")"
+	case errors.Is(err, syscall.EDQUOT):
+		return " (the disk quota is used up: free space, or record elsewhere" + kept + ")"
+	case errors.Is(err, syscall.EFBIG):
+		return " (the file reached the size limit of its file system or of ulimit -f: split the recording with numascope ctl record FILE" + kept + ")"
+	case errors.Is(err, syscall.EIO):
+		return " (the device reported an I/O error: check it (dmesg)" + kept + ")"
+	}
+	return ""
 }
 
 // prepareColumns returns a copy of cols with empty names derived from
