@@ -143,7 +143,7 @@ func Resolve(fs sysfs.FS, sp Spec) (*Event, error) {
 	case KindTracepoint:
 		dir, err := Tracefs(fs)
 		if err != nil {
-			return nil, &Unavailable{Spec: sp.Text, Reason: err.Error(), Fix: "mount it: mount -t tracefs nodev /sys/kernel/tracing (numascope does so itself when run as root)"}
+			return nil, &Unavailable{Spec: sp.Text, Reason: err.Error(), Fix: TracefsFix(err)}
 		}
 		id, err := sysfs.ReadInt(filepath.Join(dir, "events", sp.System, sp.Name, "id"))
 		if err != nil {

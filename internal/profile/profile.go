@@ -234,9 +234,13 @@ func Run(args []string, opt Options) (*Profile, error) {
 			return err
 		}
 		if evs, err := ps.openSyscalls(pid); err != nil {
+			fix := "run as root, or set kernel.perf_event_paranoid=-1"
+			if errors.Is(err, perfevent.ErrTracefsDenied) {
+				fix = perfevent.TracefsFix(err) // no sysctl opens tracefs to other users
+			}
 			p.Notes = append(p.Notes, fmt.Sprintf("allocation sites are not tracked, thread affinities are polled every %d ms, not followed, "+
 				"and memory given back and mapped again (munmap, MADV_DONTNEED) is not noticed, so touching it again counts as accesses: "+
-				"the syscall tracepoints are unavailable (%v); run as root, or set kernel.perf_event_paranoid=-1", pollMs, err))
+				"the syscall tracepoints are unavailable (%v); %s", pollMs, err, fix))
 		} else {
 			a.useSyscalls(evs)
 		}

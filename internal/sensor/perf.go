@@ -355,7 +355,11 @@ func (p *perfSensor) Open(env Env) error {
 		}
 		if un != nil {
 			pe.unavail, pe.ev = un, nil
-			desc = "UNAVAILABLE: " + un.Reason + ifFix(un.Fix) + " (" + desc + ")"
+			what := ""
+			if desc != "" {
+				what = " (" + desc + ")"
+			}
+			desc = "UNAVAILABLE: " + un.Reason + ifFix(un.Fix) + what
 		} else if pe.class != "sw" && pe.class != "msr" {
 			if classes[pe.class] == 0 {
 				classOrder = append(classOrder, pe.class)
