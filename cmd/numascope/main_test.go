@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"slices"
 	"strconv"
@@ -805,5 +806,95 @@ func TestBench(t *testing.T) {
 		if code == 0 || len(lines) != 1 || !strings.Contains(errs, want) {
 			t.Errorf("bench %s: exit %d, stderr %q; want one line saying %q", args, code, errs, want)
 		}
+	}
+}
+
+// TestRecordOntoAFullDisk records onto a real full disk: record says once
+// what went wrong and what to do, goes on sampling, continues in another
+// file on `ctl record`, ends with status 1, and its summary counts the
+// samples the two files hold, which convert reads back.
+func TestRecordOntoAFullDisk(t *testing.T) {
+	full := filepath.Join(testutil.SmallFS(t, 8000), "r.jsonl")
+	tmp := t.TempDir()
+	more, fifo := filepath.Join(tmp, "more.jsonl"), filepath.Join(tmp, "ctl")
+	cmd := exec.Command(binary, "record", "-o", full, "--ctl", fifo, "-i", "1ms", "-n", "100000", "-e", "vmstat.pgfault")
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	lines := make(chan string, 100)
+	go func() {
+		defer close(lines)
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() {
+			lines <- sc.Text()
+		}
+	}()
+	var said []string
+	next := func(what string) {
+		t.Helper()
+		for timeout := time.After(30 * time.Second); ; {
+			select {
+			case l, ok := <-lines:
+				if !ok {
+					t.Fatalf("record ended before %q:\n%s", what, strings.Join(said, "\n"))
+				}
+				said = append(said, l)
+				if strings.Contains(l, what) {
+					return
+				}
+			case <-timeout:
+				t.Fatalf("no %q in 30 s:\n%s", what, strings.Join(said, "\n"))
+			}
+		}
+	}
+	next("sampling goes on without a file: `numascope ctl --ctl " + fifo + " record FILE`")
+	if _, errs, code := run(t, "ctl", "--ctl", fifo, "record", more); code != 0 {
+		t.Fatalf("ctl record: exit %d: %s", code, errs)
+	}
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		if b, _ := os.ReadFile(more); strings.Count(string(b), "\n[") >= 50 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s did not fill after ctl record", more)
+		}
+	}
+	if err := cmd.Process.Signal(os.Interrupt); err != nil {
+		t.Fatal(err)
+	}
+	for l := range lines {
+		said = append(said, l)
+	}
+	err = cmd.Wait()
+	errs := strings.Join(said, "\n")
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 1 {
+		t.Errorf("exit %v after a recording stopped on a full disk, want status 1", err)
+	}
+	if n := strings.Count(errs, "no space left on device"); n != 1 || !strings.Contains(errs, "free space on its file system, or record elsewhere") {
+		t.Errorf("want the full disk said once, with what to do; got:\n%s", errs)
+	}
+	m := regexp.MustCompile(`recorded (\d+) samples to ` + regexp.QuoteMeta(full+", "+more)).FindStringSubmatch(errs)
+	if m == nil {
+		t.Fatalf("no summary naming both files in:\n%s", errs)
+	}
+	rows := 0
+	for _, f := range []string{full, more} {
+		csv := filepath.Join(tmp, filepath.Base(f)+".csv")
+		if _, cerrs, code := run(t, "convert", f, "-o", csv); code != 0 {
+			t.Fatalf("convert %s: exit %d: %s", f, code, cerrs)
+		}
+		b, err := os.ReadFile(csv)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rows += strings.Count(string(b), "\n") - 1 // less the heading
+	}
+	if strconv.Itoa(rows) != m[1] {
+		t.Errorf("the summary says %s samples, the files hold %d", m[1], rows)
 	}
 }

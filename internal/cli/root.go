@@ -21,6 +21,12 @@ type exitError struct{ code int }
 
 func (e exitError) Error() string { return fmt.Sprintf("exit status %d", e.code) }
 
+// reported is an error the user was already told of on stderr as it
+// happened (a recording that stopped): Main exits 1 without repeating it.
+type reported struct{ error }
+
+func (r reported) Unwrap() error { return r.error }
+
 // commandGroups is every command, by group, in the order the root help
 // lists them: the one place a command is registered, so that the help
 // cannot leave one out. Adding a command is its file and one entry here
@@ -60,11 +66,14 @@ func Main(args []string) int {
 	root.SetArgs(args)
 	err := root.Execute()
 	var ee exitError
+	var said reported
 	switch {
 	case err == nil:
 		return 0
 	case errors.As(err, &ee):
 		return ee.code
+	case errors.As(err, &said):
+		return 1
 	default:
 		fmt.Fprintf(os.Stderr, "numascope: %v\n", err)
 		return 1

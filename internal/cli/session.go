@@ -177,6 +177,14 @@ func newSession(g *globals, cfg sessionConfig) (_ *session, err error) {
 	if err := s.listen(cfg.ctl); err != nil {
 		return nil, err
 	}
+	if s.ctlSrv != nil {
+		// A recording stopped by a write failure (a full disk) leaves
+		// sampling running, so that the user can go on elsewhere.
+		path := s.ctlSrv.Path()
+		s.rec.OnStop(func(error) {
+			s.stderr.printf("sampling goes on without a file: `numascope ctl --ctl %s record FILE` continues in another file; Ctrl-C ends", path)
+		})
+	}
 	return s, nil
 }
 
@@ -337,5 +345,8 @@ func (s *session) run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	return recErr
+	if recErr != nil {
+		return reported{recErr} // the recorder said it when the recording stopped
+	}
+	return nil
 }
