@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/numascope/numascope/internal/sysfs"
+	"github.com/numascope/numascope/internal/testutil"
 )
 
 // tracefsHelperEnv makes the test binary, run as another user by
@@ -33,9 +34,7 @@ func TestMain(m *testing.M) {
 // check runs in a copy of this test binary as nobody, on a tree whose
 // kernel/tracing is root's and 0700, then 0755.
 func TestTracefsClosedToThisUser(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("needs root, to run the check as another user (CI runs as root)")
-	}
+	testutil.RequireRoot(t, "to run the check as another user")
 	const nobody = 65534
 	tmp := t.TempDir()
 	for _, d := range []string{filepath.Dir(tmp), tmp} { // nobody must reach the binary
