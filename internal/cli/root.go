@@ -5,6 +5,7 @@ package cli
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"runtime/pprof"
 
@@ -22,7 +23,8 @@ type exitError struct{ code int }
 func (e exitError) Error() string { return fmt.Sprintf("exit status %d", e.code) }
 
 // reported is an error the user was already told of on stderr as it
-// happened (a recording that stopped): Main exits 1 without repeating it.
+// happened (a recording that stopped): returned as it is, Main exits 1
+// without repeating it; wrapped in more context, it is printed.
 type reported struct{ error }
 
 func (r reported) Unwrap() error { return r.error }
@@ -64,18 +66,23 @@ func Main(args []string) int {
 	}
 	root := newRoot()
 	root.SetArgs(args)
-	err := root.Execute()
+	return exitStatus(root.Execute(), os.Stderr)
+}
+
+// exitStatus is the process exit status for a command's error, which it
+// prints on stderr unless it was said already.
+func exitStatus(err error, stderr io.Writer) int {
 	var ee exitError
-	var said reported
+	_, said := err.(reported)
 	switch {
 	case err == nil:
 		return 0
 	case errors.As(err, &ee):
 		return ee.code
-	case errors.As(err, &said):
+	case said:
 		return 1
 	default:
-		fmt.Fprintf(os.Stderr, "numascope: %v\n", err)
+		fmt.Fprintf(stderr, "numascope: %v\n", err)
 		return 1
 	}
 }

@@ -1,6 +1,8 @@
 package cli
 
 import (
+	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -42,6 +44,29 @@ func TestRootHelpListsEveryCommand(t *testing.T) {
 	for _, g := range commandGroups {
 		if !strings.Contains(help, "\n"+g.title+"\n") {
 			t.Errorf("the root help has no %q group", g.title)
+		}
+	}
+}
+
+// TestExitStatus: an error the recorder already reported ends the process
+// with status 1 and is not printed again, unless a caller wrapped it in more
+// context (an experiment's run), which is then printed whole.
+func TestExitStatus(t *testing.T) {
+	stopped := errors.New("writing recording r.jsonl: no space left on device")
+	for _, tc := range []struct {
+		err  error
+		code int
+		said string
+	}{
+		{nil, 0, ""},
+		{exitError{3}, 3, ""},
+		{reported{stopped}, 1, ""},
+		{fmt.Errorf("recording: %w", reported{stopped}), 1, "numascope: recording: writing recording r.jsonl: no space left on device\n"},
+		{stopped, 1, "numascope: writing recording r.jsonl: no space left on device\n"},
+	} {
+		var b strings.Builder
+		if code := exitStatus(tc.err, &b); code != tc.code || b.String() != tc.said {
+			t.Errorf("exitStatus(%v) = %d, printed %q; want %d, %q", tc.err, code, b.String(), tc.code, tc.said)
 		}
 	}
 }
