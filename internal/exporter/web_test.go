@@ -16,7 +16,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -223,23 +222,7 @@ func TestStalledClientsDoNotStopScrapes(t *testing.T) {
 	go func() { done <- srv.Serve(ctx) }()
 	defer func() { cancel(); <-done }()
 	addr := srv.Addr().String()
-	var req strings.Builder
-	for range 1000 {
-		req.WriteString("GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
-	}
-	// A small receive window, set before connecting, so that the
-	// answers fill the socket soon.
-	d := net.Dialer{Control: func(_, _ string, rc syscall.RawConn) error {
-		return rc.Control(func(fd uintptr) { _ = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, 4096) })
-	}}
-	for range 2 * maxInFlight {
-		c, err := d.Dial("tcp", addr)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer c.Close()
-		go func() { _, _ = io.WriteString(c, req.String()) }() // and never read
-	}
+	testutil.StallReaders(t, addr, "GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n", 2*maxInFlight)
 	time.Sleep(300 * time.Millisecond) // the stalled answers fill the slots
 	deadline := time.Now().Add(5 * time.Second)
 	for {

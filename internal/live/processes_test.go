@@ -6,18 +6,17 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/http/cookiejar"
 	"net/http/httptrace"
 	"net/url"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/numascope/numascope/internal/live/fakefeed"
+	"github.com/numascope/numascope/internal/testutil"
 	"github.com/numascope/numascope/internal/top"
 )
 
@@ -373,21 +372,7 @@ func TestProcessesStalledClients(t *testing.T) {
 	l, feed, _ := startProcesses(t, Options{MaxClients: slots, WriteTimeout: 500 * time.Millisecond, SendBuffer: 4096})
 	feed.AddIdle(1000) // answers of 1000 rows: larger than net/http's buffer, so the handler writes them
 	addr := l.Server.Addr().String()
-	var req strings.Builder
-	for range 1000 {
-		req.WriteString("GET /api/processes?limit=1000&token=tok HTTP/1.1\r\nHost: x\r\n\r\n")
-	}
-	d := net.Dialer{Control: func(_, _ string, rc syscall.RawConn) error {
-		return rc.Control(func(fd uintptr) { _ = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, 4096) })
-	}}
-	for range 2 * slots {
-		c, err := d.Dial("tcp", addr)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer c.Close()
-		go func() { _, _ = io.WriteString(c, req.String()) }() // and never read
-	}
+	testutil.StallReaders(t, addr, "GET /api/processes?limit=1000&token=tok HTTP/1.1\r\nHost: x\r\n\r\n", 2*slots)
 	time.Sleep(300 * time.Millisecond) // the stalled answers fill the slots
 	deadline := time.Now().Add(5 * time.Second)
 	for {
