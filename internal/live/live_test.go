@@ -539,6 +539,14 @@ func TestNoToken(t *testing.T) {
 		t.Fatalf("--no-token: token %q, URL %s", l.Token(), l.URL())
 	}
 	dial(t, l.Server, "").next("hello", typeIs("hello"))
+	// The page offers the subprotocol without a token part: it is echoed.
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	conn, _, err := websocket.Dial(ctx, wsURL(l.Server, ""), &websocket.DialOptions{Subprotocols: []string{Subprotocol}})
+	if err != nil || conn.Subprotocol() != Subprotocol {
+		t.Fatalf("--no-token, subprotocol %q offered: %v", Subprotocol, err)
+	}
+	conn.CloseNow()
 	// DNS rebinding: a foreign Host name is refused without a token.
 	req, _ := http.NewRequest("GET", "http://"+l.Addr().String()+"/", nil)
 	req.Host = "evil.example"

@@ -152,3 +152,16 @@ test("the Record button records although another user planted the predictable na
   const f = join(recDir, made[0]);
   assert.ok(existsSync(f) && statSync(f).size > 0, `${f} is empty`);
 });
+
+test("with --no-token the page connects without asking", async (t) => {
+  const dir = tempDir(t);
+  const rec = join(dir, "r.jsonl");
+  execFileSync(binary, ["record", "--root", twonode, "-o", rec, "-n", "5", "-i", "10ms", "--ctl", join(dir, "ctl")], { stdio: "pipe" });
+  const { url } = await serve(t, ["view", rec, "--listen", "127.0.0.1:0", "--no-token"], dir);
+  assert.equal(new URL(url).search, "", `URL ${url}`);
+  const page = await browser(t);
+  await page.goto(url);
+  await page.waitForSelector("#mode:has-text('recording')");
+  await page.waitForFunction(() => window.__numascope.app.store.n > 0);
+  assert.equal(await page.isVisible("#token-form"), false);
+});
