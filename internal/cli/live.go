@@ -32,9 +32,11 @@ const tokenEnv = "NUMASCOPE_TOKEN"
 // connect.
 const webSecurityHelp = `The server binds loopback only by default (--listen). Every client needs a token, on
 loopback too (other local users can reach 127.0.0.1): numascope generates one and prints the
-URL with it (?token=...); the page then keeps it in a cookie (numascope-token-PORT), so that
-reloading http://127.0.0.1:PORT/ works. Give your own in the environment, NUMASCOPE_TOKEN=...,
-or with --token (but a command line is visible to every local user in /proc/PID/cmdline).
+URL with it (?token=...); the page keeps it in the tab's sessionStorage, never in a cookie
+(cookies reach every port of the host), so reloading http://127.0.0.1:PORT/ in that tab works
+and a new tab asks for it. Scripts send ?token= or "Authorization: Bearer TOKEN". Give your own
+in the environment, NUMASCOPE_TOKEN=..., or with --token (but a command line is visible to
+every local user in /proc/PID/cmdline).
 --no-token turns the token off on purpose, only on a loopback bind. At most --max-clients
 browsers are served at a time (default 32); one that stops reading is disconnected once 16 MiB
 wait for it.`

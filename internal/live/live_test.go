@@ -395,55 +395,108 @@ func TestTokenRequiredOnLoopback(t *testing.T) {
 	dial(t, l.Server, "").next("hello", typeIs("hello"))
 }
 
-// TestTokenCookie: loading the page with ?token= sets the cookie
-// numascope-token-PORT (HttpOnly, SameSite=Strict, Path=/), and the
-// websocket accepts the token from that cookie alone, so that reloading
-// http://127.0.0.1:PORT/ works; a wrong cookie is refused.
-func TestTokenCookie(t *testing.T) {
+// TestNoTokenCookie (issue 28, finding 1): cookies are per host, not per
+// port, so a cookie holding the token reached every other server on
+// 127.0.0.1, another local user's included. No response sets a cookie
+// holding anything, and a request is never authenticated by one: the token
+// in a cookie, under the old name or any other, gets 401.
+func TestNoTokenCookie(t *testing.T) {
 	l, _ := startLive(t, Options{}, LiveConfig{})
 	_, port, _ := net.SplitHostPort(l.Addr().String())
-	r, err := http.Get(l.URL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	r.Body.Close()
-	var ck *http.Cookie
-	for _, c := range r.Cookies() {
-		if c.Name == "numascope-token-"+port {
-			ck = c
+	base := "http://" + l.Addr().String()
+	tok := l.Token()
+	bearer := http.Header{"Authorization": {"Bearer " + tok}}
+	for _, c := range []struct {
+		path string
+		h    http.Header
+	}{
+		{"/", nil}, {"/?token=" + tok, nil}, {"/index.html?token=" + tok, nil}, {"/", bearer},
+		{"/ws?token=" + tok, nil}, {"/ws", bearer}, {"/ws", nil}, {"/api/processes?token=" + tok, nil},
+	} {
+		req, _ := http.NewRequest("GET", base+c.path, nil)
+		if c.h != nil {
+			req.Header = c.h
 		}
-	}
-	if ck == nil || ck.Value != l.Token() || !ck.HttpOnly || ck.SameSite != http.SameSiteStrictMode || ck.Path != "/" {
-		t.Fatalf("page load with the token: cookies %v", r.Cookies())
-	}
-	// Without the token (or with a wrong one), no cookie.
-	for _, u := range []string{"http://" + l.Addr().String() + "/", "http://" + l.Addr().String() + "/?token=wrong"} {
-		r, err := http.Get(u)
+		r, err := http.DefaultClient.Do(req)
 		if err != nil {
 			t.Fatal(err)
 		}
 		r.Body.Close()
-		if len(r.Cookies()) != 0 {
-			t.Fatalf("%s set cookies %v", u, r.Cookies())
+		if sc := r.Header.Values("Set-Cookie"); len(sc) != 0 {
+			t.Errorf("GET %s (headers %v): Set-Cookie %q; no response may set a cookie", c.path, c.h, sc)
 		}
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	for value, ok := range map[string]bool{l.Token(): true, "wrong": false} {
-		h := http.Header{"Cookie": {(&http.Cookie{Name: ck.Name, Value: value}).String()}}
-		conn, resp, err := websocket.Dial(ctx, wsURL(l.Server, ""), &websocket.DialOptions{HTTPHeader: h})
-		if ok {
-			if err != nil {
-				t.Fatalf("websocket with the cookie: %v", err)
-			}
-			conn.SetReadLimit(64 << 20)
-			c := &wsClient{t: t, conn: conn}
-			c.next("hello", typeIs("hello"))
-			conn.CloseNow()
-			continue
-		}
+	for _, name := range []string{"numascope-token-" + port, "numascope-token", "token"} {
+		h := http.Header{"Cookie": {(&http.Cookie{Name: name, Value: tok}).String()}}
+		_, resp, err := websocket.Dial(ctx, wsURL(l.Server, ""), &websocket.DialOptions{HTTPHeader: h})
 		if err == nil || resp == nil || resp.StatusCode != http.StatusUnauthorized {
-			t.Fatalf("wrong cookie: err %v resp %v; want 401", err, resp)
+			t.Fatalf("websocket with the token in cookie %s: err %v resp %v; want 401", name, err, resp)
+		}
+	}
+	// The cookie an older numascope set is expired, not renewed: the
+	// browser would keep sending it to every port of the host.
+	req, _ := http.NewRequest("GET", base+"/", nil)
+	req.AddCookie(&http.Cookie{Name: "numascope-token-" + port, Value: tok})
+	req.AddCookie(&http.Cookie{Name: "numascope-token-9999", Value: "x"})
+	req.AddCookie(&http.Cookie{Name: "other-app", Value: "y"})
+	r, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Body.Close()
+	got := map[string]bool{}
+	for _, c := range r.Cookies() {
+		if c.Value != "" || c.MaxAge >= 0 {
+			t.Errorf("a page load with an old token cookie set %q; want only expiries", c.String())
+		}
+		got[c.Name] = true
+	}
+	if !got["numascope-token-"+port] || !got["numascope-token-9999"] || got["other-app"] || len(got) != 2 {
+		t.Errorf("expired %v; want the two numascope-token-PORT cookies and nothing else", got)
+	}
+}
+
+// TestTokenInHeaderAndSubprotocol: the page sends the token as a websocket
+// subprotocol (browsers cannot set headers on a websocket) and as
+// "Authorization: Bearer" on fetches; the server echoes only the plain
+// subprotocol, never the token; a wrong token is refused either way.
+func TestTokenInHeaderAndSubprotocol(t *testing.T) {
+	l, _ := startLive(t, Options{}, LiveConfig{})
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	tok := l.Token()
+	conn, resp, err := websocket.Dial(ctx, wsURL(l.Server, ""), &websocket.DialOptions{Subprotocols: []string{Subprotocol, TokenSubprotocolPrefix + tok}})
+	if err != nil {
+		t.Fatalf("websocket with the token's subprotocol: %v", err)
+	}
+	if got := resp.Header.Values("Sec-WebSocket-Protocol"); conn.Subprotocol() != Subprotocol || len(got) != 1 || got[0] != Subprotocol {
+		t.Fatalf("chosen subprotocol %q (header %q); want %q alone", conn.Subprotocol(), got, Subprotocol)
+	}
+	conn.SetReadLimit(64 << 20)
+	(&wsClient{t: t, conn: conn}).next("hello", typeIs("hello"))
+	conn.CloseNow()
+	conn, _, err = websocket.Dial(ctx, wsURL(l.Server, ""), &websocket.DialOptions{HTTPHeader: http.Header{"Authorization": {"Bearer " + tok}}})
+	if err != nil {
+		t.Fatalf("websocket with Authorization: Bearer: %v", err)
+	}
+	conn.SetReadLimit(64 << 20)
+	(&wsClient{t: t, conn: conn}).next("hello", typeIs("hello"))
+	conn.CloseNow()
+	for _, o := range []*websocket.DialOptions{
+		{Subprotocols: []string{Subprotocol, TokenSubprotocolPrefix + "wrong"}},
+		{Subprotocols: []string{Subprotocol, TokenSubprotocolPrefix + tok[1:]}},
+		{Subprotocols: []string{Subprotocol, TokenSubprotocolPrefix}},
+		{Subprotocols: []string{Subprotocol, tok}},
+		{HTTPHeader: http.Header{"Authorization": {"Bearer wrong"}}},
+		{HTTPHeader: http.Header{"Authorization": {"Bearer "}}},
+		{HTTPHeader: http.Header{"Authorization": {"Basic " + tok}}},
+		{HTTPHeader: http.Header{"Authorization": {tok}}},
+	} {
+		_, resp, err := websocket.Dial(ctx, wsURL(l.Server, ""), o)
+		if err == nil || resp == nil || resp.StatusCode != http.StatusUnauthorized {
+			t.Fatalf("%+v: err %v resp %v; want 401", o, err, resp)
 		}
 	}
 }
@@ -486,6 +539,14 @@ func TestNoToken(t *testing.T) {
 		t.Fatalf("--no-token: token %q, URL %s", l.Token(), l.URL())
 	}
 	dial(t, l.Server, "").next("hello", typeIs("hello"))
+	// The page offers the subprotocol without a token part: it is echoed.
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	conn, _, err := websocket.Dial(ctx, wsURL(l.Server, ""), &websocket.DialOptions{Subprotocols: []string{Subprotocol}})
+	if err != nil || conn.Subprotocol() != Subprotocol {
+		t.Fatalf("--no-token, subprotocol %q offered: %v", Subprotocol, err)
+	}
+	conn.CloseNow()
 	// DNS rebinding: a foreign Host name is refused without a token.
 	req, _ := http.NewRequest("GET", "http://"+l.Addr().String()+"/", nil)
 	req.Host = "evil.example"

@@ -324,7 +324,7 @@ func (s *Server) serveProcesses(w http.ResponseWriter, r *http.Request) {
 	// The table shows other users' commands: it needs the token like the
 	// stream, unlike /metrics.
 	if !s.tokenOK(r) {
-		http.Error(w, "numascope: missing or wrong token: open the URL numascope printed (it ends in ?token=...)", http.StatusUnauthorized)
+		http.Error(w, tokenRefused, http.StatusUnauthorized)
 		return
 	}
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {

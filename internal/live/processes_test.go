@@ -6,8 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
-	"net/http/cookiejar"
 	"net/http/httptrace"
 	"net/url"
 	"strings"
@@ -122,15 +122,47 @@ func TestProcessesNeedToken(t *testing.T) {
 	if !a.Available || len(a.Frame.Processes) != 4 {
 		t.Fatalf("with the token: %+v", a)
 	}
-	// The cookie a page load with ?token= sets is the token too.
-	jar, _ := cookiejar.New(nil)
-	cc := &http.Client{Jar: jar}
-	if code, _ := get(t, cc, l.Server, "/", "tok"); code != http.StatusOK {
-		t.Fatalf("page: HTTP %d", code)
+	// The page sends the token as "Authorization: Bearer"; a cookie holding
+	// it is refused (issue 28: cookies reach every port of the host).
+	if code, b := get(t, &http.Client{Transport: bearer("tok")}, l.Server, "/api/processes/detail?pid=4242", ""); code != http.StatusOK {
+		t.Errorf("detail with Authorization: Bearer: HTTP %d %s", code, b)
 	}
-	if code, b := get(t, cc, l.Server, "/api/processes/detail?pid=4242", ""); code != http.StatusOK {
-		t.Errorf("detail with the cookie: HTTP %d %s", code, b)
+	for _, h := range []string{"Bearer wrong", "tok", "Basic tok"} {
+		req, _ := http.NewRequest("GET", "http://"+l.Addr().String()+"/api/processes/detail?pid=4242", nil)
+		req.Header.Set("Authorization", h)
+		if code := do(t, req); code != http.StatusUnauthorized {
+			t.Errorf("detail with Authorization: %s: HTTP %d, want 401", h, code)
+		}
 	}
+	_, port, _ := net.SplitHostPort(l.Addr().String())
+	req, _ := http.NewRequest("GET", "http://"+l.Addr().String()+"/api/processes/detail?pid=4242", nil)
+	req.AddCookie(&http.Cookie{Name: "numascope-token-" + port, Value: "tok"})
+	if code := do(t, req); code != http.StatusUnauthorized {
+		t.Errorf("detail with the token in a cookie: HTTP %d, want 401", code)
+	}
+	if d := feed.Details(); d != 1 {
+		t.Errorf("%d drill-downs; only the one with the token may read the process", d)
+	}
+}
+
+// bearer is a transport that sends the token as the page does.
+type bearer string
+
+func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("Authorization", "Bearer "+string(b))
+	return http.DefaultTransport.RoundTrip(r)
+}
+
+// do sends req and returns the status.
+func do(t *testing.T, req *http.Request) int {
+	t.Helper()
+	r, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Body.Close()
+	return r.StatusCode
 }
 
 // fetch GETs path with the token and decodes the 200 answer.
@@ -228,11 +260,7 @@ func TestProcessesSortFilterLimit(t *testing.T) {
 func TestProcessesSharedRefresh(t *testing.T) {
 	l, feed, clock := startProcesses(t, Options{})
 	feed.Delay = 20 * time.Millisecond
-	jar, _ := cookiejar.New(nil)
-	clients := []*http.Client{{}, {Jar: jar}}
-	if code, _ := get(t, clients[1], l.Server, "/", "tok"); code != http.StatusOK {
-		t.Fatal("page load failed")
-	}
+	clients := []*http.Client{{}, {Transport: bearer("tok")}}
 	burst := func(path string) []answer {
 		var wg sync.WaitGroup
 		var mu sync.Mutex
@@ -243,8 +271,8 @@ func TestProcessesSharedRefresh(t *testing.T) {
 				defer wg.Done()
 				c := clients[i%2]
 				tok := "tok"
-				if c.Jar != nil {
-					tok = "" // the cookie
+				if c.Transport != nil {
+					tok = "" // the Authorization header
 				}
 				code, b := get(t, c, l.Server, path, tok)
 				if code != http.StatusOK {

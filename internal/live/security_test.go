@@ -432,3 +432,51 @@ func TestRecordingSwitchOntoFullDiskKeepsTheCurrentFile(t *testing.T) {
 		t.Errorf("the current recording did not go on: end %+v, label after the failed switch %v, %d samples", rec.End, labelled, len(rec.Samples))
 	}
 }
+
+// TestDefaultRecordingNameUnpredictable (issue 28, finding 9): the name a
+// recording gets when the client names none was the time to the second, so
+// another user who can write --record-dir planted the coming minutes' names
+// (files or symlinks) and every Record click failed with "already exists".
+// With those names planted, a recording without a name still starts, twice
+// in the same second, each in a new regular file beneath the directory.
+func TestDefaultRecordingNameUnpredictable(t *testing.T) {
+	dir, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	outside := t.TempDir()
+	now := time.Now()
+	for s := -5; s <= 300; s++ {
+		name := "numascope-" + now.Add(time.Duration(s)*time.Second).Format("20060102-150405")
+		for _, ext := range []string{".jsonl.zst", ".jsonl"} {
+			if err := os.WriteFile(filepath.Join(dir, name+ext), nil, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := os.Symlink(filepath.Join(outside, name), filepath.Join(dir, name+"-0.jsonl.zst")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	planted, _ := os.ReadDir(dir)
+	l, _ := startLive(t, Options{}, LiveConfig{RecordDir: dir})
+	c := dial(t, l.Server, "")
+	c.next("hello", typeIs("hello"))
+	seen := map[string]bool{}
+	for id := range 2 {
+		c.send(fmt.Sprintf(`{"type":"record","id":%d}`, id))
+		m := c.next("record reply", func(m map[string]any) bool {
+			return (m["type"] == "ok" || m["type"] == "error") && m["id"] == float64(id)
+		})
+		path, _ := m["path"].(string)
+		if m["type"] != "ok" || filepath.Dir(path) != dir || seen[path] {
+			t.Fatalf("record without a name, %d planted names: %v; want ok with a new file in %s", len(planted), m, dir)
+		}
+		seen[path] = true
+		if st, err := os.Lstat(path); err != nil || !st.Mode().IsRegular() || st.Size() == 0 {
+			t.Fatalf("%s: %v %v; want the recording, a regular file with its header", path, st, err)
+		}
+	}
+	if entries, _ := os.ReadDir(outside); len(entries) != 0 {
+		t.Errorf("written through a planted symlink: %v", entries)
+	}
+}

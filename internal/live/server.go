@@ -46,8 +46,11 @@ type Options struct {
 	// Listen is the address to bind, e.g. "127.0.0.1:8080". Port 0 picks one.
 	Listen string
 	// Token must be presented by every client, on every bind, loopback
-	// included (other local users can reach loopback): ?token= on the page
-	// and websocket URL, or the cookie the page load with ?token= sets.
+	// included (other local users can reach loopback): in an
+	// "Authorization: Bearer" header, in the websocket subprotocol
+	// "numascope.token.T" (what browsers can send on a websocket), or in
+	// ?token= for scripts. Never in a cookie: cookies are per host, not per
+	// port, so every other server on 127.0.0.1 would get it (issue 28).
 	// Listen generates one when it is empty (unless NoToken).
 	Token string
 	// NoToken turns the token off on purpose; allowed only on a loopback
@@ -176,7 +179,6 @@ type Server struct {
 	ln       net.Listener
 	srv      *http.Server
 	loopback bool
-	cookie   string // name of the token cookie: numascope-token-PORT
 	// GeneratedToken is true when Listen made up the token.
 	GeneratedToken bool
 	nextID         atomic.Int64
@@ -244,15 +246,12 @@ func (s *Server) Listen() error {
 		return fmt.Errorf("--listen %s: %w (pick another port with --listen 127.0.0.1:PORT)", s.opt.Listen, err)
 	}
 	s.ln = ln
-	_, port, _ := net.SplitHostPort(ln.Addr().String())
-	// Cookies are per host, not per port: two servers on one machine must
-	// not overwrite each other's.
-	s.cookie = "numascope-token-" + port
 	return nil
 }
 
 // CheckToken checks a token given by the user: it goes into URLs and a
-// cookie, so it is limited to characters that need no escaping there.
+// websocket subprotocol (an HTTP token), so it is limited to characters
+// that need no escaping in either.
 func CheckToken(tok string) error {
 	if tok == "" {
 		return errors.New("the token is empty: give one, or leave it out and numascope generates one")
@@ -366,22 +365,15 @@ func (s *Server) Handler() http.Handler {
 		h.Set("Referrer-Policy", "no-referrer")
 		h.Set("Content-Security-Policy", csp)
 		h.Set("Cache-Control", "no-cache")
-		if r.URL.Path != "/ws" && s.opt.Token != "" && s.queryTokenOK(r) {
-			// The page was opened with the printed URL: remember the
-			// token, so that reloading http://HOST:PORT/ works.
-			http.SetCookie(w, &http.Cookie{
-				Name: s.cookie, Value: s.opt.Token, Path: "/",
-				HttpOnly: true, SameSite: http.SameSiteStrictMode,
-			})
-		}
+		expireOldCookies(w, r)
 		mux.ServeHTTP(w, r)
 	})
 }
 
 // hostAllowed protects a token-less loopback server (--no-token) from DNS
 // rebinding: a page on evil.example resolved to 127.0.0.1 sends Host:
-// evil.example. With a token, such a page lacks it (and the cookie, which
-// belongs to the real host name).
+// evil.example. With a token, such a page lacks it: the token lives only in
+// the page's sessionStorage, which belongs to the real origin.
 func (s *Server) hostAllowed(hostport string) bool {
 	if s.opt.Token != "" {
 		return true
@@ -398,28 +390,69 @@ func (s *Server) hostAllowed(hostport string) bool {
 	return ip != nil && ip.IsLoopback()
 }
 
-// queryTokenOK reports whether the URL carries the right ?token=.
-func (s *Server) queryTokenOK(r *http.Request) bool {
-	got := r.URL.Query().Get("token")
-	return got != "" && subtle.ConstantTimeCompare([]byte(got), []byte(s.opt.Token)) == 1
+// tokenRefused is the 401's text.
+const tokenRefused = "numascope: missing or wrong token: open the URL numascope printed (it ends in ?token=...), or send the token as \"Authorization: Bearer TOKEN\""
+
+// Subprotocol is the websocket subprotocol of docs/live-protocol.md. A
+// browser cannot set headers on a websocket, so the page offers two
+// subprotocols: Subprotocol, which the server picks and echoes (a browser
+// refuses a handshake whose answer names none of those it offered), and
+// TokenSubprotocolPrefix+token, which carries the token and is never echoed.
+const Subprotocol = "numascope"
+
+// TokenSubprotocolPrefix starts the subprotocol that carries the token.
+const TokenSubprotocolPrefix = "numascope.token."
+
+// oldCookiePrefix names the cookies numascope once kept the token in
+// (numascope-token-PORT, before issue 28).
+const oldCookiePrefix = "numascope-token-"
+
+// expireOldCookies asks the browser to delete any token cookie an older
+// numascope left in it: the browser would otherwise keep sending it to
+// every port of the host, other users' servers included. The reply carries
+// no token, only the expiry; no request is ever authenticated by a cookie.
+func expireOldCookies(w http.ResponseWriter, r *http.Request) {
+	for _, c := range r.Cookies() {
+		if strings.HasPrefix(c.Name, oldCookiePrefix) {
+			http.SetCookie(w, &http.Cookie{Name: c.Name, Path: "/", MaxAge: -1, HttpOnly: true, SameSite: http.SameSiteStrictMode})
+		}
+	}
 }
 
-// tokenOK reports whether a request carries the token, in ?token= or in
-// the cookie a page load set.
+// tokenOK reports whether a request carries the token: in an
+// "Authorization: Bearer" header (the page's fetches), in the websocket
+// subprotocol TokenSubprotocolPrefix+token (the page's websocket), or in
+// ?token= (scripts, curl). A cookie is never looked at.
 func (s *Server) tokenOK(r *http.Request) bool {
 	if s.opt.Token == "" {
 		return s.opt.NoToken
 	}
-	if s.queryTokenOK(r) {
+	if s.tokenIs(r.URL.Query().Get("token")) {
 		return true
 	}
-	c, err := r.Cookie(s.cookie)
-	return err == nil && subtle.ConstantTimeCompare([]byte(c.Value), []byte(s.opt.Token)) == 1
+	for _, v := range r.Header.Values("Authorization") {
+		if scheme, tok, ok := strings.Cut(v, " "); ok && strings.EqualFold(scheme, "Bearer") && s.tokenIs(strings.TrimSpace(tok)) {
+			return true
+		}
+	}
+	for _, v := range r.Header.Values("Sec-WebSocket-Protocol") {
+		for p := range strings.SplitSeq(v, ",") {
+			if tok, ok := strings.CutPrefix(strings.TrimSpace(p), TokenSubprotocolPrefix); ok && s.tokenIs(tok) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// tokenIs compares got with the token in constant time.
+func (s *Server) tokenIs(got string) bool {
+	return got != "" && subtle.ConstantTimeCompare([]byte(got), []byte(s.opt.Token)) == 1
 }
 
 func (s *Server) serveWS(w http.ResponseWriter, r *http.Request) {
 	if !s.tokenOK(r) {
-		http.Error(w, "numascope: missing or wrong token: open the URL numascope printed (it ends in ?token=...)", http.StatusUnauthorized)
+		http.Error(w, tokenRefused, http.StatusUnauthorized)
 		return
 	}
 	if !s.admit() {
@@ -429,10 +462,11 @@ func (s *Server) serveWS(w http.ResponseWriter, r *http.Request) {
 	}
 	defer s.active.Add(-1)
 	// Accept checks that Origin matches Host (same origin); a page from
-	// another site cannot open the stream. Frames go out in raw writes
-	// (see rawio): an ordinary one would wake the runtime's monitor thread
-	// at every batch.
-	conn, err := websocket.Accept(rawio.Hijackable(w), r, nil)
+	// another site cannot open the stream. It echoes Subprotocol when the
+	// client offers it (the page does), never the token's. Frames go out
+	// in raw writes (see rawio): an ordinary one would wake the runtime's
+	// monitor thread at every batch.
+	conn, err := websocket.Accept(rawio.Hijackable(w), r, &websocket.AcceptOptions{Subprotocols: []string{Subprotocol}})
 	if err != nil {
 		s.opt.Log(fmt.Sprintf("websocket from %s refused: %v", r.RemoteAddr, err))
 		return

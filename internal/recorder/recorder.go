@@ -14,6 +14,8 @@ package recorder
 
 import (
 	"cmp"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -406,7 +408,7 @@ func (r *Recorder) rotate(path string) {
 // Dest names the file of a new recording.
 type Dest struct {
 	// Path is the file: absolute or relative to the working directory,
-	// or, with Dir, relative to Dir (empty: a name from the time).
+	// or, with Dir, relative to Dir (empty, with Dir: defaultName).
 	Path string
 	// Dir, when set, confines Path beneath it (a server's recording
 	// directory, absolute with symlinks resolved, see ResolveDir): Path
@@ -456,7 +458,7 @@ func (d Dest) create() (w *recording.Writer, path string, remove func(), err err
 	}
 	p := d.Path
 	if p == "" {
-		p = "numascope-" + time.Now().Format("20060102-150405") + ".jsonl.zst"
+		p = defaultName(time.Now())
 	}
 	outside := fmt.Errorf("%q: give a file name relative to the server's recording directory %s (no absolute paths, no ..)", clip(p), d.Dir)
 	if filepath.IsAbs(p) || !filepath.IsLocal(p) {
@@ -482,6 +484,17 @@ func (d Dest) create() (w *recording.Writer, path string, remove func(), err err
 		return nil, "", nil, fmt.Errorf("cannot create %s: %v", path, unwrapPathErr(err))
 	}
 	return recording.FromFile(f, path), path, func() { _ = beneath.Remove(d.Dir, name) }, nil
+}
+
+// defaultName is the name of a recording a client starts without naming
+// one: the time, for sorting, and 48 random bits. A name from the time
+// alone is predictable, so another user who can write the recording
+// directory could plant the coming minutes' names and make every Record
+// click fail with "already exists" (issue 28, finding 9).
+func defaultName(now time.Time) string {
+	var b [6]byte
+	_, _ = rand.Read(b[:]) // never fails (crypto/rand)
+	return "numascope-" + now.Format("20060102-150405") + "-" + hex.EncodeToString(b[:]) + ".jsonl.zst"
 }
 
 // ResolveDir makes dir (default: the working directory) absolute with its

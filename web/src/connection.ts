@@ -17,16 +17,22 @@ import { onRange } from "./range";
 import { groups } from "./series";
 import { send } from "./socket";
 import { app } from "./state";
+import { askToken, token, wsProtocols } from "./token";
 import { onTotals, resetTotals } from "./totals";
 import { render, scheduleRender, statusText } from "./view";
 
-/** connect opens the websocket, passing on the page's token (none for a page opened from disk). */
+/**
+ * connect opens the websocket (not for a page opened from disk), offering
+ * the tab's token as a subprotocol (src/token.ts). A connection refused
+ * before it opened (no token, a wrong one, a stopped server: the browser
+ * does not say which) asks for the token rather than failing silently.
+ */
 export function connect(): void {
   if (location.protocol !== "http:" && location.protocol !== "https:") return;
-  const token = new URLSearchParams(location.search).get("token");
-  const url = `${location.protocol === "https:" ? "wss" : "ws"}://${location.host}/ws${token ? "?token=" + encodeURIComponent(token) : ""}`;
-  const ws = new WebSocket(url);
+  const ws = new WebSocket(`${location.protocol === "https:" ? "wss" : "ws"}://${location.host}/ws`, wsProtocols());
   app.ws = ws;
+  let opened = false;
+  ws.onopen = () => (opened = true);
   ws.onmessage = (e: MessageEvent<unknown>) => {
     let m: ServerMessage | null;
     try {
@@ -40,6 +46,16 @@ export function connect(): void {
   ws.onclose = (e) => {
     if (app.ws !== ws) return;
     app.ws = null;
+    if (!opened) {
+      setStatus("not connected");
+      askToken(
+        token()
+          ? `numascope at ${location.host} refused the connection: the token this tab holds may be wrong (numascope makes a new one each time it starts, unless NUMASCOPE_TOKEN gives one), or numascope has stopped or serves its most clients (--max-clients). Paste the token, or the URL numascope printed:`
+          : `numascope at ${location.host} needs its token. Paste the token, or the whole URL numascope printed (it ends in ?token=...):`,
+        connect,
+      );
+      return;
+    }
     profileDisconnected(e.reason);
     setStatus(`disconnected${e.reason ? ": " + e.reason : ""}`);
     if (app.mode === "live" || app.mode === "view") showError(`connection closed${e.reason ? ": " + e.reason : ""}; reload to reconnect`);

@@ -16,6 +16,7 @@ import { resizePlots } from "./plots";
 import { showPage } from "./processes";
 import { send } from "./socket";
 import { app, type App } from "./state";
+import { takeToken } from "./token";
 import { exportCSV } from "./totals";
 import { followNow, render, scheduleRender, setWindow } from "./view";
 
@@ -117,6 +118,7 @@ window.__numascope = {
   hosts: () => hostPlots(app.hosts),
 };
 
+takeToken();
 wire();
 connect();
 render();

@@ -11,6 +11,7 @@ import { $, el } from "./dom";
 import { bytes, ranges, share, si } from "./format";
 import * as J from "./json";
 import { app } from "./state";
+import { authHeaders } from "./token";
 
 /** NUMA faults (or PMU DRAM accesses) per second, local and remote. */
 export interface Faults {
@@ -259,16 +260,13 @@ function shown(): boolean {
   return app.mode === "live" && document.body.classList.contains("procs");
 }
 
-/** apiURL is path with q and the page's token (none: the cookie, or --no-token). */
+/** apiURL is path with q; the token goes in a header (getJSON), never in a URL or a cookie. */
 function apiURL(path: string, q: Record<string, string>): string {
-  const p = new URLSearchParams(q);
-  const token = new URLSearchParams(location.search).get("token");
-  if (token) p.set("token", token);
-  return `${path}?${p.toString()}`;
+  return `${path}?${new URLSearchParams(q).toString()}`;
 }
 
 async function getJSON(url: string): Promise<unknown> {
-  const r = await fetch(url, { credentials: "same-origin", cache: "no-store" });
+  const r = await fetch(url, { credentials: "omit", cache: "no-store", headers: authHeaders() });
   const body: unknown = await r.json().catch(() => null);
   if (!r.ok) throw new Error(J.strOr(J.obj(body).error, `HTTP ${r.status}`));
   return body;
