@@ -147,6 +147,43 @@ func TestSelect(t *testing.T) {
 	}
 }
 
+// TestSelectOneSource: on a machine with one node the name selected is the
+// name returned (issue 30): node.0.X stays node.0.X, --discrete gives
+// node.0.X, and only a sensor whose one source has no name (vmstat) has no
+// per-source column.
+func TestSelectOneSource(t *testing.T) {
+	one := &stepSensor{sources: []string{"0"}, events: []sensor.Event{{Name: "hits", Kind: sensor.Counter}}}
+	flat := &stepSensor{sources: []string{""}, events: []sensor.Event{{Name: "faults", Kind: sensor.Counter}}}
+	c := &Catalog{Entries: []*Entry{
+		{Name: "node", Sensor: one, Sources: one.sources, Events: one.events},
+		{Name: "vmstat", Sensor: flat, Sources: flat.sources, Events: flat.events},
+	}}
+	for _, tc := range []struct {
+		pats     []string
+		discrete bool
+		want     string
+		heading  string
+	}{
+		{[]string{"node.0.hits"}, false, "node.0.hits", "hits/0"},
+		{[]string{"node.0.hits"}, true, "node.0.hits", "hits/0"},
+		{[]string{"node.*.hits"}, false, "node.0.hits", "hits/0"},
+		{[]string{"hits"}, true, "node.0.hits", "hits/0"},
+		{[]string{"hits"}, false, "node.hits", "hits"},
+		{[]string{"node.hits"}, false, "node.hits", "hits"},
+		{[]string{"vmstat.faults"}, true, "vmstat.faults", "faults"},
+		{[]string{"faults"}, false, "vmstat.faults", "faults"},
+	} {
+		cols, err := c.Select(tc.pats, tc.discrete)
+		if err != nil || len(cols) != 1 || cols[0].Name != tc.want || cols[0].Heading() != tc.heading {
+			t.Errorf("Select(%q, discrete %v) = %v, %v; want one column %s (heading %s)", tc.pats, tc.discrete, cols, err, tc.want, tc.heading)
+			continue
+		}
+		if per := cols[0].PerSource(); per != (strings.Count(tc.want, ".") == 2) {
+			t.Errorf("%s: PerSource %v", tc.want, per)
+		}
+	}
+}
+
 func TestComputeRatesSumsWrapAndPercent(t *testing.T) {
 	c, _ := newStepCatalog()
 	cols, err := c.Select([]string{"step.hits", "step.*.hits", "step.wrap", "step.free", "step.busy", "step.1.busy"}, false)
