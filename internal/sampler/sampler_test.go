@@ -184,6 +184,48 @@ func TestSelectOneSource(t *testing.T) {
 	}
 }
 
+// TestSharesStayShares: an event that is a share of another (cpu.user of
+// cpu.ticks) is 100 * its increase / the whole's increase over the same
+// sources, whatever the interval, and null when the whole did not move; a
+// rate over wall time would give 110% when eleven 10 ms ticks fall in 100 ms.
+func TestSharesStayShares(t *testing.T) {
+	st := &stepSensor{
+		sources: []string{"0", "1"},
+		events: []sensor.Event{
+			{Name: "busy", Unit: "%", Kind: sensor.Counter, Max: []float64{100, 100}, ShareOf: "ticks"},
+			{Name: "idle", Unit: "%", Kind: sensor.Counter, Max: []float64{100, 100}, ShareOf: "ticks"},
+			{Name: "ticks", Unit: "ticks", Kind: sensor.Counter, Max: []float64{100, 100}},
+		},
+		// Eleven ticks in a "100 ms" sample on node 0, nine on node 1.
+		step: [][]int64{{4, 9}, {7, 0}, {11, 9}},
+	}
+	c := &Catalog{Entries: []*Entry{{Name: "cpu", Sensor: st, Sources: st.sources, Events: st.events}}}
+	cols, err := c.Select([]string{"cpu.busy", "cpu.idle", "cpu.*.busy"}, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := New(cols, Config{Interval: 100 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Sample(100 * time.Millisecond)
+	v := s.Sample(100 * time.Millisecond)
+	want := []float64{100 * 13.0 / 20, 100 * 7.0 / 20, 100 * 4.0 / 11, 100}
+	for i := range want {
+		if math.Abs(v[i]-want[i]) > 1e-9 {
+			t.Errorf("%s = %v, want %v (a share of the ticks, not of 100 ms)", cols[i].Name, v[i], want[i])
+		}
+	}
+	// No tick in the interval (a final sample a few ms long): unknown, not 0.
+	st.step = [][]int64{{0, 0}, {0, 0}, {0, 0}}
+	v = s.Sample(3 * time.Millisecond)
+	for i := range v {
+		if !math.IsNaN(v[i]) {
+			t.Errorf("%s = %v over an interval with no tick, want NaN (null)", cols[i].Name, v[i])
+		}
+	}
+}
+
 func TestComputeRatesSumsWrapAndPercent(t *testing.T) {
 	c, _ := newStepCatalog()
 	cols, err := c.Select([]string{"step.hits", "step.*.hits", "step.wrap", "step.free", "step.busy", "step.1.busy"}, false)
