@@ -39,8 +39,11 @@ pause, resume, interval and record commands (see numascope ctl).`,
 			if err != nil {
 				return err
 			}
-			// Headings are mnemonics; where two columns would share one
-			// (node.numa_hit and vmstat.numa_hit), both use their full names.
+			// On a screen, headings are mnemonics; where two columns would
+			// share one (node.numa_hit and vmstat.numa_hit), both use their
+			// full names. CSV is for scripts: its headings are the full
+			// names, as in a recording and in convert's CSV, so that the
+			// name selected is the name a script reads on every machine.
 			seen := map[string]int{}
 			for _, c := range s.smp.Columns() {
 				seen[c.Heading()]++
@@ -48,7 +51,7 @@ pause, resume, interval and record commands (see numascope ctl).`,
 			var cols []term.Column
 			for _, c := range s.smp.Columns() {
 				h := c.Heading()
-				if seen[h] > 1 {
+				if seen[h] > 1 || csv {
 					h = c.Name
 				}
 				cols = append(cols, term.Column{Heading: h, Unit: c.Event.Unit})

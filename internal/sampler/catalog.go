@@ -141,12 +141,18 @@ type Column struct {
 }
 
 // Heading is the short form used as a column heading: the mnemonic, with
-// "/SOURCE" appended for a single-source column of a multi-source sensor.
+// "/SOURCE" appended for a column of one named source (one node's).
 func (c *Column) Heading() string {
-	if len(c.entry.Sources) > 1 && len(c.Sources) == 1 {
+	if c.PerSource() {
 		return c.Event.Name + "/" + c.Sources[0]
 	}
 	return c.Event.Name
+}
+
+// PerSource reports whether the column is one source's, named
+// SENSOR.SOURCE.EVENT, rather than a sum over the sensor's sources.
+func (c *Column) PerSource() bool {
+	return c.Name != c.Sensor+"."+c.Event.Name
 }
 
 // Select resolves comma-separated event patterns to columns. Each pattern is
@@ -163,9 +169,15 @@ func (c *Column) Heading() string {
 func (c *Catalog) Select(patterns []string, discrete bool) ([]*Column, error) {
 	var cols []*Column
 	seen := map[string]bool{}
-	add := func(e *Entry, ev int, srcs []int) {
+	// add makes one column. perSource says the user asked for sources one
+	// by one (a source part, or --discrete): such a column is named after
+	// its source even where the sensor has only one, so that the name
+	// selected is the name returned on a one-node machine as on a
+	// four-node one (node.0.numa_hit stays node.0.numa_hit). A sensor
+	// whose only source is unnamed (vmstat) has no per-source name.
+	add := func(e *Entry, ev int, srcs []int, perSource bool) {
 		col := &Column{Sensor: e.Name, Event: e.Events[ev], entry: e, event: ev, source: srcs}
-		summed := len(srcs) == len(e.Sources) && (len(srcs) != 1 || len(e.Sources) == 1)
+		summed := len(srcs) == len(e.Sources) && (len(srcs) != 1 || !perSource || e.Sources[srcs[0]] == "")
 		for _, s := range srcs {
 			col.Sources = append(col.Sources, e.Sources[s])
 			if s < len(col.Event.Max) {
@@ -238,13 +250,13 @@ func (c *Catalog) Select(patterns []string, discrete bool) ([]*Column, error) {
 				case srcPat != "":
 					for s, name := range e.Sources {
 						if ok, _ := path.Match(srcPat, name); ok {
-							add(e, ev, []int{s})
+							add(e, ev, []int{s}, true)
 							matched = true
 						}
 					}
-				case discrete && len(e.Sources) > 1:
+				case discrete && (len(e.Sources) > 1 || len(e.Sources) == 1 && e.Sources[0] != ""):
 					for s := range e.Sources {
-						add(e, ev, []int{s})
+						add(e, ev, []int{s}, true)
 					}
 					matched = true
 				default:
@@ -252,7 +264,7 @@ func (c *Catalog) Select(patterns []string, discrete bool) ([]*Column, error) {
 					for s := range all {
 						all[s] = s
 					}
-					add(e, ev, all)
+					add(e, ev, all, false)
 					matched = true
 				}
 			}

@@ -174,10 +174,21 @@ func New(cols []*Column, cfg Config) (*Sampler, error) {
 			g.events = append(g.events, c.event)
 		}
 	}
-	for _, c := range cols {
+	// A share (Event.ShareOf) is divided by its whole over the same
+	// sources, as a counter shown per unit of another is.
+	whole := make([]*Column, len(cols))
+	for i, c := range cols {
 		need(c)
 		if c.Per != nil {
 			need(c.Per)
+		}
+		if c.Event.ShareOf != "" && c.Event.Kind == sensor.Counter {
+			ev := slices.IndexFunc(c.entry.Events, func(e sensor.Event) bool { return e.Name == c.Event.ShareOf })
+			if ev < 0 {
+				return nil, fmt.Errorf("%s: event %s is a share of %s, which the sensor lacks", c.entry.Name, c.Event.Name, c.Event.ShareOf)
+			}
+			whole[i] = &Column{Sensor: c.Sensor, Event: c.entry.Events[ev], entry: c.entry, event: ev, source: c.source}
+			need(whole[i])
 		}
 	}
 	for _, g := range s.groups {
@@ -203,7 +214,7 @@ func New(cols []*Column, cfg Config) (*Sampler, error) {
 		}
 		return t
 	}
-	for _, c := range cols {
+	for i, c := range cols {
 		p := plan{num: sumOf(c), counter: c.Event.Kind == sensor.Counter, scale: 1}
 		if c.Event.Unit == "%" && c.Max > 0 {
 			p.scale = 100 / c.Max
@@ -211,6 +222,10 @@ func New(cols []*Column, cfg Config) (*Sampler, error) {
 		if c.Per != nil {
 			d := sumOf(c.Per)
 			p.div = &d
+		}
+		if whole[i] != nil {
+			d := sumOf(whole[i])
+			p.div, p.scale = &d, 100
 		}
 		s.plans = append(s.plans, p)
 	}

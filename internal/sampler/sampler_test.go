@@ -147,6 +147,85 @@ func TestSelect(t *testing.T) {
 	}
 }
 
+// TestSelectOneSource: on a machine with one node the name selected is the
+// name returned (issue 30): node.0.X stays node.0.X, --discrete gives
+// node.0.X, and only a sensor whose one source has no name (vmstat) has no
+// per-source column.
+func TestSelectOneSource(t *testing.T) {
+	one := &stepSensor{sources: []string{"0"}, events: []sensor.Event{{Name: "hits", Kind: sensor.Counter}}}
+	flat := &stepSensor{sources: []string{""}, events: []sensor.Event{{Name: "faults", Kind: sensor.Counter}}}
+	c := &Catalog{Entries: []*Entry{
+		{Name: "node", Sensor: one, Sources: one.sources, Events: one.events},
+		{Name: "vmstat", Sensor: flat, Sources: flat.sources, Events: flat.events},
+	}}
+	for _, tc := range []struct {
+		pats     []string
+		discrete bool
+		want     string
+		heading  string
+	}{
+		{[]string{"node.0.hits"}, false, "node.0.hits", "hits/0"},
+		{[]string{"node.0.hits"}, true, "node.0.hits", "hits/0"},
+		{[]string{"node.*.hits"}, false, "node.0.hits", "hits/0"},
+		{[]string{"hits"}, true, "node.0.hits", "hits/0"},
+		{[]string{"hits"}, false, "node.hits", "hits"},
+		{[]string{"node.hits"}, false, "node.hits", "hits"},
+		{[]string{"vmstat.faults"}, true, "vmstat.faults", "faults"},
+		{[]string{"faults"}, false, "vmstat.faults", "faults"},
+	} {
+		cols, err := c.Select(tc.pats, tc.discrete)
+		if err != nil || len(cols) != 1 || cols[0].Name != tc.want || cols[0].Heading() != tc.heading {
+			t.Errorf("Select(%q, discrete %v) = %v, %v; want one column %s (heading %s)", tc.pats, tc.discrete, cols, err, tc.want, tc.heading)
+			continue
+		}
+		if per := cols[0].PerSource(); per != (strings.Count(tc.want, ".") == 2) {
+			t.Errorf("%s: PerSource %v", tc.want, per)
+		}
+	}
+}
+
+// TestSharesStayShares: an event that is a share of another (cpu.user of
+// cpu.ticks) is 100 * its increase / the whole's increase over the same
+// sources, whatever the interval, and null when the whole did not move; a
+// rate over wall time would give 110% when eleven 10 ms ticks fall in 100 ms.
+func TestSharesStayShares(t *testing.T) {
+	st := &stepSensor{
+		sources: []string{"0", "1"},
+		events: []sensor.Event{
+			{Name: "busy", Unit: "%", Kind: sensor.Counter, Max: []float64{100, 100}, ShareOf: "ticks"},
+			{Name: "idle", Unit: "%", Kind: sensor.Counter, Max: []float64{100, 100}, ShareOf: "ticks"},
+			{Name: "ticks", Unit: "ticks", Kind: sensor.Counter, Max: []float64{100, 100}},
+		},
+		// Eleven ticks in a "100 ms" sample on node 0, nine on node 1.
+		step: [][]int64{{4, 9}, {7, 0}, {11, 9}},
+	}
+	c := &Catalog{Entries: []*Entry{{Name: "cpu", Sensor: st, Sources: st.sources, Events: st.events}}}
+	cols, err := c.Select([]string{"cpu.busy", "cpu.idle", "cpu.*.busy"}, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := New(cols, Config{Interval: 100 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Sample(100 * time.Millisecond)
+	v := s.Sample(100 * time.Millisecond)
+	want := []float64{100 * 13.0 / 20, 100 * 7.0 / 20, 100 * 4.0 / 11, 100}
+	for i := range want {
+		if math.Abs(v[i]-want[i]) > 1e-9 {
+			t.Errorf("%s = %v, want %v (a share of the ticks, not of 100 ms)", cols[i].Name, v[i], want[i])
+		}
+	}
+	// No tick in the interval (a final sample a few ms long): unknown, not 0.
+	st.step = [][]int64{{0, 0}, {0, 0}, {0, 0}}
+	v = s.Sample(3 * time.Millisecond)
+	for i := range v {
+		if !math.IsNaN(v[i]) {
+			t.Errorf("%s = %v over an interval with no tick, want NaN (null)", cols[i].Name, v[i])
+		}
+	}
+}
+
 func TestComputeRatesSumsWrapAndPercent(t *testing.T) {
 	c, _ := newStepCatalog()
 	cols, err := c.Select([]string{"step.hits", "step.*.hits", "step.wrap", "step.free", "step.busy", "step.1.busy"}, false)

@@ -35,12 +35,23 @@ var cpuFields = [...]struct{ name, desc string }{
 
 const nCPUFields = len(cpuFields)
 
+// ticksField is the index of the sensor's last event, "ticks": all the CPU
+// time the kernel accounted, the sum of the fields that partition it (guest
+// and guest_nice are already in user and nice). Every other event is a
+// share of it (Event.ShareOf).
+const ticksField = nCPUFields
+
+// ticksParts are the fields whose sum is ticksField.
+var ticksParts = [...]int{0, 1, 2, 3, 4, 5, 6, 7}
+
 // cpuSensor reports CPU time from /proc/stat summed per NUMA node: one source
-// per node that has CPUs online at Open, named by node ID. Each event is a
-// counter of USER_HZ ticks with unit "%" and Max = 100 ticks/s times the
-// node's online CPUs, so that the sampler's 100*rate/Max is the share of the
-// node's CPU time spent in that state, and a summed column (sum of Max) is
-// the machine-wide share.
+// per node that has CPUs online at Open, named by node ID. Each state (user,
+// system, idle, ...) is a counter of USER_HZ ticks with unit "%" that is a
+// share of the event "ticks", the sum of the states: the sampler shows
+// 100*Δstate/Δticks, the share of the node's CPU time spent in that state in
+// the interval (a summed column: of the machine's), which stays within 0-100%
+// and sums to 100% over the states at every interval. Max (100 ticks/s times
+// the node's online CPUs) is what "ticks" can reach per second.
 //
 // CPU hotplug: an offline CPU vanishes from /proc/stat. The sensor keeps every
 // CPU's accumulated time and, while a CPU is missing, goes on counting its
@@ -148,8 +159,10 @@ func (c *cpuSensor) Open(env Env) error {
 	}
 	for _, f := range cpuFields {
 		c.events = append(c.events, Event{Name: f.name, Desc: f.desc, Unit: "%", Kind: Counter,
-			Max: append([]float64(nil), maxes...)})
+			Max: append([]float64(nil), maxes...), ShareOf: "ticks"})
 	}
+	c.events = append(c.events, Event{Name: "ticks", Unit: "ticks", Kind: Counter, Max: maxes,
+		Desc: "CPU time accounted, in USER_HZ ticks (100 a second per CPU): the sum of user, nice, system, idle, iowait, irq, softirq and steal, of which the other cpu events are shares"})
 	n := len(c.nodeOf)
 	c.present = make([]uint32, n)
 	c.known = make([]bool, n)
@@ -238,6 +251,9 @@ func (c *cpuSensor) Enable(events []int) error {
 	c.enabled = append(c.enabled[:0], events...)
 	c.maxField = -1
 	for _, e := range events {
+		if e == ticksField {
+			e = ticksParts[len(ticksParts)-1]
+		}
 		c.maxField = max(c.maxField, e)
 	}
 	c.primed = false
@@ -311,6 +327,12 @@ func (c *cpuSensor) Read(dst []int64) error {
 		for s, cpus := range c.srcCPUs {
 			var sum uint64
 			for _, id := range cpus {
+				if f == ticksField {
+					for _, p := range ticksParts {
+						sum += c.acc[id*nCPUFields+p]
+					}
+					continue
+				}
 				sum += c.acc[id*nCPUFields+f]
 			}
 			dst[k*ns+s] = int64(sum)

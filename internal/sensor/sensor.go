@@ -61,6 +61,15 @@ type Event struct {
 	// reads "REASON; fix: WHAT TO DO" (or just REASON), which
 	// sampler.DescribeEvent splits for clients that show the two apart.
 	Unavailable string
+	// ShareOf, when set, names the counter of the same sensor that this
+	// counter is a part of (cpu.user of cpu.ticks): the event is shown as
+	// 100 * its increase / ShareOf's increase over the same sources and
+	// interval, which is a share whatever the interval, and null when
+	// ShareOf did not move. A rate over wall time divided by Max would not
+	// be: the kernel accounts CPU time in ticks, so 100 ms holds ten or
+	// eleven of a CPU's 10 ms ticks (up to 110%), and the few ms of a final
+	// partial sample none or one.
+	ShareOf string
 }
 
 // Env is what a sensor may consult when it opens.
