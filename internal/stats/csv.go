@@ -2,6 +2,7 @@ package stats
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/csv"
 	"errors"
 	"fmt"
@@ -47,23 +48,32 @@ func (l *limitReader) Read(p []byte) (int, error) {
 		return 0, l.err
 	}
 	n, err := l.r.Read(p)
-	for i, c := range p[:n] {
-		l.total++
-		if c == '\n' {
+	for rest := p[:n]; len(rest) > 0; {
+		seg := bytes.IndexByte(rest, '\n') // this line's bytes in rest
+		if seg < 0 {
+			seg = len(rest)
+		}
+		end := l.total + int64(seg) // the input read to the end of this segment
+		if seg < len(rest) {
+			end++ // and its newline
+		}
+		switch {
+		case l.lineLen+seg > MaxLine:
+			l.err = &limitError{l.line, fmt.Sprintf("the line is longer than %d MiB, the limit of a line: is this the right file?", MaxLine>>20)}
+		case end > MaxInput:
+			l.err = &limitError{l.line, fmt.Sprintf("the input is larger than %d MiB, the limit: is this the right file?", MaxInput>>20)}
+		}
+		if l.err != nil {
+			return 0, l.err
+		}
+		l.total = end
+		l.lineLen += seg
+		rest = rest[seg:]
+		if len(rest) > 0 { // at a newline
 			l.line++
 			l.lineLen = 0
-			continue
+			rest = rest[1:]
 		}
-		l.lineLen++
-		switch {
-		case l.lineLen > MaxLine:
-			l.err = &limitError{l.line, fmt.Sprintf("the line is longer than %d MiB, the limit of a line: is this the right file?", MaxLine>>20)}
-		case l.total > MaxInput:
-			l.err = &limitError{l.line, fmt.Sprintf("the input is larger than %d MiB, the limit: is this the right file?", MaxInput>>20)}
-		default:
-			continue
-		}
-		return i, nil // the error comes with the next Read
 	}
 	return n, err
 }
