@@ -50,13 +50,13 @@ func TestTimeBackwardsSkipped(t *testing.T) {
 	}
 }
 
-// TestCraftedNamesCleanedOnLoad: labels, host, kernel, sensor reasons and
-// column names read from a file are cleaned as labels are on their way in,
+// TestCraftedNamesCleanedOnLoad: labels, host, kernel, sensors and columns
+// read from a file are cleaned as labels are on their way in,
 // so that no reader (view's page, convert, the experiment analysis) gets
 // an escape or a bidi override from them.
 func TestCraftedNamesCleanedOnLoad(t *testing.T) {
 	for _, tc := range []struct{ name, file string }{
-		{"jsonl", `{"type":"header","format":"numascope","version":1,"host":"h\u001b]2;PWNED\u0007","kernel":"k\u202e","interval_s":1,"sensors":[{"name":"a","present":false,"reason":"\u001b[2J","sources":[]}],"columns":[{"name":"a.x\u0007\u202e","sensor":"a","event":"x","sources":[],"unit":"","kind":"counter","desc":""}]}
+		{"jsonl", `{"type":"header","format":"numascope","version":1,"host":"h\u001b]2;PWNED\u0007","kernel":"k\u202e","interval_s":1,"sensors":[{"name":"a\u202e","present":false,"reason":"\u001b[2J","sources":["s\u0007"]}],"columns":[{"name":"a.x\u0007\u202e","sensor":"a\u202e","event":"x\u001b","sources":["s\u0007"],"unit":"%\u0000","kind":"counter","desc":"d\u202e"}]}
 [0,1]
 {"type":"label","t":0,"text":"p\u001b]2;PWNED\u0007\u202e\u0000"}
 `},
@@ -69,10 +69,10 @@ func TestCraftedNamesCleanedOnLoad(t *testing.T) {
 			}
 			texts := []string{rec.Header.Host, rec.Header.Kernel}
 			for _, s := range rec.Header.Sensors {
-				texts = append(texts, s.Reason)
+				texts = append(append(texts, s.Name, s.Reason), s.Sources...)
 			}
 			for _, c := range rec.Columns {
-				texts = append(texts, c.Name)
+				texts = append(append(texts, c.Name, c.Sensor, c.Event, c.Unit, c.Desc), c.Sources...)
 			}
 			for _, m := range rec.Labels() {
 				texts = append(texts, m.Text)

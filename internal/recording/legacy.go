@@ -334,7 +334,7 @@ func buildLegacy(sensorName string, sources int, rate float64, headings []string
 	pct := make([]bool, len(hs))
 	used := map[string]bool{}
 	for i, h := range hs {
-		c := Column{Sensor: sensor, Kind: Counter, Desc: h.base}
+		c := Column{Sensor: sensor, Kind: Counter, Desc: SanitizeText(h.base)}
 		base := h.base
 		if strings.HasPrefix(base, "%") {
 			if rate > 0 {

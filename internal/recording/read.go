@@ -114,6 +114,18 @@ func (s *skips) result() []string {
 	return s.list
 }
 
+// cleanAll returns a copy of ss cleaned by SanitizeText (nil for nil).
+func cleanAll(ss []string) []string {
+	if ss == nil {
+		return nil
+	}
+	out := make([]string, len(ss))
+	for i, s := range ss {
+		out[i] = SanitizeText(s)
+	}
+	return out
+}
+
 // readLines reads the JSON Lines format.
 func readLines(br *bufio.Reader) (*Recording, error) {
 	dec := NewDecoder(br)
@@ -131,6 +143,8 @@ func readLines(br *bufio.Reader) (*Recording, error) {
 			// every name read from a file is (a crafted one may hold
 			// escapes or bidi overrides).
 			base := SanitizeText(c.qualified())
+			c.Sensor, c.Event, c.Unit, c.Desc = SanitizeText(c.Sensor), SanitizeText(c.Event), SanitizeText(c.Unit), SanitizeText(c.Desc)
+			c.Sources = cleanAll(c.Sources)
 			name := base
 			// A name used twice in one set would merge two columns; keep
 			// both by renaming the second.
@@ -178,9 +192,12 @@ func readLines(br *bufio.Reader) (*Recording, error) {
 			rec.Header = *l.Header
 			rec.Header.Host = SanitizeText(rec.Header.Host)
 			rec.Header.Kernel = SanitizeText(rec.Header.Kernel)
-			for i := range rec.Header.Sensors {
-				rec.Header.Sensors[i].Reason = SanitizeText(rec.Header.Sensors[i].Reason)
+			sensors := make([]SensorInfo, len(rec.Header.Sensors))
+			for i, si := range rec.Header.Sensors {
+				si.Name, si.Reason, si.Sources = SanitizeText(si.Name), SanitizeText(si.Reason), cleanAll(si.Sources)
+				sensors[i] = si
 			}
+			rec.Header.Sensors = sensors
 			setColumns(l.Header.Columns)
 		case KindSample:
 			// Time never goes backwards in a recording numascope wrote; in
