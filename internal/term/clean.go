@@ -1,6 +1,8 @@
 package term
 
 import (
+	"bytes"
+	"encoding/json"
 	"io"
 	"strings"
 	"unicode"
@@ -203,4 +205,36 @@ func utf16Pair(r rune) (rune, rune) {
 func appendU(b []byte, r rune) []byte {
 	const hex = "0123456789abcdef"
 	return append(b, '\\', 'u', hex[r>>12&0xf], hex[r>>8&0xf], hex[r>>4&0xf], hex[r&0xf])
+}
+
+// CleanJSON returns the JSON text b with every string in it, object keys
+// included, passed through Clean: for data a page shows as text, where a
+// bidi override would reorder what the reader sees even though the browser
+// runs no escape sequence. Numbers are kept exactly as written.
+func CleanJSON(b []byte) ([]byte, error) {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return nil, err
+	}
+	return json.Marshal(cleanValue(v))
+}
+
+func cleanValue(v any) any {
+	switch x := v.(type) {
+	case string:
+		return Clean(x)
+	case []any:
+		for i := range x {
+			x[i] = cleanValue(x[i])
+		}
+	case map[string]any:
+		out := make(map[string]any, len(x))
+		for k, e := range x {
+			out[Clean(k)] = cleanValue(e)
+		}
+		return out
+	}
+	return v
 }

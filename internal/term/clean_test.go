@@ -108,3 +108,19 @@ func FuzzClean(f *testing.F) {
 		}
 	})
 }
+
+// TestCleanJSON: every string of a JSON document, keys included, comes
+// back cleaned; numbers come back exactly as written.
+func TestCleanJSON(t *testing.T) {
+	in := `{"level` + "\\u202e" + `":{"x":["a\u001b]2;PWNED\u0007",1.50,12345678901234567890,null,true]}}`
+	got, err := CleanJSON([]byte(in))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := `{"level":{"x":["a]2;PWNED",1.50,12345678901234567890,null,true]}}`; string(got) != want {
+		t.Errorf("CleanJSON = %s, want %s", got, want)
+	}
+	if _, err := CleanJSON([]byte(`{"a":`)); err == nil {
+		t.Error("no error for cut-off JSON")
+	}
+}
