@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"io"
+	"strconv"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -210,31 +211,58 @@ func appendU(b []byte, r rune) []byte {
 // CleanJSON returns the JSON text b with every string in it, object keys
 // included, passed through Clean: for data a page shows as text, where a
 // bidi override would reorder what the reader sees even though the browser
-// runs no escape sequence. Numbers are kept exactly as written.
+// runs no escape sequence. Everything else is kept as it was: numbers as
+// written, the order of keys.
 func CleanJSON(b []byte) ([]byte, error) {
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.UseNumber()
-	var v any
-	if err := dec.Decode(&v); err != nil {
-		return nil, err
+	out := make([]byte, 0, len(b))
+	type level struct {
+		object bool
+		n      int // tokens so far: keys and values
 	}
-	return json.Marshal(cleanValue(v))
-}
-
-func cleanValue(v any) any {
-	switch x := v.(type) {
-	case string:
-		return Clean(x)
-	case []any:
-		for i := range x {
-			x[i] = cleanValue(x[i])
+	var stack []level
+	for {
+		tok, err := dec.Token()
+		if err == io.EOF && len(stack) == 0 && len(out) > 0 {
+			break
 		}
-	case map[string]any:
-		out := make(map[string]any, len(x))
-		for k, e := range x {
-			out[Clean(k)] = cleanValue(e)
+		if err == io.EOF {
+			err = io.ErrUnexpectedEOF
 		}
-		return out
+		if err != nil {
+			return nil, err
+		}
+		if d, ok := tok.(json.Delim); ok && (d == '}' || d == ']') {
+			stack = stack[:len(stack)-1]
+			out = append(out, byte(d))
+			continue
+		}
+		if len(stack) > 0 {
+			l := &stack[len(stack)-1]
+			switch {
+			case l.n == 0:
+			case l.object && l.n%2 == 1:
+				out = append(out, ':')
+			default:
+				out = append(out, ',')
+			}
+			l.n++
+		}
+		switch x := tok.(type) {
+		case json.Delim:
+			out = append(out, byte(x))
+			stack = append(stack, level{object: x == '{'})
+		case string:
+			s, _ := json.Marshal(Clean(x))
+			out = append(out, s...)
+		case json.Number:
+			out = append(out, x...)
+		case bool:
+			out = strconv.AppendBool(out, x)
+		case nil:
+			out = append(out, "null"...)
+		}
 	}
-	return v
+	return out, nil
 }

@@ -106,18 +106,29 @@ func FuzzClean(f *testing.F) {
 		if err := json.Unmarshal(EscapeJSON(b), &back); err != nil || back != want {
 			t.Fatalf("EscapeJSON changed %q: %q, %v", s, back, err)
 		}
+		doc, _ := json.Marshal(map[string]any{s: []any{s, 1.5, nil}})
+		cleaned, err := CleanJSON(doc)
+		var m map[string][]any
+		if err != nil || json.Unmarshal(cleaned, &m) != nil || len(m) != 1 {
+			t.Fatalf("CleanJSON(%s) = %s, %v", doc, cleaned, err)
+		}
+		for k, v := range m {
+			if k != Clean(want) || v[0] != k || v[1] != 1.5 || v[2] != nil {
+				t.Fatalf("CleanJSON(%s) = %s, want %q cleaned", doc, cleaned, want)
+			}
+		}
 	})
 }
 
 // TestCleanJSON: every string of a JSON document, keys included, comes
-// back cleaned; numbers come back exactly as written.
+// back cleaned; numbers come back exactly as written, keys in their order.
 func TestCleanJSON(t *testing.T) {
-	in := `{"level` + "\\u202e" + `":{"x":["a\u001b]2;PWNED\u0007",1.50,12345678901234567890,null,true]}}`
+	in := `{"z":1,"level` + "\\u202e" + `":{"x":["a\u001b]2;PWNED\u0007",1.50,12345678901234567890,null,true,false,{},[]]},"a":"<b>"}`
 	got, err := CleanJSON([]byte(in))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := `{"level":{"x":["a]2;PWNED",1.50,12345678901234567890,null,true]}}`; string(got) != want {
+	if want := `{"z":1,"level":{"x":["a]2;PWNED",1.50,12345678901234567890,null,true,false,{},[]]},"a":"\u003cb\u003e"}`; string(got) != want {
 		t.Errorf("CleanJSON = %s, want %s", got, want)
 	}
 	if _, err := CleanJSON([]byte(`{"a":`)); err == nil {
