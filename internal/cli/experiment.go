@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -18,6 +19,7 @@ import (
 	"github.com/numascope/numascope/internal/experiment"
 	"github.com/numascope/numascope/internal/live"
 	"github.com/numascope/numascope/internal/placement"
+	"github.com/numascope/numascope/internal/term"
 )
 
 func newExperimentCmd(g *globals) *cobra.Command {
@@ -89,9 +91,12 @@ With --web, the report is then served to the web client.
 			}
 			plan := spec.Plan()
 			if dryRun {
-				// Printed as it is built, one run at a time.
+				// Printed as it is built, one run at a time. Levels come
+				// from the spec, which may not be the user's own: the
+				// output is cleaned (term.Clean) on its way out.
 				factors := spec.AllFactors()
-				w := bufio.NewWriter(os.Stdout)
+				cw := term.NewWriter(os.Stdout)
+				w := bufio.NewWriter(cw)
 				for id := range plan.Len() {
 					r := plan.Run(id)
 					kind := fmt.Sprintf("rep %d", r.Rep)
@@ -102,7 +107,10 @@ With --web, the report is then served to the web client.
 					fmt.Fprintf(w, "run %d (%s, %s): %q\n", r.ID, r.Label(factors), kind, argv)
 				}
 				fmt.Fprintf(w, "%d runs; results to %s, recordings in %s\n", plan.Len(), spec.Results, spec.RunsDir)
-				return w.Flush()
+				if err := w.Flush(); err != nil {
+					return err
+				}
+				return cw.Flush()
 			}
 			if !analyzeOnly {
 				rf, err := experiment.OpenResults(spec.Results, spec, plan.Len())
@@ -110,7 +118,7 @@ With --web, the report is then served to the web client.
 					return err
 				}
 				ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-				err = experiment.Execute(ctx, spec, rf, &sessionRunner{g: g}, experiment.Options{Self: self, Progress: os.Stderr})
+				err = experiment.Execute(ctx, spec, rf, &sessionRunner{g: g}, experiment.Options{Self: self, Progress: term.NewWriter(os.Stderr)})
 				stop()
 				done := len(rf.Done)
 				rf.Close()
@@ -128,21 +136,7 @@ With --web, the report is then served to the web client.
 				return err
 			}
 			a := experiment.Analyze(spec, results)
-			w := bufio.NewWriter(os.Stdout)
-			switch format {
-			case "json":
-				enc := json.NewEncoder(w)
-				enc.SetIndent("", "  ")
-				err = enc.Encode(a)
-			case "markdown":
-				err = a.WriteMarkdown(w)
-			default:
-				err = a.WriteText(w)
-			}
-			if err == nil {
-				err = w.Flush()
-			}
-			if err != nil {
+			if err := writeAnalysis(os.Stdout, a, format); err != nil {
 				return err
 			}
 			if report != "" {
@@ -150,7 +144,7 @@ With --web, the report is then served to the web client.
 				if err != nil {
 					return fmt.Errorf("cannot write the report: %w", err)
 				}
-				if err := a.WriteMarkdown(f); err != nil {
+				if err := writeAnalysis(f, a, "markdown"); err != nil {
 					f.Close()
 					return err
 				}
@@ -173,6 +167,36 @@ With --web, the report is then served to the web client.
 	f.BoolVar(&web, "web", false, "then serve the report in the web client (effects, boxplots, QQ plot, ANOVA) until Ctrl-C; see --listen")
 	wf.register(cmd)
 	return cmd
+}
+
+// writeAnalysis writes an experiment's analysis in format (text, markdown
+// or json). Levels, factor and response names come from the spec and the
+// results file: the text is cleaned (term.Clean) and the JSON escaped so
+// that none of their control or bidi characters reaches a terminal.
+func writeAnalysis(out io.Writer, a *experiment.Analysis, format string) error {
+	if format == "json" {
+		b, err := json.MarshalIndent(a, "", "  ")
+		if err != nil {
+			return err
+		}
+		_, err = out.Write(append(term.EscapeJSON(b), '\n'))
+		return err
+	}
+	cw := term.NewWriter(out)
+	w := bufio.NewWriter(cw)
+	var err error
+	if format == "markdown" {
+		err = a.WriteMarkdown(w)
+	} else {
+		err = a.WriteText(w)
+	}
+	if err != nil {
+		return err
+	}
+	if err := w.Flush(); err != nil {
+		return err
+	}
+	return cw.Flush()
 }
 
 // serveReport serves an experiment's report to the web client until

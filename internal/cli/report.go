@@ -7,7 +7,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/numascope/numascope/internal/profile"
-	"github.com/numascope/numascope/internal/recording"
+	"github.com/numascope/numascope/internal/term"
 )
 
 func newReportCmd(*globals) *cobra.Command {
@@ -53,7 +53,7 @@ still have their totals summed; the report says so.`,
 					return err
 				}
 			}
-			_, err := os.Stdout.WriteString(recording.SanitizeTerminal(b.String()))
+			_, err := os.Stdout.WriteString(term.CleanLines(b.String()))
 			return err
 		},
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/numascope/numascope/internal/sampler"
 	"github.com/numascope/numascope/internal/sensor"
 	"github.com/numascope/numascope/internal/sysfs"
+	"github.com/numascope/numascope/internal/term"
 	"github.com/numascope/numascope/internal/topology"
 )
 
@@ -82,7 +83,9 @@ func exitStatus(err error, stderr io.Writer) int {
 	case said:
 		return 1
 	default:
-		fmt.Fprintf(stderr, "numascope: %v\n", err)
+		// Errors quote names from files and clients (a level, a label,
+		// a path): cleaned like every text that reaches a terminal.
+		fmt.Fprintf(stderr, "numascope: %s\n", term.CleanLines(err.Error()))
 		return 1
 	}
 }

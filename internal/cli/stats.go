@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/numascope/numascope/internal/stats"
+	"github.com/numascope/numascope/internal/term"
 )
 
 func newStatsCmd(*globals) *cobra.Command {
@@ -79,24 +80,31 @@ describes the method and the JSON.`,
 			if err != nil {
 				return fmt.Errorf("%s: %w", input, err)
 			}
-			w := bufio.NewWriter(os.Stdout)
-			switch format {
-			case "json":
-				enc := json.NewEncoder(w)
-				enc.SetIndent("", "  ")
-				if err := enc.Encode(res); err != nil {
+			// Levels and column names come from a file that may be
+			// crafted: the whole output is cleaned (term.Clean) on its
+			// way to the terminal; JSON keeps them exact but escaped.
+			if format == "json" {
+				b, err := json.MarshalIndent(res, "", "  ")
+				if err != nil {
 					return err
 				}
-			case "markdown":
-				if err := res.WriteMarkdown(w, response); err != nil {
-					return err
-				}
-			default:
-				if err := res.WriteText(w, response); err != nil {
-					return err
-				}
+				_, err = os.Stdout.Write(append(term.EscapeJSON(b), '\n'))
+				return err
 			}
-			return w.Flush()
+			cw := term.NewWriter(os.Stdout)
+			w := bufio.NewWriter(cw)
+			if format == "markdown" {
+				err = res.WriteMarkdown(w, response)
+			} else {
+				err = res.WriteText(w, response)
+			}
+			if err != nil {
+				return err
+			}
+			if err := w.Flush(); err != nil {
+				return err
+			}
+			return cw.Flush()
 		},
 	}
 	f := cmd.Flags()

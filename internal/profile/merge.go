@@ -1,6 +1,7 @@
 package profile
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"path/filepath"
@@ -80,9 +81,12 @@ func Merge(files []string, ps []*Profile) (*Merged, error) {
 			unnamed = append(unnamed, r.Rank)
 		}
 		m.Ranks = append(m.Ranks, r)
-		m.Totals.add(&p.Totals)
-		m.Samples += p.Samples
-		m.Lost += p.Lost
+		if err := m.sum(p); err != nil {
+			return nil, fmt.Errorf("%s: %v: summed over the ranks, the counts wrap around 64 bits; these are not one job's profiles, or one is crafted", files[i], err)
+		}
+	}
+	if err := m.Totals.check("totals summed over the ranks"); err != nil {
+		return nil, fmt.Errorf("%v: these are not one job's profiles, or one is crafted", err)
 	}
 	if len(unnamed) > 0 {
 		m.Notes = append(m.Notes, fmt.Sprintf("%s record no rank (profiled outside mpirun or srun, or by an older numascope): named by file", strings.Join(unnamed, ", ")))
@@ -113,7 +117,11 @@ func Merge(files []string, ps []*Profile) (*Merged, error) {
 		}
 	}
 	if same {
-		m.Matrix = sumMatrices(ps)
+		var err error
+		m.Matrix, err = sumMatrices(files, ps)
+		if err != nil {
+			return nil, err
+		}
 		if m.Matrix == nil {
 			m.Notes = append(m.Notes, "the access matrices have different rows or columns: they are not summed")
 		}
@@ -138,29 +146,68 @@ func rankLess(a, b string) bool {
 	return a < b
 }
 
+// sum adds p's totals, samples and lost faults to m's, refusing a sum that
+// would wrap around 64 bits (naming the field) rather than print a wrapped
+// number.
+func (m *Merged) sum(p *Profile) error {
+	fields := []struct {
+		name     string
+		dst, src *uint64
+	}{
+		{"samples", &m.Samples, &p.Samples}, {"lost", &m.Lost, &p.Lost},
+		{"totals.first_touch", &m.Totals.FirstTouch, &p.Totals.FirstTouch},
+		{"totals.unpinned_first_touch", &m.Totals.UnpinnedFirstTouch, &p.Totals.UnpinnedFirstTouch},
+		{"totals.local", &m.Totals.Local, &p.Totals.Local}, {"totals.remote", &m.Totals.Remote, &p.Totals.Remote},
+		{"totals.unpinned_page", &m.Totals.UnpinnedPage, &p.Totals.UnpinnedPage},
+		{"totals.unpinned_thread", &m.Totals.UnpinnedThread, &p.Totals.UnpinnedThread},
+		{"totals.unpinned_both", &m.Totals.UnpinnedBoth, &p.Totals.UnpinnedBoth},
+	}
+	for _, f := range fields {
+		s, ok := add64(*f.dst, *f.src)
+		if !ok {
+			return fmt.Errorf("%s (%d + %d)", f.name, *f.dst, *f.src)
+		}
+		*f.dst = s
+	}
+	return nil
+}
+
 // sumMatrices adds the access matrices up, or returns nil when they do not
-// all have the same rows, columns and shape.
-func sumMatrices(ps []*Profile) *Matrix {
+// all have the same rows, columns and shape. A sum that wraps around 64
+// bits is an error naming the file and the cell.
+func sumMatrices(files []string, ps []*Profile) (*Matrix, error) {
 	f := ps[0].AccessMatrix
 	out := &Matrix{ThreadNodes: f.ThreadNodes, PageNodes: f.PageNodes, Counts: make([][]uint64, len(f.ThreadNodes))}
 	for i := range out.Counts {
 		out.Counts[i] = make([]uint64, len(f.PageNodes))
 	}
-	for _, p := range ps {
+	for k, p := range ps {
 		m := p.AccessMatrix
 		if !slices.Equal(m.ThreadNodes, f.ThreadNodes) || !slices.Equal(m.PageNodes, f.PageNodes) || len(m.Counts) != len(f.ThreadNodes) {
-			return nil
+			return nil, nil
 		}
 		for i, row := range m.Counts {
 			if len(row) != len(f.PageNodes) {
-				return nil
+				return nil, nil
 			}
 			for j, c := range row {
-				out.Counts[i][j] += c
+				var ok bool
+				if out.Counts[i][j], ok = add64(out.Counts[i][j], c); !ok {
+					return nil, fmt.Errorf("%s: access_matrix.counts[%d][%d]: summed over the ranks, the count wraps around 64 bits; these are not one job's profiles, or one is crafted", files[k], i, j)
+				}
 			}
 		}
 	}
-	return out
+	var total uint64
+	for _, row := range out.Counts {
+		for _, c := range row {
+			var ok bool
+			if total, ok = add64(total, c); !ok {
+				return nil, errors.New("the access matrix summed over the ranks overflows 64 bits: these are not one job's profiles, or one is crafted")
+			}
+		}
+	}
+	return out, nil
 }
 
 // outlier finds the rank with the most remote accesses (the first in rank

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math/bits"
 	"os"
 	"sort"
 	"strconv"
@@ -26,7 +27,76 @@ func Load(path string) (*Profile, error) {
 	if len(p.AccessMatrix.PageNodes) == 0 && len(p.Locations) == 0 && p.Samples == 0 {
 		return nil, fmt.Errorf("%s: not a numascope profile (no access_matrix, locations or samples)", path)
 	}
+	if err := p.check(); err != nil {
+		return nil, fmt.Errorf("%s: %v: the profile is corrupt or crafted (numascope profile never writes this); profile the program again", path, err)
+	}
 	return &p, nil
+}
+
+// check refuses what numascope profile never writes and the report would
+// get wrong: an access matrix that is not one row per thread node of one
+// count per page node (ragged), and counts whose sums, as the report and
+// its hints form them, wrap around 64 bits (a crafted file printed
+// "sampled accesses 18446744073709551614"). The error names the field.
+func (p *Profile) check() error {
+	m := p.AccessMatrix
+	if len(m.Counts) != len(m.ThreadNodes) {
+		return fmt.Errorf("access_matrix.counts has %d rows for %d thread_nodes", len(m.Counts), len(m.ThreadNodes))
+	}
+	var total uint64
+	for i, row := range m.Counts {
+		if len(row) != len(m.PageNodes) {
+			return fmt.Errorf("access_matrix.counts[%d] has %d counts for %d page_nodes (a ragged matrix)", i, len(row), len(m.PageNodes))
+		}
+		for j, c := range row {
+			var ok bool
+			if total, ok = add64(total, c); !ok {
+				return fmt.Errorf("access_matrix.counts[%d][%d]: the matrix's sum overflows 64 bits", i, j)
+			}
+		}
+	}
+	if err := p.Totals.check("totals"); err != nil {
+		return err
+	}
+	for i := range p.Locations {
+		if err := p.Locations[i].Metrics.check(fmt.Sprintf("locations[%d].metrics", i)); err != nil {
+			return err
+		}
+	}
+	for i := range p.Threads {
+		if err := p.Threads[i].Metrics.check(fmt.Sprintf("threads[%d].metrics", i)); err != nil {
+			return err
+		}
+	}
+	for i := range p.Allocations {
+		if err := p.Allocations[i].Metrics.check(fmt.Sprintf("allocations[%d].metrics", i)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// check reports a sum of m's counts that the report forms (accesses =
+// local + remote, first touches + accesses, the unpinned shares) and that
+// would wrap around 64 bits, naming the field as field.name.
+func (m *Metrics) check(field string) error {
+	acc, ok := add64(m.Local, m.Remote)
+	if !ok {
+		return fmt.Errorf("%s: local + remote (%d + %d) overflows 64 bits", field, m.Local, m.Remote)
+	}
+	if _, ok := add64(acc, m.FirstTouch); !ok {
+		return fmt.Errorf("%s: first_touch + local + remote overflows 64 bits", field)
+	}
+	if _, ok := add64(m.UnpinnedThread, m.UnpinnedBoth); !ok {
+		return fmt.Errorf("%s: unpinned_thread + unpinned_both overflows 64 bits", field)
+	}
+	return nil
+}
+
+// add64 is a + b, and whether it fits in 64 bits.
+func add64(a, b uint64) (uint64, bool) {
+	s, carry := bits.Add64(a, b, 0)
+	return s, carry == 0
 }
 
 // WriteReport prints the terminal summary of numascope report: what ran,

@@ -49,9 +49,17 @@ func FuzzLoad(f *testing.F) {
 	prefix, want := validPrefix(f)
 	f.Fuzz(func(t *testing.T, data []byte) {
 		if rec, err := Read(bytes.NewReader(data)); err == nil {
-			for _, s := range rec.Samples {
+			for i, s := range rec.Samples {
 				if len(s.V) != len(rec.Columns) {
 					t.Fatalf("sample with %d values for %d columns", len(s.V), len(rec.Columns))
+				}
+				if i > 0 && s.T < rec.Samples[i-1].T {
+					t.Fatalf("sample %d at t=%v after t=%v: time goes backwards", i, s.T, rec.Samples[i-1].T)
+				}
+			}
+			for _, m := range rec.Labels() {
+				if m.Text == "" || SanitizeText(m.Text) != m.Text {
+					t.Fatalf("label %q read uncleaned", m.Text)
 				}
 			}
 		}

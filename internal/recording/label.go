@@ -2,9 +2,9 @@ package recording
 
 import (
 	"fmt"
-	"strings"
-	"unicode"
 	"unicode/utf8"
+
+	"github.com/numascope/numascope/internal/term"
 )
 
 // MaxLabel is the most bytes a label may have after cleaning. It keeps a
@@ -32,67 +32,10 @@ func CleanLabel(s string) (string, error) {
 	return t, nil
 }
 
-// SanitizeText makes text from an untrusted source (a label, or a name read
-// from a recording file that may be old or crafted) safe to store and to show
-// on a terminal: the result is valid UTF-8 on one line, with nothing that a
-// terminal interprets or that changes how the surrounding text displays.
-//
-//   - invalid UTF-8 becomes U+FFFD;
-//   - white space of any kind (tabs, line and paragraph breaks, NEL, ...)
-//     becomes a space, runs of spaces become one, and the ends are trimmed;
-//   - C0 and C1 control characters (ESC and BEL among them) and DEL are
-//     removed, so an escape sequence is left as harmless printable text;
-//   - Unicode format characters (category Cf: the bidirectional marks,
-//     embeddings, overrides and isolates U+200E/F, U+202A-202E, U+2066-2069,
-//     U+061C, zero-width spaces, the BOM, tag characters, ...) are removed,
-//     except the zero-width (non-)joiners U+200C/D, which emoji sequences
-//     and several scripts need and which cannot reorder text.
-//
-// Unlike CleanLabel it never fails; it may return "".
-func SanitizeText(s string) string {
-	if isPlainASCII(s) {
-		return s
-	}
-	var b strings.Builder
-	b.Grow(len(s))
-	space := false // a space is pending: written before the next kept rune
-	for i := 0; i < len(s); {
-		r, n := utf8.DecodeRuneInString(s[i:])
-		i += n
-		switch {
-		case r == utf8.RuneError && n == 1:
-			r = utf8.RuneError // invalid byte: kept as U+FFFD
-		case unicode.IsSpace(r) || r == 0x2028 || r == 0x2029:
-			space = b.Len() > 0
-			continue
-		case unicode.IsControl(r) || r == 0x7f:
-			continue
-		case unicode.Is(unicode.Cf, r) && r != 0x200C && r != 0x200D:
-			continue
-		}
-		if space {
-			b.WriteByte(' ')
-			space = false
-		}
-		b.WriteRune(r)
-	}
-	return b.String()
-}
-
-// isPlainASCII reports whether s is printable ASCII without leading,
-// trailing or doubled spaces: text that SanitizeText returns unchanged.
-func isPlainASCII(s string) bool {
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if c < ' ' || c > '~' {
-			return false
-		}
-		if c == ' ' && (i == 0 || i == len(s)-1 || s[i+1] == ' ') {
-			return false
-		}
-	}
-	return true
-}
+// SanitizeText is term.Clean, the one cleaning of untrusted text before it
+// reaches a terminal or a page; it is kept under this name for the callers
+// that clean names read from recordings and /proc.
+func SanitizeText(s string) string { return term.Clean(s) }
 
 // truncate shortens s to at most max bytes on a rune boundary, for messages.
 func truncate(s string, max int) string {
@@ -106,39 +49,6 @@ func truncate(s string, max int) string {
 	return s[:cut] + "..."
 }
 
-// SanitizeTerminal is SanitizeText for a multi-line text whose layout
-// matters (a report with aligned columns): line breaks, tabs and spaces are
-// kept as they are, while invalid UTF-8 becomes U+FFFD and other control
-// characters (ESC, BEL, C1, DEL, CR) and format characters are removed as
-// SanitizeText removes them. For text built from a file that may be crafted,
-// before it is written to a terminal.
-func SanitizeTerminal(s string) string {
-	clean := true
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; (c < ' ' && c != '\n' && c != '\t') || c >= 0x7f {
-			clean = false
-			break
-		}
-	}
-	if clean {
-		return s
-	}
-	var b strings.Builder
-	b.Grow(len(s))
-	for i := 0; i < len(s); {
-		r, n := utf8.DecodeRuneInString(s[i:])
-		i += n
-		switch {
-		case r == '\n' || r == '\t':
-		case r == utf8.RuneError && n == 1:
-		case unicode.IsControl(r):
-			continue
-		case r == 0x2028 || r == 0x2029:
-			r = ' '
-		case unicode.Is(unicode.Cf, r) && r != 0x200C && r != 0x200D:
-			continue
-		}
-		b.WriteRune(r)
-	}
-	return b.String()
-}
+// SanitizeTerminal is term.CleanLines: term.Clean for a multi-line text
+// whose layout matters (a report with aligned columns).
+func SanitizeTerminal(s string) string { return term.CleanLines(s) }

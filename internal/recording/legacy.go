@@ -68,6 +68,7 @@ type legacyRow struct {
 func readLegacy(br *bufio.Reader) (*Recording, error) {
 	data, rerr := io.ReadAll(br)
 	var sk skips
+	lastUS, lastLine := math.Inf(-1), 0 // the last sample row's time and line
 	if rerr != nil {
 		var de *decompressError
 		if !errors.As(rerr, &de) {
@@ -183,6 +184,14 @@ func readLegacy(br *bufio.Reader) (*Recording, error) {
 					sk.add(fmt.Sprintf("line %d: value %d is out of range for a 64-bit float; read as missing (null)", lineOf(start), i+1))
 					r.values[i] = math.NaN()
 				}
+			}
+			if !r.label {
+				// As for JSON Lines: time never goes backwards.
+				if r.us < lastUS {
+					sk.add(fmt.Sprintf("line %d: time goes backwards (%g µs after %g µs on line %d); skipped", lineOf(start), r.us, lastUS, lastLine))
+					continue
+				}
+				lastUS, lastLine = r.us, lineOf(start)
 			}
 			rows = append(rows, r)
 		}
@@ -325,7 +334,7 @@ func buildLegacy(sensorName string, sources int, rate float64, headings []string
 	pct := make([]bool, len(hs))
 	used := map[string]bool{}
 	for i, h := range hs {
-		c := Column{Sensor: sensor, Kind: Counter, Desc: h.base}
+		c := Column{Sensor: sensor, Kind: Counter, Desc: SanitizeText(h.base)}
 		base := h.base
 		if strings.HasPrefix(base, "%") {
 			if rate > 0 {
@@ -369,7 +378,7 @@ func buildLegacy(sensorName string, sources int, rate float64, headings []string
 	for _, r := range rows {
 		t := (r.us - origin) / 1e6
 		if r.label {
-			rec.Marks = append(rec.Marks, Mark{Type: MarkLabel, T: t, Text: r.text})
+			rec.Marks = append(rec.Marks, Mark{Type: MarkLabel, T: t, Text: shownLabel(r.text)})
 			continue
 		}
 		for i := range r.values {

@@ -114,6 +114,18 @@ func (s *skips) result() []string {
 	return s.list
 }
 
+// cleanAll returns a copy of ss cleaned by SanitizeText (nil for nil).
+func cleanAll(ss []string) []string {
+	if ss == nil {
+		return nil
+	}
+	out := make([]string, len(ss))
+	for i, s := range ss {
+		out[i] = SanitizeText(s)
+	}
+	return out
+}
+
 // readLines reads the JSON Lines format.
 func readLines(br *bufio.Reader) (*Recording, error) {
 	dec := NewDecoder(br)
@@ -121,16 +133,23 @@ func readLines(br *bufio.Reader) (*Recording, error) {
 	var sk skips
 	index := map[string]int{} // union column name -> index in rec.Columns
 	var cur []int             // current column set -> union index
+	lastT, lastLine := math.Inf(-1), 0
 
 	setColumns := func(cols []Column) {
 		cur = cur[:0]
 		seen := map[string]bool{}
 		for _, c := range cols {
-			name := c.qualified()
+			// Column names reach the page and the terminal: cleaned as
+			// every name read from a file is (a crafted one may hold
+			// escapes or bidi overrides).
+			base := SanitizeText(c.qualified())
+			c.Sensor, c.Event, c.Unit, c.Desc = SanitizeText(c.Sensor), SanitizeText(c.Event), SanitizeText(c.Unit), SanitizeText(c.Desc)
+			c.Sources = cleanAll(c.Sources)
+			name := base
 			// A name used twice in one set would merge two columns; keep
 			// both by renaming the second.
 			for k := 2; seen[name]; k++ {
-				name = c.qualified() + "~" + strconv.Itoa(k)
+				name = base + "~" + strconv.Itoa(k)
 			}
 			seen[name] = true
 			i, ok := index[name]
@@ -171,8 +190,24 @@ func readLines(br *bufio.Reader) (*Recording, error) {
 		switch l.Kind {
 		case KindHeader:
 			rec.Header = *l.Header
+			rec.Header.Host = SanitizeText(rec.Header.Host)
+			rec.Header.Kernel = SanitizeText(rec.Header.Kernel)
+			sensors := make([]SensorInfo, len(rec.Header.Sensors))
+			for i, si := range rec.Header.Sensors {
+				si.Name, si.Reason, si.Sources = SanitizeText(si.Name), SanitizeText(si.Reason), cleanAll(si.Sources)
+				sensors[i] = si
+			}
+			rec.Header.Sensors = sensors
 			setColumns(l.Header.Columns)
 		case KindSample:
+			// Time never goes backwards in a recording numascope wrote; in
+			// a crafted one it would make totals negative (an area of
+			// -1e300) and break the binary searches of a time range.
+			if l.T < lastT {
+				sk.add(fmt.Sprintf("line %d: time goes backwards (t=%g after t=%g on line %d); skipped", l.No, l.T, lastT, lastLine))
+				continue
+			}
+			lastT, lastLine = l.T, l.No
 			v := make([]float64, len(rec.Columns))
 			for i := range v {
 				v[i] = math.NaN()
@@ -188,7 +223,7 @@ func readLines(br *bufio.Reader) (*Recording, error) {
 			}
 			rec.Samples = append(rec.Samples, Sample{T: l.T, V: v})
 		case KindLabel:
-			rec.Marks = append(rec.Marks, Mark{Type: MarkLabel, T: l.T, Text: l.Text})
+			rec.Marks = append(rec.Marks, Mark{Type: MarkLabel, T: l.T, Text: shownLabel(l.Text)})
 		case KindInterval:
 			rec.Marks = append(rec.Marks, Mark{Type: MarkInterval, T: l.T, Interval: l.Interval})
 		case KindPause:

@@ -89,8 +89,10 @@ var wantSamples = []Sample{
 	{0.5, []float64{nan, 8, nan, 12.25}},
 }
 
+// wantMarks is what Load returns for writeTest's marks: the label written
+// with a line break reads back cleaned, as every label read from a file is.
 var wantMarks = []Mark{
-	{Type: MarkLabel, T: 0.15, Text: "phase \"2\"\n<b>"},
+	{Type: MarkLabel, T: 0.15, Text: "phase \"2\" <b>"},
 	{Type: MarkInterval, T: 0.25, Interval: 0.001},
 	{Type: MarkPause, T: 0.26},
 	{Type: MarkResume, T: 0.27},

@@ -2,6 +2,7 @@ package stats
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/csv"
 	"errors"
 	"fmt"
@@ -11,6 +12,71 @@ import (
 	"strings"
 	"unicode"
 )
+
+// The bounds of ReadCSV's input, which may be any file: lines of at most
+// MaxLine bytes, at most MaxInput bytes in all and at most MaxObservations
+// data lines, so that reading it takes a bounded amount of memory (one
+// 200 MB line cost 1.1 GB). A factorial experiment's table is far
+// smaller: a million observations of a few factors fit.
+const (
+	MaxLine         = 1 << 20
+	MaxInput        = 64 << 20
+	MaxObservations = 1_000_000
+)
+
+// limitError is the error of a bound of ReadCSV's input, naming the line.
+type limitError struct {
+	line int
+	what string
+}
+
+func (e *limitError) Error() string { return fmt.Sprintf("line %d: %s", e.line, e.what) }
+
+// limitReader passes r on while counting lines, and fails at the first
+// line longer than MaxLine or the first byte beyond MaxInput, before
+// encoding/csv buffers them.
+type limitReader struct {
+	r       io.Reader
+	line    int   // the line being read, from 1
+	lineLen int   // its bytes so far
+	total   int64 // bytes so far
+	err     error
+}
+
+func (l *limitReader) Read(p []byte) (int, error) {
+	if l.err != nil {
+		return 0, l.err
+	}
+	n, err := l.r.Read(p)
+	for rest := p[:n]; len(rest) > 0; {
+		seg := bytes.IndexByte(rest, '\n') // this line's bytes in rest
+		if seg < 0 {
+			seg = len(rest)
+		}
+		end := l.total + int64(seg) // the input read to the end of this segment
+		if seg < len(rest) {
+			end++ // and its newline
+		}
+		switch {
+		case l.lineLen+seg > MaxLine:
+			l.err = &limitError{l.line, fmt.Sprintf("the line is longer than %d MiB, the limit of a line: is this the right file?", MaxLine>>20)}
+		case end > MaxInput:
+			l.err = &limitError{l.line, fmt.Sprintf("the input is larger than %d MiB, the limit: is this the right file?", MaxInput>>20)}
+		}
+		if l.err != nil {
+			return 0, l.err
+		}
+		l.total = end
+		l.lineLen += seg
+		rest = rest[seg:]
+		if len(rest) > 0 { // at a newline
+			l.line++
+			l.lineLen = 0
+			rest = rest[1:]
+		}
+	}
+	return n, err
+}
 
 // ReadCSV reads observations from a CSV table with a header line: the
 // response column holds numbers, each factor column the level (any text).
@@ -24,7 +90,7 @@ func ReadCSV(r io.Reader, response string, factors []string) ([]Observation, err
 	if len(factors) == 0 {
 		return nil, errors.New("no factor columns named")
 	}
-	br := bufio.NewReader(r)
+	br := bufio.NewReader(&limitReader{r: r, line: 1})
 	if b, err := br.Peek(3); err == nil && string(b) == "\ufeff" {
 		br.Discard(3) // a byte order mark from a spreadsheet
 	}
@@ -84,6 +150,9 @@ func ReadCSV(r io.Reader, response string, factors []string) ([]Observation, err
 		if err != nil || math.IsNaN(v) || math.IsInf(v, 0) {
 			return nil, fmt.Errorf("line %d: response %s = %q is not a finite number", line, response, truncate(cell, 40))
 		}
+		if len(obs) == MaxObservations {
+			return nil, fmt.Errorf("line %d: more than %d data lines, the limit: is this the right file?", line, MaxObservations)
+		}
 		o := Observation{Value: v, Levels: make([]string, len(fi))}
 		for i, j := range fi {
 			l := strings.TrimSpace(rec[j])
@@ -102,6 +171,10 @@ func ReadCSV(r io.Reader, response string, factors []string) ([]Observation, err
 
 // csvError turns encoding/csv's errors into one line naming the line.
 func csvError(err error) error {
+	var le *limitError
+	if errors.As(err, &le) {
+		return le
+	}
 	var pe *csv.ParseError
 	if errors.As(err, &pe) {
 		if errors.Is(pe.Err, csv.ErrFieldCount) {

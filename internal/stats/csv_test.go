@@ -3,6 +3,7 @@ package stats
 import (
 	"encoding/json"
 	"io"
+	"runtime"
 	"strings"
 	"testing"
 )
@@ -75,4 +76,84 @@ func FuzzReadCSV(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestReadCSVBounds: a line over MaxLine bytes, an input over MaxInput
+// bytes and more than MaxObservations data lines are each refused with a
+// one-line error naming the line, while reading holds a bounded amount of
+// memory: the long line is refused before it is buffered whole.
+func TestReadCSVBounds(t *testing.T) {
+	head := "a,b,y\n1,x,2\n"
+	long := io.MultiReader(strings.NewReader(head+"1,"), &repeat{b: 'x', n: 200 << 20}, strings.NewReader(",3\n"))
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	_, err := ReadCSV(long, "y", []string{"a", "b"})
+	runtime.ReadMemStats(&after)
+	if err == nil || err.Error() != "line 3: the line is longer than 1 MiB, the limit of a line: is this the right file?" {
+		t.Errorf("200 MB line: %v", err)
+	}
+	if grew := after.TotalAlloc - before.TotalAlloc; grew > 16<<20 {
+		t.Errorf("reading up to the long line allocated %d MiB", grew>>20)
+	}
+
+	// Lines of 1000 bytes, 70 000 of them: 70 MB.
+	line := "1," + strings.Repeat("x", 995) + ",3\n"
+	big := io.MultiReader(strings.NewReader(head), &repeatLine{line: line, n: 70_000})
+	if _, err := ReadCSV(big, "y", []string{"a", "b"}); err == nil || err.Error() != "line 67111: the input is larger than 64 MiB, the limit: is this the right file?" {
+		t.Errorf("70 MB input: %v", err)
+	}
+
+	many := io.MultiReader(strings.NewReader(head), &repeatLine{line: "1,x,2\n", n: MaxObservations})
+	if _, err := ReadCSV(many, "y", []string{"a", "b"}); err == nil || err.Error() != "line 1000002: more than 1000000 data lines, the limit: is this the right file?" {
+		t.Errorf("%d lines: %v", MaxObservations+1, err)
+	}
+
+	// At the bounds: a line of MaxLine bytes is read.
+	edge := head + "1," + strings.Repeat("x", MaxLine-4) + ",3\n" + "2,x,3\n2," + strings.Repeat("x", MaxLine-4) + ",4\n"
+	if obs, err := ReadCSV(strings.NewReader(edge), "y", []string{"a", "b"}); err != nil || len(obs) != 4 {
+		t.Errorf("lines of %d bytes: %d observations, %v", MaxLine, len(obs), err)
+	}
+}
+
+// repeat reads as n copies of b, without holding them.
+type repeat struct {
+	b byte
+	n int
+}
+
+func (r *repeat) Read(p []byte) (int, error) {
+	if r.n == 0 {
+		return 0, io.EOF
+	}
+	k := min(len(p), r.n)
+	for i := range p[:k] {
+		p[i] = r.b
+	}
+	r.n -= k
+	return k, nil
+}
+
+// repeatLine reads as n copies of line.
+type repeatLine struct {
+	line string
+	n    int
+	off  int
+}
+
+func (r *repeatLine) Read(p []byte) (int, error) {
+	k := 0
+	for k < len(p) && r.n > 0 {
+		c := copy(p[k:], r.line[r.off:])
+		k += c
+		r.off += c
+		if r.off == len(r.line) {
+			r.off = 0
+			r.n--
+		}
+	}
+	if k == 0 {
+		return 0, io.EOF
+	}
+	return k, nil
 }
