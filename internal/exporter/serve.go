@@ -57,7 +57,10 @@ func (e *Exporter) Handler() http.Handler { return e.handler(false, DefaultWrite
 // stops reading would otherwise hold its slot for ever, and maxInFlight
 // such clients (no token is needed) would shut every scraper out. The
 // deadline is set here, where the slot is held, so that live's server,
-// which serves this handler beside its websockets, has it too.
+// which serves this handler beside its websockets, has it too; 0 leaves
+// it to the server (the exporter's own sets http.Server.WriteTimeout,
+// which bounds every answer, and a second deadline would cost a timer
+// operation per scrape for nothing).
 func (e *Exporter) handler(compress bool, writeTimeout time.Duration) http.Handler {
 	sem := make(chan struct{}, maxInFlight)
 	var neg negotiator
@@ -69,7 +72,9 @@ func (e *Exporter) handler(compress bool, writeTimeout time.Duration) http.Handl
 			http.Error(w, fmt.Sprintf("Limit of concurrent requests reached (%d), try again later.", maxInFlight), http.StatusServiceUnavailable)
 			return
 		}
-		_ = http.NewResponseController(w).SetWriteDeadline(time.Now().Add(writeTimeout))
+		if writeTimeout > 0 {
+			_ = http.NewResponseController(w).SetWriteDeadline(time.Now().Add(writeTimeout))
+		}
 		var query string
 		if req.URL != nil {
 			query = req.URL.RawQuery
@@ -310,7 +315,7 @@ func (e *Exporter) Listen(cfg ServeConfig) (*Server, error) {
 	}
 	mux := http.NewServeMux()
 	// GET patterns answer HEAD too, and other methods 405 with Allow.
-	mux.Handle("GET /metrics", e.handler(cfg.Compress, wt))
+	mux.Handle("GET /metrics", e.handler(cfg.Compress, 0)) // srv.WriteTimeout bounds it
 	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		fmt.Fprint(w, "numascope exporter: metrics are at /metrics (docs/exporter.md)\n")
