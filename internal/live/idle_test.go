@@ -51,3 +51,31 @@ func TestTokenHolderThroughIdleConnections(t *testing.T) {
 	}
 	t.Logf("page and stream in %v; cap %d, %d evicted", time.Since(start), lim.Cap(), lim.Evicted())
 }
+
+// TestWebsocketOutlivesWriteTimeout: the server's write timeout, which
+// bounds every answer so that a client that stops reading loses its
+// connection, does not cut an authenticated websocket: the hijack clears
+// the deadline, and batches keep coming long after it.
+func TestWebsocketOutlivesWriteTimeout(t *testing.T) {
+	const wt = 300 * time.Millisecond
+	l, _ := startLive(t, Options{WriteTimeout: wt}, LiveConfig{})
+	ws := dial(t, l.Server, "")
+	ws.next("hello", typeIs("hello"))
+	time.Sleep(4 * wt)
+	// A batch sampled after 4 write timeouts: one written before the
+	// deadline, and read late, would not do.
+	ws.next("a batch sampled after 4 write timeouts", func(m map[string]any) bool {
+		if m["type"] != "batch" {
+			return false
+		}
+		rows, _ := m["samples"].([]any)
+		for _, r := range rows {
+			if row, ok := r.([]any); ok && len(row) > 0 {
+				if at, ok := row[0].(float64); ok && at > (4*wt).Seconds() {
+					return true
+				}
+			}
+		}
+		return false
+	})
+}
