@@ -20,6 +20,8 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/exporter-toolkit/web"
+
+	"github.com/numascope/numascope/internal/connlimit"
 )
 
 // DefaultListen is the exporter's address unless told otherwise: loopback
@@ -55,7 +57,10 @@ func (e *Exporter) Handler() http.Handler { return e.handler(false, DefaultWrite
 // stops reading would otherwise hold its slot for ever, and maxInFlight
 // such clients (no token is needed) would shut every scraper out. The
 // deadline is set here, where the slot is held, so that live's server,
-// which serves this handler beside its websockets, has it too.
+// which serves this handler beside its websockets, has it too; 0 leaves
+// it to the server (the exporter's own sets http.Server.WriteTimeout,
+// which bounds every answer, and a second deadline would cost a timer
+// operation per scrape for nothing).
 func (e *Exporter) handler(compress bool, writeTimeout time.Duration) http.Handler {
 	sem := make(chan struct{}, maxInFlight)
 	var neg negotiator
@@ -67,7 +72,9 @@ func (e *Exporter) handler(compress bool, writeTimeout time.Duration) http.Handl
 			http.Error(w, fmt.Sprintf("Limit of concurrent requests reached (%d), try again later.", maxInFlight), http.StatusServiceUnavailable)
 			return
 		}
-		_ = http.NewResponseController(w).SetWriteDeadline(time.Now().Add(writeTimeout))
+		if writeTimeout > 0 {
+			_ = http.NewResponseController(w).SetWriteDeadline(time.Now().Add(writeTimeout))
+		}
 		var query string
 		if req.URL != nil {
 			query = req.URL.RawQuery
@@ -105,8 +112,7 @@ func (s *scraped) done() { s.x.release(s.r) }
 
 // scrape makes or joins a read and encodes it in format (as negotiated),
 // gzipped when gz is set, with only the families named by name[]=NAME in
-// the raw query, if any. Both servers (net/http's handler and the plain
-// one, plainhttp.go) answer with it.
+// the raw query, if any.
 func (e *Exporter) scrape(format string, enc int, gz bool, query string) scraped {
 	var names []string
 	if query != "" {
@@ -206,15 +212,6 @@ func (n *negotiator) negotiate(accept string) (string, int) {
 	return l.format, l.enc
 }
 
-// negotiateBytes is negotiate for a header read into a buffer: no
-// allocation when it is the last one again.
-func (n *negotiator) negotiateBytes(accept []byte) (string, int) {
-	if l := n.last.Load(); l != nil && l.accept == string(accept) {
-		return l.format, l.enc
-	}
-	return n.negotiate(string(accept))
-}
-
 // acceptsGzip says whether gzip is the content coding to answer
 // Accept-Encoding with, as promhttp chose between identity and gzip: the
 // one with the highest q, identity on a tie, none when the best q is 0.
@@ -252,32 +249,53 @@ type ServeConfig struct {
 	Compress bool
 	// Logger receives exporter-toolkit's messages; nil discards them.
 	Logger *slog.Logger
-	// WriteTimeout bounds the writing of a scrape's answer (0:
+	// WriteTimeout bounds the writing of an answer (0:
 	// DefaultWriteTimeout). A client that stops reading holds one of the
-	// maxInFlight scrape slots until then, not for ever.
+	// maxInFlight scrape slots, and its connection, until then, not for
+	// ever.
 	WriteTimeout time.Duration
+
+	// Tests shorten these; 0 is the default.
+	headerTimeout, idleTimeout time.Duration
+	maxConns                   int
 }
 
 // DefaultWriteTimeout is Prometheus's default scrape timeout: a scraper
 // has given up by then anyway.
 const DefaultWriteTimeout = 10 * time.Second
 
-// idleTimeout closes a kept-alive connection with no request for this
-// long, so that idle connections do not pile up.
-const idleTimeout = 2 * time.Minute
+// HeaderTimeout bounds the wait for a request's headers: from a new
+// connection's accept (and its TLS handshake), or from a kept-alive
+// connection's next first byte. A client that sends half a request and
+// stalls (slowloris) is closed then.
+const HeaderTimeout = 10 * time.Second
+
+// IdleTimeout closes a kept-alive connection with no request for this
+// long, so that idle connections do not pile up. Prometheus, scraping
+// every 15 s by default, keeps its connection.
+const IdleTimeout = 2 * time.Minute
 
 // Server serves an exporter's /metrics.
 type Server struct {
-	cfg   ServeConfig
-	ln    net.Listener
-	http  *http.Server // with a web configuration file
-	plain *plainServer // without: plain HTTP (plainhttp.go)
+	cfg  ServeConfig
+	ln   net.Listener
+	http *http.Server
+	lim  *connlimit.Limiter
 }
 
 // Listen checks the web configuration file and binds the address, so that
-// both problems show before anything is served. With a web configuration
-// file, net/http and exporter-toolkit serve (TLS, basic auth); without,
-// the plain HTTP server (plainhttp.go), which costs a scrape half as much.
+// both problems show before anything is served. One server answers, with
+// or without a web configuration file: net/http, with exporter-toolkit
+// adding TLS and basic auth when the file asks for them, as in
+// node_exporter.
+//
+// Nothing is authenticated before a request's headers are read, so the
+// connections are bounded before that (issue 28): headers must come within
+// HeaderTimeout, kept-alive connections close after IdleTimeout, and at
+// most connlimit.Max() are open, the longest idle one closed to make room
+// for a newcomer (internal/connlimit). A scraper's connection sends its
+// request at once and is never the longest idle, so it gets through
+// however many idle connections a local user holds.
 func (e *Exporter) Listen(cfg ServeConfig) (*Server, error) {
 	if cfg.WebConfigFile != "" {
 		if err := web.Validate(cfg.WebConfigFile); err != nil {
@@ -295,16 +313,10 @@ func (e *Exporter) Listen(cfg ServeConfig) (*Server, error) {
 	if wt <= 0 {
 		wt = DefaultWriteTimeout
 	}
-	if cfg.WebConfigFile == "" {
-		return &Server{cfg: cfg, ln: ln, plain: newPlainServer(e, ln, cfg.Compress, wt)}, nil
-	}
 	mux := http.NewServeMux()
-	mux.Handle("/metrics", e.handler(cfg.Compress, wt))
-	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path != "/" {
-			http.NotFound(w, r)
-			return
-		}
+	// GET patterns answer HEAD too, and other methods 405 with Allow.
+	mux.Handle("GET /metrics", e.handler(cfg.Compress, 0)) // srv.WriteTimeout bounds it
+	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		fmt.Fprint(w, "numascope exporter: metrics are at /metrics (docs/exporter.md)\n")
 	})
@@ -312,20 +324,47 @@ func (e *Exporter) Listen(cfg ServeConfig) (*Server, error) {
 		w.Header().Set("X-Content-Type-Options", "nosniff")
 		mux.ServeHTTP(w, r)
 	})
-	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, MaxHeaderBytes: 64 << 10,
-		IdleTimeout: idleTimeout,
-		ErrorLog:    slog.NewLogLogger(cfg.Logger.Handler(), slog.LevelWarn)} // failed TLS handshakes, say
-	return &Server{cfg: cfg, ln: ln, http: srv}, nil
+	// HTTP/1.1 only, over TLS too: connlimit sees when a request is being
+	// served through net/http's connection states, which HTTP/2 does not
+	// report, so an HTTP/2 connection would count as idle while it serves.
+	// A scrape is one request at a time; HTTP/2 would bring it nothing.
+	var protos http.Protocols
+	protos.SetHTTP1(true)
+	srv := &http.Server{
+		Handler:           h,
+		ReadHeaderTimeout: or(cfg.headerTimeout, HeaderTimeout),
+		IdleTimeout:       or(cfg.idleTimeout, IdleTimeout),
+		// Every answer (a 404, a 503, a scrape) is written within wt: a
+		// connection serving a request is not idle and is not evicted,
+		// so a client that stops reading must lose it.
+		WriteTimeout:   wt,
+		MaxHeaderBytes: 8 << 10, // a scraper sends a few hundred bytes
+		Protocols:      &protos,
+		ErrorLog:       slog.NewLogLogger(cfg.Logger.Handler(), slog.LevelWarn), // failed TLS handshakes, say
+	}
+	maxConns := cfg.maxConns
+	if maxConns <= 0 {
+		maxConns = connlimit.Max()
+	}
+	lim := connlimit.New(maxConns)
+	lim.Install(srv)
+	return &Server{cfg: cfg, ln: ln, http: srv, lim: lim}, nil
+}
+
+// or is d, or def when d is 0.
+func or(d, def time.Duration) time.Duration {
+	if d > 0 {
+		return d
+	}
+	return def
 }
 
 // Addr is the bound address.
 func (s *Server) Addr() net.Addr { return s.ln.Addr() }
 
-// Serve serves until ctx ends.
+// Serve serves until ctx ends, then closes the idle connections and lets
+// the answers being written finish (5 s at most).
 func (s *Server) Serve(ctx context.Context) error {
-	if s.plain != nil {
-		return s.plain.serve(ctx)
-	}
 	done := make(chan error, 1)
 	go func() {
 		cfgFile := s.cfg.WebConfigFile
@@ -339,6 +378,9 @@ func (s *Server) Serve(ctx context.Context) error {
 	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	err := s.http.Shutdown(sctx)
+	if errors.Is(err, context.DeadlineExceeded) {
+		err = s.http.Close()
+	}
 	if serr := <-done; serr != nil && !errors.Is(serr, http.ErrServerClosed) && err == nil {
 		err = serr
 	}

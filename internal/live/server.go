@@ -34,6 +34,7 @@ import (
 
 	"github.com/coder/websocket"
 
+	"github.com/numascope/numascope/internal/connlimit"
 	"github.com/numascope/numascope/internal/rawio"
 	"github.com/numascope/numascope/internal/top"
 )
@@ -186,6 +187,15 @@ type Server struct {
 	wg             sync.WaitGroup
 	mu             sync.Mutex
 	closing        bool // set before wg.Wait: no connection is added after
+
+	conns *connlimit.Limiter // the connections srv holds, capped (Serve; under mu)
+}
+
+// connLimiter is the Limiter of the connections, nil before Serve.
+func (s *Server) connLimiter() *connlimit.Limiter {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.conns
 }
 
 // IsLoopback reports whether a listen address binds only loopback
@@ -288,6 +298,15 @@ func (s *Server) URL() string {
 	return u
 }
 
+// HeaderTimeout bounds the wait for a request's headers, from a new
+// connection's accept or a kept-alive one's next first byte: a client that
+// sends half a request and stalls is closed then.
+const HeaderTimeout = 10 * time.Second
+
+// IdleTimeout closes a kept-alive connection with no request for this
+// long.
+const IdleTimeout = 2 * time.Minute
+
 // Serve serves until ctx is done, then closes every connection.
 func (s *Server) Serve(ctx context.Context) error {
 	if s.ln == nil {
@@ -297,8 +316,14 @@ func (s *Server) Serve(ctx context.Context) error {
 	}
 	s.srv = &http.Server{
 		Handler:           s.Handler(),
-		ReadHeaderTimeout: 10 * time.Second,
-		BaseContext:       func(net.Listener) context.Context { return ctx },
+		ReadHeaderTimeout: HeaderTimeout,
+		IdleTimeout:       IdleTimeout,
+		// Every answer but a websocket's (whose hijack clears the
+		// deadline, its frames bounded by WriteTimeout each) is written
+		// within WriteTimeout: a connection serving a request is never
+		// evicted, so a client that stops reading must lose it.
+		WriteTimeout: s.opt.WriteTimeout,
+		BaseContext:  func(net.Listener) context.Context { return ctx },
 		ConnContext: func(c context.Context, nc net.Conn) context.Context {
 			if tc, ok := nc.(*net.TCPConn); ok && s.opt.SendBuffer > 0 {
 				_ = tc.SetWriteBuffer(s.opt.SendBuffer)
@@ -306,6 +331,17 @@ func (s *Server) Serve(ctx context.Context) error {
 			return c
 		},
 	}
+	// Nothing is authenticated before a request is read: cap the
+	// connections, closing the one idle longest for a newcomer (issue 28;
+	// internal/connlimit). A token holder's connection sends its request
+	// at once, so it gets through however many idle connections another
+	// local user holds; its websocket, once hijacked, is not counted
+	// (MaxClients bounds those).
+	conns := connlimit.New(connlimit.Max())
+	conns.Install(s.srv)
+	s.mu.Lock()
+	s.conns = conns
+	s.mu.Unlock()
 	errc := make(chan error, 1)
 	go func() { errc <- s.srv.Serve(s.ln) }()
 	select {
