@@ -1,5 +1,6 @@
 // Package beneath opens a path beneath a directory, never through a
-// symbolic link.
+// symbolic link; and, for output files the operator names (output.go), a
+// path through symbolic links owned by root or the caller only.
 //
 // numascope runs as root on shared machines, and its web server opens files
 // whose names come from elsewhere: source files named by a profile's debug

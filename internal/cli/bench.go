@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -126,10 +125,12 @@ docs/bench.md.`,
 			if g.root != "" {
 				return errors.New("bench measures this machine: --root (a captured tree) cannot be benchmarked")
 			}
+			var output *outputFile
 			if c.out != "" {
-				if err := checkOutput("bench result", c.out, c.force); err != nil {
+				if output, err = openOutput("bench result", c.out, c.force); err != nil {
 					return err
 				}
+				defer output.Close()
 			}
 			_, topo, err := g.discover()
 			if err != nil {
@@ -158,7 +159,7 @@ docs/bench.md.`,
 			if c.out == "" {
 				return writeBench(os.Stdout, res, c.format)
 			}
-			return writeBenchFile(res, c)
+			return writeBenchFile(res, c, output)
 		},
 	}
 	fl := cmd.Flags()
@@ -189,12 +190,12 @@ func writeBench(w io.Writer, res *bench.Result, format string) error {
 
 // writeBenchFile writes the result next to -o and then moves it there, so
 // that a half-written file never carries the name.
-func writeBenchFile(res *bench.Result, c benchConfig) error {
-	tmp, err := os.CreateTemp(filepath.Dir(c.out), "."+filepath.Base(c.out)+".*")
+func writeBenchFile(res *bench.Result, c benchConfig, output *outputFile) error {
+	tmp, removeTmp, err := output.createTemp()
 	if err != nil {
-		return fmt.Errorf("cannot write the bench result next to %s: %w", c.out, err)
+		return err
 	}
-	defer os.Remove(tmp.Name())
+	defer removeTmp()
 	defer tmp.Close()
 	if err := writeBench(tmp, res, c.format); err != nil {
 		return fmt.Errorf("writing the bench result %s: %w", c.out, err)
@@ -205,5 +206,5 @@ func writeBenchFile(res *bench.Result, c benchConfig) error {
 	if err := tmp.Close(); err != nil {
 		return fmt.Errorf("writing the bench result %s: %w", c.out, err)
 	}
-	return placeOutput("bench result", tmp.Name(), c.out, c.force)
+	return output.place(tmp)
 }

@@ -4,10 +4,12 @@ import (
 	"bufio"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/spf13/cobra"
 
+	"github.com/numascope/numascope/internal/beneath"
 	"github.com/numascope/numascope/internal/recording"
 )
 
@@ -111,11 +113,15 @@ func writeJSONL(rec *recording.Recording, path string, force bool) error {
 func writeCSV(rec *recording.Recording, path string, force, labels bool) error {
 	w := os.Stdout
 	if path != "" && path != "-" {
-		flags := os.O_WRONLY | os.O_CREATE | os.O_EXCL
-		if force {
-			flags = os.O_WRONLY | os.O_CREATE | os.O_TRUNC
+		// As recording.Create: no other user's symlink on the way, none
+		// in the file's place.
+		dir, base := filepath.Split(path)
+		d, err := beneath.OpenOutputDir(dir)
+		if err != nil {
+			return fmt.Errorf("cannot write %s: %w", path, err)
 		}
-		f, err := os.OpenFile(path, flags, 0o644)
+		f, err := d.Create(base, force, 0o644)
+		d.Close()
 		if os.IsExist(err) {
 			return fmt.Errorf("%s already exists: use --force to overwrite it", path)
 		}

@@ -4,13 +4,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
+	"golang.org/x/sys/unix"
 
 	"github.com/numascope/numascope/internal/beneath"
 	"github.com/numascope/numascope/internal/outname"
@@ -82,20 +82,22 @@ it ends.`,
 			// The output is checked before the run, as record does: a
 			// profile that cannot be written is found out before the
 			// program runs, not after.
-			if err := checkOutput("profile", out, force); err != nil {
+			output, err := openOutput("profile", out, force)
+			if err != nil {
 				return err
 			}
+			defer output.Close()
 			_, topo, err := g.discover()
 			if err != nil {
 				return err
 			}
 			// Create the file first: a profile that cannot be written is
 			// better found out before the run than after it.
-			tmp, err := os.CreateTemp(filepath.Dir(out), "."+filepath.Base(out)+".*")
+			tmp, removeTmp, err := output.createTemp()
 			if err != nil {
-				return fmt.Errorf("cannot write the profile next to %s: %w", out, err)
+				return err
 			}
-			defer os.Remove(tmp.Name())
+			defer removeTmp()
 			defer tmp.Close()
 			closer, _ := os.Executable() // closes the tracepoint events in the background (profile.CloserArg)
 			copyOpt := stackCopy
@@ -130,7 +132,7 @@ it ends.`,
 			if err := tmp.Close(); err != nil {
 				return fmt.Errorf("writing the profile %s: %w", out, err)
 			}
-			if err := placeOutput("profile", tmp.Name(), out, force); err != nil {
+			if err := output.place(tmp); err != nil {
 				return err
 			}
 			fmt.Fprintf(os.Stderr, "numascope profile: %d page faults, %d first touches, %d sampled accesses (%d remote), %d lost; wrote %s\n",
@@ -157,38 +159,83 @@ it ends.`,
 	return cmd
 }
 
-// checkOutput refuses, before anything runs, an output that is a
-// directory, or an existing file without force. what names the output
-// ("profile", "bench result") in the messages.
-func checkOutput(what, out string, force bool) error {
-	fi, err := os.Stat(out)
-	switch {
-	case err == nil && fi.IsDir():
-		return fmt.Errorf("cannot write the %s to %s: it is a directory; give a file name, e.g. -o %s", what, out, filepath.Join(out, strings.ReplaceAll(what, " ", "-")+".json"))
-	case err == nil && !force:
-		return fmt.Errorf("%s %s already exists; use --force to overwrite it", what, out)
-	case err != nil && !errors.Is(err, fs.ErrNotExist):
-		return fmt.Errorf("cannot write the %s to %s: %w", what, out, err)
-	}
-	return nil
+// outputFile is a result written whole at the end of a run (profile,
+// bench): checked before the run, written to a temporary file beside it and
+// moved into place, so that a half-written file never carries the name. Its
+// directory is resolved once (beneath.OpenOutputDir: no other user's
+// symlink is followed on the way) and held open, so the file lands in the
+// directory that was checked.
+type outputFile struct {
+	what, path, base string
+	force            bool
+	dir              *beneath.OutDir
 }
 
-// placeOutput moves the finished output from tmp to out. Without force it
-// links rather than renames, so that a file that appeared at out during the
-// run is not replaced either; the output then stays in tmp's place, named.
-func placeOutput(what, tmp, out string, force bool) error {
-	if force {
-		if err := os.Rename(tmp, out); err != nil {
-			return fmt.Errorf("writing the %s %s: %w", what, out, err)
+// openOutput refuses, before anything runs, an output that is a directory,
+// an existing file without force, or one whose path goes through another
+// user's symbolic link. what names the output ("profile", "bench result")
+// in the messages. Close releases it.
+func openOutput(what, out string, force bool) (*outputFile, error) {
+	isDir := fmt.Errorf("cannot write the %s to %s: it is a directory; give a file name, e.g. -o %s", what, out, filepath.Join(out, strings.ReplaceAll(what, " ", "-")+".json"))
+	dir, base := filepath.Split(out)
+	if base == "" || base == "." || base == ".." {
+		return nil, isDir
+	}
+	d, err := beneath.OpenOutputDir(dir)
+	if err != nil {
+		var se *beneath.SymlinkError
+		if errors.As(err, &se) {
+			return nil, fmt.Errorf("cannot write the %s to %s: %v", what, out, se)
+		}
+		return nil, fmt.Errorf("cannot write the %s to %s: %w", what, out, err)
+	}
+	st, exists, err := d.Lstat(base)
+	switch {
+	case err != nil:
+	case exists && st.Mode&unix.S_IFMT == unix.S_IFDIR:
+		err = isDir
+	case exists && !force:
+		err = fmt.Errorf("%s %s already exists; use --force to overwrite it", what, out)
+	}
+	if err != nil {
+		d.Close()
+		return nil, err
+	}
+	return &outputFile{what: what, path: out, base: base, force: force, dir: d}, nil
+}
+
+// Close releases the output's directory.
+func (o *outputFile) Close() error { return o.dir.Close() }
+
+// createTemp creates the temporary file beside the output; remove removes
+// it unless place has moved it.
+func (o *outputFile) createTemp() (f *os.File, remove func(), err error) {
+	f, name, err := o.dir.CreateTemp("." + o.base + ".")
+	if err != nil {
+		return nil, nil, fmt.Errorf("cannot write the %s next to %s: %w", o.what, o.path, err)
+	}
+	return f, func() { _ = o.dir.Remove(name) }, nil
+}
+
+// place moves the finished output from tmp (a file createTemp made) to its
+// name. Without force it links rather than renames, so that a file that
+// appeared there during the run is not replaced either; the output then
+// stays in tmp's place, named. A symbolic link planted at the name is
+// replaced with force, never followed.
+func (o *outputFile) place(tmp *os.File) error {
+	name := filepath.Base(tmp.Name())
+	if o.force {
+		if err := o.dir.Rename(name, o.base); err != nil {
+			return fmt.Errorf("writing the %s %s: %w", o.what, o.path, err)
 		}
 		return nil
 	}
-	if err := os.Link(tmp, out); err != nil {
-		kept := out + ".new"
-		if lerr := os.Link(tmp, kept); lerr == nil { // never replaces a file either
-			return fmt.Errorf("cannot write the %s to %s (%v); it is in %s instead", what, out, err, kept)
+	if err := o.dir.Link(name, o.base); err != nil {
+		kept := o.base + ".new"
+		if lerr := o.dir.Link(name, kept); lerr == nil { // never replaces a file either
+			return fmt.Errorf("cannot write the %s to %s (%v); it is in %s instead", o.what, o.path, err, filepath.Join(filepath.Dir(o.path), kept))
 		}
-		return fmt.Errorf("writing the %s %s: %w", what, out, err)
+		return fmt.Errorf("writing the %s %s: %w", o.what, o.path, err)
 	}
-	return os.Remove(tmp)
+	return o.dir.Remove(name)
 }

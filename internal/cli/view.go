@@ -31,10 +31,11 @@ decimates with min/max to the browser's resolution, so long high-rate recordings
 A profile written by numascope profile (a JSON object with an "access_matrix") opens the
 profile pages instead: summary and hints, the access matrix as a heatmap, threads with their
 pinning logs, functions and lines sorted by any metric, and the source annotated line by line.
-Source files are read from disk, only those the profile names, and only as regular files
-beneath each --source-path directory or, without --source-path, beneath the compilation
-directory the debug info names (never /), never through a symbolic link: by the recorded path's
-suffixes (for /build/src/a.c, DIR/build/src/a.c, DIR/src/a.c, DIR/a.c).
+Source files are read from disk only beneath the --source-path directories you name: only
+those the profile names, only as regular files, never through a symbolic link, by the recorded
+path's suffixes (for /build/src/a.c, DIR/build/src/a.c, DIR/src/a.c, DIR/a.c). Without
+--source-path no source is served: a profile's paths and compilation directories come from
+debug info anyone can forge, so they never choose what is read.
 
 A bench document written by numascope bench --format json (a JSON object with "latency_ns",
 "bandwidth_mbs" or "loaded") opens the bench page: both matrices as heatmaps with their spread,
@@ -88,6 +89,9 @@ chooses what every plot shows.
 				if err != nil {
 					return err
 				}
+				if len(search) == 0 {
+					stderr.printf("%s: no source served: restart view with --source-path DIR to see the annotated source", args[0])
+				}
 				srv, err := newProfileServer(w.options(stderr), args[0], search)
 				if err != nil {
 					return err
@@ -112,7 +116,7 @@ chooses what every plot shows.
 	}
 	w.register(cmd)
 	cmd.Flags().StringArrayVar(&sourcePath, "source-path", nil,
-		"directories (separated by ':', or the flag repeated) where a profile's source files are looked up when they are not where it says")
+		"directories (separated by ':', or the flag repeated) beneath which a profile's source files are looked up; without it no source is served")
 	return cmd
 }
 

@@ -3,7 +3,6 @@ package exporter
 import (
 	"errors"
 	"fmt"
-	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -177,7 +176,10 @@ func nodeFilesReadable(env sensor.Env, file string) error {
 	}
 	for _, n := range env.Topology.Nodes {
 		path := env.FS.Sys("devices/system/node", "node"+strconv.Itoa(n.ID), file)
-		f, err := os.Open(path)
+		f, err := sysfs.Open(path) // never blocks on a FIFO in a --root tree
+		if nr := (*sysfs.NotRegularError)(nil); errors.As(err, &nr) {
+			return fmt.Errorf("exporter: %v", nr)
+		}
 		if err != nil {
 			return fmt.Errorf("exporter: cannot read %s: %v (every node's %s is exported; is /sys mounted, or the --root tree complete?)", path, errors.Unwrap(err), file)
 		}

@@ -32,34 +32,34 @@ const MaxSourceBytes = 4 << 20
 // The server may run as root and the profile's file names come from debug
 // info anyone can forge (`#line 1 "/etc/shadow"`), so a source file is
 // served only when the profile names it (in locations, or allocations when
-// present), and only as a regular file beneath a trusted directory: each
-// --source-path directory, or without one the compilation directory the
-// debug info records for that file (comp_dirs; "/" is refused). The
-// recorded path itself is never opened; it is looked up beneath those
-// directories by its suffixes, since the program was usually built
-// elsewhere (another machine, a container, a VM), and resolved without
-// following any symlink (internal/beneath).
+// present), and only as a regular file beneath a directory the operator
+// named with --source-path. Nothing in the profile chooses a directory: its
+// comp_dirs are as forgeable as its file names (`{"/etc/shadow":
+// ["/etc"]}`), so without --source-path no source is served at all and the
+// reply says how to ask for it (issue 28, finding 2). The recorded path
+// itself is never opened; it is looked up beneath those directories by its
+// suffixes, since the program was usually built elsewhere (another machine,
+// a container, a VM), and resolved without following any symlink
+// (internal/beneath).
 type Profile struct {
 	*Server
-	file     string
-	body     json.RawMessage
-	hints    []string
-	search   []string
-	sources  map[string]bool
-	compDirs map[string][]string
+	file    string
+	body    json.RawMessage
+	hints   []string
+	search  []string
+	sources map[string]bool
 }
 
 // NewProfile prepares serving the profile at file. body is the file's
 // JSON, sent as it is so that fields this version does not know (the
 // format may gain some) reach the client; p is the same file decoded
 // (profile.Load), for the hints. search lists the directories where
-// source files are looked up (absolute); when empty, each file is looked up
-// beneath its compilation directories only.
+// source files are looked up (absolute); when empty, no source is served.
 func NewProfile(opt Options, file string, body []byte, p *profile.Profile, search []string) (*Profile, error) {
 	if !json.Valid(body) {
 		return nil, fmt.Errorf("%s: not valid JSON", file)
 	}
-	srcs, compDirs, err := sourceFiles(body)
+	srcs, err := sourceFiles(body)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", file, err)
 	}
@@ -67,22 +67,21 @@ func NewProfile(opt Options, file string, body []byte, p *profile.Profile, searc
 	if hints == nil {
 		hints = []string{}
 	}
-	pr := &Profile{file: file, body: body, hints: hints, search: search, sources: srcs, compDirs: compDirs}
+	pr := &Profile{file: file, body: body, hints: hints, search: search, sources: srcs}
 	pr.Server = newServer(opt, pr)
 	return pr, nil
 }
 
 // sourceFiles are the source files a profile names (the files of its
-// locations and of its allocation sites, if it has any) and their
-// compilation directories.
-func sourceFiles(body []byte) (map[string]bool, map[string][]string, error) {
+// locations and of its allocation sites, if it has any). Its comp_dirs are
+// not read: they come from the same untrusted file.
+func sourceFiles(body []byte) (map[string]bool, error) {
 	var doc struct {
 		Locations   []struct{ File string } `json:"locations"`
 		Allocations []struct{ File string } `json:"allocations"`
-		CompDirs    map[string][]string     `json:"comp_dirs"`
 	}
 	if err := json.Unmarshal(body, &doc); err != nil {
-		return nil, nil, fmt.Errorf("reading its locations: %v", err)
+		return nil, fmt.Errorf("reading its locations: %v", err)
 	}
 	out := map[string]bool{}
 	for _, l := range doc.Locations {
@@ -95,7 +94,7 @@ func sourceFiles(body []byte) (map[string]bool, map[string][]string, error) {
 			out[a.File] = true
 		}
 	}
-	return out, doc.CompDirs, nil
+	return out, nil
 }
 
 func (pr *Profile) attach(c *client) {
@@ -136,31 +135,9 @@ type sourceMsg struct {
 	Lines []string `json:"lines"`
 }
 
-// dirsFor are the directories file may be read beneath: the search path,
-// or else its compilation directories that are absolute and not "/". why
-// says what was left out, for the error message.
-func (pr *Profile) dirsFor(file string) (dirs []string, why string) {
-	if len(pr.search) > 0 {
-		return pr.search, ""
-	}
-	var refused []string
-	for _, d := range pr.compDirs[file] {
-		c := filepath.Clean(d)
-		if !filepath.IsAbs(c) || c == "/" {
-			refused = append(refused, d)
-			continue
-		}
-		dirs = append(dirs, c)
-	}
-	switch {
-	case len(dirs) > 0:
-	case len(refused) > 0:
-		why = fmt.Sprintf("its compilation directory %s is not one numascope reads source from (not absolute, or /)", strings.Join(refused, ", "))
-	default:
-		why = "the profile records no compilation directory for it"
-	}
-	return dirs, why
-}
+// NoSourcePath is the error of every source request when view was started
+// without --source-path: the page shows it where the code would be.
+const NoSourcePath = "no source served: restart view with --source-path DIR, DIR being the directory that holds the program's source (or a parent of its recorded path)"
 
 // source reads one source file the profile names.
 func (pr *Profile) source(file string) (*sourceMsg, error) {
@@ -170,23 +147,22 @@ func (pr *Profile) source(file string) (*sourceMsg, error) {
 	if !pr.sources[file] {
 		return nil, fmt.Errorf("source: %q is not a source file of this profile (only files its locations name are served)", clip(file))
 	}
-	dirs, why := pr.dirsFor(file)
+	if len(pr.search) == 0 {
+		return nil, fmt.Errorf("source: %s: %s", clip(file), NoSourcePath)
+	}
 	var tried []string
-	for _, cand := range SourceCandidates(file, dirs) {
+	for _, cand := range SourceCandidates(file, pr.search) {
 		b, err := readSource(cand)
 		if err == nil {
 			return &sourceMsg{Type: "source", File: file, Path: cand.Path(), Lines: splitLines(b)}, nil
 		}
 		tried = append(tried, fmt.Sprintf("%s (%v)", cand.Path(), err))
 	}
-	how := "restart with --source-path DIR, DIR being the directory that holds it (or a parent of its path)"
-	if len(pr.search) > 0 {
-		how = "restart with --source-path naming the directory that holds it (now: " + strings.Join(pr.search, ":") + ")"
-	}
+	how := "restart view with --source-path naming the directory that holds it (now: " + strings.Join(pr.search, ":") + ")"
 	if len(tried) == 0 {
-		return nil, fmt.Errorf("source: %s not found: nothing to try: %s, and no --source-path was given; %s", file, why, how)
+		return nil, fmt.Errorf("source: %s not found: its recorded path gives nothing to look up; %s", clip(file), how)
 	}
-	return nil, fmt.Errorf("source: %s not found: tried %s; %s", file, strings.Join(tried, ", "), how)
+	return nil, fmt.Errorf("source: %s not found: tried %s; %s", clip(file), strings.Join(tried, ", "), how)
 }
 
 // Candidate is a place a source file is looked up: Name beneath Dir.

@@ -167,7 +167,7 @@ func TestProfileSourceNotFoundSaysWhatWasTried(t *testing.T) {
 	for _, want := range []string{
 		"/data/profnuma.c not found", "tried " + filepath.Join(empty, "data", "profnuma.c") + " (no such file)",
 		filepath.Join(empty, "profnuma.c"),
-		"restart with --source-path",
+		"restart view with --source-path",
 	} {
 		if !strings.Contains(msg, want) {
 			t.Errorf("error %q lacks %q", msg, want)
@@ -184,7 +184,7 @@ func TestProfileSourceNotFoundSaysWhatWasTried(t *testing.T) {
 		t.Errorf("hello has source_path %v without --source-path", h["source_path"])
 	}
 	c2.send(`{"type":"source","file":"/data/profnuma.c"}`)
-	if msg := c2.next("error", typeIs("error"))["error"].(string); !strings.Contains(msg, "restart with --source-path DIR") {
+	if msg := c2.next("error", typeIs("error"))["error"].(string); !strings.Contains(msg, "restart view with --source-path DIR") {
 		t.Errorf("error %q", msg)
 	}
 }
@@ -342,27 +342,72 @@ func TestProfileNeverServesFilesOutsideItsDirectories(t *testing.T) {
 		t.Errorf("ok.c under --source-path: %v", m)
 	}
 
-	// Without --source-path: beneath the compilation directory only.
+	// Without --source-path: nothing, not even the file beneath the
+	// compilation directory the profile claims.
 	pr2 := startProfile(t, file, nil)
 	c2 := dial(t, pr2.Server, "")
 	c2.next("hello", typeIs("hello"))
-	noSecret("secret by absolute path, comp dir", askSource(t, c2, 1, secret))
+	noSecret("secret by absolute path, no --source-path", askSource(t, c2, 1, secret))
 	noSecret("build/evil.c -> secret", askSource(t, c2, 2, filepath.Join(build, "evil.c")))
 	noSecret("symlinked directory in the comp dir", askSource(t, c2, 3, "sub/link/shadow"))
-	if m := askSource(t, c2, 4, "/x/rooted.c"); m["type"] != "error" || !strings.Contains(fmt.Sprint(m["error"]), "compilation directory / is not one") {
-		t.Errorf("comp dir /: %v", m)
+	if m := askSource(t, c2, 5, filepath.Join(build, "main.c")); m["type"] != "error" || !strings.Contains(fmt.Sprint(m["error"]), NoSourcePath) {
+		t.Errorf("main.c beneath its claimed compilation directory, no --source-path: %v, want %q", m, NoSourcePath)
 	}
-	if m := askSource(t, c2, 5, filepath.Join(build, "main.c")); m["type"] != "source" || m["path"] != filepath.Join(build, "main.c") {
-		t.Errorf("main.c beneath its compilation directory: %v", m)
+}
+
+// TestProfileIgnoresCompDirs is the attack of issue 28, finding 2: a
+// profile naming /etc/shadow and /root/.bash_history with comp_dirs /etc
+// and /root (and /tmp/../etc) got both files in full from a root server
+// started without --source-path. Real system files are asked for; /etc/passwd
+// (which exists on every system, readable) stands in for what must not be
+// served when /etc/shadow is absent. None is served, the error says how to
+// ask for source, and with --source-path the file beneath it is served while
+// the same comp_dirs still give nothing.
+func TestProfileIgnoresCompDirs(t *testing.T) {
+	dir := t.TempDir()
+	files := []string{"/etc/shadow", "/root/.bash_history", "/etc/passwd", "/etc/hostname", "/src/ok.c"}
+	compDirs := map[string][]string{
+		"/etc/shadow": {"/etc"}, "/root/.bash_history": {"/root"}, "/etc/passwd": {"/tmp/../etc"},
+		"/etc/hostname": {"/etc/"}, "/src/ok.c": {"/etc"},
 	}
-	// A file the profile gives no compilation directory is not looked for.
-	pr3 := startProfile(t, writeProfile(t, t.TempDir(), []string{secret}, nil), nil)
-	c3 := dial(t, pr3.Server, "")
-	c3.next("hello", typeIs("hello"))
-	m = askSource(t, c3, 1, secret)
-	noSecret("secret without comp_dirs", m)
-	if msg := fmt.Sprint(m["error"]); !strings.Contains(msg, "records no compilation directory") || !strings.Contains(msg, "restart with --source-path DIR") {
-		t.Errorf("secret without comp_dirs: %v", m["error"])
+	file := writeProfile(t, dir, files, compDirs)
+	if _, err := os.Stat("/etc/passwd"); err != nil {
+		t.Fatalf("this test asks for /etc/passwd, which must exist: %v", err)
+	}
+	refused := func(what string, m map[string]any, want string) {
+		t.Helper()
+		if m["type"] != "error" || !strings.Contains(fmt.Sprint(m["error"]), want) {
+			t.Errorf("%s: %v, want an error saying %q", what, m, want)
+		}
+		if _, ok := m["lines"]; ok {
+			t.Errorf("%s: served %v", what, m["lines"])
+		}
+	}
+	pr := startProfile(t, file, nil)
+	c := dial(t, pr.Server, "")
+	if h := c.next("hello", typeIs("hello")); h["source_path"] != nil {
+		t.Errorf("hello without --source-path has source_path %v", h["source_path"])
+	}
+	for i, f := range files {
+		refused(f+" without --source-path", askSource(t, c, i, f), "restart view with --source-path DIR")
+	}
+
+	search := filepath.Join(dir, "src")
+	if err := os.Mkdir(search, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(search, "ok.c"), []byte("int ok;\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	pr2 := startProfile(t, file, []string{search})
+	c2 := dial(t, pr2.Server, "")
+	c2.next("hello", typeIs("hello"))
+	for i, f := range files[:4] {
+		refused(f+" with --source-path", askSource(t, c2, i, f), "not found")
+	}
+	m := askSource(t, c2, 9, "/src/ok.c")
+	if lines, _ := m["lines"].([]any); m["type"] != "source" || m["path"] != filepath.Join(search, "ok.c") || !reflect.DeepEqual(lines, []any{"int ok;"}) {
+		t.Errorf("/src/ok.c beneath --source-path: %v", m)
 	}
 }
 

@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"fmt"
-	"os"
 	"strconv"
 	"strings"
 
@@ -62,7 +61,7 @@ func ParseCPUInfo(data []byte) (id CPUID, ok bool) {
 
 // ReadCPUID reads the CPU identity from the FS's /proc/cpuinfo.
 func ReadCPUID(fs sysfs.FS) (CPUID, error) {
-	data, err := os.ReadFile(fs.Proc("cpuinfo"))
+	data, err := sysfs.ReadFile(fs.Proc("cpuinfo"))
 	if err != nil {
 		return CPUID{}, err
 	}

@@ -273,7 +273,8 @@ func (r *Reader) readOptional(pid int, dir, name string, limit int, why string) 
 
 // exists reports whether name opens under the proc directory.
 func (r *Reader) exists(name string) bool {
-	f, err := beneath.Open(r.fs.Proc(), name, 0)
+	// O_NONBLOCK: a FIFO in a --root tree must not block the open.
+	f, err := beneath.Open(r.fs.Proc(), name, unix.O_NONBLOCK)
 	if err != nil {
 		return false
 	}

@@ -506,7 +506,14 @@ func ResolveDir(dir string) (string, error) {
 	}
 	abs, err := filepath.Abs(dir)
 	if err == nil {
-		abs, err = filepath.EvalSymlinks(abs)
+		// Named by the operator, but reached only through symbolic links
+		// owned by root or the caller, as -o is (another user's
+		// /tmp/x -> /etc is refused).
+		var d *beneath.OutDir
+		if d, err = beneath.OpenOutputDir(abs); err == nil {
+			d.Close()
+			abs, err = filepath.EvalSymlinks(abs)
+		}
 	}
 	if err == nil {
 		var st os.FileInfo

@@ -8,6 +8,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/klauspost/compress/zstd"
 
+	"github.com/numascope/numascope/internal/beneath"
 	"github.com/numascope/numascope/internal/rawio"
 )
 
@@ -80,17 +82,20 @@ func zstdOptions() []zstd.EOption {
 
 // Create creates a recording file. A ".zst" suffix selects zstd compression.
 // An existing file is refused unless force is set; the file is created with
-// mode 0644 (before umask). A symbolic link in path's place is refused even
-// with force (O_NOFOLLOW): numascope often runs as root, and a link planted
-// by another user would otherwise have it overwrite the link's target.
+// mode 0644 (before umask). numascope often runs as root, and a link
+// planted by another user would otherwise have it write where that user
+// chose, so a symbolic link in path's place is refused even with force
+// (O_NOFOLLOW), and one on the way to it is followed only when root or the
+// caller owns it (beneath.OpenOutputDir). With force, an existing file is
+// overwritten only when it is a regular file with no other hard link.
 func Create(path string, force bool) (*Writer, error) {
-	flags := os.O_WRONLY | os.O_CREATE | syscall.O_NOFOLLOW
-	if force {
-		flags |= os.O_TRUNC
-	} else {
-		flags |= os.O_EXCL
+	dir, base := filepath.Split(path)
+	d, err := beneath.OpenOutputDir(dir)
+	if err != nil {
+		return nil, createError(path, err)
 	}
-	f, err := os.OpenFile(path, flags, 0o644)
+	defer d.Close()
+	f, err := d.Create(base, force, 0o644)
 	if err != nil {
 		return nil, createError(path, err)
 	}
@@ -116,7 +121,14 @@ func createError(path string, err error) error {
 		fi, serr := os.Stat(path)
 		isDir = serr == nil && fi.IsDir()
 	}
+	var se *beneath.SymlinkError
 	switch {
+	case errors.As(err, &se):
+		return fmt.Errorf("cannot create recording %s: %v", path, se)
+	case errors.Is(err, beneath.ErrHardLink):
+		return fmt.Errorf("cannot overwrite recording %s: it has other hard links, and writing it would change them too; remove it or name another file", path)
+	case errors.Is(err, beneath.ErrNotRegular):
+		return fmt.Errorf("cannot create recording %s: it exists and is not a regular file (a FIFO, socket or device); remove it or name another file", path)
 	case isDir:
 		return fmt.Errorf("cannot create recording %s: it is a directory; give a file name", path)
 	case errors.Is(err, syscall.ELOOP):

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"os"
 	"strconv"
+
+	"github.com/numascope/numascope/internal/sysfs"
 )
 
 func init() { Register("cpu", func() Sensor { return &cpuSensor{} }) }
@@ -97,7 +99,7 @@ func (c *cpuSensor) Open(env Env) error {
 		return errors.New("cpu: no topology: discover the topology before opening sensors")
 	}
 	c.path = env.FS.Proc("stat")
-	data, err := os.ReadFile(c.path)
+	data, err := sysfs.ReadFile(c.path)
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {
 			return fmt.Errorf("cpu: %s not found: /proc is not mounted (or the --root tree lacks proc/stat)", c.path)

@@ -13,6 +13,7 @@ import (
 	"strconv"
 
 	"github.com/numascope/numascope/internal/rawio"
+	"github.com/numascope/numascope/internal/sysfs"
 )
 
 // maxFileSize bounds how far a read buffer may grow, so that a runaway file
@@ -41,7 +42,7 @@ type preadFile struct {
 // openPread opens path for repeated reading. size is the file's size as
 // seen at Open; the buffer gets room for the values to grow.
 func openPread(path string, size, recMax int) (*preadFile, error) {
-	f, err := os.Open(path)
+	f, err := sysfs.Open(path)
 	if err != nil {
 		return nil, err
 	}

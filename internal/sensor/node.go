@@ -6,6 +6,8 @@ import (
 	"os"
 	"strconv"
 	"strings"
+
+	"github.com/numascope/numascope/internal/sysfs"
 )
 
 func init() { Register("node", func() Sensor { return &nodeSensor{} }) }
@@ -104,6 +106,13 @@ func (n *nodeSensor) Open(env Env) error {
 			path := env.FS.Sys("devices/system/node", "node"+strconv.Itoa(nd.ID), nodeKindFile[kind])
 			var err error
 			files[kind], err = readNodeFile(path, kind.format())
+			// Something other than a file where a kernel file should be
+			// (a FIFO planted in a --root tree) makes the sensor absent
+			// with that reason (numascope events, stat -e node.*) rather
+			// than a silent gap: the tree is not what it claims.
+			if nr := (*sysfs.NotRegularError)(nil); errors.As(err, &nr) {
+				return fmt.Errorf("node: %w", err)
+			}
 			if err != nil && !errors.Is(err, os.ErrNotExist) && firstErr == nil {
 				firstErr = err
 			}
@@ -144,7 +153,7 @@ func (n *nodeSensor) openFallback(env Env) error {
 // read is returned not present, with the error.
 func readNodeFile(path string, format lineFormat) (nodeFile, error) {
 	f := nodeFile{path: path}
-	data, err := os.ReadFile(path)
+	data, err := sysfs.ReadFile(path)
 	if err != nil {
 		return f, err
 	}

@@ -9,7 +9,6 @@ import (
 	"errors"
 	"fmt"
 	"math/bits"
-	"os"
 	"strconv"
 	"strings"
 
@@ -228,7 +227,7 @@ func perfParanoid(fs sysfs.FS) (int, bool) {
 // hasCapPerfmon reports whether the process has CAP_PERFMON (38) or
 // CAP_SYS_ADMIN (21) in its effective set.
 func hasCapPerfmon(fs sysfs.FS) bool {
-	data, err := os.ReadFile(fs.Proc("self/status"))
+	data, err := sysfs.ReadFile(fs.Proc("self/status"))
 	if err != nil {
 		return false
 	}

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"os"
 	"strings"
+
+	"github.com/numascope/numascope/internal/sysfs"
 )
 
 func init() { Register("vmstat", func() Sensor { return &vmstatSensor{} }) }
@@ -29,7 +31,7 @@ func (v *vmstatSensor) Open(env Env) error {
 	v.Close()
 	*v = vmstatSensor{} // Open may be called again
 	v.path = env.FS.Proc("vmstat")
-	data, err := os.ReadFile(v.path)
+	data, err := sysfs.ReadFile(v.path)
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {
 			return fmt.Errorf("vmstat: %s not found: /proc is not mounted (or the --root tree lacks proc/vmstat)", v.path)

@@ -10,7 +10,6 @@ package sysfs
 import (
 	"bytes"
 	"fmt"
-	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -55,9 +54,10 @@ func Clean(b []byte) []byte {
 	return bytes.TrimRight(bytes.TrimSpace(b), "\x00\n\r\t ")
 }
 
-// ReadString reads a small file and returns its cleaned content.
+// ReadString reads a small file and returns its cleaned content. A FIFO or
+// socket in its place is an error (ReadFile), never a hang.
 func ReadString(path string) (string, error) {
-	b, err := os.ReadFile(path)
+	b, err := ReadFile(path)
 	if err != nil {
 		return "", err
 	}

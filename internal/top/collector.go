@@ -282,6 +282,7 @@ func (c *Collector) Refresh() (*Frame, error) {
 	}
 	f.Nodes = c.nodes.read(dt, &c.events)
 	f.System, f.SystemPagesMigrated = c.nodes.system(dt)
+	f.Source.Missing = append(f.Source.Missing, c.nodes.refused...)
 	if c.opts.Events != nil {
 		if _, migr, _, _ := c.opts.Events.Sources(); migr != "" {
 			f.Migrations = make(map[string]float64, len(c.events.Migrations))

@@ -3,7 +3,10 @@ package top
 import (
 	"bytes"
 	"io"
+	"slices"
 	"strconv"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/numascope/numascope/internal/beneath"
 	"github.com/numascope/numascope/internal/sysfs"
@@ -17,10 +20,13 @@ const maxKVFile = 256 << 10
 // vmstat, the CPUs' times from /proc/stat, and /proc/vmstat's NUMA
 // balancing counters.
 type nodeReader struct {
-	fs   sysfs.FS
-	topo *topology.Topology
-	buf  []byte
-	prev map[string]uint64 // "N/key" → the last value of a counter
+	// refused lists the files skipped for not being regular files (a FIFO
+	// in a --root tree), once each, for the frame's Source.Missing.
+	refused []string
+	fs      sysfs.FS
+	topo    *topology.Topology
+	buf     []byte
+	prev    map[string]uint64 // "N/key" → the last value of a counter
 	// cpuBusy, cpuTotal are the last /proc/stat ticks of each CPU.
 	cpuBusy, cpuTotal []uint64
 }
@@ -29,13 +35,24 @@ func (r *nodeReader) init(fs sysfs.FS, topo *topology.Topology) {
 	r.fs, r.topo, r.prev = fs, topo, map[string]uint64{}
 }
 
-// readFile reads name beneath dir, never through a symbolic link.
+// readFile reads name beneath dir, never through a symbolic link. The
+// open does not block and what is not a regular file is skipped (a FIFO
+// planted in a --root tree, sysfs.CheckRegular): one fstat per file per
+// refresh, without allocating.
 func (r *nodeReader) readFile(dir, name string) ([]byte, bool) {
-	f, err := beneath.Open(dir, name, 0)
+	f, err := beneath.Open(dir, name, unix.O_NONBLOCK)
 	if err != nil {
 		return nil, false
 	}
 	defer f.Close()
+	// Fd makes the descriptor blocking again, harmless once it is known
+	// to be a regular file, whose reads never wait.
+	if err := sysfs.CheckRegular(int(f.Fd()), f.Name()); err != nil {
+		if msg := err.Error(); !slices.Contains(r.refused, msg) {
+			r.refused = append(r.refused, msg)
+		}
+		return nil, false
+	}
 	if r.buf == nil {
 		r.buf = make([]byte, 0, 16<<10)
 	}

@@ -84,9 +84,11 @@ func notExist(err error) bool {
 // is absent or unreadable; unreadable files (permissions, I/O errors) are
 // warned about because they hide information the user may expect.
 func (d *discoverer) read(path string) (string, bool) {
-	b, err := os.ReadFile(path)
+	b, err := sysfs.ReadFile(path) // a FIFO in a --root tree is a warning, not a hang
 	if err != nil {
-		if !notExist(err) {
+		if nr := (*sysfs.NotRegularError)(nil); errors.As(err, &nr) {
+			d.warnf("%v", nr)
+		} else if !notExist(err) {
 			d.warnf("cannot read %s: %v", path, unwrapPathError(err))
 		}
 		return "", false

@@ -183,15 +183,15 @@ test("view PROFILE: summary, heatmap, threads, sorting, source with metrics per 
   }
 });
 
-test("view PROFILE without --source-path: the source page says what was tried and what to do", async (t) => {
+test("view PROFILE without --source-path: no source is served, and the page says how to ask for it", async (t) => {
   const page = await open(t, []);
   await tab(page, "code");
   await page.check("#pgroup-line");
   await page.click(`#profile table.code tr[data-function="compute"][data-line="${computeLine}"]`);
   const msg = await (await page.waitForSelector("#profile .source-missing")).textContent();
-  // The fixture records no compilation directory, and the recorded path itself is never read.
-  assert.match(msg, /\/data\/profnuma\.c not found: nothing to try: the profile records no compilation directory for it/);
-  assert.match(msg, /restart with --source-path DIR/);
+  // Without --source-path nothing is read: not the recorded path, not its compilation directory.
+  assert.match(msg, /\/data\/profnuma\.c: no source served: restart view with --source-path DIR/);
+  assert.match(await page.locator("#profile .sourcepath").textContent(), /no source served: restart view with --source-path DIR/);
   // The lines with counts are still listed, with their metrics.
   const target = page.locator("#profile table.src tr.target");
   assert.equal(await target.getAttribute("data-line"), String(computeLine));

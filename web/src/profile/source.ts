@@ -56,7 +56,7 @@ export function sourcePage(sec: HTMLElement, ctx: ProfileContext): SourceView {
   bar.append(pick, heat);
   if (o.fetch) {
     const sp = o.sourcePath ?? [];
-    bar.append(el("span", { class: "muted sourcepath", title: "where numascope view looks for source files: the path the profile records, then its suffixes under each --source-path directory" }, sp.length ? `source path: ${sp.join(":")}` : "no --source-path: files are read where the profile says"));
+    bar.append(el("span", { class: "muted sourcepath", title: "where numascope view looks for source files: the recorded path's suffixes under each --source-path directory, and nowhere else" }, sp.length ? `source path: ${sp.join(":")}` : "no source served: restart view with --source-path DIR"));
   }
   const box = el("div", { class: "psource" }, el("p", { class: "muted" }, "Click a line in Functions & lines (or pick a file above) to see its source with the metrics of every line."));
   sec.append(bar, box);
