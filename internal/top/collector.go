@@ -268,7 +268,7 @@ func (c *Collector) Refresh() (*Frame, error) {
 	// figure. The detailed slots go to the first processes in that order
 	// (on the first frame, without rates: those that hold the most
 	// memory), kernel threads never: they have no memory map to read.
-	f.Sort, f.SortNote = ResolveSort(f.Processes, dt, c.opts.Sort)
+	f.Sort, f.SortNote = ResolveSort(f.Processes, c.opts.Sort)
 	SortProcesses(f.Processes, f.Sort)
 	last := 0
 	for i, n := 0, 0; i < len(f.Processes) && n < c.opts.Detailed; i++ {

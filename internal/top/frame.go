@@ -56,15 +56,15 @@ type Faults struct {
 
 // Process is one row of the table.
 type Process struct {
-	PID        int     `json:"pid"`
-	Comm       string  `json:"comm"`
-	User       string  `json:"user"`
-	Threads    int     `json:"threads"`
+	PID     int    `json:"pid"`
+	Comm    string `json:"comm"`
+	User    string `json:"user"`
+	Threads int    `json:"threads"`
 	// KernelThread marks a kernel thread (PF_KTHREAD): no memory of its
 	// own, never read in full, hidden by the tables by default.
-	KernelThread bool `json:"kernel_thread,omitempty"`
-	CPUPercent float64 `json:"cpu_percent"`
-	RSSBytes   uint64  `json:"rss_bytes"`
+	KernelThread bool    `json:"kernel_thread,omitempty"`
+	CPUPercent   float64 `json:"cpu_percent"`
+	RSSBytes     uint64  `json:"rss_bytes"`
 	// MemoryByNode is the resident memory per node ("0", "1", ...) from
 	// numa_maps. It is read only for the processes shown (Options.Detailed)
 	// and at a lower rate (Options.MapsEvery); nil for the others.

@@ -47,25 +47,19 @@ func SortValue(p *Process, key SortKey) (float64, bool) {
 
 // sortFigure names a key's figure in the note that says it was not used.
 var sortFigure = map[SortKey]string{
-	SortRemote: "remote faults", SortLocal: "local faults", SortMigrated: "pages migrated", SortCPU: "a CPU%",
+	SortRemote: "remote faults", SortLocal: "local faults", SortMigrated: "pages migrated",
 }
 
 // ResolveSort is the one rule of the default order, shared by the TUI,
 // top -b and the processes page of live: the key asked for where at least
-// one process has a figure for it; else the next measured figure, CPU%
-// (where the frame has an interval to measure it over), then memory. A
+// one process has a figure for it; else CPU%, whose ties (all of them on
+// the first frame, which has no interval to measure over) go by memory. A
 // table sorted on a column of "-" put kernel threads first by PID and the
 // busy processes last (issue 31). note says, in one line, why the key used
 // is not the one asked for ("" when it is).
-func ResolveSort(ps []Process, interval float64, asked SortKey) (used SortKey, note string) {
+func ResolveSort(ps []Process, asked SortKey) (used SortKey, note string) {
 	switch asked {
-	case SortMemory, SortPID:
-		return asked, ""
-	}
-	if interval <= 0 {
-		return SortMemory, "the first frame has no rates yet: sorted by memory"
-	}
-	if asked == SortCPU {
+	case SortMemory, SortPID, SortCPU:
 		return asked, ""
 	}
 	for i := range ps {

@@ -425,33 +425,31 @@ func TestResolveSort(t *testing.T) {
 	unmeasured := []Process{{PID: 2, KernelThread: true}, {PID: 10, CPUPercent: 73, RSSBytes: 1 << 20}, {PID: 11, RSSBytes: 1 << 30}}
 	measured := []Process{{PID: 2, NUMAFaults: f(0, 0)}, {PID: 10, NUMAFaults: f(1, 2), PagesMigrated: &m}}
 	for _, c := range []struct {
-		ps       []Process
-		interval float64
-		asked    SortKey
-		want     SortKey
-		note     string
+		ps    []Process
+		asked SortKey
+		want  SortKey
+		note  string
 	}{
-		{measured, 1, SortRemote, SortRemote, ""},
-		{measured, 1, SortMigrated, SortMigrated, ""},
-		{unmeasured, 1, SortRemote, SortCPU, "no process has remote faults measured here"},
-		{unmeasured, 1, SortLocal, SortCPU, "no process has local faults measured here"},
-		{unmeasured, 1, SortMigrated, SortCPU, "no process has pages migrated measured here"},
-		{unmeasured, 1, SortCPU, SortCPU, ""},
-		{unmeasured, 0, SortRemote, SortMemory, "first frame"},
-		{unmeasured, 0, SortCPU, SortMemory, "first frame"},
-		{unmeasured, 0, SortPID, SortPID, ""},
-		{unmeasured, 1, SortMemory, SortMemory, ""},
+		{measured, SortRemote, SortRemote, ""},
+		{measured, SortMigrated, SortMigrated, ""},
+		{unmeasured, SortRemote, SortCPU, "no process has remote faults measured here"},
+		{unmeasured, SortLocal, SortCPU, "no process has local faults measured here"},
+		{unmeasured, SortMigrated, SortCPU, "no process has pages migrated measured here"},
+		{unmeasured, SortCPU, SortCPU, ""},
+		{unmeasured, SortPID, SortPID, ""},
+		{unmeasured, SortMemory, SortMemory, ""},
 	} {
-		used, note := ResolveSort(c.ps, c.interval, c.asked)
+		used, note := ResolveSort(c.ps, c.asked)
 		if used != c.want || (c.note == "") != (note == "") || !strings.Contains(note, c.note) {
-			t.Errorf("ResolveSort(%s, interval %v) = %s, %q; want %s with a note holding %q", c.asked, c.interval, used, note, c.want, c.note)
+			t.Errorf("ResolveSort(%s) = %s, %q; want %s with a note holding %q", c.asked, used, note, c.want, c.note)
 		}
 		if note != "" && !strings.HasSuffix(note, "sorted by "+string(used)) {
 			t.Errorf("note %q does not name the key used, %s", note, used)
 		}
 	}
 
-	// Under cpu, ties go by memory: the idle kernel thread last.
+	// Under cpu, ties go by memory (all of them on the first frame): the
+	// idle kernel thread last.
 	ps := slices.Clone(unmeasured)
 	SortProcesses(ps, SortCPU)
 	if got := []int{ps[0].PID, ps[1].PID, ps[2].PID}; !slices.Equal(got, []int{10, 11, 2}) {
