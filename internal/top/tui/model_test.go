@@ -277,7 +277,7 @@ func TestFilter(t *testing.T) {
 	if _, _, f := h.feed.state(); f != "hog" {
 		t.Fatalf("feed filter %q, want hog", f)
 	}
-	h.contains(`filter: "hog"`, "1 processes")
+	h.contains(`filter: "hog"`, "1 process,")
 	if p := h.pids(); len(p) != 1 || p[0] != 1717 {
 		t.Fatalf("filtered rows %v, want [1717]", p)
 	}

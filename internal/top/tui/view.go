@@ -98,11 +98,11 @@ func (m *model) header() []string {
 	}
 	short := slices.Clone(head)
 	if f != nil {
-		n := fmt.Sprintf("%d processes", len(m.procs))
+		n := plural(len(m.procs), "process", "processes")
 		kt := ""
 		switch {
 		case m.hidden > 0:
-			kt = fmt.Sprintf(", %d kernel threads hidden (K)", m.hidden)
+			kt = ", " + plural(m.hidden, "kernel thread", "kernel threads") + " hidden (K)"
 		case m.kthreads:
 			kt = " with kernel threads (K)"
 		}
@@ -159,6 +159,14 @@ func (m *model) header() []string {
 		lines = append(lines, m.fit(l))
 	}
 	return lines[:min(len(lines), maxHeader)]
+}
+
+// plural is "1 process", "2 processes".
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return strconv.Itoa(n) + " " + many
 }
 
 // shownSort is the key the rows are in: the one asked for until a frame
@@ -842,7 +850,7 @@ func (m *model) helpLines() []string {
 		if len(m.frame.Source.Missing) > 0 {
 			lines = append(lines, "missing:")
 			for _, l := range m.frame.Source.Missing {
-				lines = append(lines, m.wrap("  "+clean(l), "    ")...)
+				lines = append(lines, m.wrap(clean(l), "    ")...)
 			}
 		}
 		if m.view == viewProcesses && len(m.procs) > 0 {
