@@ -2,7 +2,6 @@ package live
 
 import (
 	"bytes"
-	"cmp"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -18,7 +17,7 @@ import (
 // The processes page of `numascope live` (issue 18) reads a top.Feed over
 // two token-checked HTTP endpoints, polled by the page while it is shown:
 //
-//	GET /api/processes?sort=KEY&order=desc|asc&filter=TEXT&limit=N
+//	GET /api/processes?sort=KEY&order=desc|asc&filter=TEXT&limit=N&kthreads=0|1
 //	GET /api/processes/detail?pid=PID
 //
 // Plain requests rather than websocket messages: the frame is fetched only
@@ -90,15 +89,22 @@ type processesAnswer struct {
 	Reason    string `json:"reason,omitempty"`
 	// Error is the last refresh's failure; Frame is then the previous
 	// frame (null when none ever came).
-	Error  string      `json:"error,omitempty"`
-	Sort   top.SortKey `json:"sort,omitempty"`
-	Order  string      `json:"order,omitempty"`
-	Filter string      `json:"filter,omitempty"`
-	Total  int         `json:"total"`   // processes in the frame
-	Match  int         `json:"matched"` // of them, those the filter keeps
-	Frame  *top.Frame  `json:"frame"`
-	Every  float64     `json:"refresh_seconds,omitempty"`
-	Next   int64       `json:"refresh_in_ms"` // when the next frame is due
+	Error string `json:"error,omitempty"`
+	// Sort is the key the rows are really in: the one asked for unless no
+	// process has that figure (top.ResolveSort), SortNote then saying why.
+	Sort     top.SortKey `json:"sort,omitempty"`
+	SortNote string      `json:"sort_note,omitempty"`
+	// KernelThreads says whether kernel threads are in the rows
+	// (kthreads=1); KernelThreadsHidden counts those left out.
+	KernelThreads       bool       `json:"kernel_threads"`
+	KernelThreadsHidden int        `json:"kernel_threads_hidden"`
+	Order               string     `json:"order,omitempty"`
+	Filter              string     `json:"filter,omitempty"`
+	Total               int        `json:"total"`   // processes in the frame
+	Match               int        `json:"matched"` // of them, those the filter keeps
+	Frame               *top.Frame `json:"frame"`
+	Every               float64    `json:"refresh_seconds,omitempty"`
+	Next                int64      `json:"refresh_in_ms"` // when the next frame is due
 }
 
 // processQuery is a validated request of the processes table.
@@ -107,6 +113,8 @@ type processQuery struct {
 	asc    bool
 	filter string
 	limit  int
+	// kthreads keeps the kernel threads, hidden by default.
+	kthreads bool
 }
 
 // parseProcessQuery validates sort=, order=, filter= and limit=.
@@ -126,6 +134,13 @@ func parseProcessQuery(r *http.Request) (processQuery, error) {
 		q.asc = o == "asc"
 	default:
 		return q, fmt.Errorf("order=%.32q: give asc or desc", o)
+	}
+	switch k := v.Get("kthreads"); k {
+	case "", "0":
+	case "1":
+		q.kthreads = true
+	default:
+		return q, fmt.Errorf("kthreads=%.32q: give 1 to show the kernel threads, 0 to hide them", k)
 	}
 	q.filter = v.Get("filter")
 	if len(q.filter) > MaxProcessFilter {
@@ -206,7 +221,7 @@ func (h *procHub) stale() bool {
 
 // answer builds the answer to q from the shared frame (under h.mu.RLock).
 func (h *procHub) answer(q processQuery) *processesAnswer {
-	a := &processesAnswer{Available: true, Sort: q.sort, Order: "desc", Filter: q.filter, Every: h.every.Seconds()}
+	a := &processesAnswer{Available: true, Sort: q.sort, Order: "desc", Filter: q.filter, Every: h.every.Seconds(), KernelThreads: q.kthreads}
 	if q.asc {
 		a.Order = "asc"
 	}
@@ -221,12 +236,19 @@ func (h *procHub) answer(q processQuery) *processesAnswer {
 	a.Total = len(f.Processes)
 	idx := make([]int, 0, len(f.Processes))
 	for i := range f.Processes {
-		if matchProcess(&f.Processes[i], q.filter) {
+		p := &f.Processes[i]
+		switch {
+		case !matchProcess(p, q.filter):
+		case p.KernelThread && !q.kthreads:
+			a.KernelThreadsHidden++
+		default:
 			idx = append(idx, i)
 		}
 	}
 	a.Match = len(idx)
-	sortProcesses(f.Processes, idx, q.sort, q.asc)
+	// One rule with top: a column of "-" is no order (issue 31).
+	a.Sort, a.SortNote = top.ResolveSort(f.Processes, q.sort)
+	sortProcesses(f.Processes, idx, a.Sort, q.asc)
 	rows := make([]top.Process, min(len(idx), q.limit))
 	for i := range rows {
 		rows[i] = f.Processes[idx[i]]
@@ -248,56 +270,12 @@ func matchProcess(p *top.Process, filter string) bool {
 	return strings.Contains(strings.ToLower(p.Comm), strings.ToLower(filter))
 }
 
-// sortProcesses orders idx (indexes into ps) by key, largest first unless
-// asc, ties by PID. Under remote, local and migrated, a process with no source for the figure
-// sorts after every one with it, either way: unknown is not zero.
+// sortProcesses orders idx (indexes into ps) by key as top orders its
+// tables (top.CompareProcesses): largest first unless asc, a process
+// without the figure after every one with it either way (unknown is not
+// zero), ties by CPU%, memory, then PID.
 func sortProcesses(ps []top.Process, idx []int, key top.SortKey, asc bool) {
-	faults := key == top.SortRemote || key == top.SortLocal
-	val := func(p *top.Process) float64 {
-		switch key {
-		case top.SortRemote:
-			return p.NUMAFaults.Remote
-		case top.SortLocal:
-			return p.NUMAFaults.Local
-		case top.SortCPU:
-			return p.CPUPercent
-		case top.SortMemory:
-			return float64(p.RSSBytes)
-		case top.SortMigrated:
-			return *p.PagesMigrated
-		}
-		return float64(p.PID)
-	}
-	unknown := func(p *top.Process) bool {
-		switch {
-		case faults:
-			return p.NUMAFaults == nil
-		case key == top.SortMigrated:
-			return p.PagesMigrated == nil
-		}
-		return false
-	}
-	slices.SortStableFunc(idx, func(i, j int) int {
-		a, b := &ps[i], &ps[j]
-		ua, ub := unknown(a), unknown(b)
-		if ua != ub {
-			if ua {
-				return 1
-			}
-			return -1
-		}
-		c := 0
-		if !ua {
-			c = cmp.Compare(val(a), val(b))
-		}
-		if !asc {
-			c = -c
-		}
-		if c == 0 {
-			c = cmp.Compare(a.PID, b.PID)
-		}
-		return c
-	})
+	slices.SortStableFunc(idx, func(i, j int) int { return top.CompareProcesses(&ps[i], &ps[j], key, asc) })
 }
 
 // getDetail returns the drill-down of pid, shared by the requests for it

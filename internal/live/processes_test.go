@@ -70,15 +70,18 @@ func get(t *testing.T, c *http.Client, s *Server, path, tok string) (int, []byte
 }
 
 type answer struct {
-	Available bool      `json:"available"`
-	Reason    string    `json:"reason"`
-	Error     string    `json:"error"`
-	Sort      string    `json:"sort"`
-	Order     string    `json:"order"`
-	Total     int       `json:"total"`
-	Matched   int       `json:"matched"`
-	Frame     top.Frame `json:"frame"`
-	Next      int64     `json:"refresh_in_ms"`
+	Available      bool      `json:"available"`
+	Reason         string    `json:"reason"`
+	Error          string    `json:"error"`
+	Sort           string    `json:"sort"`
+	SortNote       string    `json:"sort_note"`
+	KThreads       bool      `json:"kernel_threads"`
+	KThreadsHidden int       `json:"kernel_threads_hidden"`
+	Order          string    `json:"order"`
+	Total          int       `json:"total"`
+	Matched        int       `json:"matched"`
+	Frame          top.Frame `json:"frame"`
+	Next           int64     `json:"refresh_in_ms"`
 }
 
 func decode[T any](t *testing.T, code int, b []byte) T {
@@ -118,7 +121,7 @@ func TestProcessesNeedToken(t *testing.T) {
 	if n, d := feed.Refreshes(), feed.Details(); n != 0 || d != 0 {
 		t.Errorf("requests without the token made %d refreshes and %d drill-downs", n, d)
 	}
-	a := fetch[answer](t, c, l.Server, "/api/processes")
+	a := fetch[answer](t, c, l.Server, "/api/processes?kthreads=1")
 	if !a.Available || len(a.Frame.Processes) != 4 {
 		t.Fatalf("with the token: %+v", a)
 	}
@@ -220,19 +223,21 @@ func TestProcessesSortFilterLimit(t *testing.T) {
 	l, feed, _ := startProcesses(t, Options{})
 	c := &http.Client{}
 	for _, tc := range []struct{ q, want string }{
-		{"", "4242,77,666,5"}, // remote: PID 5 has no fault source
-		{"sort=remote&order=asc", "666,77,4242,5"},
-		{"sort=local", "77,4242,666,5"},
-		{"sort=cpu", "4242,77,666,5"},
-		{"sort=memory", "4242,77,666,5"},
-		{"sort=pid", "5,77,666,4242"},
-		{"sort=pid&order=desc", "4242,666,77,5"},
-		{"sort=migrated", "4242,77,5,666"},
+		{"", "4242,77,666"},             // the kernel thread (PID 5) hidden
+		{"kthreads=1", "4242,77,666,5"}, // remote: PID 5 has no fault source
+		{"kthreads=1&sort=remote&order=asc", "666,77,4242,5"},
+		{"kthreads=1&sort=local", "77,4242,666,5"},
+		{"kthreads=1&sort=cpu", "4242,77,666,5"},
+		{"kthreads=1&sort=memory", "4242,77,666,5"},
+		{"kthreads=1&sort=pid", "5,77,666,4242"},
+		{"sort=pid", "77,666,4242"},
+		{"kthreads=1&sort=pid&order=desc", "4242,666,77,5"},
+		{"kthreads=1&sort=migrated", "4242,77,666,5"}, // unknown last, then by CPU%
 		{"filter=post", "77"},
 		{"filter=666", "666"},
 		{"filter=IMG", "666"}, // case folded
 		{"filter=nothing", ""},
-		{"sort=pid&limit=2", "5,77"},
+		{"kthreads=1&sort=pid&limit=2", "5,77"},
 	} {
 		a := fetch[answer](t, c, l.Server, "/api/processes?"+tc.q)
 		if got := pids(a); got != tc.want {
@@ -241,8 +246,15 @@ func TestProcessesSortFilterLimit(t *testing.T) {
 		if a.Total != 4 {
 			t.Errorf("%s: total %d, want 4", tc.q, a.Total)
 		}
+		hidden := 1
+		if strings.Contains(tc.q, "kthreads=1") || strings.HasPrefix(tc.q, "filter=") {
+			hidden = 0
+		}
+		if a.KThreads != strings.Contains(tc.q, "kthreads=1") || a.KThreadsHidden != hidden || a.SortNote != "" {
+			t.Errorf("%s: kernel_threads %v, %d hidden (want %d), sort_note %q", tc.q, a.KThreads, a.KThreadsHidden, hidden, a.SortNote)
+		}
 	}
-	a := fetch[answer](t, c, l.Server, "/api/processes?sort=pid&limit=2")
+	a := fetch[answer](t, c, l.Server, "/api/processes?sort=pid&limit=2&kthreads=1")
 	if a.Matched != 4 || a.Sort != "pid" || a.Order != "asc" || len(a.Frame.Nodes) != 2 || a.Frame.Source.Faults == "" {
 		t.Errorf("answer %+v", a)
 	}
@@ -443,5 +455,32 @@ func TestProcessesDeadlineEndsWithTheAnswer(t *testing.T) {
 	}
 	if conns != 1 {
 		t.Errorf("%d connections for 3 requests: the test wants one kept alive", conns)
+	}
+}
+
+// TestProcessesSortFallback: where no process has the figure asked for
+// (no fault source here), the rows are by CPU%, the answer's sort says so
+// and sort_note says why, rather than a column of "-" in PID order with
+// the kernel threads first (issue 31).
+func TestProcessesSortFallback(t *testing.T) {
+	l, feed, clock := startProcesses(t, Options{})
+	feed.NoFaults()
+	c := &http.Client{}
+	fetch[answer](t, c, l.Server, "/api/processes") // the first frame: no rates
+	clock.add(time.Second)
+	for _, q := range []string{"", "sort=remote", "sort=local", "sort=migrated"} {
+		a := fetch[answer](t, c, l.Server, "/api/processes?kthreads=1&"+q)
+		if a.Sort != "cpu" || !strings.Contains(a.SortNote, "measured here") || !strings.HasSuffix(a.SortNote, ": sorted by cpu") {
+			t.Errorf("%s: sort %q, note %q; want cpu and why", q, a.Sort, a.SortNote)
+		}
+		if got := pids(a); got != "4242,77,666,5" {
+			t.Errorf("%s: PIDs %s, want by CPU%%: 4242,77,666,5", q, got)
+		}
+	}
+	if a := fetch[answer](t, c, l.Server, "/api/processes?sort=memory"); a.Sort != "memory" || a.SortNote != "" {
+		t.Errorf("sort=memory: sort %q, note %q", a.Sort, a.SortNote)
+	}
+	if code, b := get(t, c, l.Server, "/api/processes?kthreads=yes", "tok"); code != http.StatusBadRequest || !strings.Contains(string(b), "give 1 to show the kernel threads") {
+		t.Errorf("kthreads=yes: HTTP %d %s", code, b)
 	}
 }

@@ -374,6 +374,11 @@ func (t *Tracer) openOnRings(attr *unix.PerfEventAttr, k kind, what string) erro
 // openPMU resolves the presets local_dram and remote_dram for this CPU and
 // opens them sampling. It returns why not, "" when open.
 func (t *Tracer) openPMU(fs sysfs.FS, opts Options, ringWhy string) string {
+	// Without a core PMU no preset can help: say so, rather than blame
+	// the presets for a CPU model (issue 31).
+	if perfevent.CorePMU(fs) == nil {
+		return "this machine has no PMU (" + fs.Sys(perfevent.DevicesDir) + " has no core PMU: a virtual machine without a virtual PMU, or a kernel without PMU support)"
+	}
 	ps, err := perfevent.LoadPresets(opts.Presets...)
 	if err != nil {
 		return err.Error()

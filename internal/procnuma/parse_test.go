@@ -134,7 +134,7 @@ func TestParseStatComm(t *testing.T) {
 			t.Errorf("comm %q: %v", comm, err)
 			continue
 		}
-		if string(s.Comm) != comm || s.State != 'R' || s.UTime != 12 || s.STime != 34 || s.Processor != 7 {
+		if string(s.Comm) != comm || s.State != 'R' || s.UTime != 12 || s.STime != 34 || s.Processor != 7 || s.Flags != 4194560 || s.Flags&PFKThread != 0 {
 			t.Errorf("comm %q: %+v", comm, s)
 		}
 	}

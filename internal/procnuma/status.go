@@ -88,6 +88,9 @@ type Stat struct {
 	// parentheses and any other byte): shown as text only.
 	Comm  []byte
 	State byte
+	// Flags are the task's PF_* flags (field 9): PF_KTHREAD marks a
+	// kernel thread, which has no memory of its own to place.
+	Flags uint64
 	// UTime and STime are the CPU time in user and kernel mode, in clock
 	// ticks (USER_HZ, 100 on every Linux architecture numascope builds for).
 	UTime, STime uint64
@@ -102,6 +105,10 @@ type Stat struct {
 	// Processor is the CPU the task last ran on (field 39).
 	Processor int
 }
+
+// PFKThread is the kernel's PF_KTHREAD flag (include/linux/sched.h) in
+// Stat.Flags: the task is a kernel thread.
+const PFKThread = 0x00200000
 
 // statFields is how many fields follow the comm up to processor: fields 3
 // (state) to 39.
@@ -136,6 +143,8 @@ func ParseStat(data []byte, s *Stat) error {
 				return fmt.Errorf("stat: state %s is not one letter", quote(f))
 			}
 			s.State, ok = f[0], true
+		case 9:
+			s.Flags, ok = parseUint(f)
 		case 14:
 			s.UTime, ok = parseUint(f)
 		case 15:

@@ -25,11 +25,17 @@ func WriteJSON(w io.Writer, f *Frame) error {
 }
 
 // WriteText writes f as top -b does: a header, the node view, then the
-// first rows processes (all when rows <= 0), as plain text: every name from
-// the kernel is sanitised (no escape sequence reaches the terminal).
+// first rows processes (all when rows <= 0), kernel threads left out, as
+// plain text: every name from the kernel is sanitised (no escape sequence
+// reaches the terminal). The JSON stream keeps the kernel threads, marked.
 func WriteText(w io.Writer, f *Frame, rows int, cgroups bool) error {
 	bw := bufio.NewWriter(w)
-	fmt.Fprintf(bw, "numascope top - %s, interval %.1fs, %d processes\n", f.Time.Format("15:04:05"), f.Interval, len(f.Processes))
+	procs, kthreads := WithoutKernelThreads(f.Processes)
+	fmt.Fprintf(bw, "numascope top - %s, interval %.1fs, %d processes (%d kernel threads not shown), sorted by %s\n",
+		f.Time.Format("15:04:05"), f.Interval, len(procs), kthreads, orDash(string(f.Sort)))
+	if f.SortNote != "" {
+		fmt.Fprintf(bw, "sort: %s\n", recording.SanitizeText(f.SortNote))
+	}
 	src := f.Source
 	fmt.Fprintf(bw, "faults: %s; migrations: %s; memory: %s", orDash(src.Faults), orDash(src.Migrations), src.Memory)
 	if src.PMU != "" {
@@ -84,11 +90,11 @@ func WriteText(w io.Writer, f *Frame, rows int, cgroups bool) error {
 	} else {
 		fmt.Fprintf(bw, "%7s %-9s %6s %8s %-24s %-7s %4s %9s %9s %7s %7s %s\n",
 			"PID", "USER", "CPU%", "RSS", "MEMORY/NODE", "RUN", "PREF", "LOCAL/s", "REMOTE/s", "REM%", "MIGR/s", "COMMAND")
-		for i := range f.Processes {
+		for i := range procs {
 			if rows > 0 && i >= rows {
 				break
 			}
-			p := &f.Processes[i]
+			p := &procs[i]
 			loc, rem, share := "-", "-", p.ShareText()
 			if p.NUMAFaults != nil {
 				loc, rem = num(p.NUMAFaults.Local), num(p.NUMAFaults.Remote)

@@ -264,21 +264,24 @@ func (c *Collector) Refresh() (*Frame, error) {
 			delete(c.procs, pid)
 		}
 	}
-	if dt == 0 {
-		// No rates yet: read in full the processes that hold the most
-		// memory, the likeliest to matter, then order as asked.
-		sortProcesses(f.Processes, SortMemory)
-	} else {
-		sortProcesses(f.Processes, c.opts.Sort)
-	}
-	for i := range f.Processes[:min(len(f.Processes), c.opts.Detailed)] {
+	// The key really used: the one asked for, unless no process has that
+	// figure. The detailed slots go to the first processes in that order
+	// (on the first frame, without rates: those that hold the most
+	// memory), kernel threads never: they have no memory map to read.
+	f.Sort, f.SortNote = ResolveSort(f.Processes, c.opts.Sort)
+	SortProcesses(f.Processes, f.Sort)
+	last := 0
+	for i, n := 0, 0; i < len(f.Processes) && n < c.opts.Detailed; i++ {
+		if f.Processes[i].KernelThread {
+			continue
+		}
 		c.detail(&f.Processes[i], now, dt)
+		n++
+		last = i + 1
 	}
-	if dt == 0 {
-		sortProcesses(f.Processes, c.opts.Sort)
-	} else if c.opts.Sort == SortMemory || c.opts.Sort == SortMigrated {
+	if f.Sort == SortMemory || f.Sort == SortMigrated {
 		// The detailed reads refined these figures: keep the order true.
-		sortProcesses(f.Processes[:min(len(f.Processes), c.opts.Detailed)], c.opts.Sort)
+		SortProcesses(f.Processes[:last], f.Sort)
 	}
 	f.Nodes = c.nodes.read(dt, &c.events)
 	f.System, f.SystemPagesMigrated = c.nodes.system(dt)
@@ -312,9 +315,6 @@ func (c *Collector) source() Source {
 	}
 	if s.Faults == "" {
 		s.Missing = append(s.Missing, fmt.Sprintf("pages migrated per process and REM%% (marked ~: the remote share of the NUMA balancer's recent, decayed faults, no rate): read from the threads' /proc/PID/task/TID/sched for the first %d processes only", c.opts.Detailed))
-		if c.opts.Sort == SortRemote || c.opts.Sort == SortLocal {
-			s.Missing = append(s.Missing, "sorting by "+string(c.opts.Sort)+" faults needs the fault rates: the table is in CPU order")
-		}
 	}
 	s.Memory = fmt.Sprintf("numa_maps of the first %d processes shown, every %s; the others show only their RSS",
 		c.opts.Detailed, c.opts.MapsEvery)
@@ -405,6 +405,7 @@ func (c *Collector) readProcess(pid int, dt float64) (Process, bool) {
 	p := Process{
 		PID:           pid,
 		Comm:          string(s.Comm),
+		KernelThread:  s.Flags&procnuma.PFKThread != 0,
 		Threads:       s.Threads,
 		RSSBytes:      s.RSSPages * uint64(os.Getpagesize()),
 		PreferredNode: -1,

@@ -20,8 +20,14 @@ type Frame struct {
 	// Interval is the time since the previous frame in seconds; 0 for the
 	// first frame, whose rates are all 0.
 	Interval float64 `json:"interval_seconds"`
-	// Processes are sorted by the collector's sort key, best first.
+	// Processes are sorted by Sort, best first. Kernel threads are in
+	// (KernelThread marks them): the tables hide them unless asked.
 	Processes []Process `json:"processes"`
+	// Sort is the key the processes are really in: the one asked for
+	// unless no process has that figure (ResolveSort), SortNote then
+	// saying why.
+	Sort     SortKey `json:"sort"`
+	SortNote string  `json:"sort_note,omitempty"`
 	// Cgroups are filled with --cgroup (Options.Cgroups), sorted like the
 	// processes.
 	Cgroups []Cgroup `json:"cgroups,omitempty"`
@@ -50,12 +56,15 @@ type Faults struct {
 
 // Process is one row of the table.
 type Process struct {
-	PID        int     `json:"pid"`
-	Comm       string  `json:"comm"`
-	User       string  `json:"user"`
-	Threads    int     `json:"threads"`
-	CPUPercent float64 `json:"cpu_percent"`
-	RSSBytes   uint64  `json:"rss_bytes"`
+	PID     int    `json:"pid"`
+	Comm    string `json:"comm"`
+	User    string `json:"user"`
+	Threads int    `json:"threads"`
+	// KernelThread marks a kernel thread (PF_KTHREAD): no memory of its
+	// own, never read in full, hidden by the tables by default.
+	KernelThread bool    `json:"kernel_thread,omitempty"`
+	CPUPercent   float64 `json:"cpu_percent"`
+	RSSBytes     uint64  `json:"rss_bytes"`
 	// MemoryByNode is the resident memory per node ("0", "1", ...) from
 	// numa_maps. It is read only for the processes shown (Options.Detailed)
 	// and at a lower rate (Options.MapsEvery); nil for the others.
@@ -176,7 +185,8 @@ type Detail struct {
 	PID     int      `json:"pid"`
 	Comm    string   `json:"comm"`
 	Threads []Thread `json:"threads"`
-	Areas   []Area   `json:"areas"`
+	// Areas are the mappings with resident memory, the largest first.
+	Areas []Area `json:"areas"`
 	// Hint is one plain sentence about the placement, such as "78% of its
 	// memory is on node 0 while its threads run on nodes 1-3"; "" when
 	// nothing stands out.

@@ -415,3 +415,134 @@ func TestNodePromotionsDemotions(t *testing.T) {
 		t.Errorf("node view %+v: want 100 pages promoted and 45 demoted per second", n)
 	}
 }
+
+// TestResolveSort: the default order is by a measured figure. Remote
+// faults where a process has them; else CPU%, then memory on the first
+// frame; a note says why whenever the key asked for is not the one used.
+func TestResolveSort(t *testing.T) {
+	f := func(l, r float64) *Faults { return &Faults{Local: l, Remote: r} }
+	m := 5.0
+	unmeasured := []Process{{PID: 2, KernelThread: true}, {PID: 10, CPUPercent: 73, RSSBytes: 1 << 20}, {PID: 11, RSSBytes: 1 << 30}}
+	measured := []Process{{PID: 2, NUMAFaults: f(0, 0)}, {PID: 10, NUMAFaults: f(1, 2), PagesMigrated: &m}}
+	for _, c := range []struct {
+		ps    []Process
+		asked SortKey
+		want  SortKey
+		note  string
+	}{
+		{measured, SortRemote, SortRemote, ""},
+		{measured, SortMigrated, SortMigrated, ""},
+		{unmeasured, SortRemote, SortCPU, "no process has remote faults measured here"},
+		{unmeasured, SortLocal, SortCPU, "no process has local faults measured here"},
+		{unmeasured, SortMigrated, SortCPU, "no process has pages migrated measured here"},
+		{unmeasured, SortCPU, SortCPU, ""},
+		{unmeasured, SortPID, SortPID, ""},
+		{unmeasured, SortMemory, SortMemory, ""},
+	} {
+		used, note := ResolveSort(c.ps, c.asked)
+		if used != c.want || (c.note == "") != (note == "") || !strings.Contains(note, c.note) {
+			t.Errorf("ResolveSort(%s) = %s, %q; want %s with a note holding %q", c.asked, used, note, c.want, c.note)
+		}
+		if note != "" && !strings.HasSuffix(note, "sorted by "+string(used)) {
+			t.Errorf("note %q does not name the key used, %s", note, used)
+		}
+	}
+
+	// Under cpu, ties go by memory (all of them on the first frame): the
+	// idle kernel thread last.
+	ps := slices.Clone(unmeasured)
+	SortProcesses(ps, SortCPU)
+	if got := []int{ps[0].PID, ps[1].PID, ps[2].PID}; !slices.Equal(got, []int{10, 11, 2}) {
+		t.Errorf("by cpu then memory: %v, want [10 11 2]", got)
+	}
+	// An unmeasured figure sorts after every measured one, either way.
+	ps = []Process{{PID: 1}, {PID: 3, NUMAFaults: f(0, 9)}, {PID: 2, NUMAFaults: f(0, 1)}}
+	for _, asc := range []bool{false, true} {
+		slices.SortStableFunc(ps, func(a, b Process) int { return CompareProcesses(&a, &b, SortRemote, asc) })
+		if ps[2].PID != 1 {
+			t.Errorf("asc %v: %v, want the process without faults last", asc, ps)
+		}
+	}
+	kept, hidden := WithoutKernelThreads(unmeasured)
+	if hidden != 1 || len(kept) != 2 || kept[0].PID != 10 {
+		t.Errorf("WithoutKernelThreads: %v, %d hidden", kept, hidden)
+	}
+}
+
+// TestKernelThreads reads this machine: kthreadd is marked a kernel
+// thread, none takes a slot read in full (numa_maps), the frame without
+// fault rates says it is sorted by cpu with a note, and top -b shows a
+// busy loop and no kernel thread.
+func TestKernelThreads(t *testing.T) {
+	if b, err := os.ReadFile("/proc/2/comm"); err != nil || strings.TrimSpace(string(b)) != "kthreadd" {
+		t.Skip("no kthreadd at PID 2: this PID namespace shows no kernel threads")
+	}
+	busy := start(t, "sh", "-c", "while :; do :; done")
+	// More slots than user processes: kernel threads would fill the rest.
+	c, err := NewCollector(sysfs.New(""), Options{Detailed: 200})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	f := twoFrames(t, c, 300*time.Millisecond)
+	if f.Sort != SortCPU || !strings.Contains(f.SortNote, "no process has remote faults measured") {
+		t.Errorf("without fault rates: sort %q, note %q; want cpu and a note", f.Sort, f.SortNote)
+	}
+	if k := find(f, 2); k == nil || !k.KernelThread {
+		t.Fatalf("kthreadd: %+v, want marked a kernel thread", k)
+	}
+	if b := find(f, busy.Process.Pid); b == nil || b.KernelThread || b.MemoryByNode == nil {
+		t.Errorf("the busy loop: %+v, want a user process read in full", b)
+	}
+	kthreads := 0
+	for _, p := range f.Processes {
+		if p.KernelThread {
+			kthreads++
+			if p.MemoryByNode != nil || len(p.NodesRunning) > 1 {
+				t.Errorf("kernel thread %d (%s) took a detailed slot: %+v", p.PID, p.Comm, p)
+			}
+		}
+	}
+	var buf bytes.Buffer
+	if err := WriteText(&buf, f, 0, false); err != nil {
+		t.Fatal(err)
+	}
+	out := buf.String()
+	if !strings.Contains(out, fmt.Sprintf("(%d kernel threads not shown), sorted by cpu", kthreads)) ||
+		!strings.Contains(out, "sort: no process has remote faults") || strings.Contains(out, " kthreadd\n") {
+		t.Errorf("top -b with %d kernel threads:\n%s", kthreads, out)
+	}
+	if !strings.Contains(out, fmt.Sprintf("\n%7d ", busy.Process.Pid)) {
+		t.Errorf("top -b does not show the busy loop %d:\n%s", busy.Process.Pid, out)
+	}
+}
+
+// TestDetailAreasBySize: the drill-down lists memory areas largest first.
+func TestDetailAreasBySize(t *testing.T) {
+	c, err := NewCollector(sysfs.New(""), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	big := make([]byte, 64<<20)
+	for i := range big {
+		big[i] = 1
+	}
+	d, err := c.Detail(os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(d.Areas) < 3 {
+		t.Fatalf("%d areas", len(d.Areas))
+	}
+	for i := 1; i < len(d.Areas); i++ {
+		if sumBytes(d.Areas[i].BytesByNode) > sumBytes(d.Areas[i-1].BytesByNode) {
+			t.Fatalf("area %d (%x, %d B) after a smaller one (%x, %d B)", i, d.Areas[i].Start,
+				sumBytes(d.Areas[i].BytesByNode), d.Areas[i-1].Start, sumBytes(d.Areas[i-1].BytesByNode))
+		}
+	}
+	if sumBytes(d.Areas[0].BytesByNode) < 60<<20 {
+		t.Errorf("first area %+v, want the 64 MiB buffer", d.Areas[0])
+	}
+	big[0] = big[len(big)-1] // keep it alive
+}

@@ -38,6 +38,8 @@ export interface Proc {
   /** null: no source gives it */
   pages_migrated: number | null;
   pmu: Faults | null;
+  /** a kernel thread (PF_KTHREAD): in the rows only when asked for (kthreads=1) */
+  kernel_thread: boolean;
 }
 
 /** A row of the node view (top.Node). */
@@ -81,8 +83,14 @@ export interface Answer {
   available: boolean;
   reason: string;
   error: string;
+  /** the key the rows are really in: the one asked for unless no process has that figure */
   sort: string;
+  /** why sort is not the key asked for; "" when it is */
+  sort_note: string;
   order: string;
+  /** whether kernel threads are in the rows, and how many were left out */
+  kernel_threads: boolean;
+  kernel_threads_hidden: number;
   total: number;
   matched: number;
   frame: Frame | null;
@@ -139,6 +147,7 @@ function readProc(v: unknown): Proc | undefined {
     recent_remote_share: J.numOrNull(v.recent_remote_share),
     pages_migrated: J.numOrNull(v.pages_migrated),
     pmu: faults(v.pmu_dram_accesses),
+    kernel_thread: J.bool(v.kernel_thread) ?? false,
   };
 }
 
@@ -195,7 +204,10 @@ export function readAnswer(v: unknown): Answer {
     reason: J.strOr(a.reason, ""),
     error: J.strOr(a.error, ""),
     sort: J.strOr(a.sort, ""),
+    sort_note: J.strOr(a.sort_note, ""),
     order: J.strOr(a.order, ""),
+    kernel_threads: J.bool(a.kernel_threads) ?? false,
+    kernel_threads_hidden: J.numOr(a.kernel_threads_hidden, 0),
     total: J.numOr(a.total, 0),
     matched: J.numOr(a.matched, 0),
     frame,
@@ -241,9 +253,12 @@ const MAX_FILTER = 64;
 /** The page's state: what is asked of the server, the last answer, the process drilled into. */
 interface Page {
   root: HTMLElement;
+  /** the key asked for; the answer says the one used (Answer.sort) */
   sort: string;
   order: "asc" | "desc";
   filter: string;
+  /** show the kernel threads (hidden by default) */
+  kthreads: boolean;
   last: Answer | null;
   pid: number | null;
   detail: Detail | null;
@@ -296,7 +311,7 @@ export function showPage(which: "samples" | "processes"): void {
 function build(): Page {
   const root = el("section", { id: "processes", "aria-label": "processes" });
   document.body.insertBefore(root, $("drop"));
-  const p: Page = { root, sort: "remote", order: "desc", filter: "", last: null, pid: null, detail: null, detailError: "", timer: undefined, seq: 0 };
+  const p: Page = { root, sort: "remote", order: "desc", filter: "", kthreads: false, last: null, pid: null, detail: null, detailError: "", timer: undefined, seq: 0 };
   const filter = el("input", { id: "proc-filter", type: "search", placeholder: "filter: command or PID", maxlength: String(MAX_FILTER), size: "24" });
   let debounce: number | undefined;
   filter.oninput = () => {
@@ -306,8 +321,21 @@ function build(): Page {
       void poll();
     }, 200);
   };
+  // Kernel threads are hidden by default: 50 of them at 0% came before the busy processes (issue 31).
+  const kthreads = el("input", { id: "proc-kthreads", type: "checkbox" });
+  kthreads.onchange = () => {
+    p.kthreads = kthreads.checked;
+    void poll();
+  };
   root.append(
-    el("div", { class: "proc-bar" }, filter, el("span", { id: "proc-count", class: "muted" })),
+    el(
+      "div",
+      { class: "proc-bar" },
+      filter,
+      el("label", { title: "kernel threads (PF_KTHREAD) have no memory of their own to place" }, kthreads, " kernel threads"),
+      el("span", { id: "proc-count", class: "muted" }),
+    ),
+    el("div", { id: "proc-sort-note", class: "muted", role: "status" }),
     el("div", { id: "proc-notice", role: "status", hidden: "" }),
     el("div", { id: "proc-error", class: "proc-error", role: "alert", hidden: "" }),
     el("div", { id: "proc-main" }, el("div", { id: "proc-table-box" }), el("aside", { id: "proc-detail", "aria-label": "process detail", hidden: "" })),
@@ -326,7 +354,7 @@ async function poll(): Promise<void> {
   const seq = ++p.seq;
   let next = 1000;
   try {
-    const a = readAnswer(await getJSON(apiURL("/api/processes", { sort: p.sort, order: p.order, filter: p.filter })));
+    const a = readAnswer(await getJSON(apiURL("/api/processes", { sort: p.sort, order: p.order, filter: p.filter, kthreads: p.kthreads ? "1" : "0" })));
     if (seq !== p.seq) return;
     p.last = a;
     // The server says when its next frame is due: ask just after it.
@@ -360,21 +388,27 @@ function draw(p: Page, a: Answer): void {
     notice(`No process table here. ${a.reason}`, "");
     for (const x of parts) x.replaceChildren();
     $("proc-count").textContent = "";
+    $("proc-sort-note").textContent = "";
     $("proc-detail").hidden = true;
     return;
   }
   notice("", a.error ? `the last refresh failed: ${a.error}` : "");
   const f = a.frame;
   if (!f) return;
-  if (a.sort in SORT_FIRST) p.sort = a.sort;
+  // p.sort stays the key asked for: where it falls back, the next frame that has its figure is in its order again.
   if (a.order === "asc" || a.order === "desc") p.order = a.order;
   const first = f.interval_seconds === 0;
   $("proc-count").textContent =
     `${a.matched === a.total ? `${a.total} processes` : `${a.matched} of ${a.total} processes match`}` +
     (f.processes.length < a.matched ? ` · first ${f.processes.length} shown` : "") +
+    (a.kernel_threads_hidden ? ` · ${a.kernel_threads_hidden} kernel threads hidden` : "") +
     ` · ${f.time ? new Date(f.time).toLocaleTimeString() : "–"}` +
     (first ? " · first frame: rates start with the next" : ` · over ${f.interval_seconds.toFixed(1)} s`);
-  $("proc-table-box").replaceChildren(processTable(p, f, first));
+  // The order the rows are really in, and why where it is not the one asked for.
+  const used = a.sort in SORT_FIRST ? a.sort : p.sort;
+  $("proc-sort-note").textContent =
+    `In ${used === "pid" ? "PID" : used} order, ${a.order === "asc" ? "smallest" : "largest"} first` + (a.sort_note ? `: ${a.sort_note}.` : ".");
+  $("proc-table-box").replaceChildren(processTable(p, f, first, used));
   fitDetail();
   $("proc-nodes").replaceChildren(el("h3", {}, "Nodes"), nodeTable(f, first));
   $("proc-migrations").replaceChildren(el("h3", {}, "Page migrations by reason"), migrationTable(f, first));
@@ -396,7 +430,7 @@ interface Col {
   cell: (r: Proc) => string;
 }
 
-function processTable(p: Page, f: Frame, first: boolean): HTMLTableElement {
+function processTable(p: Page, f: Frame, first: boolean, used: string): HTMLTableElement {
   const ids = f.nodes.map((n) => String(n.node));
   const pmu = f.source.pmu !== "" || f.processes.some((r) => r.pmu !== null);
   const cols: Col[] = [
@@ -439,13 +473,15 @@ function processTable(p: Page, f: Frame, first: boolean): HTMLTableElement {
       const key = c.sort;
       th.dataset.sort = key;
       th.classList.add("sortable");
-      if (key === p.sort) {
+      if (key === used) {
         th.classList.add("sorted");
         th.dataset.dir = p.order;
       }
       th.onclick = () => {
-        if (p.sort === key) p.order = p.order === "asc" ? "desc" : "asc";
-        else {
+        if (used === key) {
+          p.sort = key;
+          p.order = p.order === "asc" ? "desc" : "asc";
+        } else {
           p.sort = key;
           p.order = SORT_FIRST[key] ?? "desc";
         }
@@ -456,7 +492,8 @@ function processTable(p: Page, f: Frame, first: boolean): HTMLTableElement {
   }
   const body = el("tbody");
   for (const r of f.processes) {
-    const row = el("tr", { "data-pid": String(r.pid), class: "clickable" });
+    const row = el("tr", { "data-pid": String(r.pid), class: r.kernel_thread ? "clickable kthread" : "clickable" });
+    if (r.kernel_thread) row.dataset.kthread = "1";
     if (r.pid === p.pid) row.classList.add("expanded");
     for (const c of cols) {
       const text = c.cell(r);
@@ -535,6 +572,9 @@ function drawDetail(p: Page): void {
   if (!d) return box.replaceChildren(head, el("p", { class: "muted" }, p.detailError ? `cannot read it: ${p.detailError}` : "reading…"));
   const first = p.last?.frame?.interval_seconds === 0;
   const ids = [...new Set(d.areas.flatMap((a) => Object.keys(a.bytes_by_node)))].sort((a, b) => Number(a) - Number(b));
+  // The largest areas first, ties by address (the server sends them so; an older one by address).
+  const total = (a: Area) => Object.values(a.bytes_by_node).reduce((x, y) => x + y, 0);
+  const bySize = [...d.areas].sort((a, b) => total(b) - total(a) || a.start - b.start);
   const threads = textTable(
     { class: "ptable threads" },
     ["TID", "name", "CPU%", "CPU", "node", "preferred", "local/s", "remote/s"],
@@ -554,7 +594,7 @@ function drawDetail(p: Page): void {
     { class: "ptable areas" },
     ["start", "kind", "mapping", "policy", ...ids.map((id) => `N${id}`)],
     4,
-    d.areas.map((a) => [
+    bySize.map((a) => [
       a.start.toString(16),
       a.kind,
       a.path || "–",

@@ -64,9 +64,16 @@ test("processes page: rows, sorting by header, filter, node view, source, drill-
   await page.waitForSelector("#proc-table tbody tr[data-pid]");
   assert.equal(await page.isVisible("#plots"), false, "the samples stay on screen over the processes");
 
-  // Default: remote faults first; PID 5 has no fault source, so it is last and its rates are "–".
-  await waitOrder(page, [4242, 77, 666, 5], "sorted by remote faults");
+  // Default: remote faults first, the kernel thread (PID 5) hidden and counted; the note says the order.
   await page.waitForFunction(() => !document.querySelector("#proc-count").textContent.includes("first frame"));
+  await waitOrder(page, [4242, 77, 666], "sorted by remote faults, no kernel thread");
+  await page.waitForSelector("#proc-count:has-text('1 kernel threads hidden')");
+  assert.equal(await page.textContent("#proc-sort-note"), "In remote order, largest first.");
+  assert.equal(await page.getAttribute('#proc-table th[data-sort="remote"]', "class"), "num sortable sorted");
+  // The checkbox shows it; it has no fault source, so it is last and its rates are "–".
+  await page.check("#proc-kthreads");
+  await waitOrder(page, [4242, 77, 666, 5], "with the kernel thread, sorted by remote faults");
+  assert.equal(await page.getAttribute('#proc-table tr[data-pid="5"]', "data-kthread"), "1");
   assert.equal(await cell(page, 5, "remote/s"), "–", "a process without a fault source shows a rate");
   assert.equal(await cell(page, 5, "remote %"), "~78%", "without rates, the share of the balancer's recent faults, marked ~");
   assert.equal(await cell(page, 666, "mem N0"), "–", "memory per node not read shows a number");
@@ -187,11 +194,15 @@ test("processes page without a feed says why", async (t) => {
 });
 
 // The real collector: live on this machine lists its processes. A sleep started here is found by
-// its PID, and the Source block says which figures this kernel gives and which it does not.
+// its PID, and the Source block says which figures this kernel gives and which it does not. The
+// default order is by a figure this machine measures (remote faults, else CPU%: the note says
+// which), and no kernel thread comes before a busy process, with the kernel threads shown or not.
 test("processes page reads this machine's processes", async (t) => {
   const { spawn } = await import("node:child_process");
   const sleeper = spawn("sleep", ["300"], { stdio: "ignore" });
   t.after(() => sleeper.kill());
+  const busy = spawn("sh", ["-c", "while :; do :; done"], { stdio: "ignore" });
+  t.after(() => busy.kill());
   const dir = tempDir(t);
   const { url } = await serve(t, ["live", "--listen", "127.0.0.1:0", "-i", "200ms", "--ctl", join(dir, "ctl"), "-e", "node.numa_hit"], dir);
   const page = await browser(t);
@@ -200,6 +211,47 @@ test("processes page reads this machine's processes", async (t) => {
   await page.click("#tab-processes");
   await page.waitForSelector("#proc-table tbody tr[data-pid]", { timeout: 15000 });
   assert.ok((await pids(page)).length > 3, "a machine has more than 3 processes");
+
+  // The default sort: its column has values, and the note names it.
+  await page.waitForFunction(() => !document.querySelector("#proc-count").textContent.includes("first frame"), null, { timeout: 15000 });
+  const sorted = async () => {
+    const key = await page.getAttribute("#proc-table th.sorted", "data-sort");
+    const label = await page.textContent("#proc-table th.sorted");
+    const values = await page.$$eval(
+      "#proc-table tbody tr[data-pid]",
+      (trs, label) => {
+        const i = [...document.querySelectorAll("#proc-table thead th")].findIndex((th) => th.textContent === label);
+        return trs.map((tr) => tr.children[i].textContent);
+      },
+      label,
+    );
+    return { key, values };
+  };
+  const { key, values } = await sorted();
+  assert.ok(["remote", "cpu"].includes(key), `the default sort is ${key}`);
+  assert.ok(values.some((v) => v !== "–"), `the default sort (${key}) has no values: ${values.slice(0, 10)}`);
+  const note = await page.textContent("#proc-sort-note");
+  assert.ok(note.startsWith(`In ${key} order, largest first`), note);
+  if (key === "cpu") assert.match(note, /no process has remote faults measured here/);
+  /** aboveBusy is the kernel threads shown above the busy loop (it must be shown). */
+  const aboveBusy = async () => {
+    await page.waitForSelector(`#proc-table tr[data-pid="${busy.pid}"]`, { timeout: 10000 });
+    return page.$$eval(
+      "#proc-table tbody tr[data-pid]",
+      (trs, pid) => trs.slice(0, trs.findIndex((tr) => tr.dataset.pid === String(pid))).filter((tr) => tr.dataset.kthread).map((tr) => tr.textContent),
+      busy.pid,
+    );
+  };
+  assert.deepEqual(await aboveBusy(), [], "a kernel thread above a busy process");
+  const hidden = await page.$$eval("#proc-table tbody tr[data-kthread]", (trs) => trs.length);
+  assert.equal(hidden, 0, "kernel threads shown by default");
+  const kthreads = Number((await page.textContent("#proc-count")).match(/(\d+) kernel threads hidden/)?.[1] ?? 0);
+  await page.check("#proc-kthreads");
+  if (kthreads > 0) await page.waitForSelector("#proc-table tbody tr[data-kthread]");
+  assert.deepEqual(await aboveBusy(), [], "with the kernel threads shown, one above a busy process");
+  await page.uncheck("#proc-kthreads");
+  await page.waitForFunction(() => !document.querySelector("#proc-table tbody tr[data-kthread]"));
+
   await page.fill("#proc-filter", String(sleeper.pid));
   await waitOrder(page, [sleeper.pid], "the filter by the sleep's PID");
   assert.equal(await cell(page, sleeper.pid, "command"), "sleep");

@@ -33,6 +33,7 @@ type Feed struct {
 	concurrent bool
 	fail       error
 	idle       int
+	noFaults   bool
 	// Delay is how long each Refresh takes (a /proc walk).
 	Delay time.Duration
 }
@@ -40,6 +41,10 @@ type Feed struct {
 // AddIdle adds n made-up idle processes to every frame from now on, for
 // answers the size of a busy machine's.
 func (f *Feed) AddIdle(n int) { f.mu.Lock(); f.idle += n; f.mu.Unlock() }
+
+// NoFaults makes the next frames like a machine's without a kernel event
+// source: no process has fault rates or pages migrated.
+func (f *Feed) NoFaults() { f.mu.Lock(); f.noFaults = true; f.mu.Unlock() }
 
 // New returns a feed whose first frame is like a collector's first:
 // Interval 0.
@@ -105,7 +110,7 @@ func (f *Feed) Refresh() (*top.Frame, error) {
 	time.Sleep(f.Delay)
 	f.mu.Lock()
 	f.refreshes++
-	n, fail, idle := f.refreshes, f.fail, f.idle
+	n, fail, idle, noFaults := f.refreshes, f.fail, f.idle, f.noFaults
 	f.mu.Unlock()
 	if fail != nil {
 		return nil, fail
@@ -131,8 +136,9 @@ func (f *Feed) Refresh() (*top.Frame, error) {
 			{PID: HostilePID, Comm: Hostile, User: Hostile, Threads: 1, CPUPercent: 5, RSSBytes: 10 * mib,
 				NodesRunning: []int{0}, PreferredNode: -1,
 				NUMAFaults: &top.Faults{Local: 50, Remote: 10}},
-			// No fault rates; the recent share of sched's decayed faults.
-			{PID: 5, Comm: "kworker/0:1", User: "root", Threads: 1, CPUPercent: 0.5,
+			// A kernel thread, hidden unless asked for; no fault rates,
+			// the recent share of sched's decayed faults.
+			{PID: 5, Comm: "kworker/0:1", User: "root", Threads: 1, CPUPercent: 0.5, KernelThread: true,
 				NodesRunning: []int{0}, PreferredNode: -1, RecentRemoteShare: f64(0.78)},
 		},
 		Nodes: []top.Node{
@@ -156,6 +162,12 @@ func (f *Feed) Refresh() (*top.Frame, error) {
 	for i := range idle {
 		fr.Processes = append(fr.Processes, top.Process{PID: 10000 + i, Comm: "idle", User: "nobody",
 			Threads: 1, NodesRunning: []int{0}, PreferredNode: -1, NUMAFaults: &top.Faults{}})
+	}
+	if noFaults {
+		fr.Source.Faults = ""
+		for i := range fr.Processes {
+			fr.Processes[i].NUMAFaults, fr.Processes[i].PagesMigrated = nil, nil
+		}
 	}
 	return fr, nil
 }

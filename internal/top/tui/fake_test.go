@@ -3,6 +3,7 @@ package tui
 import (
 	"errors"
 	"slices"
+	"strconv"
 	"sync"
 	"time"
 
@@ -36,6 +37,11 @@ type fakeFeed struct {
 	missing []string // Source.Missing, when set
 	// recent, when set, is the hostile process's RecentRemoteShare.
 	recent *float64
+	// kthreads adds that many idle kernel threads (PIDs 2, 3, ...);
+	// noFaults makes the frames those of a machine without an event
+	// source: no fault rates, no pages migrated, four missing sources.
+	kthreads int
+	noFaults bool
 }
 
 func newFakeFeed() *fakeFeed { return &fakeFeed{sort: top.SortRemote} }
@@ -113,8 +119,26 @@ func (f *fakeFeed) Refresh() (*top.Frame, error) {
 			}
 		}
 	}
+	for i := range f.kthreads {
+		fr.Processes = append(fr.Processes, top.Process{PID: 2 + i, Comm: "kworker/" + strconv.Itoa(i), User: "root",
+			Threads: 1, KernelThread: true, NodesRunning: []int{0}, PreferredNode: -1, MemoryByNode: map[string]uint64{}})
+	}
+	if f.noFaults {
+		fr.Source.Faults, fr.Source.Migrations, fr.Migrations = "", "", nil
+		fr.Cgroups = nil // not started with --cgroup
+		fr.Source.Missing = []string{
+			"fault and migration rates: the kprobe on task_numa_fault needs root and a kernel with kprobe events",
+			"migrations by reason: the tracepoint migrate:mm_migrate_pages is not readable here",
+			"pages migrated per process and REM% (marked ~: the remote share of the NUMA balancer's recent, decayed faults, no rate): read from the threads' /proc/PID/task/TID/sched for the first 20 processes only",
+			"PMU local/remote DRAM loads: this machine has no PMU (/sys/bus/event_source/devices has no core PMU: a virtual machine without a virtual PMU, or a kernel without PMU support)",
+		}
+		for i := range fr.Processes {
+			fr.Processes[i].NUMAFaults, fr.Processes[i].PagesMigrated = nil, nil
+		}
+	}
 	fr.Processes = filterProcesses(fr.Processes, f.filter)
-	sortProcesses(fr.Processes, f.sort)
+	fr.Sort, fr.SortNote = top.ResolveSort(fr.Processes, f.sort)
+	sortProcesses(fr.Processes, fr.Sort)
 	sortCgroups(fr.Cgroups, f.sort)
 	return fr, nil
 }

@@ -1,6 +1,7 @@
 package tui
 
 import (
+	"cmp"
 	"slices"
 	"strconv"
 	"strings"
@@ -58,9 +59,12 @@ type model struct {
 	editing bool   // the filter prompt is open
 	input   []rune // the filter being typed
 	paused  bool
-	view    view
-	help    bool
-	detail  *detailState // non-nil while drilled down into a process
+	// kthreads shows the kernel threads (K), hidden by default: 50 of
+	// them at 0% hid the busy processes (issue 31).
+	kthreads bool
+	view     view
+	help     bool
+	detail   *detailState // non-nil while drilled down into a process
 
 	frame       *top.Frame
 	frameSort   top.SortKey // the sort and filter the feed made frame with
@@ -72,9 +76,15 @@ type model struct {
 	// the frame (paused, or the next frame not in yet).
 	procs   []top.Process
 	cgroups []top.Cgroup
-	sel     int // selected row of the current table
-	selPID  int // the selected process, followed across refreshes
-	offset  int // first row shown
+	// sortUsed is the key the rows are really in (top.ResolveSort), and
+	// sortNote why it is not m.sort; hidden counts the kernel threads
+	// left out of procs.
+	sortUsed top.SortKey
+	sortNote string
+	hidden   int
+	sel      int // selected row of the current table
+	selPID   int // the selected process, followed across refreshes
+	offset   int // first row shown
 
 	width, height int
 
@@ -172,6 +182,7 @@ func (m *model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 			m.detail.err = msg.err
 			if msg.err == nil {
 				m.detail.detail = msg.detail
+				sortAreas(msg.detail)
 			}
 		}
 	case tickMsg:
@@ -238,6 +249,9 @@ func (m *model) key(k tea.KeyPressMsg) tea.Cmd {
 		m.setSort(top.SortKeys[(i+1)%len(top.SortKeys)])
 	case "r", "l", "c", "m", "i", "#":
 		m.setSort(directSort[s])
+	case "K":
+		m.kthreads = !m.kthreads
+		m.rebuild()
 	case "n":
 		m.view = toggle(m.view, viewNodes)
 		m.sel, m.offset = 0, 0
@@ -351,15 +365,20 @@ func (m *model) rebuild() {
 		return
 	}
 	m.procs, m.cgroups = m.frame.Processes, m.frame.Cgroups
+	m.hidden = 0
+	if !m.kthreads {
+		m.procs, m.hidden = top.WithoutKernelThreads(m.procs)
+	}
 	if m.frameFilter != m.filter {
 		m.procs = filterProcesses(m.procs, m.filter)
 	}
 	// The feed filters processes; in the cgroup table the filter is a
 	// part of the cgroup's path, applied here.
 	m.cgroups = filterCgroups(m.cgroups, m.filter)
-	if m.frameSort != m.sort || m.frameFilter != m.filter {
+	m.sortUsed, m.sortNote = top.ResolveSort(m.procs, m.sort)
+	if m.frameSort != m.sort || m.frameFilter != m.filter || m.frame.Sort != m.sortUsed {
 		m.procs = slices.Clone(m.procs)
-		sortProcesses(m.procs, m.sort)
+		sortProcesses(m.procs, m.sortUsed)
 		m.cgroups = slices.Clone(m.cgroups)
 		sortCgroups(m.cgroups, m.sort)
 	}
@@ -442,4 +461,24 @@ func filterCgroups(cs []top.Cgroup, f string) []top.Cgroup {
 		}
 	}
 	return out
+}
+
+// sortAreas orders a drill-down's memory areas largest first, as the
+// collector does: a 101 MiB anonymous area listed by address sat among
+// 4 KiB file mappings (issue 31).
+func sortAreas(d *top.Detail) {
+	if d == nil {
+		return
+	}
+	slices.SortStableFunc(d.Areas, func(a, b top.Area) int {
+		return cmp.Or(cmp.Compare(areaBytes(b), areaBytes(a)), cmp.Compare(a.Start, b.Start))
+	})
+}
+
+func areaBytes(a top.Area) uint64 {
+	var n uint64
+	for _, b := range a.BytesByNode {
+		n += b
+	}
+	return n
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -276,7 +277,7 @@ func TestFilter(t *testing.T) {
 	if _, _, f := h.feed.state(); f != "hog" {
 		t.Fatalf("feed filter %q, want hog", f)
 	}
-	h.contains(`filter: "hog"`, "1 processes")
+	h.contains(`filter: "hog"`, "1 process,")
 	if p := h.pids(); len(p) != 1 || p[0] != 1717 {
 		t.Fatalf("filtered rows %v, want [1717]", p)
 	}
@@ -491,15 +492,15 @@ func TestHelp(t *testing.T) {
 	firstPID(t, h, 4242)
 }
 
-// TestManyMissing: more missing figures than a third of the screen fold
-// into one line; the help lists them all.
+// TestManyMissing: several missing figures fold into one line; the help
+// lists them all.
 func TestManyMissing(t *testing.T) {
 	h := newHarness(t, Options{}, 120, 24)
 	for i := range 9 {
 		h.feed.missing = append(h.feed.missing, "figure "+strconv.Itoa(i)+": why")
 	}
 	h.tick()
-	h.contains("missing: 9 figures (? lists them)", "serialinit")
+	h.contains("9 sources missing: ? for why", "serialinit")
 	h.lacks("figure 0: why")
 	h.press("?")
 	h.contains("figure 0: why", "figure 8: why")
@@ -597,21 +598,21 @@ func TestFitsTheTerminal(t *testing.T) {
 			}
 		}
 	}
-	// Narrow: memory per node becomes one compact column at the end, so
-	// that the fault columns stay in sight.
+	// Narrow: the columns go by rank (RUN and PREF first), so that the
+	// remote faults, the user and the memory of each node stay in sight.
 	h.send(tea.WindowSizeMsg{Width: 100, Height: 30})
-	h.contains("REMOTE/s", "MIGR/s MEMORY", "N0 6.25")
-	h.lacks(" N3 ")
-	if l := h.line("serialinit"); !strings.Contains(l, "9.80K") {
-		t.Errorf("at 100 columns remote faults cut off: %q", l)
+	h.contains("USER", "REMOTE/s", "N3", "LOCAL/s")
+	if f := strings.Fields(h.line("serialinit")); strings.Join(f, " ") != "4242 alice serialinit 350.0 8.00G 6.25G 512M 512M 768M 120 9.80K 98.8" {
+		t.Errorf("serialinit at 100 columns %q", f)
 	}
-	// At 80 columns the user goes, the fault columns stay; a cgroup path
-	// keeps its end.
+	// At 80 columns RSS, local faults and pages migrated go too; ? says so.
 	h.send(tea.WindowSizeMsg{Width: 80, Height: 24})
-	h.lacks("USER", "alice")
-	if f := strings.Fields(h.line("serialinit")); strings.Join(f[:10], " ") != "4242 serialinit 350.0 8.00G 1-3 0 120 9.80K 98.8 40" {
+	if f := strings.Fields(h.line("serialinit")); strings.Join(f, " ") != "4242 alice serialinit 350.0 6.25G 512M 512M 768M 9.80K 98.8" {
 		t.Errorf("serialinit at 80 columns %q", f)
 	}
+	h.press("?")
+	h.contains("left out at 80 columns: RSS, LOCAL/s, MIGR/s, RUN, PREF")
+	h.press("x")
 	h.press("g")
 	h.contains("~lice/db.service")
 	h.press("g")
@@ -709,4 +710,55 @@ func (w *syncWriter) String() string {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return w.b.String()
+}
+
+// TestKernelThreadsKey: kernel threads are hidden at start and counted in
+// the header; K shows them, below every busy process; the sort on remote
+// faults where none is measured falls back to CPU% and says so.
+func TestKernelThreadsKey(t *testing.T) {
+	h := newHarness(t, Options{}, 200, 50)
+	h.feed.kthreads, h.feed.noFaults = 30, true
+	h.tick()
+	h.contains("sort: cpu", "6 processes, 30 kernel threads hidden (K)", "sort remote: none measured, sorted by cpu", "4 sources missing: ? for why")
+	h.lacks("kworker/")
+	firstPID(t, h, 1717)
+	h.press("K")
+	h.contains("36 processes with kernel threads (K)", "kworker/29")
+	p := h.pids()
+	if len(p) != 36 || slices.IndexFunc(p, func(pid int) bool { return pid < 100 && pid != 1 }) < 6 {
+		t.Errorf("with kernel threads, rows %v: want the 6 user processes first", p)
+	}
+	h.press("K")
+	h.lacks("kworker/")
+	// The help gives the sort's whole note.
+	h.press("?")
+	h.contains("no process has remote faults measured here")
+	h.press("x")
+	// With the fault rates, remote is the sort again.
+	h.feed.noFaults = false
+	h.tick()
+	h.contains("sort: remote")
+	h.lacks("none measured")
+	firstPID(t, h, 4242)
+}
+
+// TestDrillDownAreasBySize: areas largest first, whatever the feed's order.
+func TestDrillDownAreasBySize(t *testing.T) {
+	h := newHarness(t, Options{}, 200, 50)
+	h.tick()
+	h.press("enter")
+	s := h.screen()
+	a, b, c := strings.Index(s, "7f0000000000"), strings.Index(s, "55d0c0de0000"), strings.Index(s, "7f1000000000")
+	if a < 0 || b < 0 || c < 0 || !(a < b && b < c) {
+		t.Errorf("areas not largest first:\n%s", s)
+	}
+}
+
+// TestCgroupsNeedFlag: g without --cgroup says what it needs, whole.
+func TestCgroupsNeedFlag(t *testing.T) {
+	h := newHarness(t, Options{}, 80, 24)
+	h.feed.noFaults = true
+	h.tick()
+	h.press("g")
+	h.contains("no cgroups: top reads them only when started with --cgroup", "numascope top --cgroup")
 }

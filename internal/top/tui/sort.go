@@ -10,8 +10,9 @@ import (
 
 // The TUI sorts a frame itself only until the feed's next frame, sorted by
 // the feed, comes in: for the keys' effect to show at once, and while
-// paused. Largest first, PID (path) ascending on ties and for SortPID; an
-// unknown figure (nil faults) sorts after every known one.
+// paused. Processes go by top's rule (top.ResolveSort, top.SortProcesses);
+// cgroups largest first, path ascending on ties and for SortPID; an unknown
+// figure (nil faults) sorts after every known one.
 
 // unknown is the sort value of a figure no source gives.
 var unknown = math.Inf(-1)
@@ -43,22 +44,8 @@ func value(k top.SortKey, f *top.Faults, cpu, memory, migrated float64) float64 
 	return 0
 }
 
-func processValue(p *top.Process, k top.SortKey) float64 {
-	migrated := unknown
-	if p.PagesMigrated != nil {
-		migrated = *p.PagesMigrated
-	}
-	return value(k, p.NUMAFaults, p.CPUPercent, float64(p.RSSBytes), migrated)
-}
-
-func sortProcesses(ps []top.Process, k top.SortKey) {
-	slices.SortStableFunc(ps, func(a, b top.Process) int {
-		if c := cmp.Compare(processValue(&b, k), processValue(&a, k)); c != 0 {
-			return c
-		}
-		return cmp.Compare(a.PID, b.PID)
-	})
-}
+// sortProcesses orders the rows as the feed does: top's one rule.
+func sortProcesses(ps []top.Process, k top.SortKey) { top.SortProcesses(ps, k) }
 
 func cgroupValue(c *top.Cgroup, k top.SortKey) float64 {
 	memory := unknown // no memory.numa_stat

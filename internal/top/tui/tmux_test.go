@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -20,7 +21,13 @@ func TestTUIHelper(t *testing.T) {
 	if os.Getenv(helperEnv) == "" {
 		t.Skip("helper process for TestTUIInTmux")
 	}
-	err := Run(context.Background(), newFakeFeed(), Options{Interval: 200 * time.Millisecond}, os.Stdin, os.Stdout)
+	feed := newFakeFeed()
+	if os.Getenv(helperEnv) == "bare" {
+		// The machine of issue 31: no event source, no PMU, 60 kernel
+		// threads.
+		feed.kthreads, feed.noFaults = 60, true
+	}
+	err := Run(context.Background(), feed, Options{Interval: 200 * time.Millisecond}, os.Stdin, os.Stdout)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
@@ -113,3 +120,101 @@ func TestTUIInTmux(t *testing.T) {
 }
 
 var _ top.Feed = (*fakeFeed)(nil)
+
+// TestTUIAt80x24 runs top on an 80x24 terminal of a machine without an
+// event source or a PMU and with 60 kernel threads (issue 31): the header
+// is at most 3 lines, no line is cut mid-word, the missing sources fold
+// into one line, the rows are by CPU% (the header says why), no kernel
+// thread is shown, nor with K above a busy process; USER and the memory of
+// every node stay; the PMU line says there is no PMU; g says what it
+// needs; the drill-down lists memory areas largest first.
+func TestTUIAt80x24(t *testing.T) {
+	tm := testutil.StartTmux(t, 80, 24, []string{helperEnv + "=bare"}, os.Args[0], "-test.run=^TestTUIHelper$")
+	screen := tm.WaitForText("sort: cpu", "4 sources missing: ? for why", "60 kernel threads hidden (K)")
+	t.Logf("80x24:\n%s", screen)
+	lines := strings.Split(screen, "\n")
+	head := slices.IndexFunc(lines, func(l string) bool { return strings.HasPrefix(strings.TrimSpace(l), "PID ") })
+	if head < 0 || head > 3 {
+		t.Fatalf("the table heading is on line %d: want at most 3 header lines above it:\n%s", head+1, screen)
+	}
+	for _, want := range []string{"USER", "N0", "N1", "N2", "N3", "REM%", "PMU none (no PMU here)", "sort remote: none measured, sorted by cpu"} {
+		if !strings.Contains(screen, want) {
+			t.Errorf("80x24 lacks %q:\n%s", want, screen)
+		}
+	}
+	for _, l := range lines[:head] {
+		if len([]rune(strings.TrimRight(l, " "))) >= 80 && !strings.HasSuffix(strings.TrimRight(l, " "), "…") {
+			t.Errorf("a header line cut at the terminal's edge, not between words: %q", l)
+		}
+	}
+	if p := screenPIDs(screen); len(p) != 6 || p[0] != "1717" {
+		t.Errorf("rows %v: want the 6 user processes by CPU%%, cpuhog (1717) first:\n%s", p, screen)
+	}
+	// K shows the kernel threads, every one below every busy process.
+	tm.SendKeys("K")
+	screen = tm.WaitForText("with kernel threads (K)", "kworker/")
+	t.Logf("80x24:\n%s", screen)
+	busy := true
+	for _, l := range strings.Split(screen, "\n") {
+		switch {
+		case strings.Contains(l, "kworker/"):
+			busy = false
+		case !busy && (strings.Contains(l, "cpuhog") || strings.Contains(l, "serialinit") || strings.Contains(l, "localhero")):
+			t.Errorf("a kernel thread above a busy process:\n%s", screen)
+		}
+	}
+	tm.SendKeys("K")
+	tm.WaitForText("60 kernel threads hidden (K)")
+
+	// The help says why each source is missing and what the width left out.
+	tm.SendKeys("?")
+	screen = tm.WaitForText("this machine has no PMU", "left out at 80 columns:")
+	t.Logf("80x24:\n%s", screen)
+	feed := newFakeFeed()
+	feed.noFaults = true
+	f, _ := feed.Refresh()
+	wholeWords(t, screen, f.Source.Missing...)
+	tm.SendKeys("x")
+
+	tm.SendKeys("g")
+	screen = tm.WaitForText("numascope top --cgroup")
+	wholeWords(t, screen, "no cgroups: top reads them only when started with --cgroup")
+	tm.SendKeys("g")
+
+	// The drill-down of serialinit (selected after Home, then down to it).
+	tm.SendKeys("/", "serial", "Enter")
+	tm.WaitFor("filter serial", firstRow("4242"))
+	tm.SendKeys("Enter")
+	screen = tm.WaitForText("MEMORY AREAS (3)")
+	t.Logf("80x24:\n%s", screen)
+	var areas []string
+	inAreas := false
+	for _, l := range strings.Split(screen, "\n") {
+		f := strings.Fields(l)
+		switch {
+		case len(f) > 0 && f[0] == "START":
+			inAreas = true
+		case inAreas && len(f) == 0:
+			inAreas = false
+		case inAreas:
+			areas = append(areas, f[0])
+		}
+	}
+	if want := []string{"7f0000000000", "55d0c0de0000", "7f1000000000"}; !slices.Equal(areas, want) || !strings.Contains(screen, "N3") {
+		t.Errorf("areas %v, want largest first %v:\n%s", areas, want, screen)
+	}
+	tm.SendKeys("q")
+	tm.WaitExit()
+}
+
+// wholeWords fails unless each of texts is on screen, wrapped between
+// words: the screen's lines joined by a space hold it.
+func wholeWords(t *testing.T, screen string, texts ...string) {
+	t.Helper()
+	joined := strings.Join(strings.Fields(screen), " ")
+	for _, s := range texts {
+		if !strings.Contains(joined, strings.Join(strings.Fields(s), " ")) {
+			t.Errorf("%q is not on the screen in whole words:\n%s", s, screen)
+		}
+	}
+}

@@ -74,52 +74,161 @@ func (m *model) styled(sgr, s string) string {
 	return sgr + s + strings.Repeat(" ", max(m.width-ansi.StringWidth(s), 0)) + sgrReset
 }
 
-// header is the first lines: time, interval, sort, filter and pause; the
-// sources in use, and what is missing and why; the last refresh's error.
+// maxHeader is the most lines the header takes: at 80x24, 6 of 24 lines
+// of header (four "missing:" lines cut mid-word) left too few rows
+// (issue 31).
+const maxHeader = 3
+
+// header is at most maxHeader lines, each cut only between words: the
+// time, interval, sort, filter, pause and counts; the sources in use; and
+// one line of notes (the last refresh's error, a sort that fell back, the
+// missing sources folded into a count that ? lists, the first frame).
 func (m *model) header() []string {
-	var b strings.Builder
-	b.WriteString("numascope top")
 	f := m.frame
+	var head []string
 	if f != nil {
-		b.WriteString("  " + f.Time.Local().Format("15:04:05"))
+		head = append(head, f.Time.Local().Format("15:04:05"))
 	}
-	fmt.Fprintf(&b, "  every %s  sort: %s", m.interval, m.sort)
+	head = append(head, "every "+m.interval.String(), "sort: "+string(m.shownSort()))
 	if m.filter != "" {
-		fmt.Fprintf(&b, "  filter: %q", clean(m.filter))
+		head = append(head, fmt.Sprintf("filter: %q", clean(m.filter)))
 	}
 	if m.paused {
-		b.WriteString("  PAUSED")
+		head = append(head, "PAUSED")
 	}
+	short := slices.Clone(head)
 	if f != nil {
-		fmt.Fprintf(&b, "  %d processes", len(m.procs))
-		if m.view == viewCgroups || len(f.Cgroups) > 0 {
-			fmt.Fprintf(&b, ", %d cgroups", len(m.cgroups))
+		n := plural(len(m.procs), "process", "processes")
+		kt := ""
+		switch {
+		case m.hidden > 0:
+			kt = ", " + plural(m.hidden, "kernel thread", "kernel threads") + " hidden (K)"
+		case m.kthreads:
+			kt = " with kernel threads (K)"
 		}
+		cg := ""
+		if m.view == viewCgroups || len(f.Cgroups) > 0 {
+			cg = fmt.Sprintf(", %d cgroups", len(m.cgroups))
+		}
+		head = append(head, n+cg+kt)
+		// Narrow: the cgroups count only in their view.
+		if m.view != viewCgroups {
+			cg = ""
+		}
+		short = append(short, n+cg+kt)
 	}
-	lines := []string{m.clip(b.String())}
+	title := "numascope top  " + strings.Join(head, "  ")
+	if ansi.StringWidth(title) > m.width {
+		title = "top " + strings.Join(short, " ")
+	}
+	lines := []string{m.fit(title)}
+	var notes []string
+	if m.err != nil {
+		notes = append(notes, fmt.Sprintf("refresh failed: %s (trying again every %s)", clean(m.err.Error()), m.interval))
+	}
 	if f == nil {
 		if m.err == nil {
-			lines = append(lines, m.clip("reading the first frame..."))
+			notes = append(notes, "reading the first frame...")
 		}
 	} else {
 		s := f.Source
-		lines = append(lines, m.clip(fmt.Sprintf("sources: faults %s  migrations %s  memory %s  PMU %s  lost records %d",
-			orNone(s.Faults), orNone(s.Migrations), orNone(s.Memory), orNone(s.PMU), s.Lost)))
-		if len(s.Missing) > 0 && len(s.Missing) <= max(m.height/3, 1) {
-			for _, l := range s.Missing {
-				lines = append(lines, m.clip("missing: "+clean(l)))
-			}
-		} else if len(s.Missing) > 0 {
-			lines = append(lines, m.clip(fmt.Sprintf("missing: %d figures (? lists them)", len(s.Missing))))
+		lines = append(lines, m.fit(fmt.Sprintf("sources: faults %s  PMU %s  migrations %s  memory %s  lost records %d",
+			orNone(s.Faults), m.pmuSource(), orNone(s.Migrations), orNone(s.Memory), s.Lost)))
+		if m.sortNote != "" {
+			notes = append(notes, fmt.Sprintf("sort %s: none measured, sorted by %s", m.sort, m.sortUsed))
+		}
+		switch {
+		case len(s.Missing) == 1 && len(notes) == 0:
+			notes = append(notes, "missing: "+clean(s.Missing[0]))
+		case len(s.Missing) == 1:
+			notes = append(notes, "1 source missing: ? for why")
+		case len(s.Missing) > 1:
+			notes = append(notes, fmt.Sprintf("%d sources missing: ? for why", len(s.Missing)))
 		}
 		if f.Interval == 0 {
-			lines = append(lines, m.clip(fmt.Sprintf("first frame: rates (-) from the next one, in %s", m.interval)))
+			notes = append(notes, fmt.Sprintf("first frame: rates (-) from the next one, in %s", m.interval))
 		}
 	}
-	if m.err != nil {
-		lines = append(lines, m.clip(fmt.Sprintf("refresh failed: %s (trying again every %s)", clean(m.err.Error()), m.interval)))
+	if len(notes) > 0 {
+		// A single missing line that does not fit folds like several.
+		l := strings.Join(notes, "  ")
+		if f != nil && len(f.Source.Missing) == 1 && ansi.StringWidth(l) > m.width {
+			notes[slices.Index(notes, "missing: "+clean(f.Source.Missing[0]))] = "1 source missing: ? for why"
+			l = strings.Join(notes, "  ")
+		}
+		lines = append(lines, m.fit(l))
 	}
-	return append(lines, "")
+	return lines[:min(len(lines), maxHeader)]
+}
+
+// plural is "1 process", "2 processes".
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return strconv.Itoa(n) + " " + many
+}
+
+// shownSort is the key the rows are in: the one asked for until a frame
+// says otherwise.
+func (m *model) shownSort() top.SortKey {
+	if m.sortUsed != "" {
+		return m.sortUsed
+	}
+	return m.sort
+}
+
+// pmuSource names the PMU preset in use; without one, "none", or "none (no
+// PMU here)" where the machine has none, rather than blame a preset.
+func (m *model) pmuSource() string {
+	s := m.frame.Source
+	if s.PMU != "" {
+		return clean(s.PMU)
+	}
+	for _, l := range s.Missing {
+		if strings.Contains(l, "has no PMU") {
+			return "none (no PMU here)"
+		}
+	}
+	return "none"
+}
+
+// fit cuts s, which holds no escape sequence, to the terminal's width
+// between two words, marking the cut with "…": a header cut mid-word
+// reads as a different word.
+func (m *model) fit(s string) string { return fitWords(s, m.width) }
+
+func fitWords(s string, width int) string {
+	if ansi.StringWidth(s) <= width {
+		return s
+	}
+	if width < 2 {
+		return ansi.Truncate(s, width, "")
+	}
+	cut := ansi.Truncate(s, width-1, "")
+	if i := strings.LastIndexByte(cut, ' '); i > 0 {
+		cut = cut[:i]
+	}
+	return strings.TrimRight(cut, " ") + "…"
+}
+
+// wrap breaks s, which holds no escape sequence, into lines of the
+// terminal's width at spaces, the lines after the first indented.
+func (m *model) wrap(s, indent string) []string {
+	var lines []string
+	line := ""
+	for _, w := range strings.Split(s, " ") {
+		switch {
+		case line == "":
+			line = w
+		case ansi.StringWidth(line)+1+ansi.StringWidth(w) <= m.width:
+			line += " " + w
+		default:
+			lines = append(lines, m.fit(line))
+			line = indent + w
+		}
+	}
+	return append(lines, m.fit(line))
 }
 
 func orNone(s string) string {
@@ -139,7 +248,10 @@ func (m *model) footer() string {
 	case m.detail != nil:
 		return m.clip("Esc back  up/down scroll  p pause  ? help  q quit")
 	}
-	return m.clip("q quit  ? help  s sort  / filter  n nodes  g cgroups  Enter details  p pause")
+	if l := "q quit  ? help  s sort  / filter  K kernel threads  n nodes  g cgroups  Enter details  p pause"; ansi.StringWidth(l) <= m.width {
+		return l
+	}
+	return m.fit("q quit ? help s sort / filter K kthreads n nodes g cgroups Enter details p pause")
 }
 
 // body is the view below the header, at most rows lines.
@@ -372,53 +484,180 @@ func orDash(s string) string {
 	return s
 }
 
+// pcol is a column of the process table: its cell, and its rank when the
+// terminal is too narrow for all of them (0 first kept).
+type pcol struct {
+	column
+	rank int
+	cell func(p *top.Process) string
+}
+
+// Ranks of the process table's columns: what is kept on a narrow
+// terminal. At 80 columns the command, CPU%, the remote faults and share,
+// the memory of every node (up to 4) and the user stay; RSS, local
+// faults, pages migrated, RUN and PREF go in that order as the width asks
+// (? lists what is left out). A rate column that no process has a figure
+// for ranks last: it would show only "-".
+const (
+	rankKey = iota
+	rankCPU
+	rankRemote
+	rankShare
+	rankMemory
+	rankUser
+	rankRSS
+	rankLocal
+	rankMigrated
+	rankRun
+	rankPref
+	rankPMU
+	rankUnmeasured
+)
+
+// processColumns lays out the process table at the terminal's width: the
+// columns that fit by rank, in their order, and the titles left out.
+func (m *model) processColumns() ([]pcol, memLayout, []string) {
+	f := m.frame
+	measured := func(k top.SortKey, r int) int {
+		for i := range m.procs {
+			if _, ok := top.SortValue(&m.procs[i], k); ok {
+				return r
+			}
+		}
+		return rankUnmeasured
+	}
+	comm := 15
+	if m.width < 100 {
+		comm = 12
+	}
+	faultCell := func(local bool) func(p *top.Process) string {
+		return func(p *top.Process) string {
+			l, r, _ := faults(f, p.NUMAFaults)
+			if local {
+				return l
+			}
+			return r
+		}
+	}
+	before := []pcol{
+		{column{"PID", 7, false, false}, rankKey, func(p *top.Process) string { return strconv.Itoa(p.PID) }},
+		{column{"USER", 8, true, false}, rankUser, func(p *top.Process) string { return orDash(clean(p.User)) }},
+		{column{"COMM", comm, true, false}, rankKey, func(p *top.Process) string { return clean(p.Comm) }},
+		{column{"CPU%", 5, false, false}, rankCPU, func(p *top.Process) string { return percent(f, p.CPUPercent) }},
+		{column{"RSS", 6, false, false}, rankRSS, func(p *top.Process) string { return bytes(p.RSSBytes) }},
+	}
+	after := []pcol{
+		{column{"RUN", 5, true, false}, rankRun, func(p *top.Process) string { return nodeList(p.NodesRunning) }},
+		{column{"PREF", 4, false, false}, rankPref, func(p *top.Process) string { return node(p.PreferredNode) }},
+		{column{"LOCAL/s", 7, false, false}, measured(top.SortLocal, rankLocal), faultCell(true)},
+		{column{"REMOTE/s", 8, false, false}, measured(top.SortRemote, rankRemote), faultCell(false)},
+		{column{"REM%", 5, false, false}, rankShare, func(p *top.Process) string {
+			_, _, share := faults(f, p.NUMAFaults)
+			if p.NUMAFaults == nil && p.RecentRemoteShare != nil {
+				share = p.ShareText()
+			}
+			return share
+		}},
+		{column{"MIGR/s", 6, false, false}, measured(top.SortMigrated, rankMigrated), func(p *top.Process) string { return optRate(f, p.PagesMigrated) }},
+	}
+	if f.Source.PMU != "" {
+		pmu := func(remote bool) func(p *top.Process) string {
+			return func(p *top.Process) string {
+				l, r, _ := faults(f, p.PMU)
+				if remote {
+					return r
+				}
+				return l
+			}
+		}
+		after = append(after, pcol{column{"LMA/s", 7, false, false}, rankPMU, pmu(false)},
+			pcol{column{"RMA/s", 7, false, false}, rankPMU, pmu(true)})
+	}
+	// The memory of every node is a column each where they fit (ranked
+	// as one), else one compact column at the end, "N0 1.2G N1 30M".
+	mem := m.memLayout(0)
+	var nodes []pcol
+	for _, n := range mem.nodes {
+		nodes = append(nodes, pcol{column{"N" + n, 6, false, false}, rankMemory, func(p *top.Process) string {
+			if p.MemoryByNode == nil {
+				return "-"
+			}
+			return bytes(p.MemoryByNode[n])
+		}})
+	}
+	all := append(append(slices.Clone(before), nodes...), after...)
+	keep := map[string]bool{}
+	width := 0
+	mem.perNode = len(nodes) > 0 && len(nodes) <= maxNodeColumns
+	var dropped []string
+	for r := rankKey; r <= rankUnmeasured; r++ {
+		var group []pcol
+		for _, c := range all {
+			if c.rank == r && (c.rank != rankMemory || mem.perNode) {
+				group = append(group, c)
+			}
+		}
+		if r == rankMemory && !mem.perNode {
+			group = []pcol{{column{"MEMORY BY NODE", 24, true, false}, rankMemory, nil}}
+		}
+		w := 0
+		for _, c := range group {
+			w += c.width + 1
+		}
+		if width+w-1 > m.width && r != rankKey {
+			if r == rankMemory && mem.perNode {
+				// Too narrow for a column per node: one compact column.
+				mem.perNode = false
+				group = []pcol{{column{"MEMORY BY NODE", 24, true, false}, rankMemory, nil}}
+				w = 25
+			}
+			if width+w-1 > m.width {
+				for _, c := range group {
+					dropped = append(dropped, c.title)
+				}
+				continue
+			}
+		}
+		width += w
+		for _, c := range group {
+			keep[c.title] = true
+		}
+	}
+	var cols []pcol
+	for _, c := range all {
+		if keep[c.title] && (c.rank != rankMemory || mem.perNode) {
+			cols = append(cols, c)
+		}
+	}
+	if keep["MEMORY BY NODE"] {
+		cols = append(cols, pcol{column{"MEMORY BY NODE", 0, true, false}, rankMemory, func(p *top.Process) string { return compact(p.MemoryByNode) }})
+	}
+	return cols, mem, dropped
+}
+
 // processLines is the process table.
 func (m *model) processLines(rows int) []string {
-	f := m.frame
 	if len(m.procs) == 0 {
 		if m.filter != "" {
-			return []string{fmt.Sprintf("no process matches %q (/ changes the filter)", clean(m.filter))}
+			return m.wrap(fmt.Sprintf("no process matches %q (/ changes the filter)", clean(m.filter)), "")
+		}
+		if m.hidden > 0 {
+			return m.wrap(fmt.Sprintf("no processes but %d kernel threads (K shows them)", m.hidden), "")
 		}
 		return []string{"no processes"}
 	}
-	pmu := f.Source.PMU != ""
-	user := column{"USER", 8, true, false}
-	head := []column{{"PID", 7, false, false}, user, {"COMM", 15, true, false}, {"CPU%", 5, false, false}, {"RSS", 6, false, false}}
-	tail := []column{{"RUN", 5, true, false}, {"PREF", 4, false, false}, {"LOCAL/s", 7, false, false},
-		{"REMOTE/s", 8, false, false}, {"REM%", 5, false, false}, {"MIGR/s", 6, false, false}}
-	if pmu {
-		tail = append(tail, column{"LMA/s", 7, false, false}, column{"RMA/s", 7, false, false})
+	cols, _, _ := m.processColumns()
+	plain := make([]column, len(cols))
+	for i, c := range cols {
+		plain[i] = c.column
 	}
-	// On a narrow terminal the user goes first: the fault columns stay.
-	withUser := rowWidth(head)+rowWidth(tail) <= m.width
-	if !withUser {
-		head = slices.Delete(head, 1, 2)
-	}
-	mem := m.memLayout(rowWidth(head) + rowWidth(tail))
-	cols := append(append(head, mem.columns()...), tail...)
-	if !mem.perNode {
-		cols = append(cols, column{"MEMORY BY NODE", 0, true, false})
-	}
-	return m.table(cols, len(m.procs), rows, true, func(i int) []string {
+	return m.table(plain, len(m.procs), rows, true, func(i int) []string {
 		p := &m.procs[i]
-		c := []string{strconv.Itoa(p.PID), orDash(clean(p.User)), clean(p.Comm), percent(f, p.CPUPercent), bytes(p.RSSBytes)}
-		if !withUser {
-			c = slices.Delete(c, 1, 2)
+		cells := make([]string, len(cols))
+		for j, c := range cols {
+			cells[j] = c.cell(p)
 		}
-		c = append(c, mem.cells(p.MemoryByNode)...)
-		local, remote, share := faults(f, p.NUMAFaults)
-		if p.NUMAFaults == nil && p.RecentRemoteShare != nil {
-			share = p.ShareText()
-		}
-		c = append(c, nodeList(p.NodesRunning), node(p.PreferredNode), local, remote, share, optRate(f, p.PagesMigrated))
-		if pmu {
-			lma, rma, _ := faults(f, p.PMU)
-			c = append(c, lma, rma)
-		}
-		if !mem.perNode {
-			c = append(c, compact(p.MemoryByNode))
-		}
-		return c
+		return cells
 	})
 }
 
@@ -505,7 +744,7 @@ func (m *model) cgroupLines(rows int) []string {
 	f := m.frame
 	if len(m.cgroups) == 0 {
 		if len(f.Cgroups) == 0 {
-			return []string{"no cgroups in this frame (numascope top reads them with --cgroup)"}
+			return m.wrap("no cgroups: top reads them only when started with --cgroup (memory.numa_stat and memory.stat of each cgroup v2). Quit (q) and run: numascope top --cgroup", "")
 		}
 		return []string{fmt.Sprintf("no cgroup matches %q (/ changes the filter)", clean(m.filter))}
 	}
@@ -582,8 +821,10 @@ func (m *model) threadLines(d *top.Detail) []string {
 }
 
 func (m *model) areaLines(d *top.Detail) []string {
-	cols := []column{{"START", 12, false, false}, {"KIND", 5, true, false}, {"POLICY", 16, true, false}}
-	mem := m.memLayout(rowWidth(cols) + 30)
+	// Room for a 16-column path beside a column per node: at 80 columns
+	// the memory of 4 nodes shows whole.
+	cols := []column{{"START", 12, false, false}, {"KIND", 5, true, false}, {"POLICY", 14, true, false}}
+	mem := m.memLayout(rowWidth(cols) + 17)
 	cols = append(cols, mem.columns()...)
 	cols = append(cols, m.nameColumns("PATH", rowWidth(cols), longest(len(d.Areas), func(i int) string { return d.Areas[i].Path }), mem)...)
 	lines := []string{m.clip(fmt.Sprintf("MEMORY AREAS (%d)", len(d.Areas))), m.styled(sgrBold, row(cols, headings(cols)))}
@@ -602,19 +843,32 @@ func (m *model) areaLines(d *top.Detail) []string {
 // helpLines lists every missing figure with its reason, then the keys.
 func (m *model) helpLines() []string {
 	var lines []string
-	if m.frame != nil && len(m.frame.Source.Missing) > 0 {
-		lines = append(lines, "missing:")
-		for _, l := range m.frame.Source.Missing {
-			lines = append(lines, "  "+clean(l))
+	if m.frame != nil {
+		if m.sortNote != "" {
+			lines = append(lines, m.wrap("sort: "+clean(m.sortNote), "  ")...)
 		}
-		lines = append(lines, "")
+		if len(m.frame.Source.Missing) > 0 {
+			lines = append(lines, "missing:")
+			for _, l := range m.frame.Source.Missing {
+				lines = append(lines, m.wrap(clean(l), "    ")...)
+			}
+		}
+		if m.view == viewProcesses && len(m.procs) > 0 {
+			if _, _, dropped := m.processColumns(); len(dropped) > 0 {
+				lines = append(lines, m.wrap("left out at "+strconv.Itoa(m.width)+" columns: "+strings.Join(dropped, ", ")+" (a wider terminal shows them)", "  ")...)
+			}
+		}
+		if len(lines) > 0 {
+			lines = append(lines, "")
+		}
 	}
-	lines = append(lines,
+	keys := []string{
 		"up/down, PgUp/PgDn, Home/End   select a row (scroll in the drill-down)",
 		"Enter                          drill down into the selected process: threads, memory areas, hint",
 		"Esc, Backspace                 back from the drill-down",
-		"s                              next sort key: "+sortKeyList(),
+		"s                              next sort key: " + sortKeyList(),
 		"r l c m i #                    sort by remote faults, local faults, CPU, memory, migrated pages, PID",
+		"K                              show or hide the kernel threads (hidden at start)",
 		"/                              filter by command or PID (Enter applies, Esc cancels; empty shows all)",
 		"n                              node view (again: back to processes)",
 		"g                              cgroup view (again: back to processes)",
@@ -624,9 +878,10 @@ func (m *model) helpLines() []string {
 		"- is a figure not measured (no source, or the first frame), never a 0.",
 		"RUN: nodes its threads last ran on; PREF: the NUMA balancer's preferred node;",
 		"LOCAL/s, REMOTE/s: NUMA hinting faults per second on local and remote memory.",
-	)
-	for i := range lines {
-		lines[i] = m.clip(lines[i])
+		"A sort on a figure no process has falls back to CPU%, then memory; the header says so.",
+	}
+	for _, k := range keys {
+		lines = append(lines, m.wrap(k, "                               ")...)
 	}
 	return lines
 }
