@@ -28,10 +28,12 @@ const (
 )
 
 // peakAgainstBandwidth is the text's explanation under the peak matrix.
-const peakAgainstBandwidth = "Peak injection is not Bandwidth: peak counts what every thread streams in a window while all are streaming; " +
-	"Bandwidth times whole passes from a common start to the last thread's finish. On a quiet machine they agree " +
-	"within some percent; peak well above Bandwidth means the threads did not stream alike (another task on a CPU, " +
-	"late wake-ups, an uneven node)."
+const peakAgainstBandwidth = "Peak injection is not Bandwidth: peak is what all the threads stream together over a 200 ms window " +
+	"once every one is streaming (the sustained throughput); Bandwidth is the best of whole passes, each timed from the " +
+	"threads' common start to the last one's finish (start-up and stragglers count, but a short pass may escape other tasks). " +
+	"On a quiet machine with --size beyond the caches they agree within some percent; a bigger gap means the threads did " +
+	"not stream alike or were interrupted (another task on a CPU, late wake-ups, an uneven node), or that the caches " +
+	"served part of the passes."
 
 // llcFactor is how many times the last-level cache a buffer must exceed
 // for its figure to be the memory's: a buffer of 4× the cache is at most
@@ -233,7 +235,7 @@ const spreadLimit = 0.10
 
 // spread is the widest spread of a matrix's pairs: the pair, its min,
 // median and max.
-func (m *Matrix) spread() (desc string, rel float64) {
+func (m *Matrix) spread(unit string) (desc string, rel float64) {
 	for r, i := range m.Initiators {
 		for c, t := range m.Targets {
 			lo, med, hi := m.Min[r][c], m.Median[r][c], m.Max[r][c]
@@ -242,7 +244,7 @@ func (m *Matrix) spread() (desc string, rel float64) {
 			}
 			if x := (*hi - *lo) / *med; x >= rel {
 				rel = x
-				desc = fmt.Sprintf("node %d -> node %d %s-%s (median %s, %.0f%% of it)", i, t, fmtFig(*lo), fmtFig(*hi), fmtFig(*med), 100*x)
+				desc = fmt.Sprintf("node %d -> node %d %s-%s %s (median %s, the spread %.0f%% of it)", i, t, fmtFig(*lo), fmtFig(*hi), unit, fmtFig(*med), 100*x)
 			}
 		}
 	}
@@ -272,8 +274,8 @@ func (r *Result) honestyNotes() []string {
 		if x.m == nil || x.m.Repeat < 2 {
 			continue
 		}
-		if d, rel := x.m.spread(); d != "" {
-			spreads = append(spreads, fmt.Sprintf("%s %s %s", x.name, d, x.unit))
+		if d, rel := x.m.spread(x.unit); d != "" {
+			spreads = append(spreads, x.name+" "+d)
 			if x.m == r.Latency && rel > spreadLimit {
 				wide = true
 			}
@@ -310,7 +312,7 @@ func (r *Result) honestyNotes() []string {
 				if a == nil || b == nil || *b <= 0 || math.Abs(*a / *b - 1) <= 0.10 {
 					continue
 				}
-				notes = append(notes, fmt.Sprintf("node %d -> node %d: peak injection %.0f MB/s is %+.0f%% against bandwidth %.0f MB/s of the same kernel: peak counts a window while every thread streams, bandwidth whole passes from a common start to the last finish, so the gap is threads that did not stream alike (another task on a CPU, late wake-ups, an uneven node)",
+				notes = append(notes, fmt.Sprintf("node %d -> node %d: peak injection %.0f MB/s is %+.0f%% against bandwidth %.0f MB/s of the same kernel: peak is sustained over a 200 ms window while every thread streams, bandwidth the best of whole passes from a common start to the last finish, so a gap this big means the threads did not stream alike or were interrupted (another task on a CPU, late wake-ups, an uneven node), or that the caches served part of the passes",
 					i, t, *a, 100*(*a / *b - 1), *b))
 			}
 		}
