@@ -241,7 +241,7 @@ func newPlan(opt Options) (*plan, error) {
 		}
 	}
 	if (opt.Kinds.Latency || opt.Kinds.Loaded) && p.latSize/uint64(p.line) > maxChainLines {
-		return nil, fmt.Errorf("--size %s: the latency chain holds at most %d lines of %d bytes (%s); give a smaller --size", FormatSize(opt.Size), uint64(maxChainLines), p.line, FormatSize(maxChainLines*uint64(p.line)&^(1<<30-1)))
+		return nil, fmt.Errorf("--size %s: the latency chain holds at most %d lines of %d bytes (%s); give a smaller --size", FormatSize(p.latSize), uint64(maxChainLines), p.line, FormatSize(maxChainLines*uint64(p.line)&^(1<<30-1)))
 	}
 	if opt.Loads < 0 {
 		return nil, fmt.Errorf("%d loads per latency repeat: want a positive count", opt.Loads)
