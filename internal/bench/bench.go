@@ -24,6 +24,7 @@ import (
 	"sort"
 	"strings"
 	"time"
+	"unsafe"
 
 	"github.com/numascope/numascope/internal/knob"
 	"github.com/numascope/numascope/internal/placement"
@@ -54,6 +55,12 @@ type Options struct {
 	Repeat int
 	// NoHugePages maps the buffers with base pages only.
 	NoHugePages bool
+	// Chain is the latency chain's order (--chain); ChainRandom, the
+	// zero value, is the DRAM latency.
+	Chain Chain
+	// Loads is the dependent loads per latency repeat; 0: DefaultLoads.
+	// Tests make it smaller, to keep their runs short.
+	Loads int
 	// Progress, when not nil, is called before each measurement.
 	Progress func(done, total int, what string)
 }
@@ -95,8 +102,14 @@ type Matrix struct {
 	SizeBytes    uint64 `json:"size_bytes"`
 	BytesCounted uint64 `json:"bytes_counted,omitempty"`
 	// Steps is the dependent loads per repeat (latency).
-	Steps  int `json:"steps,omitempty"`
-	Repeat int `json:"repeat"`
+	Steps int `json:"steps,omitempty"`
+	// Chain is the latency chain's order: "random" (every line in one
+	// uniformly random cycle) or "page-local" (latency only).
+	Chain string `json:"chain,omitempty"`
+	// Method says in a sentence how the figure is measured, so that a
+	// reader of the JSON alone can tell bandwidth from peak injection.
+	Method string `json:"method,omitempty"`
+	Repeat int    `json:"repeat"`
 	// HugeFraction is the share of each buffer backed by transparent huge
 	// pages (null: unknown).
 	HugeFraction [][]*float64 `json:"huge_fraction"`
@@ -162,6 +175,11 @@ type plan struct {
 	// turnsPerNS is the injectors' spin rate, calibrated once.
 	turnsPerNS float64
 	isa        ISA // resolved: never ISAAuto
+	// llc is the initiators' largest last-level cache (0: unknown).
+	llc uint64
+	// succ is the random chain's scratch, reused from pair to pair (the
+	// garbage collector is off during a run).
+	succ []uint32
 }
 
 // newPlan resolves the options against the topology, checking everything that
@@ -210,6 +228,7 @@ func newPlan(opt Options) (*plan, error) {
 		llc = max(llc, l)
 		p.line = max(p.line, line)
 	}
+	p.llc = llc
 	arrays := uint64(p.stream.arrays())
 	if opt.Size == 0 {
 		per := roundUp(max(4*llc, minDefaultSize), hugePage)
@@ -220,6 +239,12 @@ func newPlan(opt Options) (*plan, error) {
 		if (opt.Kinds.Bandwidth || opt.Kinds.Loaded) && p.bwPerArray < ChainPage {
 			return nil, fmt.Errorf("--size %s: the %s kernel's %d arrays need at least %s", FormatSize(opt.Size), p.stream.Name(), arrays, FormatSize(arrays*ChainPage))
 		}
+	}
+	if (opt.Kinds.Latency || opt.Kinds.Loaded) && p.latSize/uint64(p.line) > maxChainLines {
+		return nil, fmt.Errorf("--size %s: the latency chain holds at most %d lines of %d bytes (%s); give a smaller --size", FormatSize(p.latSize), uint64(maxChainLines), p.line, FormatSize(maxChainLines*uint64(p.line)&^(1<<30-1)))
+	}
+	if opt.Loads < 0 {
+		return nil, fmt.Errorf("%d loads per latency repeat: want a positive count", opt.Loads)
 	}
 	var need uint64
 	if opt.Kinds.Latency {
@@ -270,8 +295,11 @@ func Run(opt Options) (*Result, error) {
 	for _, id := range p.initiators {
 		cpus = append(cpus, usableCPUs(opt.Topology)[id]...)
 	}
+	load := startLoad(opt.Topology)
 	res := &Result{Conditions: readConditions(cpus), Skipped: []Skip{}, Notes: []string{}}
 	res.Conditions.KernelISA = p.isa.String()
+	res.Conditions.LLCBytes = p.llc
+	res.Notes = append(res.Notes, p.sizeNotes()...)
 	res.Topology = summarize(opt.Topology)
 	res.Placement.Pairs = []Pair{}
 
@@ -318,6 +346,7 @@ func Run(opt Options) (*Result, error) {
 	done := 0
 	var current string
 	progress := func(kind string, i, t int) {
+		load.sample()
 		current = fmt.Sprintf("%s node %d -> node %d", kind, i, t)
 		if opt.Progress != nil {
 			opt.Progress(done, total, current)
@@ -362,7 +391,9 @@ func Run(opt Options) (*Result, error) {
 	if opt.Kinds.Latency {
 		res.Latency = p.newMatrix("")
 		res.Latency.SizeBytes = p.latSize
-		res.Latency.Steps = latencySteps(p.latSize, p.line)
+		res.Latency.Steps = p.loads()
+		res.Latency.Chain = opt.Chain.String()
+		res.Latency.Method = "median ns per load of " + opt.Chain.describe() + ", followed by one CPU of the initiator, nothing else running on the node"
 		for _, id := range p.initiators {
 			res.Latency.CPUs = append(res.Latency.CPUs, usableCPUs(opt.Topology)[id][:1])
 		}
@@ -374,6 +405,7 @@ func Run(opt Options) (*Result, error) {
 		res.Bandwidth = p.newMatrix(p.stream.Name())
 		res.Bandwidth.CPUs = p.bwCPUs
 		res.Bandwidth.SizeBytes = uint64(p.stream.arrays()) * p.bwPerArray
+		res.Bandwidth.Method = bandwidthMethod
 		measure("bandwidth", res.Bandwidth, func(r, t int) ([]float64, []Pair, float64, error) {
 			s, counted, pl, huge, err := p.bandwidth(p.bwCPUs[r], p.initiators[r], t)
 			res.Bandwidth.BytesCounted = counted
@@ -383,6 +415,9 @@ func Run(opt Options) (*Result, error) {
 	if opt.Kinds.Loaded {
 		p.measureLoaded(res, measure, status)
 	}
+	load.sample()
+	res.Conditions.HostLoad = load.finish()
+	res.Notes = append(res.Notes, res.honestyNotes()...)
 	if minFrac <= 1 {
 		res.Placement.MinFractionOnTarget = &minFrac
 	}
@@ -465,14 +500,41 @@ func onCPU(cpus []int, f func() error) error {
 	return <-ch
 }
 
-// minSteps is the least dependent loads per latency repeat: some tens of
-// milliseconds at DRAM latencies, long enough that the timer's resolution
-// and the loop's entry do not show.
-const minSteps = 1 << 21
+// DefaultLoads is the dependent loads per latency repeat: a fifth of a
+// second at DRAM latencies, long enough that the timer's resolution and the
+// loop's entry do not show. Every line of a random chain is as likely as
+// any other, so a sample of 2^21 of them measures the whole buffer's
+// latency; a pass over a big one would take seconds.
+const DefaultLoads = 1 << 21
 
-// latencySteps is the loads per repeat: at least one pass over the chain.
-func latencySteps(size uint64, line int) int {
-	return max(int(size)/line, minSteps)
+// minSteps is DefaultLoads (the least loads of a default run).
+const minSteps = DefaultLoads
+
+// loads is the dependent loads per latency repeat (and the warm-up's at
+// most: a chain shorter than that is warmed by one whole pass).
+func (p *plan) loads() int {
+	if p.opt.Loads > 0 {
+		return p.opt.Loads
+	}
+	return DefaultLoads
+}
+
+// buildChain writes the latency chain the options ask for into buf.
+func (p *plan) buildChain(buf []byte) (unsafe.Pointer, int) {
+	if p.opt.Chain == ChainPageLocal {
+		return BuildPageLocalChain(buf, p.line, ChainSeed)
+	}
+	start, lines, succ := BuildRandomChain(buf, p.line, ChainSeed, p.succ)
+	p.succ = succ
+	return start, lines
+}
+
+// warm follows the chain from start once over its lines, or over the
+// loads of a repeat if it is longer: the pages are faulted in already (the
+// chain was written), and this brings the caches, the TLB and the clock
+// to what the timed runs see.
+func (p *plan) warm(start unsafe.Pointer, lines int) unsafe.Pointer {
+	return chase(start, min(lines, p.loads()))
 }
 
 // chaseSink keeps the chase's result alive, so the loads are not dead code.
@@ -487,8 +549,7 @@ func (p *plan) latency(cpu, initiator, target, steps int) (samples []float64, pl
 			return err
 		}
 		defer buf.free()
-		start, lines := BuildChain(buf.b, p.line, ChainSeed)
-		ptr := chase(start, lines)
+		ptr := p.warm(p.buildChain(buf.b))
 		samples = make([]float64, p.opt.Repeat)
 		for r := range samples {
 			t0 := time.Now()

@@ -33,7 +33,7 @@ func TestChainMatchesC(t *testing.T) {
 	}
 	cOffs := strings.Fields(string(out))
 	buf := mapped(t, size)
-	start, n := BuildChain(buf, line, ChainSeed)
+	start, n := BuildPageLocalChain(buf, line, ChainSeed)
 	if n != lines || len(cOffs) != lines {
 		t.Fatalf("Go %d lines, C printed %d offsets, want %d", n, len(cOffs), lines)
 	}

@@ -24,7 +24,7 @@ func mapped(t testing.TB, size int) []byte {
 func TestChainIsOneCycle(t *testing.T) {
 	for _, c := range []struct{ size, line int }{{ChainPage, 64}, {64 * ChainPage, 64}, {37 * ChainPage, 128}} {
 		buf := mapped(t, c.size)
-		start, lines := BuildChain(buf, c.line, ChainSeed)
+		start, lines := BuildPageLocalChain(buf, c.line, ChainSeed)
 		if lines != c.size/c.line {
 			t.Fatalf("size %d line %d: %d lines, want %d", c.size, c.line, lines, c.size/c.line)
 		}
@@ -72,7 +72,7 @@ func TestChainIsOneCycle(t *testing.T) {
 // does, for step counts around its unrolled loop.
 func TestChaseFollowsChain(t *testing.T) {
 	buf := mapped(t, 8*ChainPage)
-	start, _ := BuildChain(buf, 64, 42)
+	start, _ := BuildPageLocalChain(buf, 64, 42)
 	for _, steps := range []int{0, 1, 7, 8, 9, 100, 513} {
 		want := start
 		for range steps {
@@ -89,7 +89,7 @@ func TestChaseFollowsChain(t *testing.T) {
 func BenchmarkChase(b *testing.B) {
 	buf := mapped(b, 256<<20)
 	_ = unix.Madvise(buf, unix.MADV_HUGEPAGE)
-	start, lines := BuildChain(buf, 64, ChainSeed)
+	start, lines := BuildPageLocalChain(buf, 64, ChainSeed)
 	p := chase(start, lines)
 	b.ResetTimer()
 	p = chase(p, b.N)

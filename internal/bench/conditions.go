@@ -37,12 +37,19 @@ type Conditions struct {
 	Root       bool   `json:"root"`
 	// KernelISA is the instruction set of the bandwidth kernels.
 	KernelISA string `json:"kernel_isa"`
+	// LLCBytes is the initiators' largest last-level cache, from the
+	// topology's sysfs caches (0: unknown); --size below 4× it is
+	// flagged.
+	LLCBytes uint64 `json:"llc_bytes"`
+	// HostLoad is what else ran on the machine during the run (null:
+	// /proc/stat could not be read).
+	HostLoad *HostLoad `json:"host_load"`
 }
 
 // conditionPaths are where the conditions are read; tests point them at
 // files of their own.
 var conditionPaths = struct {
-	cpuinfo, thp, balancing, dmi, hypervisor, cpufreq string
+	cpuinfo, thp, balancing, dmi, hypervisor, cpufreq, stat, loadavg string
 }{
 	cpuinfo:    "/proc/cpuinfo",
 	thp:        "/sys/kernel/mm/transparent_hugepage/enabled",
@@ -50,6 +57,8 @@ var conditionPaths = struct {
 	dmi:        "/sys/class/dmi/id",
 	hypervisor: "/sys/hypervisor/type",
 	cpufreq:    "/sys/devices/system/cpu/cpu%d/cpufreq/scaling_governor",
+	stat:       "/proc/stat",
+	loadavg:    "/proc/loadavg",
 }
 
 func readTrim(path string) string {

@@ -55,8 +55,10 @@ type Loaded struct {
 	SizeBytes   uint64 `json:"size_bytes"`
 	InjectBytes uint64 `json:"inject_size_bytes"`
 	// Loads is the dependent loads per latency measurement.
-	Loads  int `json:"loads"`
-	Repeat int `json:"repeat"`
+	Loads int `json:"loads"`
+	// Chain is the latency chain's order, as idle latency's.
+	Chain  string `json:"chain"`
+	Repeat int    `json:"repeat"`
 	// DelayFactors are the steps: the delay after each piece over the time
 	// a piece takes at full rate; null for the idle step (no injection).
 	DelayFactors []*float64 `json:"delay_factors"`
@@ -84,6 +86,11 @@ type LoadedPair struct {
 	// DelayNS is each step's delay after a piece (null: idle).
 	DelayNS []*float64 `json:"delay_ns"`
 	Reason  string     `json:"reason,omitempty"`
+	// Monotonic says whether the latency and the injected bandwidth
+	// rise (or hold) from step to step, beyond the repeats' spread
+	// (null: no curve); NotMonotonic is the first fall, in words.
+	Monotonic    *bool  `json:"monotonic"`
+	NotMonotonic string `json:"not_monotonic,omitempty"`
 }
 
 // calibrateSpin returns how many turns of spin run per nanosecond: spin
@@ -232,15 +239,14 @@ func (c *crew) inject(w *injector, ready chan<- error) {
 }
 
 // follow is the chaser's thread: pinned to cpu, it builds the chain in buf
-// and follows it once (warm-up), then chases as ordered.
-func (c *crew) follow(cpu int, buf *buffer, line int, ready chan<- error) {
+// (the one idle latency follows) and warms it up, then chases as ordered.
+func (c *crew) follow(p *plan, cpu int, buf *buffer, ready chan<- error) {
 	runtime.LockOSThread()
 	if err := placement.SetAffinity([]int{cpu}); err != nil {
 		ready <- fmt.Errorf("pinning the chaser to CPU %d: %w", cpu, err)
 		return
 	}
-	start, lines := BuildChain(buf.b, line, ChainSeed)
-	c.ptr = chase(start, lines)
+	c.ptr = p.warm(p.buildChain(buf.b))
 	ready <- nil
 	for o := range c.chaser {
 		c.timed(o, nil)
@@ -316,7 +322,7 @@ func (p *plan) loaded(r, target int, lp *LoadedPair, status func(string)) (peak 
 		c.workers = append(c.workers, w)
 		go c.inject(w, ready)
 	}
-	go c.follow(lp.CPU, bufs[s.arrays()], p.line, ready)
+	go c.follow(p, lp.CPU, bufs[s.arrays()], ready)
 	defer func() {
 		for _, w := range c.workers {
 			close(w.orders)
@@ -371,7 +377,7 @@ func (p *plan) loaded(r, target int, lp *LoadedPair, status func(string)) (peak 
 // loadedFactors, Repeat times each, after an uncounted full-rate step that
 // calibrates the delays.
 func (p *plan) curve(c *crew, inj []*injector, lp *LoadedPair, status func(string)) error {
-	steps := latencySteps(p.latSize, p.line)
+	steps := p.loads()
 	status("loaded latency: calibrating")
 	full := c.run(inj, 0, c.chaser, order{chase: steps})
 	if full.pieces == 0 {
@@ -410,6 +416,9 @@ func (p *plan) curve(c *crew, inj []*injector, lp *LoadedPair, status func(strin
 		lp.BandwidthMBs = append(lp.BandwidthMBs, median(bw))
 		lp.DelayNS = append(lp.DelayNS, delay)
 	}
+	lp.NotMonotonic = checkMonotonic(lp)
+	mono := lp.NotMonotonic == ""
+	lp.Monotonic = &mono
 	return nil
 }
 
@@ -447,9 +456,10 @@ func (p *plan) measureLoaded(res *Result, measure measureFunc, status func(strin
 	peak := p.newMatrix(p.stream.Name())
 	peak.CPUs = p.bwCPUs
 	peak.SizeBytes = arrays * p.bwPerArray
+	peak.Method = peakMethod
 	res.PeakInjection = peak
 	l := &Loaded{Kernel: p.stream.Name(), Mix: p.stream.MixName(), SizeBytes: p.latSize, InjectBytes: arrays * p.bwPerArray,
-		Loads: latencySteps(p.latSize, p.line), Repeat: p.opt.Repeat, DelayFactors: delayFactors(), Pairs: []LoadedPair{}}
+		Loads: p.loads(), Chain: p.opt.Chain.String(), Repeat: p.opt.Repeat, DelayFactors: delayFactors(), Pairs: []LoadedPair{}}
 	got := map[[2]int]*LoadedPair{}
 	measure("loaded", peak, func(r, t int) ([]float64, []Pair, float64, error) {
 		lp := &LoadedPair{Initiator: p.initiators[r], Target: t}

@@ -100,6 +100,17 @@ func TestRunLoaded(t *testing.T) {
 		if len(p.LatencyNS) != n || len(p.BandwidthMBs) != n || len(p.DelayNS) != n || len(p.LatencyMinNS) != n || len(p.LatencyMaxNS) != n || p.Reason != "" {
 			t.Fatalf("%d -> %d: %+v, want %d steps", p.Initiator, p.Target, p, n)
 		}
+		// The curve follows idle latency's chain, and says whether it is
+		// monotonic (a note when not).
+		if l.Chain != "random" || p.Monotonic == nil || *p.Monotonic != (p.NotMonotonic == "") {
+			t.Errorf("%d -> %d: chain %q, monotonic %v %q", p.Initiator, p.Target, l.Chain, p.Monotonic, p.NotMonotonic)
+		}
+		if p.NotMonotonic != "" && !strings.Contains(strings.Join(res.Notes, "\n"), "is not monotonic: "+p.NotMonotonic) {
+			t.Errorf("%d -> %d: not monotonic (%s) without a note: %q", p.Initiator, p.Target, p.NotMonotonic, res.Notes)
+		}
+		if res.PeakInjection.Method != peakMethod {
+			t.Errorf("peak method %q", res.PeakInjection.Method)
+		}
 		if len(p.Injectors) != len(res.PeakInjection.CPUs[r])-1 {
 			t.Errorf("%d -> %d: injectors %v, want every bandwidth CPU but the chaser's", p.Initiator, p.Target, p.Injectors)
 		}
@@ -193,7 +204,7 @@ func TestLoadedTextAndJSON(t *testing.T) {
 	}
 	for _, want := range []string{`"peak_injection_mbs":{"kernel":"mix","mix":"3:1","initiators":[0,1],"targets":[0],"matrix":[[20000],[9000]]`,
 		`"loaded":{"kernel":"mix","mix":"3:1",`, `"delay_factors":[null,1000,0]`,
-		`{"initiator":1,"target":0,"cpu":3,"injectors":[],"bandwidth_mbs":null,"latency_ns":null,"latency_min_ns":null,"latency_max_ns":null,"delay_ns":null,"reason":"node 1 has only CPU 3 to use"}`} {
+		`{"initiator":1,"target":0,"cpu":3,"injectors":[],"bandwidth_mbs":null,"latency_ns":null,"latency_min_ns":null,"latency_max_ns":null,"delay_ns":null,"reason":"node 1 has only CPU 3 to use","monotonic":null}`} {
 		if !strings.Contains(string(j), want) {
 			t.Errorf("JSON lacks %s:\n%s", want, j)
 		}

@@ -25,17 +25,22 @@ func (r *Result) writeLoaded(b *strings.Builder) {
 		if len(m.CPUs) > 0 {
 			threads = fmt.Sprintf("%d threads from the first initiator", len(m.CPUs[0]))
 		}
-		fmt.Fprintf(b, "Peak injection bandwidth (MB/s): %s kernel (%s) at full rate, best of %d %s windows after one uncounted, %s%s\n",
+		fmt.Fprintf(b, "Peak injection bandwidth (MB/s): %s kernel (%s) at full rate, best of %d %s windows counted while every thread streams, after one uncounted, %s%s\n",
 			kernelLabel(m.Kernel, m.Mix), r.Conditions.KernelISA, m.Repeat, peakWindow, threads, hugeNote(m))
 		writeMatrix(b, m, 0, nil, "")
 		writeSpread(b, m, 0)
+		b.WriteString(peakAgainstBandwidth + "\n")
 	}
 	l := r.Loaded
 	if l == nil {
 		return
 	}
-	fmt.Fprintf(b, "\nLoaded latency (ns) against injected bandwidth (MB/s): the initiator's other CPUs stream the %s kernel with a delay after each %s piece; median of %d, %d loads each\n",
-		kernelLabel(l.Kernel, l.Mix), FormatSize(pieceElems*8), l.Repeat, l.Loads)
+	chain := "random"
+	if l.Chain != "" {
+		chain = l.Chain
+	}
+	fmt.Fprintf(b, "\nLoaded latency (ns) against injected bandwidth (MB/s): the initiator's other CPUs stream the %s kernel with a delay after each %s piece; median of %d, %d loads each over the %s chain\n",
+		kernelLabel(l.Kernel, l.Mix), FormatSize(pieceElems*8), l.Repeat, l.Loads, chain)
 	for _, p := range l.Pairs {
 		if p.LatencyNS == nil {
 			fmt.Fprintf(b, "node %d -> node %d: not measured: %s\n", p.Initiator, p.Target, p.Reason)
@@ -67,6 +72,9 @@ func (r *Result) writeLoaded(b *strings.Builder) {
 				fmt.Fprintf(b, " %*s", width[c], cell)
 			}
 			b.WriteString("\n")
+		}
+		if p.NotMonotonic != "" {
+			fmt.Fprintf(b, "  not monotonic: %s\n", p.NotMonotonic)
 		}
 	}
 }

@@ -13,7 +13,11 @@ import (
 func (r *Result) WriteText(w io.Writer) error {
 	var b strings.Builder
 	if m := r.Latency; m != nil {
-		fmt.Fprintf(&b, "Idle latency (ns): median of %d, %s chain, %d loads per repeat%s\n", m.Repeat, FormatSize(m.SizeBytes), m.Steps, hugeNote(m))
+		chain := ChainRandom
+		if m.Chain == ChainPageLocal.String() {
+			chain = ChainPageLocal
+		}
+		fmt.Fprintf(&b, "Idle latency (ns): median of %d, %s %s, %d loads per repeat%s\n", m.Repeat, FormatSize(m.SizeBytes), chain.describe(), m.Steps, hugeNote(m))
 		writeMatrix(&b, m, 1, r.ratedGrid(true), "HMAT read latency")
 		writeSpread(&b, m, 1)
 	}
@@ -25,7 +29,7 @@ func (r *Result) WriteText(w io.Writer) error {
 		if len(m.CPUs) > 0 {
 			threads = fmt.Sprintf("%d threads from the first initiator", len(m.CPUs[0]))
 		}
-		fmt.Fprintf(&b, "Bandwidth (MB/s): %s kernel (%s), best of %d after one uncounted, %s of arrays, %s%s\n",
+		fmt.Fprintf(&b, "Bandwidth (MB/s): %s kernel (%s), best of %d passes after one uncounted, each timed from the threads' common start to the last one's finish, %s of arrays, %s%s\n",
 			kernelLabel(m.Kernel, m.Mix), r.Conditions.KernelISA, m.Repeat, FormatSize(m.SizeBytes), threads, hugeNote(m))
 		writeMatrix(&b, m, 0, r.ratedGrid(false), "HMAT read bandwidth, converted from MiB/s")
 		writeSpread(&b, m, 0)

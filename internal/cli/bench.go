@@ -25,7 +25,7 @@ type benchConfig struct {
 // benchFlags are bench's flags as given.
 type benchFlags struct {
 	kind, from, to, size, kernel, format, out string
-	isa                                       string
+	isa, chain                                string
 	threads, repeat                           int
 	noHuge, force                             bool
 	// mix is --mix; kernelSet says --kernel was given (they exclude
@@ -43,6 +43,9 @@ func (f benchFlags) parse() (benchConfig, error) {
 		return c, err
 	}
 	if c.opt.Kernel, err = bench.ParseKernel(f.kernel); err != nil {
+		return c, err
+	}
+	if c.opt.Chain, err = bench.ParseChain(f.chain); err != nil {
 		return c, err
 	}
 	if c.opt.ISA, err = bench.ParseISA(f.isa); err != nil {
@@ -88,7 +91,7 @@ func (f benchFlags) parse() (benchConfig, error) {
 func newBenchCmd(g *globals) *cobra.Command {
 	var f benchFlags
 	cmd := &cobra.Command{
-		Use:   "bench [--kind latency|bandwidth|loaded|all] [--from NODES] [--to NODES] [--size SIZE] [--kernel KERNEL | --mix R:W] [--isa ISA] [--format text|json] [-o FILE]",
+		Use:   "bench [--kind latency|bandwidth|loaded|all] [--from NODES] [--to NODES] [--size SIZE] [--chain random|page-local] [--kernel KERNEL | --mix R:W] [--isa ISA] [--format text|json] [-o FILE]",
 		Short: "Measure memory latency, bandwidth and loaded latency from every node with CPUs to every node with memory",
 		Long: `Measure what memory costs on this machine, node to node: the idle latency of a dependent load,
 the bandwidth of a streaming kernel, the latency under load and the peak injection bandwidth,
@@ -101,16 +104,20 @@ before it is touched, and where its pages landed is checked with move_pages afte
 after, even if numascope is killed. The conditions that explain a surprising figure (THP,
 frequency governor, CPU model, virtualisation) are reported with the figures.
 
-Latency follows a random chain of cache lines (pages and the lines within them shuffled, so no
-prefetcher helps) for the median of --repeat runs. Bandwidth runs a kernel on all the
+Latency follows a chain through every cache line of the buffer in one uniformly random cycle
+(Sattolo's), so no prefetcher helps and no DRAM row stays open: the DRAM latency, as Intel MLC and
+lmbench's lat_mem_rd measure it; the median of --repeat runs. --chain page-local visits each page's
+lines together instead: open rows and prefetchers help, so it measures less than the DRAM latency. Bandwidth runs a kernel on all the
 initiator's CPUs (--threads fewer), counting bytes by STREAM's rules: best of --repeat after one
 uncounted run; nt-store, copy-nt and triad-nt write with non-temporal stores, and the kernels are
 assembly, AVX2 where the CPU has it (--isa avx512 or sse2 picks another); --mix R:W streams a
 read:write mix instead (3:1: of every 4 blocks, 3 read and 1 written). Loaded latency follows
 the chain on one CPU of the initiator while its other CPUs inject the kernel's bandwidth at
 stepped rates, from idle to full; peak injection bandwidth is all of them at full rate. --size
-is the memory per measurement (default: 4x the last-level cache, at least 64M per array). See
-docs/bench.md.`,
+is the memory per measurement (default: 4x the last-level cache, at least 64M per array); below
+4x the last-level cache it is flagged, as are a busy host (other runnable tasks, steal time, next
+to the spread of the repeats), a loaded-latency curve that is not monotonic and a peak injection
+far from the bandwidth. See docs/bench.md.`,
 		Example: `  numascope bench
   numascope bench --kind latency --to 2 --size 256M
   numascope bench --kind bandwidth --kernel triad --format json -o bench.json
@@ -172,6 +179,7 @@ docs/bench.md.`,
 	fl.StringVar(&f.isa, "isa", "auto", "instruction set of the bandwidth kernels: "+strings.Join(bench.ISANames, ", ")+" (auto: avx2 where the CPU has it, else sse2; go elsewhere)")
 	fl.StringVar(&f.mix, "mix", "", "read:write mix instead of a kernel, as Intel MLC has them: 1:0 (all reads), 3:1, 2:1, 1:1, 0:1 (all writes)")
 	fl.IntVar(&f.repeat, "repeat", bench.DefaultRepeat, "measurements per pair")
+	fl.StringVar(&f.chain, "chain", "random", "latency chain: random (every line in one uniformly random cycle: the DRAM latency) or page-local (each page's lines together: open rows and prefetchers help, less than the DRAM latency)")
 	fl.BoolVar(&f.noHuge, "no-huge-pages", false, "use base pages only (default: transparent huge pages where the kernel gives them)")
 	fl.StringVar(&f.format, "format", "text", "output format: text or json")
 	fl.StringVarP(&f.out, "output", "o", "", "write to FILE instead of stdout")

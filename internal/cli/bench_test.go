@@ -20,8 +20,13 @@ func TestBenchFlagsParse(t *testing.T) {
 	}
 	o := c.opt
 	if !o.Kinds.Latency || o.Kinds.Bandwidth || o.Kernel != bench.Triad || o.Size != 256<<20 || o.From != "0" || o.To != "1-3" ||
-		o.Threads != 2 || o.Repeat != bench.DefaultRepeat || c.format != "json" || c.out != "b.json" {
+		o.Threads != 2 || o.Repeat != bench.DefaultRepeat || c.format != "json" || c.out != "b.json" || o.Chain != bench.ChainRandom {
 		t.Errorf("parsed %+v", c)
+	}
+	// The page-local chain only when named (issue 30).
+	f.chain = "page-local"
+	if c, err := f.parse(); err != nil || c.opt.Chain != bench.ChainPageLocal {
+		t.Errorf("--chain page-local: %v, %v", c.opt.Chain, err)
 	}
 	bad := map[string]func(*benchFlags){
 		"--kind":        func(f *benchFlags) { f.kind = "speed" },
@@ -34,6 +39,7 @@ func TestBenchFlagsParse(t *testing.T) {
 		"--mix":         func(f *benchFlags) { f.mix = "3/1" },
 		"--mix 3:1 and --kernel triad: give one of them": func(f *benchFlags) { f.mix, f.kernel, f.kernelSet = "3:1", "triad", true },
 		"--isa":          func(f *benchFlags) { f.isa = "avx1024" },
+		"--chain":        func(f *benchFlags) { f.chain = "stride" },
 		"--kernel triad": func(f *benchFlags) { f.kind, f.kernel, f.isa = "bandwidth", "triad-nt", "go" },
 	}
 	for want, mod := range bad {

@@ -1,7 +1,11 @@
 /*
- * chase: the C baseline of numascope bench's latency (docs/performance.md,
- * scripts/bench-numa). It builds exactly numascope's chain (internal/bench
- * chain.go): the buffer's 4 KiB pages in a random order and, inside each,
+ * chase: the C twin of numascope bench's page-local latency chain
+ * (--chain page-local; docs/performance.md, scripts/bench-numa), for
+ * comparing the speed of the two chase loops over the very same loads. It is
+ * no reference for the idle latency: a page-local chain measures a fraction
+ * of the DRAM latency (issue 30); refchase.c is that reference. It builds
+ * exactly numascope's page-local chain (internal/bench chain.go,
+ * BuildPageLocalChain): the buffer's 4 KiB pages in a random order and, inside each,
  * its cache lines in a random order, both from splitmix64 seeded with
  * 0x6e756d6173636f70 and the same Fisher-Yates shuffle; each line holds the
  * address of the next. Then, pinned to one CPU and with the buffer bound to

@@ -1,0 +1,157 @@
+package bench
+
+import (
+	"math"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"unsafe"
+
+	"github.com/numascope/numascope/internal/testutil"
+)
+
+// TestRandomChainIsOneCycle: the default chain goes through every line
+// exactly once and back to the start, and each step lands on a line
+// chosen without regard to the page it leaves: about one step in `pages`
+// stays in its page (the page-local chain stays for 63 steps in 64).
+func TestRandomChainIsOneCycle(t *testing.T) {
+	for _, c := range []struct{ size, line int }{{2 * 64, 64}, {64 * ChainPage, 64}, {37 * ChainPage, 128}, {1024 * ChainPage, 64}} {
+		buf := mapped(t, c.size)
+		start, lines, _ := BuildRandomChain(buf, c.line, ChainSeed, nil)
+		if lines != c.size/c.line || start != unsafe.Pointer(&buf[0]) {
+			t.Fatalf("size %d line %d: %d lines, want %d", c.size, c.line, lines, c.size/c.line)
+		}
+		base := uintptr(unsafe.Pointer(&buf[0]))
+		seen := make([]bool, lines)
+		samePage, next := 0, 0
+		p := start
+		prev := -1
+		for i := 0; i < lines; i++ {
+			off := int(uintptr(p) - base)
+			if off < 0 || off >= c.size || off%c.line != 0 {
+				t.Fatalf("step %d: address %p is not a line of the buffer", i, p)
+			}
+			if seen[off/c.line] {
+				t.Fatalf("size %d: line %d visited twice after %d of %d steps", c.size, off/c.line, i, lines)
+			}
+			seen[off/c.line] = true
+			if prev >= 0 && off/ChainPage == prev/ChainPage {
+				samePage++
+			}
+			if off == prev+c.line {
+				next++
+			}
+			prev = off
+			p = *(*unsafe.Pointer)(p)
+		}
+		if p != start {
+			t.Fatalf("size %d: after %d steps the chain is at %p, not back at the start", c.size, lines, p)
+		}
+		pages := (c.size + ChainPage - 1) / ChainPage
+		if pages >= 64 && samePage > 4*lines/pages+8 {
+			t.Errorf("size %d: %d of %d steps stay in their page, want about %d: the chain is page-local", c.size, samePage, lines, lines/pages)
+		}
+		if lines >= 1024 && next > 8 {
+			t.Errorf("size %d: %d steps go to the next line: not random", c.size, next)
+		}
+	}
+}
+
+// TestIdleLatencyMatchesReference: numascope's idle latency (the whole of
+// bench's latency path: buffer, binding, chain, chase, timing) agrees
+// within 10% with testdata/bench/refchase.c, a chase written
+// independently of numascope (its own random numbers, its own Sattolo
+// over an index array, a plain p = *p loop, clock_gettime) over a buffer
+// of the same size, on the same CPU, with huge pages asked for as bench
+// does by default.
+//
+// Tolerance, 10% (the issue's bound): both measure the same quantity, a
+// dependent load to a uniformly random line, so what may differ is a few
+// percent: the loop around the loads (hidden under a miss of 100 ns and
+// more), THP coverage, and the load of a shared machine. For the load, the
+// two run interleaved, round after round, on the same CPU, and the test
+// compares the medians over the rounds of each round's best repeat: a
+// repeat is short (2^14 loads, a few ms), so the best of 15 is one that no
+// other task preempted, and preemption, which adds tens of percent to a
+// median on a busy 2-CPU machine, cancels out. numascope's reported figure
+// is the median of the same repeats, the best is their minimum: both come
+// from the same timed chase. With the page-local chain (--chain
+// page-local, the default before issue 30) the ratio is about 0.36 on the
+// build machines (55 ns against 155), as the issue measured on a quiet
+// Xeon (42 against 113): the test fails by far.
+//
+// Size: 64 MiB, to keep the test to seconds (a chain of some GiB takes
+// seconds to build, every round). It is below the last-level cache of some
+// machines (the build machines' sysfs shows 480 MiB of L3; there 64 MiB
+// gives 150-170 ns and 2 GiB some 550 ns, a VM's two-level page walks
+// included), so the figure is partly the cache's there. The comparison
+// holds all the same, since both chase the same size the same way, and the
+// page-local chain still measures a third of it.
+func TestIdleLatencyMatchesReference(t *testing.T) {
+	gcc, err := exec.LookPath("gcc")
+	if err != nil {
+		testutil.SkipUnless(t, testutil.VMRequired, "no gcc to build testdata/bench/refchase.c")
+	}
+	topo := liveTopology(t)
+	bin := filepath.Join(t.TempDir(), "refchase")
+	src := filepath.Join(testutil.RepoRoot(t), "testdata", "bench", "refchase.c")
+	if out, err := exec.Command(gcc, "-O2", "-o", bin, src).CombinedOutput(); err != nil {
+		t.Fatalf("gcc refchase.c: %v\n%s", err, out)
+	}
+	ini, err := Initiators("", topo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	node := ini[0]
+	cpu := usableCPUs(topo)[node][0]
+	const size, loads, repeat, rounds = 64 << 20, 1 << 14, 15, 10
+	var ours, ref, oursMed, refMed []float64
+	numascope := func() {
+		res, err := Run(Options{Topology: topo, Kinds: Kinds{Latency: true}, From: strconv.Itoa(node), To: strconv.Itoa(node),
+			Size: size, Repeat: repeat, Loads: loads})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ours = append(ours, *res.Latency.Min[0][0])
+		oursMed = append(oursMed, *res.Latency.Matrix[0][0])
+	}
+	reference := func() {
+		out, err := exec.Command(bin, "--size", strconv.Itoa(size), "--steps", strconv.Itoa(loads), "--repeat", strconv.Itoa(repeat),
+			"--cpu", strconv.Itoa(cpu), "--thp").Output()
+		if err != nil {
+			t.Fatalf("refchase: %v", err)
+		}
+		fields := map[string]float64{}
+		for _, f := range strings.Fields(string(out)) {
+			if k, v, ok := strings.Cut(f, "="); ok {
+				fields[k], _ = strconv.ParseFloat(v, 64)
+			}
+		}
+		if fields["min_ns"] <= 0 || fields["median_ns"] <= 0 {
+			t.Fatalf("refchase printed %q", out)
+		}
+		ref = append(ref, fields["min_ns"])
+		refMed = append(refMed, fields["median_ns"])
+	}
+	for r := range rounds {
+		if r%2 == 0 {
+			numascope()
+			reference()
+		} else {
+			reference()
+			numascope()
+		}
+	}
+	med := func(v []float64) float64 { s := slices.Clone(v); slices.Sort(s); return median(s) }
+	n, c := med(ours), med(ref)
+	ratio := n / c
+	t.Logf("idle latency, %d MiB, %d x %d loads, %d rounds: best repeat of a round: numascope %.1f ns %.1f, reference %.1f ns %.1f, ratio %.3f; median repeat: numascope %.1f, reference %.1f",
+		size>>20, repeat, loads, rounds, n, ours, c, ref, ratio, oursMed, refMed)
+	if math.Abs(ratio-1) > 0.10 {
+		t.Errorf("numascope's idle latency %.1f ns is %.0f%% off the independent reference's %.1f ns (medians over %d interleaved rounds of each round's best repeat: numascope %.1f, reference %.1f); want within 10%%",
+			n, 100*(ratio-1), c, rounds, ours, ref)
+	}
+}
