@@ -40,7 +40,7 @@ type loadedDoc struct {
 // node a column only; a curve for every pair, chased on the node's first
 // CPU while its second injects, with one latency and one injected
 // bandwidth per step, nothing injected at the idle step and something at
-// every other; every buffer on its target. Not that the bandwidth rises
+// full rate; every buffer on its target. Not that the bandwidth rises
 // with the steps: under emulation it need not.
 func TestBenchLoaded(t *testing.T) {
 	requireVM(t)
@@ -96,8 +96,15 @@ func TestBenchLoaded(t *testing.T) {
 			if p.LatencyNS[s] <= 0 {
 				t.Errorf("%s step %d: latency %v", what, s, p.LatencyNS[s])
 			}
-			if idle := s == 0; idle != (p.BandwidthMBs[s] == 0) || idle != (p.DelayNS[s] == nil) {
-				t.Errorf("%s step %d: injected %v MB/s with delay %v; want nothing injected only at the idle step (0)", what, s, p.BandwidthMBs[s], p.DelayNS[s])
+			// Nothing is injected at the idle step, and something at full
+			// rate. Between the two, a step with a long wait may inject
+			// less than 0.5 MB/s, which rounds to 0, when the host is busy
+			// and its emulated injector CPU runs little in the window (seen
+			// at step 2, a 3.3 ms wait after each 32 KiB, on a 2-CPU host
+			// with load 4): a figure, not a fault.
+			idle, full := s == 0, s == steps-1
+			if idle != (p.DelayNS[s] == nil) || (idle && p.BandwidthMBs[s] != 0) || (full && p.BandwidthMBs[s] <= 0) || p.BandwidthMBs[s] < 0 {
+				t.Errorf("%s step %d: injected %v MB/s with delay %v; want nothing injected at the idle step (0), a delay at every other, and something at full rate", what, s, p.BandwidthMBs[s], p.DelayNS[s])
 			}
 		}
 	}
