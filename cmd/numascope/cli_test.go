@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"strings"
 	"syscall"
@@ -228,5 +229,30 @@ func TestReportOnARecording(t *testing.T) {
 	want := "numascope: " + rec + " is a recording, not a profile: use numascope view " + rec + " or numascope convert " + rec + "\n"
 	if code == 0 || errs != want {
 		t.Errorf("report on a recording: exit %d, stderr %q; want %q", code, errs, want)
+	}
+}
+
+// TestStatHeadingUnits: on a terminal, stat's headings have a second line
+// with each column's unit (a counter's rate per second, a gauge's level, %
+// for CPU time); piped and in CSV the first line stays the column names
+// that scripts read.
+func TestStatHeadingUnits(t *testing.T) {
+	tm := testutil.StartTmux(t, 80, 24, []string{"XDG_RUNTIME_DIR=" + t.TempDir()}, binary, "stat", "-i", "100ms", "-n", "100", "-e", "vmstat.numa_hit,node.MemFree,cpu.idle")
+	sample := regexp.MustCompile(`(?m)^ +0\.[0-9]{3} `)
+	screen := tm.WaitFor("two samples", func(s string) bool { return len(sample.FindAllString(s, -1)) >= 2 })
+	lines := strings.Split(screen, "\n")
+	ok := false
+	for i := 0; i+1 < len(lines); i++ {
+		if strings.Join(strings.Fields(lines[i]), " ") == "time numa_hit MemFree idle" {
+			ok = strings.Join(strings.Fields(lines[i+1]), " ") == "s pages/s bytes %"
+			break
+		}
+	}
+	if !ok {
+		t.Errorf("no units line under the headings:\n%s", screen)
+	}
+	out, errs, code := run(t, "stat", "--csv", "-i", "100ms", "-n", "1", "-e", "vmstat.numa_hit,node.MemFree,cpu.idle")
+	if first := strings.SplitN(out, "\n", 2)[0]; code != 0 || first != "time_s,vmstat.numa_hit,node.MemFree,cpu.idle" {
+		t.Errorf("stat --csv: exit %d, first line %q: %s", code, first, errs)
 	}
 }
