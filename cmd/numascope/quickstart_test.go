@@ -164,7 +164,12 @@ func TestQuickstartStripComment(t *testing.T) {
 // (quickstartUntilStopped) and is then stopped; the few that cannot run in
 // CI are named, with why, in quickstartSkipped. A line that needs a file a
 // later line makes fails here.
+//
+// It needs root, as the Quickstart's perf tracepoint line does, make, git
+// and tmux, and ports 8080 and 9864 free (live, view and exporter listen
+// there by default).
 func TestQuickstart(t *testing.T) {
+	testutil.RequireRoot(t, "for the Quickstart's perf tracepoint line (stat -e perf.sched:...)")
 	root := repoRoot(t)
 	readme, err := os.ReadFile(filepath.Join(root, "README.md"))
 	if err != nil {
