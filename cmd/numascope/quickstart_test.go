@@ -213,7 +213,21 @@ func TestQuickstart(t *testing.T) {
 			b := exec.Command("sh", "-c", "exec "+beside)
 			b.Dir, b.Env = dir, env
 			quickstartStart(t, b, printsLines, beside)
-			time.Sleep(200 * time.Millisecond) // its FIFO is made before its first line; be generous
+			// The ctl line steers whichever numascope holds the default
+			// FIFO: wait until that is the one started here, not another
+			// test's, and see that ctl names it.
+			fifo := quickstartHoldsDefaultFIFO(t, b.Process.Pid, env)
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			c := exec.CommandContext(ctx, "sh", "-c", "exec "+line)
+			c.Dir, c.Env = dir, env
+			out, err := c.CombinedOutput()
+			cancel()
+			if want := fmt.Sprintf("to PID %d (", b.Process.Pid); err != nil || !strings.Contains(string(out), want) || !strings.Contains(string(out), ", on "+fifo+"\n") {
+				t.Errorf("%s: %v: %s\nwant it to name the stat beside it (%s...)", line, err, out, want)
+			} else {
+				t.Logf("%s: ok: %s", line, strings.TrimSpace(string(out)))
+			}
+			continue
 		}
 		how, until := quickstartUntilStopped[line]
 		switch {
@@ -354,6 +368,31 @@ func quickstartStart(t *testing.T, cmd *exec.Cmd, how untilStopped, line string)
 			return stop
 		}
 	}
+}
+
+// quickstartHoldsDefaultFIFO waits until process pid holds the default
+// control FIFO (another numascope, of a test running beside this one, may
+// hold it for a while) and returns its path.
+func quickstartHoldsDefaultFIFO(t *testing.T, pid int, env []string) string {
+	t.Helper()
+	fifo := "/run/numascope-ctl"
+	if os.Geteuid() != 0 {
+		for _, kv := range env {
+			if v, ok := strings.CutPrefix(kv, "XDG_RUNTIME_DIR="); ok {
+				fifo = filepath.Join(v, "numascope-ctl")
+			}
+		}
+	}
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		fds, _ := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid))
+		for _, fd := range fds {
+			if l, _ := os.Readlink(fmt.Sprintf("/proc/%d/fd/%s", pid, fd.Name())); l == fifo {
+				return fifo
+			}
+		}
+	}
+	t.Fatalf("the stat started for the ctl line (PID %d) did not get the default FIFO %s in 30 s: another numascope holds it", pid, fifo)
+	return ""
 }
 
 func quickstartGet(u string) (int, string) {
