@@ -663,11 +663,12 @@ func TestStatOnATerminal(t *testing.T) {
 			headings = append(headings, i)
 		}
 	}
-	if len(lines) != 32 || len(headings) != 2 || headings[0] != 0 || headings[1] != 26 {
-		t.Fatalf("want headings at lines 0 and 26 of 32, got %v in:\n%s", headings, out)
+	// Each heading is two lines, the names and their units (issue 31).
+	if len(lines) != 34 || len(headings) != 2 || headings[0] != 0 || headings[1] != 27 || strings.Fields(lines[1])[0] != "s" {
+		t.Fatalf("want headings with units at lines 0 and 27 of 34, got %v in:\n%s", headings, out)
 	}
 	// MemFree in bytes on a terminal: a K/M/G suffix, never a raw byte count.
-	f := strings.Fields(lines[1])
+	f := strings.Fields(lines[2])
 	if last := f[2][len(f[2])-1]; last != 'K' && last != 'M' && last != 'G' && last != 'T' {
 		t.Errorf("MemFree not in human units on a terminal: %q", lines[1])
 	}

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"fmt"
 	"path/filepath"
 	"strings"
 
@@ -41,7 +42,24 @@ func newCtlCmd(*globals) *cobra.Command {
 				}
 				args = []string{args[0], abs}
 			}
-			return ctl.Send(path, strings.Join(args, " "))
+			line := strings.Join(args, " ")
+			rs, err := ctl.Steer(path, line)
+			if err != nil {
+				return err
+			}
+			// Say which numascope took the command: the default FIFO is
+			// one per user (one for all of root), so it may not be the
+			// one the user had in mind.
+			to := "the numascope listening on " + path + " (its process is not visible here)"
+			if len(rs) > 0 {
+				var names []string
+				for _, r := range rs {
+					names = append(names, r.String())
+				}
+				to = strings.Join(names, "; ") + ", on " + path
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "sent %q to %s\n", line, to)
+			return nil
 		},
 	}
 	cmd.Flags().StringVar(&path, "ctl", "", "control FIFO path (default: where numascope stat/record/live put it)")

@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/numascope/numascope/internal/sampler"
+	"github.com/numascope/numascope/internal/sensor"
 )
 
 func newEventsCmd(g *globals) *cobra.Command {
@@ -65,19 +66,54 @@ func writeEventsText(w io.Writer, cat *sampler.Catalog, only map[string]bool) er
 			continue
 		}
 		fmt.Fprintf(tw, "%s\tpresent, %s\n", e.Name, describeSources(e.Sources))
+		// The events that can be counted first; then those that cannot,
+		// grouped by their reason, which is printed once per group: the
+		// reason and its fix (no PMU in a VM, say) are the same long text
+		// for every event that needs the missing hardware.
+		var reasons []string
+		byReason := map[string][]sensor.Event{}
 		for _, ev := range e.Events {
 			if only != nil && !only[e.Name+"."+ev.Name] {
 				continue
 			}
-			kind := ev.Kind.String()
 			if ev.Unavailable != "" {
-				kind = "unavailable"
+				if byReason[ev.Unavailable] == nil {
+					reasons = append(reasons, ev.Unavailable)
+				}
+				byReason[ev.Unavailable] = append(byReason[ev.Unavailable], ev)
+				continue
 			}
-			fmt.Fprintf(tw, "  %s.%s\t%s\t%s\t%s\n", e.Name, ev.Name, kind, ev.Unit, ev.Desc)
+			fmt.Fprintf(tw, "  %s.%s\t%s\t%s\t%s\n", e.Name, ev.Name, ev.Kind, ev.Unit, ev.Desc)
+		}
+		for _, r := range reasons {
+			evs := byReason[r]
+			n := fmt.Sprintf("%d events", len(evs))
+			if len(evs) == 1 {
+				n = "1 event"
+			}
+			fmt.Fprintf(tw, "  %s unavailable: %s\n", n, r)
+			for _, ev := range evs {
+				fmt.Fprintf(tw, "  %s.%s\tunavailable\t%s\t%s\n", e.Name, ev.Name, ev.Unit, availableDesc(ev))
+			}
 		}
 		fmt.Fprintln(tw)
 	}
 	return tw.Flush()
+}
+
+// availableDesc is an unavailable event's own description, without the
+// reason the sensor put in front of it (UNAVAILABLE: REASON (DESC)), which
+// writeEventsText prints once for the group.
+func availableDesc(ev sensor.Event) string {
+	d, ok := strings.CutPrefix(ev.Desc, "UNAVAILABLE: "+ev.Unavailable)
+	if !ok {
+		return ev.Desc
+	}
+	d = strings.TrimSpace(d)
+	if strings.HasPrefix(d, "(") && strings.HasSuffix(d, ")") {
+		d = d[1 : len(d)-1]
+	}
+	return d
 }
 
 func describeSources(src []string) string {

@@ -32,7 +32,7 @@ still have their totals summed; the report says so.`,
 			for i, f := range args {
 				p, err := profile.Load(f)
 				if err != nil {
-					return err
+					return notAProfile(f, err) // a recording, say: what to run instead (filekind.go)
 				}
 				ps[i] = p
 			}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime/debug"
 	"runtime/pprof"
 
 	"github.com/spf13/cobra"
@@ -41,7 +42,7 @@ var commandGroups = []struct {
 	{"observe", "Observe:", []func(*globals) *cobra.Command{newTopologyCmd, newEventsCmd, newPerfCmd, newStatCmd, newRecordCmd, newLiveCmd, newExporterCmd, newTopCmd}},
 	{"analyse", "Analyse:", []func(*globals) *cobra.Command{newConvertCmd, newViewCmd, newReportCmd, newStatsCmd}},
 	{"act", "Act:", []func(*globals) *cobra.Command{newRunCmd, newExperimentCmd, newProfileCmd, newBenchCmd}},
-	{"control", "Control:", []func(*globals) *cobra.Command{newCtlCmd}},
+	{"control", "Control:", []func(*globals) *cobra.Command{newCtlCmd, newVersionCmd}},
 }
 
 // globals are the flags every command shares.
@@ -99,7 +100,10 @@ func newRoot() *cobra.Command {
 NUMA events at high rate with low overhead.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		// --version (and -v) prints what `numascope version` prints.
+		Version: readBuildInfo(debug.ReadBuildInfo).String(),
 	}
+	root.SetVersionTemplate("{{.Version}}")
 	root.PersistentFlags().StringVar(&g.root, "root", os.Getenv("NUMASCOPE_ROOT"),
 		"read DIR/sys and DIR/proc instead of /sys and /proc (env NUMASCOPE_ROOT)")
 	root.PersistentFlags().StringArrayVar(&g.perf.Events, "perf-events", nil,

@@ -20,7 +20,7 @@ func TestRootHelpListsEveryCommand(t *testing.T) {
 	}
 	help := buf.String()
 	want := []string{"bench", "convert", "ctl", "events", "experiment", "exporter", "live", "perf",
-		"profile", "record", "report", "run", "stat", "stats", "top", "topology", "view"}
+		"profile", "record", "report", "run", "stat", "stats", "top", "topology", "version", "view"}
 	var got []string
 	for _, c := range root.Commands() {
 		if c.Name() == "help" || c.Name() == "completion" {

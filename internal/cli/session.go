@@ -279,14 +279,16 @@ func (s *session) listen(path string) error {
 }
 
 // openFIFO opens the control FIFO of a sampling command. A path given with
-// --ctl must work; the default path is best effort (nil, nil when it does
-// not), since sampling is useful without it.
+// --ctl must work; the default path is best effort and silent (nil, nil
+// when it does not work): sampling is useful without it, and the usual
+// reason is another numascope holding the default FIFO, which is no news
+// to a user who did not ask for a FIFO (numascope ctl names the instance
+// it steers).
 func openFIFO(stderr *lockedWriter, path string) (*ctl.Server, error) {
 	explicit := path != ""
 	if !explicit {
 		var err error
 		if path, err = ctl.DefaultPath(); err != nil {
-			stderr.printf("control FIFO disabled: %v", err)
 			return nil, nil
 		}
 	}
@@ -295,7 +297,6 @@ func openFIFO(stderr *lockedWriter, path string) (*ctl.Server, error) {
 		if explicit {
 			return nil, fmt.Errorf("--ctl: %w", err)
 		}
-		stderr.printf("control FIFO disabled: %v", err)
 		return nil, nil
 	}
 	return srv, nil

@@ -13,6 +13,7 @@ import (
 
 	"github.com/numascope/numascope/internal/rawio"
 	"github.com/numascope/numascope/internal/sampler"
+	"github.com/numascope/numascope/internal/sensor"
 	"github.com/numascope/numascope/internal/term"
 )
 
@@ -60,6 +61,9 @@ pause, resume, interval and record commands (see numascope ctl).`,
 			opt := term.Options{Human: tty && !csv, CSV: csv}
 			if tty && !csv {
 				opt.Repeat = 25
+				// A second heading line with the units on a terminal;
+				// piped, the output stays one heading line for scripts.
+				opt.Units = displayUnits(s.smp.Columns())
 			}
 			// Lines go out once per batch of samples (see sampler.Sink):
 			// the same bytes in fewer writes; raw when stdout is a local
@@ -84,6 +88,24 @@ pause, resume, interval and record commands (see numascope ctl).`,
 	f.register(cmd.Flags())
 	cmd.Flags().BoolVar(&csv, "csv", false, "comma-separated output with a time_s column")
 	return cmd
+}
+
+// displayUnits are the units of the values stat shows for cols: a
+// counter's rate per second (pages/s), a gauge's level (bytes), and % for
+// CPU time and other shares.
+func displayUnits(cols []*sampler.Column) []string {
+	units := make([]string, len(cols))
+	for i, c := range cols {
+		switch u := c.Event.Unit; {
+		case u == "%" || c.Event.Kind != sensor.Counter:
+			units[i] = u
+		case u == "":
+			units[i] = "/s"
+		default:
+			units[i] = u + "/s"
+		}
+	}
+	return units
 }
 
 // printSink prints what the terminal sink receives until sampling ends,

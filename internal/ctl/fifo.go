@@ -344,60 +344,81 @@ func head(a, b []byte) string {
 // makes it fail after a few seconds. It refuses a path that is not a FIFO,
 // or a FIFO of another user, so a mistyped --ctl cannot append to a file.
 func Send(path, line string) error {
+	_, err := Steer(path, line)
+	return err
+}
+
+// Steer is Send that also returns the processes the command went to (the
+// numascope reading the FIFO; more than one only if something else reads
+// it too), found in /proc while the FIFO is open, before writing. It
+// refuses, sending nothing, when one of them belongs to another user: that
+// user's numascope is not this user's to steer, whoever owns the FIFO.
+func Steer(path, line string) ([]Reader, error) {
 	c, err := Parse(line)
 	if err != nil {
-		return err
+		return nil, err
 	}
+	return send(path, c)
+}
+
+func send(path string, c Command) ([]Reader, error) {
 	msg := c.String() + "\n"
 	if len(msg) > pipeBuf { // cannot happen within MaxFileName and MaxLabel
-		return fmt.Errorf("command of %d bytes is too long to send atomically", len(msg))
+		return nil, fmt.Errorf("command of %d bytes is too long to send atomically", len(msg))
 	}
 	notListening := fmt.Errorf("no numascope is listening on %s: start numascope stat/record first, or pass --ctl PATH", path)
 	fi, err := os.Lstat(path)
 	if errors.Is(err, fs.ErrNotExist) {
-		return notListening
+		return nil, notListening
 	}
 	if err != nil {
-		return fmt.Errorf("control FIFO %s: %w", path, err)
+		return nil, fmt.Errorf("control FIFO %s: %w", path, err)
 	}
 	if err := checkSendTarget(path, fi); err != nil {
-		return err
+		return nil, err
 	}
 	// O_NONBLOCK: fail with ENXIO instead of waiting for a reader. It also
 	// puts the file in the poller, which makes the write deadline work.
 	f, err := os.OpenFile(path, os.O_WRONLY|unix.O_NONBLOCK|unix.O_NOFOLLOW, 0)
 	switch {
 	case errors.Is(err, unix.ENXIO), errors.Is(err, fs.ErrNotExist):
-		return notListening
+		return nil, notListening
 	case errors.Is(err, fs.ErrPermission):
-		return fmt.Errorf("cannot write to control FIFO %s: permission denied: it is owner-only, so run numascope ctl as the user running numascope", path)
+		return nil, fmt.Errorf("cannot write to control FIFO %s: permission denied: it is owner-only, so run numascope ctl as the user running numascope", path)
 	case err != nil:
-		return fmt.Errorf("cannot open control FIFO: %w", err)
+		return nil, fmt.Errorf("cannot open control FIFO: %w", err)
 	}
 	defer f.Close()
 	// Check again what we actually opened, in case the path changed.
 	if fi, err = f.Stat(); err != nil {
-		return fmt.Errorf("control FIFO %s: %w", path, err)
+		return nil, fmt.Errorf("control FIFO %s: %w", path, err)
 	}
 	if err := checkSendTarget(path, fi); err != nil {
-		return err
+		return nil, err
+	}
+	st := fi.Sys().(*syscall.Stat_t)
+	rs := readers(uint64(st.Dev), uint64(st.Ino))
+	for _, r := range rs {
+		if r.UID != os.Geteuid() {
+			return nil, fmt.Errorf("control FIFO %s is read by %s, a process of another user: refusing to send it commands", path, r)
+		}
 	}
 	if err := f.SetWriteDeadline(time.Now().Add(sendTimeout)); err != nil {
-		return fmt.Errorf("control FIFO %s: %w", path, err)
+		return nil, fmt.Errorf("control FIFO %s: %w", path, err)
 	}
 	if _, err := f.WriteString(msg); err != nil {
 		switch {
 		case errors.Is(err, os.ErrDeadlineExceeded):
-			return fmt.Errorf("numascope on %s is not reading commands (its control FIFO stayed full for %v): %q not sent", path, sendTimeout, c.String())
+			return nil, fmt.Errorf("numascope on %s is not reading commands (its control FIFO stayed full for %v): %q not sent", path, sendTimeout, c.String())
 		case errors.Is(err, syscall.EPIPE):
-			return notListening // it went away between open and write
+			return nil, notListening // it went away between open and write
 		}
-		return fmt.Errorf("cannot write to control FIFO: %w", err)
+		return nil, fmt.Errorf("cannot write to control FIFO: %w", err)
 	}
 	if err := f.Close(); err != nil {
-		return fmt.Errorf("cannot close control FIFO: %w", err)
+		return nil, fmt.Errorf("cannot close control FIFO: %w", err)
 	}
-	return nil
+	return rs, nil
 }
 
 func checkSendTarget(path string, fi fs.FileInfo) error {

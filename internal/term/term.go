@@ -39,6 +39,10 @@ type Options struct {
 	CSV bool
 	// Repeat reprints the headings every Repeat lines; 0 prints them once.
 	Repeat int
+	// Units, one per column, are printed under the headings (not in CSV,
+	// whose first line stays the column names that scripts read), so that
+	// a reader knows pages/s from bytes.
+	Units []string
 }
 
 // Column describes one printed column.
@@ -64,8 +68,14 @@ const timeWidth = 9
 // NewPrinter returns a printer for cols writing to w.
 func NewPrinter(w io.Writer, cols []Column, opt Options) *Printer {
 	p := &Printer{w: w, opt: opt, cols: cols, buf: make([]byte, 0, 64+16*len(cols))}
-	for _, c := range cols {
+	if opt.CSV || len(opt.Units) != len(cols) {
+		p.opt.Units = nil
+	}
+	for i, c := range cols {
 		width := len(c.Heading)
+		if p.opt.Units != nil {
+			width = max(width, len(p.opt.Units[i]))
+		}
 		if opt.Human && width < 6 {
 			width = 6
 		}
@@ -88,6 +98,14 @@ func (p *Printer) headings() error {
 		for i, c := range p.cols {
 			b = append(b, ' ')
 			b = pad(b, c.Heading, p.widths[i])
+		}
+		if p.opt.Units != nil {
+			b = append(b, '\n')
+			b = pad(b, "s", timeWidth)
+			for i, u := range p.opt.Units {
+				b = append(b, ' ')
+				b = pad(b, u, p.widths[i])
+			}
 		}
 	}
 	b = append(b, '\n')

@@ -94,3 +94,34 @@ func TestPrinterDoesNotAllocate(t *testing.T) {
 		t.Errorf("Sample allocates %v times", allocs)
 	}
 }
+
+// TestPrinterUnitsLine: with Units, a second heading line gives each
+// column's unit, aligned under its heading and repeated with it; CSV keeps
+// one heading line of column names.
+func TestPrinterUnitsLine(t *testing.T) {
+	var out bytes.Buffer
+	cols := []Column{{Heading: "numa_hit", Unit: "pages"}, {Heading: "MemFree", Unit: "bytes"}, {Heading: "idle", Unit: "%"}}
+	p := NewPrinter(&out, cols, Options{Human: true, Repeat: 2, Units: []string{"pages/s", "bytes", "%"}})
+	for i := 0; i < 3; i++ {
+		if err := p.Sample(time.Duration(i+1)*time.Second, []float64{35000, 6 << 30, 50}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	lines := strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n")
+	want := []string{
+		"     time numa_hit MemFree   idle",
+		"        s  pages/s   bytes      %",
+		"    1.000    35.0K   6.00G   50.0",
+	}
+	if len(lines) != 7 || lines[0] != want[0] || lines[1] != want[1] || lines[2] != want[2] || lines[4] != want[0] || lines[5] != want[1] {
+		t.Errorf("got:\n%s\nwant headings, units and values aligned:\n%s", out.String(), strings.Join(want, "\n"))
+	}
+	out.Reset()
+	p = NewPrinter(&out, cols, Options{CSV: true, Units: []string{"pages/s", "bytes", "%"}})
+	if err := p.Sample(time.Second, []float64{1, 2, 3}); err != nil {
+		t.Fatal(err)
+	}
+	if got := out.String(); got != "time_s,numa_hit,MemFree,idle\n1.000000,1,2,3\n" {
+		t.Errorf("CSV with units: %q", got)
+	}
+}
