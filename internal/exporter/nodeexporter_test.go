@@ -22,16 +22,18 @@ import (
 // startNodeExporter starts Debian's node_exporter on a free loopback port
 // with only the collectors that read what numascope exports too:
 // meminfo_numa (every node's meminfo and numastat) and vmstat, every line
-// of /proc/vmstat (its default keeps a handful). It returns the URL of its
-// /metrics once it answers, and stops it at the end of the test.
-func startNodeExporter(t *testing.T) string {
+// of /proc/vmstat (its default keeps a handful), and the extra arguments.
+// It returns the URL of its /metrics once it answers, and stops it at the
+// end of the test.
+func startNodeExporter(t *testing.T, extra ...string) string {
 	t.Helper()
 	bin := testutil.NodeExporter(t)
 	addr := freePort(t)
 	var log strings.Builder
-	cmd := exec.Command(bin, "--collector.disable-defaults", "--collector.meminfo_numa",
+	args := append([]string{"--collector.disable-defaults", "--collector.meminfo_numa",
 		"--collector.vmstat", "--collector.vmstat.fields=.*", "--web.disable-exporter-metrics",
-		"--web.listen-address="+addr)
+		"--web.listen-address=" + addr}, extra...)
+	cmd := exec.Command(bin, args...)
 	cmd.Stdout, cmd.Stderr = &log, &log
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("starting %s: %v", bin, err)
@@ -284,6 +286,38 @@ func compareRound(t *testing.T, ours, ne string, only map[seriesKey]string) map[
 		t1.Sub(t0).Round(time.Microsecond), t2.Sub(t1).Round(time.Microsecond), t3.Sub(t2).Round(time.Microsecond),
 		counters, levels, farthestName, farthest)
 	return levelsOut
+}
+
+// TestNodeExporterValuesTwoNode: the same comparison on the two-node
+// capture, node_exporter reading it through --path.sysfs and
+// --path.procfs: two nodes, so a value given to the wrong node fails, and
+// the files do not change, so every value must be equal.
+func TestNodeExporterValuesTwoNode(t *testing.T) {
+	ne := startNodeExporter(t, "--path.sysfs="+twoNode+"/sys", "--path.procfs="+twoNode+"/proc")
+	base := serve(t, newTestExporter(t, twoNode), "") + "/metrics"
+	ours := scrapeFamilies(t, base)
+	mine := values(ours, "numa_node")
+	nodes := map[string]bool{}
+	compared := 0
+	for k, v := range values(scrapeFamilies(t, ne), "node") {
+		if !strings.HasPrefix(k.name, "node_memory_numa_") && !strings.HasPrefix(k.name, "node_vmstat_") {
+			continue
+		}
+		name, _ := oursFor(k.name, ours)
+		got, ok := mine[seriesKey{name, k.node}]
+		switch {
+		case name == "" || !ok:
+			t.Errorf("node_exporter's %s{node=%q} has no numascope counterpart", k.name, k.node)
+		case got != v:
+			t.Errorf("%s{numa_node=%q} = %.0f, node_exporter's %s{node=%q} = %.0f", name, k.node, got, k.name, k.node, v)
+		}
+		nodes[k.node] = true
+		compared++
+	}
+	if !nodes["0"] || !nodes["1"] {
+		t.Errorf("node_exporter gave nodes %v of the two-node capture, want 0 and 1", nodes)
+	}
+	t.Logf("%d series equal", compared)
 }
 
 // TestNodeExporterNamesDocumented: docs/exporter.md's table for people
