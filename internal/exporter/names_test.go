@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"io"
 	"net/http"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -58,8 +60,14 @@ func lint(t *testing.T, what, body string) {
 // TestNamesLint lints the exporter's scrape of this machine and of the
 // two-node capture with promlint, without promtool: the same rules, run
 // wherever the unit tests run.
+// The third root is a kernel without NUMA (live1's /proc alone), where
+// node 0 is /proc/meminfo, whose DirectMap2M gave "direct_map2_m".
 func TestNamesLint(t *testing.T) {
-	for _, root := range []string{"", twoNode} {
+	noNUMA := t.TempDir()
+	if err := os.CopyFS(filepath.Join(noNUMA, "proc"), os.DirFS("../sensor/testdata/live1/proc")); err != nil {
+		t.Fatal(err)
+	}
+	for _, root := range []string{"", twoNode, noNUMA} {
 		body, _ := get(t, newTestExporter(t, root).Handler(), "")
 		lint(t, "root "+root, body)
 	}
