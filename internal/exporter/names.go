@@ -30,7 +30,7 @@ func metricPart(name string) string {
 // spelledOut names the kernel's fields and lines whose words Prometheus's
 // linter reads as abbreviated units, with the words the kernel's
 // documentation (Documentation/filesystems/proc.rst) gives them.
-// docs/exporter.md lists them under "Renamed", for dashboards.
+// docs/exporter.md lists them under "Spelt-out names", for dashboards.
 var spelledOut = map[string]string{
 	"SReclaimable":            "slab_reclaimable",              // meminfo: the reclaimable part of Slab
 	"SUnreclaim":              "slab_unreclaimable",            // meminfo: the part of Slab that cannot be reclaimed
@@ -40,7 +40,7 @@ var spelledOut = map[string]string{
 
 // unitAbbreviations are the words that Prometheus's linter (client_golang's
 // promlint, which promtool check metrics runs) rejects in a name as
-// abbreviated units. FuzzMetricPart checks the names against the linter
+// abbreviated units. FuzzMetricPartLint checks the names against the linter
 // itself, so that a word it adds is noticed.
 var unitAbbreviations = []string{"s", "ms", "us", "ns", "sec", "b", "kb", "mb", "gb", "tb", "pb", "m", "h", "d"}
 
