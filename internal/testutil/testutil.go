@@ -39,7 +39,9 @@ const (
 	// profile as the ranks of a real MPI job.
 	MPIRequired = "NUMASCOPE_MPI_REQUIRED"
 	// PrometheusRequired: Debian's prometheus, which scrapes numascope
-	// exporter and runs the Grafana dashboard's queries.
+	// exporter and runs the Grafana dashboard's queries, its promtool, which
+	// lints the names, and prometheus-node-exporter, whose values the
+	// exporter's must equal.
 	PrometheusRequired = "NUMASCOPE_PROMETHEUS_REQUIRED"
 )
 
@@ -126,6 +128,32 @@ func Prometheus(t testing.TB) string {
 	p, err := exec.LookPath("prometheus")
 	if err != nil {
 		SkipUnless(t, PrometheusRequired, "prometheus is not installed (sudo scripts/install-test-deps installs Debian's prometheus)")
+	}
+	return p
+}
+
+// Promtool is the path of Prometheus's promtool (Debian's prometheus
+// package ships it beside the server). Without it the test skips, or fails
+// when NUMASCOPE_PROMETHEUS_REQUIRED is set, as scripts/test does: the
+// exporter's names must not pass in CI without the real linter's check.
+func Promtool(t testing.TB) string {
+	t.Helper()
+	p, err := exec.LookPath("promtool")
+	if err != nil {
+		SkipUnless(t, PrometheusRequired, "promtool is not installed (sudo scripts/install-test-deps installs Debian's prometheus, which ships it)")
+	}
+	return p
+}
+
+// NodeExporter is the path of Debian's node_exporter
+// (prometheus-node-exporter), the independent reference the exporter's
+// values are compared with. Without it the test skips, or fails when
+// NUMASCOPE_PROMETHEUS_REQUIRED is set, as scripts/test does.
+func NodeExporter(t testing.TB) string {
+	t.Helper()
+	p, err := exec.LookPath("prometheus-node-exporter")
+	if err != nil {
+		SkipUnless(t, PrometheusRequired, "prometheus-node-exporter is not installed (sudo scripts/install-test-deps installs it)")
 	}
 	return p
 }
