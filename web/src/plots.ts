@@ -208,7 +208,7 @@ export function buildPlots(gs: Group[], act: PlotActions): void {
     card.dataset.group = g.title;
     card.dataset.unit = g.unit;
     // Summed, the y axis says the unit; per node, the title says whose plot it is.
-    if (places > 1) {
+    if (app.perNode) {
       const h = document.createElement("h3");
       h.textContent = `${g.title} · ${g.unit}`;
       card.appendChild(h);

@@ -144,7 +144,7 @@ function summed(act: number[]): Place {
 export function machineWide(noNodes: boolean): string {
   if (!noNodes) return "machine-wide (these events are not per node)";
   if (app.mode === "live") return "machine-wide (not per node)";
-  return "machine-wide: this recording summed the nodes; record it with --discrete for one plot per node";
+  return "all nodes (recorded summed: record with --discrete for per-node plots)";
 }
 
 /**
