@@ -122,7 +122,6 @@ test("experiment --web: effects, boxplots, QQ plot, ANOVA table and verdicts", a
   const span = await page.$eval('svg.boxplot g.box circle.node[data-node="0"]', (c) => c.querySelector("title").textContent);
   assert.equal(span, "node 0: 3.432e+9");
   await page.screenshot({ path: join(artifacts, "experiment.png"), fullPage: true });
-  if (process.env.NUMASCOPE_DOCS_IMG) await page.screenshot({ path: join(repo, "docs/img/experiment.png"), fullPage: true });
 });
 
 test("an experiment's JSON analysis loads from disk without a server", async (t) => {

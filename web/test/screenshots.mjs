@@ -39,6 +39,10 @@ async function live() {
   const page = await browser(t);
   await page.goto(url);
   await page.waitForFunction(() => window.__numascope.app.received >= 40, null, { timeout: 30000 });
+  // A window the samples so far fill.
+  await page.fill("#window", "10");
+  await page.dispatchEvent("#window", "change");
+  await page.waitForTimeout(500);
   await page.screenshot({ path: join(img, "live.png") });
 }
 
