@@ -201,7 +201,8 @@ export function buildPlots(gs: Group[], act: PlotActions): void {
   const places = new Set(gs.map((g) => g.title)).size;
   root.classList.toggle("multi", places > 1);
   // Per node: a row per unit, a column per node.
-  root.style.setProperty("--columns", String(Math.max(1, Math.min(places, Math.floor(root.clientWidth / 340)))));
+  root.dataset.places = String(places);
+  setColumns(root);
   for (const g of gs) {
     const card = document.createElement("div");
     card.className = "card";
@@ -288,7 +289,14 @@ export function plotWidth(dflt: number): number {
   return (app.plots.boxes[0]?.u.bbox.width ?? dflt) / devicePixelRatio;
 }
 
+/** setColumns puts as many plots side by side as places (nodes) fit, each at least 340 px wide. */
+function setColumns(root: HTMLElement): void {
+  const places = Number(root.dataset.places ?? "1");
+  root.style.setProperty("--columns", String(Math.max(1, Math.min(places, Math.floor(root.clientWidth / 340)))));
+}
+
 /** resizePlots fits the plots to their cards' widths. */
 export function resizePlots(): void {
+  setColumns($("plots"));
   for (const p of app.plots.boxes) p.u.setSize({ width: Math.max(300, p.card.clientWidth - 12), height: p.u.height });
 }

@@ -122,6 +122,11 @@ test("one unit per plot, colours ΔE 20 apart, labels not clipped: summed and pe
   const ticks = await page.evaluate(() => window.__numascope.app.plots.boxes.find((p) => p.group.unit === "bytes").u.axes[1]._values);
   assert.ok(ticks.some((v) => / GiB$/.test(v)), `bytes ticks ${ticks}`);
   await checkNotClipped(page);
+  // The plots share the cursor: hovering the first shows the same time on every plot.
+  const box = await page.locator("#plots .u-over").first().boundingBox();
+  await page.mouse.move(box.x + box.width / 2, box.y + box.height / 2);
+  const idx = await page.evaluate(() => window.__numascope.app.plots.boxes.map((p) => p.u.cursor.idx));
+  assert.ok(idx.length > 1 && idx.every((i) => i !== null && i !== undefined && i === idx[0]), `cursor indices ${idx}`);
   await page.check("#view-pernode");
   await page.waitForSelector('.card[data-group="node 1"]');
   ps = await checkPlots(page, header);
