@@ -38,6 +38,8 @@ export interface Group {
 interface Place {
   title: string;
   series: Shown[];
+  /** per node: the events that are not per node, plotted after the nodes' */
+  other?: boolean;
 }
 
 /** plotUnit is the unit a series is plotted in: rates of counters per second, "% of max" when scaled to the maximum. */
@@ -149,7 +151,8 @@ export function machineWide(noNodes: boolean): string {
 
 /**
  * byUnit splits the places into one plot per unit (units in the order they first appear,
- * then the places: per node, a unit's plots sit side by side) and gives the series their
+ * then the places: per node, a unit's plots sit side by side, the machine-wide ones after
+ * all of them) and gives the series their
  * colours, starting another plot of the unit when one has every colour it can tell apart.
  */
 function byUnit(places: Place[]): Group[] {
@@ -157,8 +160,10 @@ function byUnit(places: Place[]): Group[] {
   for (const p of places) for (const x of p.series) if (!units.includes(plotUnit(x))) units.push(plotUnit(x));
   const colors = app.plots.colors;
   const out: Group[] = [];
-  for (const unit of units)
-    for (const p of places) {
+  // The nodes' plots a row per unit, then the machine-wide ones (rows of nodes stay aligned).
+  const order = [...units.map((u): [string, Place[]] => [u, places.filter((p) => !p.other)]), ...units.map((u): [string, Place[]] => [u, places.filter((p) => p.other)])];
+  for (const [unit, ps] of order)
+    for (const p of ps) {
       let g: Group = { title: p.title, unit, series: [] };
       let used: string[] = [];
       for (const x of p.series) {
@@ -203,6 +208,6 @@ function places(): Place[] {
   const out: Place[] = [...bySrc.entries()]
     .sort((a, b) => Number(a[0]) - Number(b[0]) || a[0].localeCompare(b[0]))
     .map(([src, series]) => ({ title: `node ${src}`, series }));
-  if (other.length) out.push({ title: machineWide(out.length === 0), series: other });
+  if (other.length) out.push({ title: machineWide(out.length === 0), series: other, other: true });
   return out;
 }
