@@ -12,7 +12,7 @@ import uPlot from "uplot";
 import type { BenchDocument, BenchMatrix, BenchNode, BenchRated, BenchSkip, Cells, NodeID } from "./documents";
 import { el } from "./dom";
 import { bytes, int, num, percent, ranges, si } from "./format";
-import { palette } from "./plots";
+import { distinctColors } from "./colors";
 import type { BenchPage } from "./state";
 
 /** The two matrices: how each is read and coloured. */
@@ -415,6 +415,8 @@ function loadedSection(page: BenchPage): HTMLElement {
   const box = el("div", { class: "loaded-plot", "data-pairs": String(drawn.length) });
   sec.append(box);
   const width = Math.max(420, Math.min(960, document.body.clientWidth - 80));
+  // One plot: its curves' colours are kept ΔE 20 apart (src/colors.ts).
+  const colors = distinctColors(drawn.length);
   const opts: uPlot.Options = {
     width,
     height: 340,
@@ -428,7 +430,7 @@ function loadedSection(page: BenchPage): HTMLElement {
       ...drawn.map(
         (p, k): uPlot.Series => ({
           label: `node ${p.initiator} → node ${p.target}`,
-          stroke: palette[k % palette.length],
+          stroke: colors[k],
           width: 2,
           spanGaps: true,
           points: { show: true, size: 5 },

@@ -25,7 +25,8 @@ interface TestHook {
   app: App;
   setWindow(a: number, b: number): void;
   columns(): string[];
-  visible(): { group: string; series: { label: string; show: boolean }[] }[];
+  /** the plots: where their series come from, their unit (the y axis' label) and their series */
+  visible(): { group: string; unit: string; axis: string; series: { label: string; show: boolean }[] }[];
   rows(): number;
   /** the hosts page's small multiples (numascope view A B ...) */
   hosts(): HostPlotInfo[];
@@ -113,7 +114,13 @@ window.__numascope = {
   app,
   setWindow,
   columns: () => app.store.cols.map((c) => c.name),
-  visible: () => app.plots.boxes.map((p) => ({ group: p.group.title, series: p.u.series.slice(1).map((s) => ({ label: String(s.label ?? ""), show: !!s.show })) })),
+  visible: () =>
+    app.plots.boxes.map((p) => ({
+      group: p.group.title,
+      unit: p.group.unit,
+      axis: String(p.u.axes[1]?.label ?? ""),
+      series: p.u.series.slice(1).map((s) => ({ label: String(s.label ?? ""), show: !!s.show })),
+    })),
   rows: () => app.store.n,
   hosts: () => hostPlots(app.hosts),
 };

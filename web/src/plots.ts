@@ -1,13 +1,14 @@
-// The time-series plots (uPlot): one card per group of src/series.ts, small
-// multiples sharing one y axis, label marks drawn as dashed lines, and the
-// interactions (wheel zoom, drag to select, shift+drag pan, double click to
-// follow, legend clicks to hide a series) handed back through PlotActions.
+// The time-series plots (uPlot): one card per group of src/series.ts (one
+// unit each), small multiples sharing the time axis and a synced cursor, the
+// plots of one unit sharing their y range, label marks drawn as dashed lines,
+// and the interactions (wheel zoom, drag to select, shift+drag pan, double
+// click to follow, legend clicks to hide a series) handed back through
+// PlotActions.
 
 import uPlot from "uplot";
 import { $ } from "./dom";
-import { si } from "./format";
 import { app } from "./state";
-import { eventKey, type Group } from "./series";
+import type { Group } from "./series";
 
 /** What the plots ask of the rest of the client. */
 export interface PlotActions {
@@ -19,19 +20,8 @@ export interface PlotActions {
   toggled(): void;
 }
 
-/** The colours of series, in turn (the bench page's curves use them too). */
-export const palette = ["#2563eb", "#dc2626", "#16a34a", "#d97706", "#7c3aed", "#0891b2", "#db2777", "#65a30d", "#ea580c", "#4f46e5", "#0d9488", "#be123c"];
-
-/** color is an event's colour, the same in every small multiple: events in column order get the palette in turn. */
-function color(event: string): string {
-  const colors = app.plots.colors;
-  let c = colors.get(event);
-  if (!c) {
-    c = palette[colors.size % palette.length];
-    colors.set(event, c);
-  }
-  return c;
-}
+/** The colours of series, in turn (the bench and hosts pages' curves use them too). */
+export { palette } from "./colors";
 
 function labelsPlugin(): uPlot.Plugin {
   return {
@@ -53,7 +43,12 @@ function labelsPlugin(): uPlot.Plugin {
             ctx.lineTo(x, top + height);
             ctx.stroke();
             ctx.fillStyle = "#6b21a8";
-            ctx.fillText(m.text ?? "", x + 3 * devicePixelRatio, top + 12 * devicePixelRatio);
+            // Right of the line, or left of it where the text would run past the plot's edge.
+            const text = m.text ?? "";
+            const w = ctx.measureText(text).width;
+            const gap = 3 * devicePixelRatio;
+            const tx = x + gap + w > left + width ? Math.max(left, x - gap - w) : x + gap;
+            ctx.fillText(text, tx, top + 12 * devicePixelRatio);
           }
           ctx.restore();
         },
@@ -129,11 +124,68 @@ function interactPlugin(act: PlotActions): uPlot.Plugin {
   };
 }
 
-/** unitLabel is what a series' legend says of its unit: "(%)", "(pages/s)" for a counter... */
-function unitLabel(s: Group["series"][number]): string {
-  if (s.scale === "pct") return " (%)";
-  if (!s.col.unit) return "";
-  return ` (${s.col.unit}${s.col.kind === "counter" && s.col.unit !== "%" ? "/s" : ""})`;
+/** The binary prefixes of byte values. */
+const binary = ["", "Ki", "Mi", "Gi", "Ti", "Pi"];
+
+/**
+ * valueFormat formats a y value of a plot in unit with a prefix: bytes in binary prefixes
+ * ("5.5 GiB", "12 MiB/s"; KiB as bytes), rates with SI prefixes and "/s" ("35k/s"),
+ * percentages with "%".
+ */
+export function valueFormat(unit: string): (v: number | null) => string {
+  const rate = unit.endsWith("/s");
+  const base = rate ? unit.slice(0, -2) : unit;
+  if (base === "bytes" || base === "KiB") {
+    const mul = base === "KiB" ? 1024 : 1;
+    return (v) => {
+      if (v === null || Number.isNaN(v)) return "–";
+      let x = v * mul,
+        i = 0;
+      while (Math.abs(x) >= 1024 && i < binary.length - 1) {
+        x /= 1024;
+        i++;
+      }
+      const digits = x === Math.trunc(x) || Math.abs(x) >= 100 ? 0 : Math.abs(x) >= 10 ? 1 : 2;
+      return `${+x.toFixed(digits)} ${binary[i]}B${rate ? "/s" : ""}`;
+    };
+  }
+  if (unit === "%" || unit === "% of max") return (v) => (v === null || Number.isNaN(v) ? "–" : `${short(v)}%`);
+  return (v) => (v === null || Number.isNaN(v) ? "–" : short(v) + (rate ? "/s" : ""));
+}
+
+/** short formats v with an SI prefix and at most three significant digits, without trailing zeros: 35.2k, 200k, 50, 0.25. */
+function short(v: number): string {
+  const a = Math.abs(v);
+  for (const [d, p] of [
+    [1e12, "T"],
+    [1e9, "G"],
+    [1e6, "M"],
+    [1e3, "k"],
+  ] as const)
+    if (a >= d) return `${+(v / d).toPrecision(3)}${p}`;
+  return a >= 100 ? v.toFixed(0) : String(+v.toPrecision(3));
+}
+
+/** byteIncrs are the y tick steps of byte plots: 1, 2, 5, 10, 20, 50... of each binary prefix, so ticks read 2 GiB, not 1.86 GiB. */
+const byteIncrs = binary.flatMap((_, k) => [1, 2, 5, 10, 20, 50, 100, 200, 500].map((m) => m * 1024 ** k));
+
+/** uPlot's computed size of an axis (not in its type declarations). */
+interface SizedAxis {
+  _size?: number;
+}
+
+/** axisSize fits an axis to its widest tick label, so that no label is clipped. */
+function axisSize(u: uPlot, values: string[] | null, ai: number, cycle: number): number {
+  const ax = u.axes[ai];
+  if (cycle > 1) return (ax as SizedAxis)._size ?? 50;
+  let w = 0;
+  if (values?.length) {
+    u.ctx.save();
+    u.ctx.font = ax.font?.[0] ?? `${12 * devicePixelRatio}px system-ui, sans-serif`;
+    for (const v of values) w = Math.max(w, u.ctx.measureText(v).width / devicePixelRatio);
+    u.ctx.restore();
+  }
+  return Math.ceil(w + (ax.ticks?.size ?? 10) + (ax.gap ?? 5) + 4);
 }
 
 /** buildPlots replaces the plots with one card per group. */
@@ -146,18 +198,29 @@ export function buildPlots(gs: Group[], act: PlotActions): void {
   P.boxes = [];
   const root = $("plots");
   root.replaceChildren();
-  root.classList.toggle("multi", gs.length > 1);
+  const places = new Set(gs.map((g) => g.title)).size;
+  root.classList.toggle("multi", places > 1);
+  // Per node: a row per unit, a column per node.
+  root.dataset.places = String(places);
+  setColumns(root);
   for (const g of gs) {
     const card = document.createElement("div");
     card.className = "card";
     card.dataset.group = g.title;
-    const h = document.createElement("h3");
-    h.textContent = g.title;
-    card.appendChild(h);
+    card.dataset.unit = g.unit;
+    // Summed, the y axis says the unit; per node, the title says whose plot it is.
+    if (app.perNode) {
+      const h = document.createElement("h3");
+      h.textContent = `${g.title} · ${g.unit}`;
+      card.appendChild(h);
+    }
     root.appendChild(card);
-    const anyPct = g.series.some((s) => s.scale === "pct");
+    // The small multiples share the time axis: only the last plot names it.
+    const last = g === gs[gs.length - 1];
+    const fmt = valueFormat(g.unit);
+    const bytes = /^(bytes|KiB)(\/s)?$/.test(g.unit);
     const width = Math.max(300, card.clientWidth - 12);
-    const height = gs.length > 1 ? 220 : 380;
+    const height = places > 1 ? 180 : gs.length > 2 ? 150 : gs.length > 1 ? 220 : 380;
     const opts: uPlot.Options = {
       width,
       height,
@@ -167,24 +230,22 @@ export function buildPlots(gs: Group[], act: PlotActions): void {
       scales: {
         x: { time: false, range: () => [app.xr.min, app.xr.max] },
         y: {
-          range: (_u, mn, mx) => P.yShared ?? (mn === null || mx === null || mn === mx ? [Math.min(0, mn ?? 0), (mx ?? 0) + 1] : uPlot.rangeNum(Math.min(0, mn), mx, 0.05, true)),
+          range: (_u, mn, mx) => P.yShared.get(g.unit) ?? (mn === null || mx === null || mn === mx ? [Math.min(0, mn ?? 0), (mx ?? 0) + 1] : uPlot.rangeNum(Math.min(0, mn), mx, 0.05, true)),
         },
-        pct: { range: (_u, _mn, mx) => P.pctShared ?? [0, Math.max(100, mx ?? 100)] },
       },
       axes: [
-        { label: "time (s)", values: (_u, vs) => vs.map((v) => si(v)) },
-        { scale: "y", values: (_u, vs) => vs.map((v) => si(v)), size: 60 },
-        ...(anyPct ? [{ scale: "pct", side: 1, grid: { show: false }, label: "% of max", values: (_u: uPlot, vs: number[]) => vs.map((v) => v + "%") }] : []),
+        { ...(last || places > 1 ? { label: "time (s)" } : {}), values: (_u, vs) => vs.map((v) => short(v)) },
+        { scale: "y", label: g.unit, values: (_u, vs) => vs.map((v) => fmt(v)), size: axisSize, ...(bytes ? { incrs: byteIncrs } : {}) },
       ],
       series: [
         { label: "t (s)", value: (_u, v) => (v === null ? "–" : v.toFixed(3)) },
         ...g.series.map((s) => ({
-          label: s.label + unitLabel(s),
-          stroke: color(eventKey(s.col)),
-          width: 1,
-          scale: s.scale,
+          label: s.label,
+          stroke: s.color,
+          width: 1.5,
+          scale: "y",
           show: !app.hidden.has(s.key),
-          value: (_u: uPlot, v: number | null) => si(v),
+          value: (_u: uPlot, v: number | null) => fmt(v),
         })),
       ],
     };
@@ -194,30 +255,30 @@ export function buildPlots(gs: Group[], act: PlotActions): void {
   }
 }
 
-/** setPlotData gives each plot its data (one entry per plot, in order); small multiples share their y ranges. */
+/** setPlotData gives each plot its data (one entry per plot, in order); the plots of one unit share their y range. */
 export function setPlotData(datas: uPlot.AlignedData[]): void {
   const P = app.plots;
-  P.yShared = P.pctShared = null;
-  if (P.boxes.length > 1) {
-    let mn = Infinity,
-      mx = -Infinity,
-      pmx = 100;
-    P.boxes.forEach((p, i) =>
-      p.group.series.forEach((x, j) => {
-        if (app.hidden.has(x.key)) return;
-        for (const v of datas[i][j + 1] as (number | null)[]) {
-          if (v === null) continue;
-          if (x.scale === "pct") pmx = Math.max(pmx, v);
-          else {
-            mn = Math.min(mn, v);
-            mx = Math.max(mx, v);
-          }
-        }
-      }),
-    );
-    if (mn <= mx) P.yShared = mn === mx ? [Math.min(0, mn), mx + 1] : (uPlot.rangeNum(Math.min(0, mn), mx, 0.05, true) as [number, number]);
-    P.pctShared = [0, pmx];
-  }
+  P.yShared = new Map();
+  const lim = new Map<string, [number, number]>();
+  P.boxes.forEach((p, i) =>
+    p.group.series.forEach((x, j) => {
+      if (app.hidden.has(x.key)) return;
+      const r = lim.get(p.group.unit) ?? [Infinity, -Infinity];
+      for (const v of datas[i][j + 1] as (number | null)[]) {
+        if (v === null || Number.isNaN(v)) continue;
+        r[0] = Math.min(r[0], v);
+        r[1] = Math.max(r[1], v);
+      }
+      lim.set(p.group.unit, r);
+    }),
+  );
+  if (P.boxes.length > 1)
+    for (const [unit, [mn, mx]] of lim) {
+      if (mn > mx) continue;
+      let r: [number, number] = mn === mx ? [Math.min(0, mn), mx + 1] : (uPlot.rangeNum(Math.min(0, mn), mx, 0.05, true) as [number, number]);
+      if (unit === "%" || unit === "% of max") r = [Math.min(0, r[0]), Math.max(100, mx)];
+      P.yShared.set(unit, r);
+    }
   P.internalScale = true;
   P.boxes.forEach((p, i) => p.u.setData(datas[i], true));
   P.internalScale = false;
@@ -228,7 +289,14 @@ export function plotWidth(dflt: number): number {
   return (app.plots.boxes[0]?.u.bbox.width ?? dflt) / devicePixelRatio;
 }
 
+/** setColumns puts as many plots side by side as places (nodes) fit, each at least 340 px wide. */
+function setColumns(root: HTMLElement): void {
+  const places = Number(root.dataset.places ?? "1");
+  root.style.setProperty("--columns", String(Math.max(1, Math.min(places, Math.floor(root.clientWidth / 340)))));
+}
+
 /** resizePlots fits the plots to their cards' widths. */
 export function resizePlots(): void {
+  setColumns($("plots"));
   for (const p of app.plots.boxes) p.u.setSize({ width: Math.max(300, p.card.clientWidth - 12), height: p.u.height });
 }

@@ -24,6 +24,26 @@ function titled(e: SVGElement, text: string): SVGElement {
   return e;
 }
 
+let measurer: CanvasRenderingContext2D | null = null;
+
+/** textWidth is how wide text is drawn in the charts' font (11px, style.css's .chart text), so that labels get the room they need. */
+function textWidth(text: string): number {
+  measurer ??= document.createElement("canvas").getContext("2d");
+  if (!measurer) return text.length * 7;
+  measurer.font = `11px ${getComputedStyle(document.body).fontFamily || "system-ui, sans-serif"}`;
+  return measurer.measureText(text).width;
+}
+
+/**
+ * responseUnit is the unit of a response: wall_time in seconds, rate:EVENT per second;
+ * total:EVENT and exit_status are counts ("").
+ */
+export function responseUnit(response: string): string {
+  if (response === "wall_time") return "s";
+  if (response.startsWith("rate:")) return "/s";
+  return "";
+}
+
 /** ticks gives about n round numbers covering [lo, hi]. */
 function ticks(lo: number, hi: number, n = 5): number[] {
   if (!(hi > lo)) return [lo];
@@ -49,8 +69,9 @@ function pad(lo: number, hi: number): [number, number] {
 function effectsChart(res: Anova): SVGElement {
   const rows: { term: string; level: string; e: Anova["term_effects"][number]["effects"][number] }[] = [];
   for (const te of res.term_effects) for (const e of te.effects) rows.push({ term: te.term, level: e.levels.join(":"), e });
-  const W = 560,
-    L = 150,
+  // The labels' column is as wide as the widest label ("policy:mb = first-touch:4").
+  const L = Math.ceil(Math.max(60, ...rows.map((r) => textWidth(`${r.term} = ${r.level}`))) + 16),
+    W = L + 410,
     R = 16,
     row = 22,
     top = 8,
@@ -158,11 +179,16 @@ export interface Box {
 
 /** boxplot draws one box per entry: whiskers min to max, the quartiles, the median and every node's value. */
 export function boxplot(title: string, boxes: Box[]): SVGElement {
+  // The run labels are rotated by 40°: below the axis and left of the first box they need
+  // their width's sine and cosine.
+  const lw = Math.max(0, ...boxes.map((b) => textWidth(b.label)));
+  const sin = Math.sin((40 * Math.PI) / 180),
+    cos = Math.cos((40 * Math.PI) / 180);
   const bw = 46,
-    L = 74,
+    L = Math.ceil(Math.max(74, lw * cos - bw / 2 + 8)),
     T = 10,
-    B = 64,
-    H = 250,
+    B = Math.ceil(Math.max(64, lw * sin + 24)),
+    H = 186 + B,
     W = L + boxes.length * bw + 12;
   let lo = Infinity,
     hi = -Infinity;
@@ -236,14 +262,15 @@ export function renderReport(root: HTMLElement, x: Experiment, file: string): vo
 
   for (const [i, r] of a.responses.entries()) {
     const sec = el("section", { class: "response", "data-response": r.response });
-    sec.appendChild(el("h3", {}, r.response));
+    const unit = responseUnit(r.response);
+    sec.appendChild(el("h3", {}, unit ? `${r.response} (${unit})` : r.response));
     root.appendChild(sec);
     const res = r.anova;
     if (!res) {
       sec.appendChild(el("p", { class: "no-analysis" }, `No analysis: ${r.error}.`));
       continue;
     }
-    const scale = res.log ? " (ln scale)" : "";
+    const scale = res.log ? ` (ln scale${unit ? `, ${unit}` : ""})` : unit ? ` (${unit})` : "";
     sec.appendChild(
       el("p", {}, `${factors.map((f) => `${f.name} (${f.levels.length})`).join(" × ")} full factorial, ${res.replications} replication(s), ${res.n} observations; mean${scale} ${num(res.mean)}, ${Math.round(res.confidence * 100)}% CI [${num(res.mean_ci.low)}, ${num(res.mean_ci.high)}].`),
     );
@@ -263,14 +290,14 @@ export function renderReport(root: HTMLElement, x: Experiment, file: string): vo
     if (qq.length) {
       fig(
         `Normal QQ plot of the residuals (correlation ${num(res.diagnostics.qq_correlation)})`,
-        scatter(String(i), "qq", qq.map((p) => ({ x: p.normal, y: p.residual, title: `normal ${num(p.normal)}, residual ${num(p.residual)}` })), "normal quantile", "residual", qqLine(qq)),
+        scatter(String(i), "qq", qq.map((p) => ({ x: p.normal, y: p.residual, title: `normal ${num(p.normal)}, residual ${num(p.residual)}` })), "normal quantile", `residual${scale}`, qqLine(qq)),
       );
     }
     const rv = res.residuals;
     if (rv.length) {
       fig(
         "Residuals against predicted values",
-        scatter(String(i), "residuals", rv.map((p) => ({ x: p.predicted, y: p.residual, title: `${p.levels.join(" ")}: predicted ${num(p.predicted)}, residual ${num(p.residual)}` })), `predicted${scale}`, "residual", () => 0),
+        scatter(String(i), "residuals", rv.map((p) => ({ x: p.predicted, y: p.residual, title: `${p.levels.join(" ")}: predicted ${num(p.predicted)}, residual ${num(p.residual)}` })), `predicted${scale}`, `residual${scale}`, () => 0),
       );
     }
     sec.appendChild(charts);

@@ -1,8 +1,11 @@
-// What the time-series view plots: the columns shown, as one group (summed
-// over nodes) or one group per node, each series a function from a sample's
-// index to its value (a column, a sum over nodes, or a percentage of the
-// event's maximum). The plots and the totals table are both built from it.
+// What the time-series view plots: the columns shown, summed over nodes or
+// per node, split into one plot per unit (a plot never mixes bytes with
+// pages/s: the small values would lie flat on zero), each series a function
+// from a sample's index to its value (a column, a sum over nodes, or a
+// percentage of the event's maximum) with its colour. The plots and the
+// totals table are both built from it.
 
+import { pickColor } from "./colors";
 import { app } from "./state";
 import type { Column } from "./protocol";
 
@@ -19,12 +22,37 @@ export interface Shown {
   scale: "y" | "pct";
   /** synthesised here: the sum over nodes of raw */
   sum?: boolean;
+  /** its colour in its plot (src/colors.ts) */
+  color: string;
 }
 
-/** One small multiple: a title and its series. */
+/** One small multiple: where its series come from (title: "node 0"), their one unit, and the series. */
 export interface Group {
   title: string;
+  /** what the y axis measures: "bytes", "pages/s", "%", "% of max" */
+  unit: string;
   series: Shown[];
+}
+
+/** A group before it is split by unit. */
+interface Place {
+  title: string;
+  series: Shown[];
+  /** per node: the events that are not per node, plotted after the nodes' */
+  other?: boolean;
+}
+
+/** plotUnit is the unit a series is plotted in: rates of counters per second, "% of max" when scaled to the maximum. */
+export function plotUnit(s: Shown): string {
+  const u = s.col.unit;
+  if (s.scale === "pct") return u === "%" ? "%" : "% of max";
+  if (s.col.kind === "counter") return `${u || "events"}/s`;
+  return u || "value";
+}
+
+/** hasMax tells an event that can be plotted as % of its maximum (one that is not a percentage already). */
+export function hasMax(c: Column): boolean {
+  return c.unit !== "%" && c.max !== undefined && c.max > 0;
 }
 
 /** eventKey names a column's event, the same for every node: "sensor.event". */
@@ -77,11 +105,11 @@ function shown(i: number, label: string): Shown {
     f = (k: number) => a()[k] * m;
     scale = "pct";
   }
-  return { key: c.name, label, col: c, raw: [i], f, scale };
+  return { key: c.name, label, col: c, raw: [i], f, scale, color: "" };
 }
 
 /** summed is the summed view's one group: every column, and per-node columns without a summed twin summed here. */
-function summed(act: number[]): Group {
+function summed(act: number[]): Place {
   const s = app.store;
   const out: Shown[] = [];
   const direct = new Set<string>();
@@ -109,13 +137,60 @@ function summed(act: number[]): Group {
       f = (kk) => (g(kk) * 100) / max;
       scale = "pct";
     }
-    out.push({ key: k, label: `${k} (Σ nodes)`, col: sc, raw: idx, f, scale, sum: true });
+    out.push({ key: k, label: `${k} (Σ nodes)`, col: sc, raw: idx, f, scale, sum: true, color: "" });
   }
   return { title: "all nodes (summed)", series: out };
 }
 
-/** groups builds what is plotted: one group (summed) or one per node. */
+/** The title of the per-node view's plots of events that are not per node; noNodes: no plot is per node. */
+export function machineWide(noNodes: boolean): string {
+  if (!noNodes) return "machine-wide (these events are not per node)";
+  if (app.mode === "live") return "machine-wide (not per node)";
+  return "all nodes (recorded summed: record with --discrete for per-node plots)";
+}
+
+/**
+ * byUnit splits the places into one plot per unit (units in the order they first appear,
+ * then the places: per node, a unit's plots sit side by side, the machine-wide ones after
+ * all of them) and gives the series their
+ * colours, starting another plot of the unit when one has every colour it can tell apart.
+ */
+function byUnit(places: Place[]): Group[] {
+  const units: string[] = [];
+  for (const p of places) for (const x of p.series) if (!units.includes(plotUnit(x))) units.push(plotUnit(x));
+  const colors = app.plots.colors;
+  const out: Group[] = [];
+  // The nodes' plots a row per unit, then the machine-wide ones (rows of nodes stay aligned).
+  const order = [...units.map((u): [string, Place[]] => [u, places.filter((p) => !p.other)]), ...units.map((u): [string, Place[]] => [u, places.filter((p) => p.other)])];
+  for (const [unit, ps] of order)
+    for (const p of ps) {
+      let g: Group = { title: p.title, unit, series: [] };
+      let used: string[] = [];
+      for (const x of p.series) {
+        if (plotUnit(x) !== unit) continue;
+        const ev = eventKey(x.col);
+        let c = pickColor(used, colors.get(ev));
+        if (c === null) {
+          out.push(g);
+          g = { title: p.title, unit, series: [] };
+          used = [];
+          c = pickColor(used, colors.get(ev)) ?? "#000000";
+        }
+        if (!colors.has(ev)) colors.set(ev, c);
+        used.push(c);
+        g.series.push({ ...x, color: c });
+      }
+      if (g.series.length) out.push(g);
+    }
+  return out;
+}
+
+/** groups builds what is plotted: one plot per unit, summed or per node. */
 export function groups(): Group[] {
+  return byUnit(places());
+}
+
+function places(): Place[] {
   const s = app.store;
   const act = activeColumns();
   if (!app.perNode) return [summed(act)];
@@ -130,9 +205,9 @@ export function groups(): Group[] {
       other.push(shown(i, eventKey(c)));
     }
   }
-  const out: Group[] = [...bySrc.entries()]
+  const out: Place[] = [...bySrc.entries()]
     .sort((a, b) => Number(a[0]) - Number(b[0]) || a[0].localeCompare(b[0]))
     .map(([src, series]) => ({ title: `node ${src}`, series }));
-  if (other.length) out.push({ title: "machine-wide (not per node)", series: other });
+  if (other.length) out.push({ title: machineWide(out.length === 0), series: other, other: true });
   return out;
 }

@@ -101,13 +101,12 @@ export interface App {
     boxes: PlotBox[];
     /** what the plots were built for: they are rebuilt when it changes */
     signature: string;
-    /** the y ranges the small multiples share */
-    yShared: [number, number] | null;
-    pctShared: [number, number] | null;
+    /** the y range the small multiples of each unit share */
+    yShared: Map<string, [number, number]>;
     /** set while the client itself updates the plots (not the user toggling a series) */
     internalScale: boolean;
     rafPending: boolean;
-    /** one colour per event, the same in every small multiple */
+    /** one colour per event, the same in every small multiple where that keeps a plot's colours apart (src/series.ts) */
     colors: Map<string, string>;
   };
   /** the profile's source requests in flight, by id, and the last id used */
@@ -146,7 +145,7 @@ export const app: App = {
   report: null,
   bench: null,
   hosts: null,
-  plots: { boxes: [], signature: "", yShared: null, pctShared: null, internalScale: false, rafPending: false, colors: new Map() },
+  plots: { boxes: [], signature: "", yShared: new Map(), internalScale: false, rafPending: false, colors: new Map() },
   sources: { waits: new Map(), last: 0 },
   totals: { lastAt: 0, timer: 0, wanted: "", keys: new Map() },
 };

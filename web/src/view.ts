@@ -9,7 +9,7 @@ import { si } from "./format";
 import { setStatus } from "./notice";
 import { buildPlots, setPlotData, type PlotActions } from "./plots";
 import { maybeFetch } from "./range";
-import { groups } from "./series";
+import { activeColumns, groups, hasMax } from "./series";
 import { app } from "./state";
 import { updateTotals } from "./totals";
 
@@ -20,7 +20,7 @@ export function render(): void {
   const s = app.store;
   const P = app.plots;
   const gs = groups();
-  const sig = JSON.stringify([app.perNode, app.pct, gs.map((g) => [g.title, g.series.map((x) => x.key + x.scale)])]);
+  const sig = JSON.stringify([app.perNode, app.pct, gs.map((g) => [g.title, g.unit, g.series.map((x) => [x.key, x.scale, x.color])])]);
   if (sig !== P.signature) {
     P.signature = sig;
     buildPlots(gs, actions);
@@ -28,6 +28,8 @@ export function render(): void {
     P.boxes.forEach((p, i) => (p.group = gs[i]));
   }
   $("empty").hidden = app.mode !== "none";
+  // "% of max" only where an event shown has a known maximum (and is not a percentage already).
+  $("pct-box").hidden = !activeColumns().some((i) => hasMax(s.cols[i]));
   if (app.follow) {
     if (app.mode === "live") {
       const end = s.n ? s.tMax : 0;

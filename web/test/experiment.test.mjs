@@ -122,7 +122,6 @@ test("experiment --web: effects, boxplots, QQ plot, ANOVA table and verdicts", a
   const span = await page.$eval('svg.boxplot g.box circle.node[data-node="0"]', (c) => c.querySelector("title").textContent);
   assert.equal(span, "node 0: 3.432e+9");
   await page.screenshot({ path: join(artifacts, "experiment.png"), fullPage: true });
-  if (process.env.NUMASCOPE_DOCS_IMG) await page.screenshot({ path: join(repo, "docs/img/experiment.png"), fullPage: true });
 });
 
 test("an experiment's JSON analysis loads from disk without a server", async (t) => {
@@ -144,4 +143,31 @@ test("an experiment's JSON analysis loads from disk without a server", async (t)
   await page.waitForSelector("#mode:has-text('file r.jsonl')");
   assert.equal(await page.isVisible("#report"), false);
   assert.equal(await page.evaluate(() => window.__numascope.rows()), 5);
+});
+
+test("experiment page: long effect and run labels are not clipped, and wall_time has its unit", async (t) => {
+  const dir = tempDir(t);
+  // Long factor and level names: the interaction's label is "policy:mb = first-touch:4".
+  writeFileSync(
+    join(dir, "long.toml"),
+    spec.replace('name = "tiny"', 'name = "long"').replace("sleep 0.0{a}; : {b}", "sleep 0.0{mb}; : {policy}").replace('name = "a"', 'name = "mb"').replace('name = "b"\nlevels = ["x", "y"]', 'name = "policy"\nlevels = ["first-touch", "interleave"]'),
+  );
+  execFileSync(binary, ["--root", twonode, "experiment", "long.toml"], { cwd: dir, stdio: "pipe" });
+  const { url } = await serve(t, ["--root", twonode, "experiment", "long.toml", "--analyze", "--web", "--listen", "127.0.0.1:0"], dir);
+  const page = await browser(t, { width: 1300, height: 900 });
+  await page.goto(url);
+  await page.waitForSelector("#report section.response");
+  assert.deepEqual(await page.$$eval("#report section.response h3", (hs) => hs.map((h) => h.textContent)), ["wall_time (s)", "rate:node.MemFree (/s)"]);
+  const labels = await page.$$eval("#report svg.chart text.label", (ts) => ts.map((e) => e.textContent));
+  assert.ok(labels.includes("mb:policy = 4:first-touch") && labels.includes("mb=1 policy=first-touch #1"), `labels ${JSON.stringify(labels)}`);
+  // Every label, tick and axis title lies inside its chart: nothing is cut at its edges.
+  const cut = await page.$$eval("#report svg.chart text", (ts) =>
+    ts.flatMap((e) => {
+      const r = e.getBoundingClientRect(),
+        s = e.ownerSVGElement.getBoundingClientRect();
+      return r.left < s.left - 0.5 || r.right > s.right + 0.5 || r.top < s.top - 0.5 || r.bottom > s.bottom + 0.5 ? [`"${e.textContent}" [${r.left}, ${r.right}] × [${r.top}, ${r.bottom}] outside [${s.left}, ${s.right}] × [${s.top}, ${s.bottom}]`] : [];
+    }),
+  );
+  assert.deepEqual(cut, []);
+  await page.screenshot({ path: join(artifacts, "experiment-long.png"), fullPage: true });
 });

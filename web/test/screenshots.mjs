@@ -1,0 +1,100 @@
+// Regenerates the web client's screenshots in docs/img from the real pages, in headless
+// Chromium against bin/numascope (scripts/web-screenshots runs it): live on this machine
+// while a workload allocates and frees memory, view of a --discrete recording of the same
+// workload (with labels sent through the control FIFO), and an experiment's report (the
+// tiny experiment of experiment.test.mjs on the captured two-node machine). Not a test:
+// the file name does not end in .test.mjs.
+import { spawn, execFileSync } from "node:child_process";
+import { writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { repo, binary, tempDir, serve, browser } from "./util.mjs";
+
+const img = process.env.NUMASCOPE_IMG_DIR || join(repo, "docs/img");
+const twonode = join(repo, "internal/sensor/testdata/twonode");
+
+// What serve, tempDir and browser expect of node:test's t: cleanups, run at the end.
+const cleanups = [];
+const t = { after: (f) => cleanups.push(f) };
+
+// A workload: a python3 that allocates, touches and frees 200 MiB every second.
+const churn = `import time
+for i in range(SECONDS):
+    b = bytearray(200 << 20)
+    for k in range(0, len(b), 4096): b[k] = 1
+    time.sleep(0.5)
+    del b
+    time.sleep(0.5)
+`;
+function workload(dir, seconds) {
+  const f = join(dir, "churn.py");
+  writeFileSync(f, churn.replace("SECONDS", String(seconds)));
+  return f;
+}
+
+async function live() {
+  const dir = tempDir(t);
+  const w = spawn("python3", [workload(dir, 30)], { stdio: "ignore" });
+  t.after(() => w.kill());
+  const { url } = await serve(t, ["live", "--listen", "127.0.0.1:0", "-i", "250ms", "--ctl", join(dir, "ctl")], dir);
+  const page = await browser(t);
+  await page.goto(url);
+  await page.waitForFunction(() => window.__numascope.app.received >= 40, null, { timeout: 30000 });
+  // A window the samples so far fill.
+  await page.fill("#window", "10");
+  await page.dispatchEvent("#window", "change");
+  await page.waitForTimeout(500);
+  await page.screenshot({ path: join(img, "live.png") });
+}
+
+async function view() {
+  const dir = tempDir(t);
+  const ctl = join(dir, "ctl");
+  const py = workload(dir, 6);
+  const script = `sleep 1; echo 'label churn starts' > ${ctl}; python3 ${py}; echo 'label churn ends' > ${ctl}; sleep 1`;
+  execFileSync(binary, ["record", "-o", join(dir, "run.jsonl.zst"), "-i", "100ms", "--discrete", "--ctl", ctl, "--", "sh", "-c", script], { cwd: dir, stdio: "pipe" });
+  const { url } = await serve(t, ["view", "run.jsonl.zst", "--listen", "127.0.0.1:0"], dir);
+  const page = await browser(t);
+  await page.goto(url);
+  await page.waitForSelector("#totals tbody tr");
+  await page.waitForSelector('#labels li:has-text("churn ends")');
+  await page.screenshot({ path: join(img, "view.png") });
+}
+
+async function experiment() {
+  const dir = tempDir(t);
+  writeFileSync(
+    join(dir, "tiny.toml"),
+    `name = "tiny"
+command = "sleep 0.0{mb}; : {policy}"
+replications = 2
+seed = 3
+interval = "5ms"
+events = ["node.*.numa_hit", "node.*.MemFree"]
+responses = ["wall_time", "rate:node.MemFree"]
+
+[[factor]]
+name = "policy"
+levels = ["first-touch", "interleave"]
+
+[[factor]]
+name = "mb"
+levels = [1, 4]
+`,
+  );
+  execFileSync(binary, ["--root", twonode, "experiment", "tiny.toml"], { cwd: dir, stdio: "pipe" });
+  const { url } = await serve(t, ["--root", twonode, "experiment", "tiny.toml", "--analyze", "--web", "--listen", "127.0.0.1:0"], dir);
+  const page = await browser(t, { width: 1300, height: 900 });
+  await page.goto(url);
+  await page.waitForSelector("#report section.response");
+  await page.screenshot({ path: join(img, "experiment.png"), fullPage: true });
+}
+
+try {
+  for (const [name, f] of Object.entries({ live, view, experiment })) {
+    if (process.argv.length > 2 && !process.argv.includes(name)) continue;
+    await f();
+    console.log(`wrote ${join(img, name + ".png")}`);
+  }
+} finally {
+  for (const f of cleanups.reverse()) await f();
+}
