@@ -37,7 +37,7 @@ async function dropFile(page, name, bytes) {
 function convertCSV(file) {
   const out = execFileSync(binary, ["convert", file], { encoding: "utf8", maxBuffer: 1 << 26, stdio: ["ignore", "pipe", "pipe"] });
   const lines = out.trim().split("\n");
-  return { cols: lines[0].split(",").slice(1), rows: lines.slice(1).map((l) => l.split(",").map(Number)) };
+  return { cols: lines[0].split(",").slice(1), rows: lines.slice(1).map((l) => l.split(",").map((v) => (v === "" ? NaN : Number(v)))) }; // an empty cell is unknown (null), not 0
 }
 
 

@@ -22,7 +22,7 @@ function seconds(rfc) {
 /** record makes a real recording, renames its host and compresses it; it returns the file and its header and first sample. */
 function record(dir, name, host) {
   const plain = join(dir, `${name}.jsonl`);
-  execFileSync(binary, ["record", "-o", plain, "-n", "6", "-i", "100ms", "-e", "vmstat.pgfault,node.*.MemFree", "--ctl", join(dir, `${name}.ctl`)], { stdio: "ignore" });
+  execFileSync(binary, ["record", "-o", plain, "-n", "6", "-i", "100ms", "-e", "vmstat.pgfault,node.MemFree", "--ctl", join(dir, `${name}.ctl`)], { stdio: "ignore" });
   const lines = readFileSync(plain, "utf8").split("\n");
   const header = JSON.parse(lines[0]);
   header.host = host;
