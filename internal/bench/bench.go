@@ -240,9 +240,6 @@ func newPlan(opt Options) (*plan, error) {
 			return nil, fmt.Errorf("--size %s: the %s kernel's %d arrays need at least %s", FormatSize(opt.Size), p.stream.Name(), arrays, FormatSize(arrays*ChainPage))
 		}
 	}
-	if (opt.Kinds.Latency || opt.Kinds.Loaded) && p.latSize/uint64(p.line) > maxChainLines {
-		return nil, fmt.Errorf("--size %s: the latency chain holds at most %d lines of %d bytes (%s); give a smaller --size", FormatSize(p.latSize), uint64(maxChainLines), p.line, FormatSize(maxChainLines*uint64(p.line)&^(1<<30-1)))
-	}
 	if opt.Loads < 0 {
 		return nil, fmt.Errorf("%d loads per latency repeat: want a positive count", opt.Loads)
 	}
@@ -279,6 +276,11 @@ func newPlan(opt Options) (*plan, error) {
 			why = append(why, p.skip[id])
 		}
 		return nil, fmt.Errorf("no target can be measured: %s", strings.Join(why, "; "))
+	}
+	// After the free-memory check, which is what most too-large sizes
+	// meet first and says what to do on this machine.
+	if (opt.Kinds.Latency || opt.Kinds.Loaded) && p.latSize/uint64(p.line) > maxChainLines {
+		return nil, fmt.Errorf("--size %s: the latency chain holds at most %d lines of %d bytes (%s); give a smaller --size", FormatSize(p.latSize), uint64(maxChainLines), p.line, FormatSize(maxChainLines*uint64(p.line)&^(1<<30-1)))
 	}
 	return p, nil
 }

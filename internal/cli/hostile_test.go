@@ -92,7 +92,8 @@ var cleanByConstruction = map[string]string{
 	"run":          "runs the user's own command",
 	"profile":      "writes a profile; its names are printed by report, tested here",
 	"bench":        "prints numascope's own benchmark names",
-	"ctl":          "sends the user's own label, cleaned by recording.CleanLabel (internal/ctl tests)",
+	"ctl":          "sends the user's own label, cleaned by recording.CleanLabel; the steered process's command line is quoted by ctl's shellWord (internal/ctl TestShellWord)",
+	"version":      "prints numascope's own build information",
 	"stats":        "only lists its subcommands",
 }
 
