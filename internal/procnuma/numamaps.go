@@ -218,14 +218,18 @@ func parseMapping(line []byte, m *Mapping) error {
 	haveKB := false
 	i := bytes.Index(line, addr) + len(addr)
 	for {
-		for i < len(line) && isBlank(line[i]) {
+		// Fields are separated by single spaces (show_numa_map). A path
+		// escapes only newline, tab, space and "=" (mangle_path): a
+		// carriage return or any other blank is part of it, never a
+		// separator, or a file named "x\rN0=99999" would add its pages.
+		for i < len(line) && line[i] == ' ' {
 			i++
 		}
 		if i == len(line) {
 			break
 		}
 		j := i
-		for j < len(line) && !isBlank(line[j]) {
+		for j < len(line) && line[j] != ' ' {
 			j++
 		}
 		f := line[i:j]
