@@ -384,6 +384,16 @@ func TestProcessesDetail(t *testing.T) {
 	if d.PID != 4242 || len(d.Threads) != 4 || len(d.Areas) != 3 || !strings.Contains(d.Hint, "node 0") {
 		t.Errorf("detail %+v", d)
 	}
+	// The memory per node by numastat's categories, under the keys docs/top.md names.
+	raw := fetch[map[string]json.RawMessage](t, &http.Client{}, l.Server, "/api/processes/detail?pid=4242")
+	var cats map[string]map[string]uint64
+	if err := json.Unmarshal(raw["memory_bytes_by_category"], &cats); err != nil || len(cats) != 4 ||
+		cats["heap"]["0"] != 43<<20 || cats["private"]["1"] != 205<<20 || cats["huge"] == nil || cats["stack"] == nil {
+		t.Errorf("memory_bytes_by_category %s (%v)", raw["memory_bytes_by_category"], err)
+	}
+	if !strings.Contains(string(raw["memory_bytes_by_node"]), `"1":`) {
+		t.Errorf("memory_bytes_by_node %s", raw["memory_bytes_by_node"])
+	}
 }
 
 // FuzzParsePID: whatever pid= holds, an accepted PID is in the kernel's

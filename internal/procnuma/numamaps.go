@@ -89,28 +89,90 @@ func ParseNUMAMaps(data []byte, scratch *Mapping, fn func(*Mapping) error) error
 	})
 }
 
+// Category is the class numactl's `numastat -p` files a mapping's memory
+// under, so that numascope's breakdown per node reads as numastat users
+// expect (docs/top.md, "Memory by category").
+type Category uint8
+
+const (
+	// CategoryHuge is hugetlb memory (numa_maps "huge"), whatever else
+	// the line says.
+	CategoryHuge Category = iota
+	// CategoryHeap is the brk heap (numa_maps "heap").
+	CategoryHeap
+	// CategoryStack is the main thread's stack (numa_maps "stack"; before
+	// Linux 4.5 also the threads' "stack:TID").
+	CategoryStack
+	// CategoryPrivate is numastat's catch-all: every other mapping,
+	// anonymous and file-backed alike (libraries, page cache, shmem).
+	// numastat names it "Private"; it is not only private memory.
+	CategoryPrivate
+	// Categories is the number of categories.
+	Categories
+)
+
+func (c Category) String() string {
+	switch c {
+	case CategoryHuge:
+		return "huge"
+	case CategoryHeap:
+		return "heap"
+	case CategoryStack:
+		return "stack"
+	}
+	return "private"
+}
+
+// Category is the class numastat files m under: the first of huge, heap
+// and stack that the line names, else private (numastat.c's
+// show_process_info tests the line's words in that order).
+func (m *Mapping) Category() Category {
+	switch {
+	case m.Huge:
+		return CategoryHuge
+	case m.Kind == KindHeap:
+		return CategoryHeap
+	case m.Kind == KindStack:
+		return CategoryStack
+	}
+	return CategoryPrivate
+}
+
 // Totals sums numa_maps per node.
 type Totals struct {
 	// Bytes is indexed by node: the memory present on it, in bytes.
 	Bytes []uint64
+	// ByCategory splits Bytes by Category: ByCategory[c][node]. Each
+	// slice is as long as Bytes.
+	ByCategory [Categories][]uint64
 	// Mappings counts the lines added.
 	Mappings int
 }
 
-// Reset empties t, keeping its slice.
+// Reset empties t, keeping its slices.
 func (t *Totals) Reset() {
 	clear(t.Bytes)
 	t.Bytes, t.Mappings = t.Bytes[:0], 0
+	for c := range t.ByCategory {
+		clear(t.ByCategory[c])
+		t.ByCategory[c] = t.ByCategory[c][:0]
+	}
 }
 
-// Add adds one mapping's pages.
+// Add adds one mapping's pages. Each page counts at the mapping's own
+// page size (kernelpagesize_kB), a hugetlb page of any size included.
 func (t *Totals) Add(m *Mapping) {
 	t.Mappings++
+	c := m.Category()
 	for _, p := range m.Nodes {
 		if p.Node >= len(t.Bytes) {
 			t.Bytes = growTo(t.Bytes, p.Node+1)
+			for i := range t.ByCategory {
+				t.ByCategory[i] = growTo(t.ByCategory[i], p.Node+1)
+			}
 		}
 		t.Bytes[p.Node] += p.Pages * m.PageSize
+		t.ByCategory[c][p.Node] += p.Pages * m.PageSize
 	}
 }
 
@@ -156,14 +218,18 @@ func parseMapping(line []byte, m *Mapping) error {
 	haveKB := false
 	i := bytes.Index(line, addr) + len(addr)
 	for {
-		for i < len(line) && isBlank(line[i]) {
+		// Fields are separated by single spaces (show_numa_map). A path
+		// escapes only newline, tab, space and "=" (mangle_path): a
+		// carriage return or any other blank is part of it, never a
+		// separator, or a file named "x\rN0=99999" would add its pages.
+		for i < len(line) && line[i] == ' ' {
 			i++
 		}
 		if i == len(line) {
 			break
 		}
 		j := i
-		for j < len(line) && !isBlank(line[j]) {
+		for j < len(line) && line[j] != ' ' {
 			j++
 		}
 		f := line[i:j]
@@ -227,6 +293,9 @@ func isKnown(f []byte) (bool, []byte) {
 	case "heap", "stack", "huge":
 		return true, nil
 	}
+	if isThreadStack(f) {
+		return true, nil
+	}
 	k, _, ok := bytes.Cut(f, []byte("="))
 	if !ok {
 		return false, nil
@@ -243,6 +312,17 @@ func isKnown(f []byte) (bool, []byte) {
 	return false, nil
 }
 
+// isThreadStack reports whether f is "stack:TID", a thread's stack in the
+// numa_maps of kernels before 4.5 (numastat counts it as Stack).
+func isThreadStack(f []byte) bool {
+	tid, ok := bytes.CutPrefix(f, []byte("stack:"))
+	if !ok {
+		return false
+	}
+	_, ok = parseUint(tid)
+	return ok
+}
+
 // field stores one known field into m; known is false for a policy word.
 func (m *Mapping) field(f []byte, pagesKB *uint64, haveKB *bool) (known bool, err error) {
 	known, k := isKnown(f)
@@ -253,7 +333,7 @@ func (m *Mapping) field(f []byte, pagesKB *uint64, haveKB *bool) (known bool, er
 	switch {
 	case string(f) == "heap":
 		kind = KindHeap
-	case string(f) == "stack":
+	case string(f) == "stack", isThreadStack(f):
 		kind = KindStack
 	case string(k) == "file":
 		kind = KindFile
@@ -265,10 +345,10 @@ func (m *Mapping) field(f []byte, pagesKB *uint64, haveKB *bool) (known bool, er
 		}
 		m.Kind = kind
 	}
-	switch string(f) {
-	case "heap", "stack":
+	switch {
+	case string(f) == "heap", string(f) == "stack", isThreadStack(f):
 		return true, nil
-	case "huge":
+	case string(f) == "huge":
 		m.Huge = true
 		return true, nil
 	}

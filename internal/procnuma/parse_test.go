@@ -105,6 +105,55 @@ func TestParseNUMAMapsShapes(t *testing.T) {
 	}
 }
 
+// TestNUMAMapsCategories: each line lands in the category numastat -p
+// files it under: huge before anything else, then heap, then stack
+// ("stack:TID" of kernels before 4.5 too), and everything else, file-backed
+// memory included, in private. Each category's bytes use the line's own
+// page size.
+func TestNUMAMapsCategories(t *testing.T) {
+	in := "1000 default file=/usr/lib/libc.so.6 mapped=5 mapmax=9 N0=5 kernelpagesize_kB=4\n" +
+		"2000 default heap anon=7 dirty=7 N0=3 N1=4 kernelpagesize_kB=4\n" +
+		"3000 default stack anon=2 dirty=2 N1=2 kernelpagesize_kB=4\n" +
+		"4000 default stack:4321 anon=6 dirty=6 N0=6 kernelpagesize_kB=4\n" +
+		"5000 bind:1 anon=9 dirty=9 N1=9 kernelpagesize_kB=4\n" +
+		"6000 default file=/dev/hugepages/x huge dirty=3 N0=1 N1=2 kernelpagesize_kB=2048\n" +
+		"7000 default anon=1 dirty=1 N0=1 kernelpagesize_kB=1048576\n" + // not huge: private
+		"8000 default file=/dev/shm/s dirty=4 N0=4 kernelpagesize_kB=4\n"
+	var tot Totals
+	var scratch Mapping
+	if err := SumNUMAMaps([]byte(in), &tot, &scratch); err != nil {
+		t.Fatal(err)
+	}
+	const k = 4096
+	want := [Categories][]uint64{
+		CategoryHuge:    {2 << 20, 4 << 20},
+		CategoryHeap:    {3 * k, 4 * k},
+		CategoryStack:   {6 * k, 2 * k},
+		CategoryPrivate: {5*k + 1<<30 + 4*k, 9 * k},
+	}
+	for c := range Categories {
+		if !slices.Equal(tot.ByCategory[c], want[c]) {
+			t.Errorf("%v: %v, want %v", c, tot.ByCategory[c], want[c])
+		}
+	}
+	for n := range tot.Bytes {
+		var sum uint64
+		for c := range Categories {
+			sum += tot.ByCategory[c][n]
+		}
+		if sum != tot.Bytes[n] {
+			t.Errorf("node %d: categories sum to %d, total %d", n, sum, tot.Bytes[n])
+		}
+	}
+	// Reset keeps nothing of the last process.
+	if err := SumNUMAMaps([]byte("1000 default heap anon=1 N0=1 kernelpagesize_kB=4\n"), &tot, &scratch); err != nil {
+		t.Fatal(err)
+	}
+	if len(tot.Bytes) != 1 || tot.ByCategory[CategoryHeap][0] != k || tot.ByCategory[CategoryStack][0] != 0 || len(tot.ByCategory[CategoryStack]) != 1 {
+		t.Errorf("after Reset: %+v", tot)
+	}
+}
+
 func TestParseNUMAMapsBad(t *testing.T) {
 	for _, c := range []struct{ name, in, err string }{
 		{"bad address", "zz default N0=1 kernelpagesize_kB=4\n", "address"},
@@ -290,6 +339,9 @@ func FuzzParseNUMAMaps(f *testing.F) {
 			}
 			if m.Kind != KindFile && len(m.Path) > 0 {
 				return fmt.Errorf("%w: path %q on a %v mapping", errInvariant, m.Path, m.Kind)
+			}
+			if c := m.Category(); (c == CategoryHuge) != m.Huge || (c == CategoryHeap) != (m.Kind == KindHeap && !m.Huge) {
+				return fmt.Errorf("%w: category %v of %+v", errInvariant, c, m)
 			}
 			tot.Add(m)
 			sum += m.Bytes()

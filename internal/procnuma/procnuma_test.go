@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/numascope/numascope/internal/beneath"
 	"github.com/numascope/numascope/internal/sysfs"
 
@@ -367,5 +369,58 @@ func TestSnapshotVM4Init(t *testing.T) {
 	}
 	if got := p.Threads[4].Sched.Faults; !slices.Equal(got, want) {
 		t.Errorf("thread 159 numa_faults = %+v, want %+v", got, want)
+	}
+}
+
+// sink keeps a read the compiler would otherwise drop.
+var sink byte
+
+// TestNUMAMapsPathWithCarriageReturn: numa_maps escapes only newline, tab,
+// space and "=" in a path, so a carriage return is part of a file's name. A
+// process that maps files named "x\rhuge" and "y\rheap" must not have its
+// pages filed as hugetlb memory, nor its numa_maps refused as a line of two
+// kinds: each is one file mapping, its path whole.
+func TestNUMAMapsPathWithCarriageReturn(t *testing.T) {
+	if _, err := os.Stat("/proc/self/numa_maps"); err != nil {
+		t.Skipf("no numa_maps: %v", err)
+	}
+	dir := t.TempDir()
+	var paths []string
+	for _, name := range []string{"x\rhuge", "y\rheap"} {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, bytes.Repeat([]byte{1}, 4096), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		f, err := os.Open(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		mem, err := unix.Mmap(int(f.Fd()), 0, 4096, unix.PROT_READ, unix.MAP_SHARED)
+		f.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer unix.Munmap(mem)
+		sink += mem[0] // fault the page in: present in numa_maps
+		paths = append(paths, p)
+	}
+	r := NewReader(sysfs.New(""))
+	defer r.Close()
+	found := 0
+	err := r.ReadNUMAMaps(os.Getpid(), func(m *Mapping) error {
+		if !slices.Contains(paths, string(m.Path)) {
+			return nil
+		}
+		found++
+		if m.Kind != KindFile || m.Huge || m.Category() != CategoryPrivate || m.Bytes() != 4096 {
+			t.Errorf("%q: kind %v, huge %v, category %v, %d bytes; want one private file page", m.Path, m.Kind, m.Huge, m.Category(), m.Bytes())
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("reading this process's numa_maps: %v", err)
+	}
+	if found != len(paths) {
+		t.Errorf("%d of the %d files found by their whole path", found, len(paths))
 	}
 }

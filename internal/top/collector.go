@@ -78,6 +78,7 @@ type Collector struct {
 	stat    procnuma.Stat
 	sched   procnuma.Sched
 	mapping procnuma.Mapping
+	totals  procnuma.Totals
 	events  EventCounts
 	lost    uint64
 	users   map[uint32]string
@@ -95,6 +96,7 @@ type procState struct {
 	ticks   uint64 // utime+stime
 	seen    uint64 // Collector.gen of the last refresh that saw it
 	mem     map[string]uint64
+	memCats *MemoryCategories
 	memAt   time.Time
 	migr    uint64 // sum of the threads' numa_pages_migrated (no events)
 	migrAt  time.Time
@@ -434,7 +436,7 @@ func (c *Collector) readProcess(pid int, dt float64) (Process, bool) {
 		}
 	}
 	if st.mem != nil {
-		p.MemoryByNode = st.mem
+		p.MemoryByNode, p.MemoryByCategory = st.mem, st.memCats
 	}
 	return p, true
 }
@@ -516,14 +518,14 @@ func (c *Collector) detail(p *Process, now time.Time, dt float64) {
 		st.migr, st.migrAt, st.hasMigr = migr, now, true
 	}
 	if st.mem == nil || now.Sub(st.memAt) >= c.opts.MapsEvery {
-		if mem, err := c.memory(p.PID); err == nil {
-			st.mem, st.memAt = mem, now
+		if mem, cats, err := c.memory(p.PID); err == nil {
+			st.mem, st.memCats, st.memAt = mem, cats, now
 		} else {
 			p.MemoryError = err.Error()
 		}
 	}
 	if st.mem != nil {
-		p.MemoryByNode = st.mem
+		p.MemoryByNode, p.MemoryByCategory = st.mem, st.memCats
 		p.MemoryAge = now.Sub(st.memAt).Seconds()
 	}
 }
@@ -545,23 +547,19 @@ func recentFaults(s *procnuma.Sched, node int) (local, remote uint64) {
 	return local, remote
 }
 
-// memory sums numa_maps per node.
-func (c *Collector) memory(pid int) (map[string]uint64, error) {
-	var t procnuma.Totals
+// memory sums numa_maps per node, in all and by numastat's categories.
+// The totals are the Collector's, reused from process to process.
+func (c *Collector) memory(pid int) (map[string]uint64, *MemoryCategories, error) {
+	c.totals.Reset()
 	err := c.rd.ReadNUMAMaps(pid, func(m *procnuma.Mapping) error {
-		t.Add(m)
+		c.totals.Add(m)
 		return nil
 	})
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	mem := make(map[string]uint64, len(t.Bytes))
-	for n, b := range t.Bytes {
-		if b > 0 {
-			mem[strconv.Itoa(n)] = b
-		}
-	}
-	return mem, nil
+	mem, cats := memoryMaps(&c.totals)
+	return mem, cats, nil
 }
 
 // rate is n per second over dt (0 for the first frame).

@@ -81,7 +81,8 @@ func (c *Collector) Detail(pid int) (*Detail, error) {
 		d.Errors = append(d.Errors, "sched: "+schedErr.Error())
 	}
 
-	var total procnuma.Totals
+	total := &c.totals
+	total.Reset()
 	err = c.rd.ReadNUMAMaps(pid, func(m *procnuma.Mapping) error {
 		total.Add(m)
 		if m.Bytes() == 0 {
@@ -104,6 +105,8 @@ func (c *Collector) Detail(pid int) (*Detail, error) {
 	})
 	if err != nil {
 		d.Errors = append(d.Errors, "numa_maps: "+err.Error())
+	} else {
+		d.MemoryByNode, d.MemoryByCategory = memoryMaps(total)
 	}
 	// The largest first: a 101 MiB anonymous area listed by address sat
 	// among 4 KiB file mappings (issue 31). Ties by address.

@@ -10,7 +10,10 @@ package top
 
 import (
 	"fmt"
+	"strconv"
 	"time"
+
+	"github.com/numascope/numascope/internal/procnuma"
 )
 
 // Frame is one refresh: every process, every node, and where the numbers
@@ -69,6 +72,9 @@ type Process struct {
 	// numa_maps. It is read only for the processes shown (Options.Detailed)
 	// and at a lower rate (Options.MapsEvery); nil for the others.
 	MemoryByNode map[string]uint64 `json:"memory_bytes_by_node"`
+	// MemoryByCategory splits MemoryByNode as `numastat -p` does (Huge,
+	// Heap, Stack, Private); nil with it.
+	MemoryByCategory *MemoryCategories `json:"memory_bytes_by_category,omitempty"`
 	// MemoryAge is how many seconds old MemoryByNode is.
 	MemoryAge float64 `json:"memory_age_seconds,omitempty"`
 	// MemoryError says why numa_maps could not be read for a detailed
@@ -121,6 +127,55 @@ func (p *Process) ShareText() string {
 		return fmt.Sprintf("~%.0f%%", 100**p.RecentRemoteShare)
 	}
 	return "-"
+}
+
+// MemoryCategories is a process's resident memory per node ("0", "1",
+// ...) in the categories of numactl's `numastat -p` (procnuma.Category):
+// per node, the four sum to the process's memory on it. A map holds the
+// nodes where its category has memory; an empty map is none.
+type MemoryCategories struct {
+	// Huge is hugetlb memory (MAP_HUGETLB, hugetlbfs), not transparent
+	// huge pages, which count where their mapping does.
+	Huge map[string]uint64 `json:"huge"`
+	// Heap is the brk heap ([heap]); Stack the main thread's stack.
+	Heap  map[string]uint64 `json:"heap"`
+	Stack map[string]uint64 `json:"stack"`
+	// Private is numastat's catch-all: every other mapping, anonymous or
+	// file-backed (libraries, page cache, shared memory).
+	Private map[string]uint64 `json:"private"`
+}
+
+// Category returns the map of category c.
+func (m *MemoryCategories) Category(c procnuma.Category) map[string]uint64 {
+	switch c {
+	case procnuma.CategoryHuge:
+		return m.Huge
+	case procnuma.CategoryHeap:
+		return m.Heap
+	case procnuma.CategoryStack:
+		return m.Stack
+	}
+	return m.Private
+}
+
+// memoryMaps turns numa_maps totals into the maps of a Process or a Detail:
+// the nodes with memory, in all and by category.
+func memoryMaps(t *procnuma.Totals) (map[string]uint64, *MemoryCategories) {
+	mem := make(map[string]uint64, len(t.Bytes))
+	cats := &MemoryCategories{Huge: map[string]uint64{}, Heap: map[string]uint64{}, Stack: map[string]uint64{}, Private: map[string]uint64{}}
+	for n, b := range t.Bytes {
+		if b == 0 {
+			continue
+		}
+		key := strconv.Itoa(n)
+		mem[key] = b
+		for c := range procnuma.Categories {
+			if v := t.ByCategory[c][n]; v > 0 {
+				cats.Category(c)[key] = v
+			}
+		}
+	}
+	return mem, cats
 }
 
 // Cgroup is one row of the --cgroup table: the processes of one cgroup v2
@@ -185,6 +240,12 @@ type Detail struct {
 	PID     int      `json:"pid"`
 	Comm    string   `json:"comm"`
 	Threads []Thread `json:"threads"`
+	// MemoryByNode is the process's resident memory per node, from the
+	// same read of numa_maps as Areas; MemoryByCategory splits it as
+	// `numastat -p PID` does. Both nil when numa_maps could not be read
+	// (Errors says why).
+	MemoryByNode     map[string]uint64 `json:"memory_bytes_by_node"`
+	MemoryByCategory *MemoryCategories `json:"memory_bytes_by_category"`
 	// Areas are the mappings with resident memory, the largest first.
 	Areas []Area `json:"areas"`
 	// Hint is one plain sentence about the placement, such as "78% of its

@@ -117,10 +117,25 @@ export interface Area {
   bytes_by_node: Record<string, number>;
 }
 
+/** A process's memory per node in numastat -p's categories (top.MemoryCategories). */
+export interface MemoryCategories {
+  huge: Record<string, number>;
+  heap: Record<string, number>;
+  stack: Record<string, number>;
+  /** numastat's catch-all: every other mapping, file-backed ones included */
+  private: Record<string, number>;
+}
+
+/** numastat -p's rows, in its order. */
+export const CATEGORIES = ["huge", "heap", "stack", "private"] as const;
+
 /** The answer of GET /api/processes/detail (top.Detail). */
 export interface Detail {
   pid: number;
   comm: string;
+  /** null where numa_maps could not be read (errors says why) */
+  memory_bytes_by_node: Record<string, number> | null;
+  memory_bytes_by_category: MemoryCategories | null;
   threads: Thread[];
   areas: Area[];
   hint: string;
@@ -215,12 +230,20 @@ export function readAnswer(v: unknown): Answer {
   };
 }
 
+function categories(v: unknown): MemoryCategories | null {
+  if (!J.isObj(v)) return null;
+  const m = (k: string) => nodeMap(v[k]) ?? {};
+  return { huge: m("huge"), heap: m("heap"), stack: m("stack"), private: m("private") };
+}
+
 /** readDetail reads a drill-down. */
 export function readDetail(v: unknown): Detail {
   const d = J.obj(v);
   return {
     pid: J.numOr(d.pid, 0),
     comm: J.strOr(d.comm, ""),
+    memory_bytes_by_node: nodeMap(d.memory_bytes_by_node),
+    memory_bytes_by_category: categories(d.memory_bytes_by_category),
     threads: J.list(d.threads, (t) =>
       J.isObj(t)
         ? {
@@ -611,9 +634,32 @@ function drawDetail(p: Page): void {
     ...(d.errors.length ? [el("ul", { class: "errors" }, ...d.errors.map((x) => el("li", {}, x)))] : []),
     el("h4", {}, `Threads (${d.threads.length})`),
     threads,
+    ...categoryBlock(d),
     el("h4", {}, `Memory areas (${d.areas.length})`),
     d.areas.length ? areas : el("p", { class: "muted" }, "none read"),
   );
+}
+
+/**
+ * categoryBlock is the drill-down's memory per node in numastat -p's rows: huge (hugetlb),
+ * heap, stack (the main thread's), private (every other mapping, files included), total.
+ */
+function categoryBlock(d: Detail): HTMLElement[] {
+  const c = d.memory_bytes_by_category;
+  const all = d.memory_bytes_by_node;
+  if (!c || !all) return [];
+  const ids = Object.keys(all).sort((a, b) => Number(a) - Number(b));
+  const sum = (m: Record<string, number>) => Object.values(m).reduce((x, y) => x + y, 0);
+  const line = (name: string, m: Record<string, number>) => [name, bytes(sum(m)), ...ids.map((id) => bytes(m[id] ?? 0))];
+  return [
+    el("h4", { title: "as numastat -p PID: private is every mapping that is not hugetlb, the heap or the stack, file-backed ones included" }, "Memory by category (as numastat -p)"),
+    textTable(
+      { class: "ptable categories" },
+      ["category", "total", ...ids.map((id) => `N${id}`)],
+      1,
+      [...CATEGORIES.map((k) => line(k, c[k])), line("total", all)],
+    ),
+  ];
 }
 
 /** textTable makes a table of text cells; the columns from num on are numbers (right-aligned). */

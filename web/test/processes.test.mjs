@@ -144,6 +144,15 @@ test("processes page: rows, sorting by header, filter, node view, source, drill-
   assert.equal(threads[3][5], "–", "a thread without a preferred node");
   const areas = await page.$$eval("#proc-detail table.areas tbody tr", (trs) => trs.map((tr) => [...tr.children].map((td) => td.textContent)));
   assert.deepEqual(areas[2], ["7f1000000000", "file", "/usr/lib/libc.so.6", "default", "–", "5.0 MiB"]);
+  // numastat -p's rows per node: huge, heap, stack, private (files included), total.
+  const cats = await page.$$eval("#proc-detail table.categories tbody tr", (trs) => trs.map((tr) => [...tr.children].map((td) => td.textContent)));
+  assert.deepEqual(cats, [
+    ["huge", "0 B", "0 B", "0 B"],
+    ["heap", "43.0 MiB", "43.0 MiB", "0 B"],
+    ["stack", "0 B", "0 B", "0 B"],
+    ["private", "2.0 GiB", "1.8 GiB", "205 MiB"],
+    ["total", "2.0 GiB", "1.8 GiB", "205 MiB"],
+  ]);
   // At 1400 px the table and the drill-down do not fit side by side: the drill-down goes under
   // the table, which keeps every column in view (the faults and REM% at its right end).
   const cut = () =>

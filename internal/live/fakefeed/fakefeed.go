@@ -193,6 +193,9 @@ func (f *Feed) Detail(pid int) (*top.Detail, error) {
 				{Start: 0x55d000000000, Kind: "heap", Policy: "default", BytesByNode: map[string]uint64{"0": 43 * mib}},
 				{Start: 0x7f1000000000, Kind: "file", Path: "/usr/lib/libc.so.6", Policy: "default", BytesByNode: map[string]uint64{"1": 5 * mib}},
 			},
+			MemoryByNode: map[string]uint64{"0": 1843 * mib, "1": 205 * mib},
+			MemoryByCategory: &top.MemoryCategories{Huge: map[string]uint64{}, Heap: map[string]uint64{"0": 43 * mib},
+				Stack: map[string]uint64{}, Private: map[string]uint64{"0": 1800 * mib, "1": 205 * mib}},
 			Hint: "90% of its memory is on node 0 while its threads run on node 1",
 		}, nil
 	case HostilePID:

@@ -168,6 +168,9 @@ func (f *fakeFeed) Detail(pid int) (*top.Detail, error) {
 				BytesByNode: map[string]uint64{"0": gib(6), "1": gib(0.5), "2": gib(0.5), "3": gib(0.75)}},
 			top.Area{Start: 0x7f1000000000, Kind: "file", Path: hostilePath, Policy: "bind:0",
 				BytesByNode: map[string]uint64{"0": 2 << 20}})
+		d.MemoryByNode = map[string]uint64{"0": gib(6) + 2<<20 + 64<<20, "1": gib(0.5), "2": gib(0.5), "3": gib(0.75)}
+		d.MemoryByCategory = &top.MemoryCategories{Huge: map[string]uint64{}, Heap: map[string]uint64{"0": 64 << 20},
+			Stack: map[string]uint64{}, Private: map[string]uint64{"0": gib(6) + 2<<20, "1": gib(0.5), "2": gib(0.5), "3": gib(0.75)}}
 		d.Hint = serialHint
 		d.Errors = []string{"numa_maps of 4242: read 64 MiB, the rest \x1b[2Jskipped"}
 	}

@@ -2,6 +2,7 @@ package tui
 
 import (
 	"cmp"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -308,6 +309,8 @@ func (m *model) detailKey(k tea.KeyPressMsg) tea.Cmd {
 		d.scroll += m.bodyRows()
 	case "home":
 		d.scroll = 0
+	case "end":
+		d.scroll = math.MaxInt / 2 // clamped to the last page when drawn
 	}
 	d.scroll = max(d.scroll, 0) // the bottom is clamped when drawn
 	return nil

@@ -378,6 +378,16 @@ func TestDrillDown(t *testing.T) {
 	if f := strings.Fields(h.line("7f0000000000")); strings.Join(f, " ") != "7f0000000000 anon default 6.00G 512M 512M 768M" {
 		t.Errorf("anon area row %q", f)
 	}
+	// numastat -p's rows: each category per node, then the total.
+	h.contains("MEMORY BY CATEGORY (as numastat -p)")
+	for name, want := range map[string]string{
+		"huge ": "huge 0 0 0 0 0", "heap ": "heap 64.0M 64.0M 0 0 0",
+		"private ": "private 7.75G 6.00G 512M 512M 768M", "total ": "total 7.81G 6.06G 512M 512M 768M",
+	} {
+		if f := strings.Fields(h.line(name)); strings.Join(f, " ") != want {
+			t.Errorf("category row %q, want %q", strings.Join(f, " "), want)
+		}
+	}
 	// A short terminal scrolls the drill-down under its title, down to
 	// the last area and no further.
 	h.send(tea.WindowSizeMsg{Width: 200, Height: 14})

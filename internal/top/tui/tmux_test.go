@@ -127,7 +127,8 @@ var _ top.Feed = (*fakeFeed)(nil)
 // into one line, the rows are by CPU% (the header says why), no kernel
 // thread is shown, nor with K above a busy process; USER and the memory of
 // every node stay; the PMU line says there is no PMU; g says what it
-// needs; the drill-down lists memory areas largest first.
+// needs; the drill-down shows the memory by category (numastat's rows)
+// on all 4 nodes, and lists memory areas largest first.
 func TestTUIAt80x24(t *testing.T) {
 	tm := testutil.StartTmux(t, 80, 24, []string{helperEnv + "=bare"}, os.Args[0], "-test.run=^TestTUIHelper$")
 	screen := tm.WaitForText("sort: cpu", "4 sources missing: ? for why", "60 kernel threads hidden (K)")
@@ -185,7 +186,19 @@ func TestTUIAt80x24(t *testing.T) {
 	tm.SendKeys("/", "serial", "Enter")
 	tm.WaitFor("filter serial", firstRow("4242"))
 	tm.SendKeys("Enter")
-	screen = tm.WaitForText("MEMORY AREAS (3)")
+	// numastat -p's categories per node, all 4 nodes beside each other.
+	screen = tm.WaitForText("MEMORY BY CATEGORY (as numastat -p)")
+	t.Logf("80x24:\n%s", screen)
+	for _, l := range strings.Split(screen, "\n") {
+		if f := strings.Fields(l); len(f) > 0 && f[0] == "private" {
+			if got := strings.Join(f, " "); got != "private 7.75G 6.00G 512M 512M 768M" {
+				t.Errorf("private row %q, want its total then nodes 0-3", got)
+			}
+		}
+	}
+	// The areas follow: End scrolls to them.
+	tm.SendKeys("End")
+	screen = tm.WaitForText("MEMORY AREAS (3)", "7f1000000000")
 	t.Logf("80x24:\n%s", screen)
 	var areas []string
 	inAreas := false
@@ -194,7 +207,7 @@ func TestTUIAt80x24(t *testing.T) {
 		switch {
 		case len(f) > 0 && f[0] == "START":
 			inAreas = true
-		case inAreas && len(f) == 0:
+		case inAreas && (len(f) == 0 || f[0] == "Esc"): // a blank line, or the footer
 			inAreas = false
 		case inAreas:
 			areas = append(areas, f[0])

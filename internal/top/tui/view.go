@@ -10,6 +10,7 @@ import (
 	tea "charm.land/bubbletea/v2"
 	"github.com/charmbracelet/x/ansi"
 
+	"github.com/numascope/numascope/internal/procnuma"
 	"github.com/numascope/numascope/internal/recording"
 	"github.com/numascope/numascope/internal/sysfs"
 	"github.com/numascope/numascope/internal/term"
@@ -797,6 +798,10 @@ func (m *model) detailLines(rows int) []string {
 	if dt := d.detail; dt != nil {
 		lines = append(lines, "")
 		lines = append(lines, m.threadLines(dt)...)
+		if dt.MemoryByCategory != nil {
+			lines = append(lines, "")
+			lines = append(lines, m.categoryLines(dt)...)
+		}
 		lines = append(lines, "")
 		lines = append(lines, m.areaLines(dt)...)
 	}
@@ -817,6 +822,35 @@ func (m *model) threadLines(d *top.Detail) []string {
 		lines = append(lines, m.clip(row(cols, []string{strconv.Itoa(t.TID), cpuPercent(t.CPUPercent),
 			node(t.CPU), node(t.Node), node(t.PreferredNode), local, remote, clean(t.Comm)})))
 	}
+	return lines
+}
+
+// categoryLines is the process's memory per node in numastat -p's
+// categories and rows: Huge, Heap, Stack, Private, then the total.
+func (m *model) categoryLines(d *top.Detail) []string {
+	cols := []column{{"CATEGORY", 8, true, false}, {"TOTAL", 6, false, false}}
+	mem := m.memLayout(rowWidth(cols) + 17)
+	cols = append(cols, mem.columns()...)
+	if !mem.perNode {
+		cols = append(cols, column{"MEMORY BY NODE", 0, true, false})
+	}
+	lines := []string{m.clip("MEMORY BY CATEGORY (as numastat -p)"),
+		m.styled(sgrBold, row(cols, headings(cols)))}
+	add := func(name string, by map[string]uint64) {
+		var sum uint64
+		for _, v := range by {
+			sum += v
+		}
+		c := append([]string{name, bytes(sum)}, mem.cells(by)...)
+		if !mem.perNode {
+			c = append(c, compact(by))
+		}
+		lines = append(lines, m.clip(row(cols, c)))
+	}
+	for c := range procnuma.Categories {
+		add(c.String(), d.MemoryByCategory.Category(c))
+	}
+	add("total", d.MemoryByNode)
 	return lines
 }
 
@@ -878,6 +912,8 @@ func (m *model) helpLines() []string {
 		"- is a figure not measured (no source, or the first frame), never a 0.",
 		"RUN: nodes its threads last ran on; PREF: the NUMA balancer's preferred node;",
 		"LOCAL/s, REMOTE/s: NUMA hinting faults per second on local and remote memory.",
+		"Drill-down memory by category, as numastat -p: huge (hugetlb), heap, stack (the main thread's),",
+		"private (every other mapping, files included).",
 		"A sort on a figure no process has falls back to CPU%, then memory; the header says so.",
 	}
 	for _, k := range keys {
