@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/numascope/numascope/internal/sysfs"
 	"github.com/numascope/numascope/internal/testutil"
@@ -42,16 +43,19 @@ func TestStatFileFollowsItsProcess(t *testing.T) {
 	if string(first.Comm) != "sh" {
 		t.Fatalf("comm %q, want sh", first.Comm)
 	}
-	// The busy loop accrues CPU ticks; the held file shows them.
-	for i := 0; ; i++ {
+	// The busy loop accrues CPU ticks; the held file shows them. On a busy
+	// machine the loop may wait for a CPU a long time before its first 10 ms
+	// tick: the bound is time, not a count of reads (2 000 reads took 20 ms
+	// and failed at load 24 on 2 CPUs).
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(time.Millisecond) {
 		if err := r.ReadStatFile(f, &s); err != nil {
 			t.Fatal(err)
 		}
 		if s.UTime+s.STime > first.UTime+first.STime {
 			break
 		}
-		if i == 2000 {
-			t.Fatalf("the held stat file shows no CPU time passing: %d ticks", s.UTime+s.STime)
+		if time.Now().After(deadline) {
+			t.Fatalf("the held stat file shows no CPU time passing in 30 s: %d ticks", s.UTime+s.STime)
 		}
 		var path Stat
 		if err := r.ReadStat(pid, 0, &path); err != nil { // a path read between, as a refresh may do

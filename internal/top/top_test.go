@@ -104,8 +104,11 @@ func TestCollectorLive(t *testing.T) {
 	if first.Comm != "sleep" || len(first.NodesRunning) == 0 || first.MemoryByNode == nil || first.User == "" {
 		t.Errorf("the sleep's row: %+v", first)
 	}
-	if b := find(f, busy.Process.Pid); b == nil || b.CPUPercent < 20 || b.CPUPercent > 110 {
-		t.Errorf("the busy loop: %+v, want about 100%% CPU (at least 20 on a loaded machine)", b)
+	// About 100% on a quiet machine; on a busy one the loop shares the CPUs
+	// with everything else (16% seen at load 17 on 2 CPUs), so the test
+	// asks only that its time shows, and never above one CPU.
+	if b := find(f, busy.Process.Pid); b == nil || b.CPUPercent <= 0 || b.CPUPercent > 110 {
+		t.Errorf("the busy loop: %+v, want its CPU time to show, at most 100%% of one CPU", b)
 	}
 	if f.Nodes[0].NUMAFaults == nil || f.Migrations["numa_misplaced"] == 0 || f.Source.Faults != "fake:faults" ||
 		!slices.Contains(f.Source.Missing, "PMU: fake has none") {
