@@ -194,6 +194,9 @@ func TestRotatedFileStartsAtTheLastSample(t *testing.T) {
 type feeder struct {
 	rec   *Recorder
 	timer *time.Timer
+	// until, when set, ends sampling early: feed asks it every 20 ms,
+	// after look, and stops the sampler once it says so.
+	until func() bool
 }
 
 // feed handles smp's records until sampling ends (stop is called after d)
@@ -227,6 +230,10 @@ func (f *feeder) feed(t *testing.T, smp *sampler.Sampler, sink *sampler.Sink, d 
 			f.rec.FlushLater(f.timer)
 		case <-tick.C:
 			look()
+			if f.until != nil && f.until() {
+				f.until = nil
+				smp.Stop()
+			}
 		case <-stop:
 			smp.Stop()
 		}
@@ -282,14 +289,21 @@ func TestSynchronousFeed(t *testing.T) {
 		last := time.Duration(r.Samples[len(r.Samples)-1].T * float64(time.Second))
 		worst = max(worst, time.Since(r.Header.Start)-last)
 	}
-	f.feed(t, smpA, sinkA, 800*time.Millisecond, func() {
+	// The switch comes after 600 ms and at least 5 looks, and sampling
+	// goes on 200 ms after it: by time and looks, not a fixed 800 ms, in
+	// which a loaded machine managed only 4 looks (a Load of the open
+	// file is slow there).
+	var switched time.Time
+	f.until = func() bool { return !switched.IsZero() && time.Since(switched) > 200*time.Millisecond }
+	f.feed(t, smpA, sinkA, time.Minute, func() {
 		if rec.Path() == a {
 			look()
 		}
-		if time.Since(rec.Start()) > 600*time.Millisecond && rec.Path() == a {
+		if time.Since(rec.Start()) > 600*time.Millisecond && looks >= 5 && rec.Path() == a {
 			if path, err := rec.Switch(Dest{Path: b}); err != nil || path != b {
 				t.Fatalf("Switch: %q, %v", path, err)
 			}
+			switched = time.Now()
 		}
 	})
 	if looks < 5 || worst > bound {
