@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"fmt"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -679,5 +680,63 @@ func sameCgroups(t *testing.T, what string, got, want []string) {
 	}
 	if len(got) != len(want) {
 		t.Errorf("%s: %d cgroups, want %d", what, len(got), len(want))
+	}
+}
+
+// TestPrometheusCgroups has Debian's Prometheus scrape the cgroup series
+// of real cgroups with hostile names and a path past 4 KiB, checks through
+// its HTTP API that each cgroup comes back under its own label, and that a
+// cgroup removed is gone from the next scrape (a stale series, not a last
+// value carried on).
+func TestPrometheusCgroups(t *testing.T) {
+	testutil.Prometheus(t)
+	root := realCgroupRoot(t)
+	dir := mkTestCgroup(t, root)
+	rel := strings.TrimPrefix(dir, root)
+	want := []string{rel}
+	for _, n := range hostileNames {
+		if n == "x\xff" {
+			continue // one of the two x\xff, as TestCgroupsReal checks
+		}
+		if err := os.Mkdir(filepath.Join(dir, n), 0o755); err != nil {
+			t.Fatalf("mkdir %q: %v", n, err)
+		}
+		want = append(want, hostileLabel(rel, n))
+	}
+	p := rel
+	for _, n := range mkdirDeep(t, dir, 17) {
+		p += "/" + n
+		want = append(want, p)
+	}
+	gone := filepath.Join(dir, "gone")
+	if err := os.Mkdir(gone, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	want = sortedCopy(want)
+
+	include := regexp.MustCompile("^(?:" + regexp.QuoteMeta(rel) + "(/.*)?)$")
+	x, _ := cgExporter(t, CgroupConfig{Faults: true, Depth: 20, Include: include}, sysfs.New(""))
+	srv := httptest.NewServer(x.Handler())
+	t.Cleanup(srv.Close)
+	target := strings.TrimPrefix(srv.URL, "http://")
+	prom := startPrometheus(t, target)
+	sel := `numascope_cgroup_numa_faults{job="numascope",locality="local",cgroup=~"` + regexp.QuoteMeta(rel) + `.*"}`
+	labels := func(at time.Time) []string {
+		var got []string
+		for _, s := range prom.query(t, sel, at) {
+			got = append(got, s.Metric["cgroup"])
+		}
+		return sortedCopy(got)
+	}
+	at := prom.waitSample(t, time.Now())
+	sameCgroups(t, "Prometheus", labels(at), append(slices.Clone(want), rel+"/gone"))
+
+	if err := os.Remove(gone); err != nil {
+		t.Fatal(err)
+	}
+	at = prom.waitSample(t, time.Now())
+	sameCgroups(t, "Prometheus after removing /gone", labels(at), want)
+	if res := prom.query(t, `numascope_cgroups{job="numascope"}`, at); len(res) != 1 || res[0].value(t) != float64(len(want)) {
+		t.Errorf("numascope_cgroups = %v, want %d", res, len(want))
 	}
 }
