@@ -94,6 +94,9 @@ type cgEntry struct {
 	cpus, mems string
 	infoLS     *labelSet
 	hasInfo    bool
+	allowed    []bool  // by node: in mems (nil: the list did not parse)
+	outside    float64 // anon and file bytes on nodes not in mems
+	hasOutside bool
 	faultLS    [2]*labelSet // locality local, remote
 	faults     [2]uint64
 }
@@ -136,8 +139,8 @@ type cgroupCollector struct {
 	full            bool // the cap was reached in this read
 	err             error
 
-	memFam, infoFam, faultFam, countFam, leftFam *family
-	statFams                                     []*family
+	memFam, outFam, infoFam, faultFam, countFam, leftFam *family
+	statFams                                             []*family
 }
 
 // cgroupRoot finds the cgroup v2 mount under fs.
@@ -181,6 +184,8 @@ func newCgroupCollector(cfg CgroupConfig, fs sysfs.FS, topo *topology.Topology, 
 		dents: make([]byte, 32<<10), buf: make([]byte, 16<<10), tids: make([]byte, 4<<10),
 		memFam: newFamily("numascope_cgroup_memory_bytes",
 			"memory charged to the cgroup and its descendants on each NUMA node, by type (bytes; the lines of memory.numa_stat)", gauge),
+		outFam: newFamily("numascope_cgroup_memory_outside_cpuset_bytes",
+			"the cgroup's anon and file memory on nodes its cpuset.mems.effective does not allow (bytes; memory.numa_stat against cpuset.mems.effective): memory placed before a pinning, or by a policy that ignores it", gauge),
 		infoFam: newFamily("numascope_cgroup_cpuset_info",
 			"one series per cgroup with a cpuset, always 1: the CPUs and memory nodes it may use (cpuset.cpus.effective, cpuset.mems.effective, kernel list format)", gauge),
 		faultFam: newFamily("numascope_cgroup_numa_faults",
@@ -236,6 +241,12 @@ func (c *cgroupCollector) emit(b *builder) {
 	for _, e := range c.order {
 		for _, s := range e.mem {
 			b.add(s.ls, s.v)
+		}
+	}
+	b.begin(c.outFam)
+	for _, e := range c.order {
+		if e.hasOutside {
+			b.add(e.ls, e.outside)
 		}
 	}
 	for i, f := range c.statFams {
@@ -449,12 +460,14 @@ func (c *cgroupCollector) read(dirfd int) *cgEntry {
 			e.faultLS[1] = newLabels([]string{"cgroup", "locality", "source"}, []string{label, "remote", "sched"})
 		}
 	}
-	e.mem, e.have, e.hasInfo, e.faults = e.mem[:0], 0, false, [2]uint64{}
+	e.mem, e.have, e.hasInfo, e.faults, e.hasOutside = e.mem[:0], 0, false, [2]uint64{}, false
+	numaOK := false
 	if data, err := c.readFile(dirfd, "memory.numa_stat"); err == nil {
 		if err := procnuma.ParseCgroupNUMA(data, &c.numa); err != nil {
 			c.fail(string(c.path)+"/memory.numa_stat", err)
 		} else {
 			c.memSeries(e)
+			numaOK = true
 		}
 	} else if !gone(err) {
 		c.fail(string(c.path)+"/memory.numa_stat", err)
@@ -465,7 +478,20 @@ func (c *cgroupCollector) read(dirfd int) *cgEntry {
 		c.fail(string(c.path)+"/memory.stat", err)
 	}
 	c.cpuset(dirfd, e)
+	if numaOK && e.hasInfo && e.allowed != nil {
+		e.outside, e.hasOutside = 0, true
+		for _, l := range [][]uint64{c.numa.Anon, c.numa.File} {
+			for node, v := range l {
+				if node >= len(e.allowed) || !e.allowed[node] {
+					e.outside += float64(v)
+				}
+			}
+		}
+	}
 	n := len(e.mem)
+	if e.hasOutside {
+		n++
+	}
 	for i := range cgroupStatKeys {
 		if e.have&(1<<i) != 0 {
 			n++
@@ -574,6 +600,20 @@ func (c *cgroupCollector) cpuset(dirfd int, e *cgEntry) {
 			if e.infoLS == nil || string(c.cpus) != e.cpus || string(mems) != e.mems {
 				e.cpus, e.mems = string(c.cpus), string(mems)
 				e.infoLS = newLabels([]string{"cgroup", "cpus", "mems"}, []string{e.label, e.cpus, e.mems})
+				e.allowed = nil
+				if ns, err := sysfs.ParseCPUList(e.mems); err == nil {
+					for _, n := range ns {
+						if n >= 0 && n <= procnuma.MaxNode {
+							for len(e.allowed) <= n {
+								e.allowed = append(e.allowed, false)
+							}
+							e.allowed[n] = true
+						}
+					}
+					if e.allowed == nil {
+						e.allowed = []bool{} // an empty mems: every node is outside
+					}
+				}
 			}
 			e.hasInfo = true
 			return

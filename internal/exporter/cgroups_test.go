@@ -164,6 +164,10 @@ func TestCgroupsFixture(t *testing.T) {
 	if got := seriesOf(fams, "numascope_cgroup_pgdemote_khugepaged_total"); len(got) != 0 {
 		t.Errorf("a counter memory.stat lacks is exported: %v", got)
 	}
+	// mems 1-2: nodes 0 and 3 are outside; anon 33755136+33558528, file 8192+0.
+	if got := seriesOf(fams, "numascope_cgroup_memory_outside_cpuset_bytes"); len(got) != 1 || got["cgroup=/pod/wl"] != 33755136+33558528+8192 {
+		t.Errorf("memory_outside_cpuset_bytes = %v, want {/pod/wl: %d}", got, 33755136+33558528+8192)
+	}
 	if got := seriesOf(fams, "numascope_cgroup_cpuset_info"); len(got) != 1 || got["cgroup=/pod/wl,cpus=0-3,mems=1-2"] != 1 {
 		t.Errorf("cpuset_info = %v", got)
 	}
@@ -254,7 +258,7 @@ func TestCgroupsCapAndGone(t *testing.T) {
 	for i := range 10 {
 		writeFile(t, fmt.Sprintf("%s/c%02d/memory.stat", cg, i), "numa_hint_faults 5\nnuma_pages_migrated 1\n")
 	}
-	// /c00../c09 have 2 series each; /pod/wl 64+6+1 = 71 and is walked last.
+	// /c00../c09 have 2 series each; /pod/wl 64+6+1+1 = 72 and is walked last.
 	x, c := cgExporter(t, CgroupConfig{MaxSeries: 13}, fs)
 	for range 3 {
 		_, fams := scrapeText(t, x)
@@ -738,5 +742,22 @@ func TestPrometheusCgroups(t *testing.T) {
 	sameCgroups(t, "Prometheus after removing /gone", labels(at), want)
 	if res := prom.query(t, `numascope_cgroups{job="numascope"}`, at); len(res) != 1 || res[0].value(t) != float64(len(want)) {
 		t.Errorf("numascope_cgroups = %v, want %d", res, len(want))
+	}
+}
+
+// TestCgroupNamesDocumented: every family of the cgroup collector is named
+// in docs/exporter.md.
+func TestCgroupNamesDocumented(t *testing.T) {
+	doc, err := os.ReadFile("../../docs/exporter.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, fs := cgroupTree(t)
+	_, c := cgExporter(t, CgroupConfig{Faults: true}, fs)
+	fams := append([]*family{c.memFam, c.outFam, c.infoFam, c.faultFam, c.countFam, c.leftFam}, c.statFams...)
+	for _, f := range fams {
+		if !strings.Contains(string(doc), "`"+f.name+"`") {
+			t.Errorf("%s is not in docs/exporter.md", f.name)
+		}
 	}
 }
