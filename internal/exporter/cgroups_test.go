@@ -761,3 +761,50 @@ func TestCgroupNamesDocumented(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkCgroupScrape is what a scrape of --cgroups costs beyond the
+// HTTP: a read of every cgroup and its OpenMetrics encoding. It reads the
+// tree NUMASCOPE_BENCH_CGROUPS names (scripts/bench-cgroups makes it), or
+// else 100 cgroups of the VM capture's files; cpu-µs/op is the process's
+// CPU (getrusage), which scripts/bench-cgroups compares with cgreads.c.
+func BenchmarkCgroupScrape(b *testing.B) {
+	root := os.Getenv("NUMASCOPE_BENCH_CGROUPS")
+	if root == "" {
+		root = b.TempDir()
+		writeFile(b, root+"/cgroup.controllers", "cpuset memory\n")
+		numa := readFixtureFile(b, "sys/fs/cgroup/wl/memory.numa_stat")
+		for i := range 100 {
+			d := fmt.Sprintf("%s/c%04d", root, i)
+			writeFile(b, d+"/memory.numa_stat", numa)
+			writeFile(b, d+"/memory.stat", "numa_pages_migrated 42\nnuma_pte_updates 1000\nnuma_hint_faults 373\n")
+			writeFile(b, d+"/cpuset.cpus.effective", "0-3\n")
+			writeFile(b, d+"/cpuset.mems.effective", "0-1\n")
+		}
+	}
+	c, err := newCgroupCollector(CgroupConfig{Root: root, Depth: DefaultCgroupDepth, MaxSeries: 1 << 20}, sysfs.New(""), nil, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	x := newExporter([]collector{c}, nil)
+	defer x.Close()
+	scrape := func() int {
+		r := x.acquire()
+		n := len(r.encode(encOM).body)
+		x.release(r)
+		return n
+	}
+	size := scrape()
+	var ru0, ru1 unix.Rusage
+	b.ReportAllocs()
+	b.ResetTimer()
+	unix.Getrusage(unix.RUSAGE_SELF, &ru0)
+	for b.Loop() {
+		scrape()
+	}
+	unix.Getrusage(unix.RUSAGE_SELF, &ru1)
+	b.StopTimer()
+	cpu := float64(ru1.Utime.Nano()+ru1.Stime.Nano()-ru0.Utime.Nano()-ru0.Stime.Nano()) / 1e3
+	b.ReportMetric(cpu/float64(b.N), "cpu-µs/op")
+	b.ReportMetric(float64(len(c.order)), "cgroups")
+	b.ReportMetric(float64(size), "bytes")
+}
