@@ -442,10 +442,13 @@ func (c *cgroupCollector) readFile(dirfd int, name string) ([]byte, error) {
 			return nil, err
 		}
 		n += m
-		// cgroupfs and procfs print these files whole on the first read
-		// (one seq_file record): a short read is the end, and saves the
-		// read that would return 0, a quarter of the system calls.
-		if m == 0 || n < len(c.buf) {
+		// A read that leaves a page of the buffer unfilled is the end:
+		// seq_file (cgroupfs, procfs) stops short of the buffer only at
+		// the end or before a record that does not fit, and records
+		// (a line of cgroup.threads, a whole memory.stat) fit in a page.
+		// It saves the read that would return 0: a quarter of the system
+		// calls of a scrape.
+		if m == 0 || len(c.buf)-n >= 4096 {
 			return c.buf[:n], nil
 		}
 	}
