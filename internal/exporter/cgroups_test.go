@@ -24,8 +24,10 @@ import (
 	"github.com/prometheus/common/model"
 	"golang.org/x/sys/unix"
 
+	"github.com/numascope/numascope/internal/sensor"
 	"github.com/numascope/numascope/internal/sysfs"
 	"github.com/numascope/numascope/internal/testutil"
+	"github.com/numascope/numascope/internal/topology"
 )
 
 // vm4 is procnuma's capture of a workload in a four-node VM: its cgroup's
@@ -807,4 +809,28 @@ func BenchmarkCgroupScrape(b *testing.B) {
 	b.ReportMetric(cpu/float64(b.N), "cpu-µs/op")
 	b.ReportMetric(float64(len(c.order)), "cgroups")
 	b.ReportMetric(float64(size), "bytes")
+}
+
+// dashboardExporter is the exporter TestPrometheus scrapes: this
+// machine's files, and --cgroups with --cgroup-faults over cgroupTree's
+// fixture (this machine's v2 hierarchy may lack the memory controller), so
+// that the dashboard's per-cgroup panels have series. It returns the
+// cgroups the dashboard's cgroup variable should list.
+func dashboardExporter(t *testing.T) (*Exporter, []string) {
+	t.Helper()
+	root, _ := cgroupTree(t)
+	fs := sysfs.New("")
+	topo, err := topology.Discover(fs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The fixture's memory.numa_stat has nodes 0 to 3; keep the ones this
+	// machine has, as the exporter does.
+	x, err := New(Config{Env: sensor.Env{FS: fs, Topology: topo}, Log: func(s string) { t.Log(s) },
+		Cgroups: &CgroupConfig{Root: filepath.Join(root, "sys/fs/cgroup"), Depth: DefaultCgroupDepth, MaxSeries: DefaultCgroupMaxSeries, Faults: true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { x.Close() })
+	return x, []string{"/pod/wl"}
 }
