@@ -137,7 +137,11 @@ type cgroupCollector struct {
 
 	series, leftOut int
 	full            bool // the cap was reached in this read
-	err             error
+	// visited counts the directories of this read's walk; past maxVisit
+	// the walk stops (an error): a user with a delegated subtree could
+	// otherwise make every scrape walk millions of cgroups it creates.
+	visited, maxVisit int
+	err               error
 
 	memFam, outFam, infoFam, faultFam, countFam, leftFam *family
 	statFams                                             []*family
@@ -179,7 +183,7 @@ func newCgroupCollector(cfg CgroupConfig, fs sysfs.FS, topo *topology.Topology, 
 		log(fmt.Sprintf("exporter: cgroups: the memory controller is not in the cgroup v2 hierarchy at %s (controllers: %q; a cgroup v1 or hybrid machine): no numascope_cgroup_memory_bytes nor memory.stat counters", root, strings.TrimSpace(string(ctl))))
 	}
 	c := &cgroupCollector{
-		cfg: cfg, root: root, proc: fs.Proc(),
+		cfg: cfg, root: root, proc: fs.Proc(), maxVisit: max(100000, 4*cfg.MaxSeries),
 		entries: map[string]*cgEntry{}, byLabel: map[string]*cgEntry{}, typeIdx: map[string]int{},
 		dents: make([]byte, 32<<10), buf: make([]byte, 16<<10), tids: make([]byte, 4<<10),
 		memFam: newFamily("numascope_cgroup_memory_bytes",
@@ -214,7 +218,7 @@ func (c *cgroupCollector) Close() error { return nil }
 
 func (c *cgroupCollector) Update(b *builder) error {
 	c.gen++
-	c.order, c.series, c.leftOut, c.full, c.err = c.order[:0], 0, 0, false, nil
+	c.order, c.series, c.leftOut, c.full, c.err, c.visited = c.order[:0], 0, 0, false, nil, 0
 	fd, err := unix.Open(c.root, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return fmt.Errorf("%s: %v", c.root, err)
@@ -291,6 +295,12 @@ func gone(err error) bool {
 // walk reads the cgroup open at dirfd (c.path), at depth below the root,
 // and its children; it returns the faults of its subtree.
 func (c *cgroupCollector) walk(dirfd, depth int) (local, remote uint64) {
+	if c.visited++; c.visited > c.maxVisit {
+		if c.visited == c.maxVisit+1 {
+			c.err = fmt.Errorf("%s: more than %d cgroups: the walk stopped there (the others are neither exported nor counted); narrow it with --cgroup-depth", c.root, c.maxVisit)
+		}
+		return 0, 0
+	}
 	var e *cgEntry
 	if depth >= 1 && depth <= c.cfg.Depth && c.selected() {
 		if c.full {

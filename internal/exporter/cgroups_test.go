@@ -286,6 +286,25 @@ func TestCgroupsCapAndGone(t *testing.T) {
 	}
 }
 
+// TestCgroupsWalkBounded: a tree with more directories than the walk
+// visits stops the walk with an error (counted, logged), and exports what
+// it read.
+func TestCgroupsWalkBounded(t *testing.T) {
+	root, fs := cgroupTree(t)
+	for i := range 10 {
+		writeFile(t, fmt.Sprintf("%s/sys/fs/cgroup/c%02d/memory.stat", root, i), "numa_hint_faults 5\n")
+	}
+	x, c := cgExporter(t, CgroupConfig{}, fs)
+	c.maxVisit = 5 // the root and c00..c03
+	_, fams := scrapeText(t, x)
+	if got, want := cgroupsOf(fams), []string{"/c00", "/c01", "/c02", "/c03"}; !slices.Equal(got, want) {
+		t.Errorf("cgroups %q, want %q", got, want)
+	}
+	if errs := seriesOf(fams, "numascope_scrape_errors_total")["collector=cgroups"]; errs != 1 {
+		t.Errorf("%v errors, want 1: the walk was cut short", errs)
+	}
+}
+
 // promtoolCheck runs promtool check metrics on body; its lint findings fail
 // the test.
 func promtoolCheck(t *testing.T, body []byte) {
