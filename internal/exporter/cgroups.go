@@ -64,8 +64,8 @@ func numaStatSkipped(name string) bool {
 
 // cgroupStatKeys are the lines of memory.stat exported as counters, each
 // numascope_cgroup_<key>_total; a kernel without a line gives no series
-// for it (numa_* need CONFIG_NUMA_BALANCING and 6.x, pgpromote and
-// pgdemote memory tiering).
+// for it (they are recent: Debian 12's 6.1 has none; numa_* need
+// CONFIG_NUMA_BALANCING, pgpromote and pgdemote memory tiering).
 var cgroupStatKeys = []struct{ key, help string }{
 	{"numa_hint_faults", "NUMA hinting faults taken by the cgroup's tasks"},
 	{"numa_pte_updates", "pages NUMA balancing marked for a hinting fault in the cgroup's memory"},
