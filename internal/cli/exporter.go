@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"regexp"
 	"slices"
 	"syscall"
 
@@ -22,13 +23,51 @@ type exporterConfig struct {
 	events    []string // perf and uncore event patterns (-e), nil for none
 	webConfig string
 	compress  bool
+	cgroups   *exporter.CgroupConfig // nil without --cgroups
+}
+
+// cgroupFlags are the --cgroup* flags as given.
+type cgroupFlags struct {
+	on               bool
+	depth, maxSeries int
+	include, exclude string
+	faults           bool
+}
+
+// config checks the flags and compiles the regexes, anchored at both ends
+// as Prometheus's relabelling regexes are.
+func (f cgroupFlags) config(changed func(string) bool) (*exporter.CgroupConfig, error) {
+	if !f.on {
+		for _, n := range []string{"cgroup-depth", "cgroup-include", "cgroup-exclude", "cgroup-max-series", "cgroup-faults"} {
+			if changed(n) {
+				return nil, fmt.Errorf("--%s needs --cgroups", n)
+			}
+		}
+		return nil, nil
+	}
+	c := &exporter.CgroupConfig{Depth: f.depth, MaxSeries: f.maxSeries, Faults: f.faults}
+	for _, r := range []struct {
+		flag, expr string
+		dst        **regexp.Regexp
+	}{{"cgroup-include", f.include, &c.Include}, {"cgroup-exclude", f.exclude, &c.Exclude}} {
+		if r.expr == "" {
+			continue
+		}
+		re, err := regexp.Compile("^(?:" + r.expr + ")$")
+		if err != nil {
+			return nil, fmt.Errorf("--%s %q: %v: give a Go regular expression matching whole cgroup paths, e.g. '/kubepods.slice/.*'", r.flag, r.expr, err)
+		}
+		*r.dst = re
+	}
+	return c, nil
 }
 
 func newExporterCmd(g *globals) *cobra.Command {
 	var cfg exporterConfig
 	var events []string
+	var cg cgroupFlags
 	cmd := &cobra.Command{
-		Use:   "exporter [--listen 127.0.0.1:9864] [-e EVENTS] [--web.config.file FILE]",
+		Use:   "exporter [--listen 127.0.0.1:9864] [-e EVENTS] [--web.config.file FILE] [--cgroups]",
 		Short: "Serve NUMA counters to Prometheus on /metrics",
 		Long: `Serve per-node numastat, meminfo and vmstat, /proc/vmstat and the NUMA topology on
 /metrics, for Prometheus to scrape (text or OpenMetrics, by content negotiation). Files are read
@@ -41,7 +80,13 @@ when a scrape comes, never in the background; scrapes that arrive together share
 /metrics needs no token: it is read-only and holds only counters every local user can read in
 /proc and /sys. It binds loopback by default; --web.config.file takes exporter-toolkit's web
 configuration (TLS, basic auth), as node_exporter does. Responses are not compressed unless
---compress is given (gzip triples the CPU a scrape costs). Names, labels and a scrape
+--compress is given (gzip triples the CPU a scrape costs).
+
+--cgroups adds per-cgroup (v2) series: memory per node by type (memory.numa_stat), NUMA balancing
+and tiering counters (memory.stat), the cpuset's CPUs and nodes and, with --cgroup-faults, the
+threads' local and remote NUMA faults (/proc/TID/sched). --cgroup-depth, --cgroup-include and
+--cgroup-exclude (regexes over the whole path, e.g. '/kubepods.slice/.*') choose the cgroups;
+--cgroup-max-series caps their series, and numascope_cgroups_left_out counts what it left out. Names, labels and a scrape
 configuration: docs/exporter.md. live serves the same /metrics on its own port.`,
 		Example: `  numascope exporter
   numascope exporter --listen 0.0.0.0:9864 --web.config.file web.yml
@@ -52,6 +97,10 @@ configuration: docs/exporter.md. live serves the same /metrics on its own port.`
 			if len(cfg.events) == 0 && cmd.Flags().Changed("events") {
 				return fmt.Errorf("-e: no event given; name perf events, e.g. -e perf.page-faults, or leave -e out")
 			}
+			var err error
+			if cfg.cgroups, err = cg.config(cmd.Flags().Changed); err != nil {
+				return err
+			}
 			return runExporter(cmd.Context(), g, cfg)
 		},
 	}
@@ -60,6 +109,12 @@ configuration: docs/exporter.md. live serves the same /metrics on its own port.`
 	fl.StringSliceVarP(&events, "events", "e", nil, "perf or uncore events to export besides the kernel files, e.g. perf.page-faults or @numa-traffic")
 	fl.StringVar(&cfg.webConfig, "web.config.file", "", "exporter-toolkit web configuration: TLS and basic auth (docs/exporter.md)")
 	fl.BoolVar(&cfg.compress, "compress", false, "gzip responses for clients that accept it: about 8x smaller, at about 3x the CPU per scrape (docs/performance.md)")
+	fl.BoolVar(&cg.on, "cgroups", false, "export per-cgroup (v2) NUMA series: memory per node, NUMA balancing, cpuset (docs/exporter.md)")
+	fl.IntVar(&cg.depth, "cgroup-depth", exporter.DefaultCgroupDepth, "with --cgroups, export cgroups down to this many levels below the root")
+	fl.StringVar(&cg.include, "cgroup-include", "", "with --cgroups, export only the cgroups whose whole path (/a/b) matches this regex")
+	fl.StringVar(&cg.exclude, "cgroup-exclude", "", "with --cgroups, leave out the cgroups whose whole path matches this regex")
+	fl.IntVar(&cg.maxSeries, "cgroup-max-series", exporter.DefaultCgroupMaxSeries, "with --cgroups, at most this many per-cgroup series per scrape; cgroups past it are left out and counted")
+	fl.BoolVar(&cg.faults, "cgroup-faults", false, "with --cgroups, also sum the NUMA faults of /proc/TID/sched over each cgroup's threads (one file per thread per scrape)")
 	return cmd
 }
 
@@ -73,6 +128,7 @@ func runExporter(ctx context.Context, g *globals, cfg exporterConfig) error {
 	}
 	defer closeCat()
 	xcfg.Log = func(s string) { stderr.printf("%s", s) }
+	xcfg.Cgroups = cfg.cgroups
 	x, err := exporter.New(xcfg)
 	if err != nil {
 		return err

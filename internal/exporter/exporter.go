@@ -244,6 +244,9 @@ type Config struct {
 	// (numascope exporter -e); the exporter enables those events on them
 	// and reads them, but does not close them: their catalog does.
 	Perf []PerfEvents
+	// Cgroups, when set, adds the per-cgroup series (numascope exporter
+	// --cgroups; cgroups.go).
+	Cgroups *CgroupConfig
 	// Log receives one line when a collector starts failing (a node's
 	// files went away) and when it recovers. May be nil.
 	Log func(string)
@@ -281,6 +284,13 @@ func New(cfg Config) (_ *Exporter, err error) {
 	cs = append(cs, vm)
 	if cfg.Env.Topology != nil {
 		cs = append(cs, topologyCollector(cfg.Env.Topology))
+	}
+	if cfg.Cgroups != nil {
+		c, err := newCgroupCollector(*cfg.Cgroups, cfg.Env.FS, cfg.Env.Topology, cfg.Log)
+		if err != nil {
+			return nil, err
+		}
+		cs = append(cs, c)
 	}
 	for _, p := range cfg.Perf {
 		c, err := perfCollector(p)

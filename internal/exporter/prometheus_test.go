@@ -226,7 +226,7 @@ func TestPrometheus(t *testing.T) {
 	if !topo.NUMA {
 		t.Fatal("this kernel has no NUMA nodes in sysfs: numastat, and so the test, needs a kernel built with CONFIG_NUMA")
 	}
-	x := newTestExporter(t, "")
+	x, cgroups := dashboardExporter(t)
 	target := strings.TrimPrefix(serve(t, x, ""), "http://")
 	prom := startPrometheus(t, target)
 	deadline := time.Now().Add(30 * time.Second)
@@ -324,7 +324,7 @@ func TestPrometheus(t *testing.T) {
 
 	t.Run("dashboard", func(t *testing.T) {
 		prom.waitSample(t, time.Now().Add(2*time.Second)) // 10 s rate windows with several samples
-		checkDashboard(t, prom, target, nodes)
+		checkDashboard(t, prom, target, nodes, cgroups)
 	})
 }
 
@@ -379,7 +379,7 @@ var labelValues = regexp.MustCompile(`^label_values\((.*),\s*(\w+)\)$`)
 // as Grafana sets them, once with All and once per node. Each must succeed
 // and return at least one series: a series of value 0 is data (hinting
 // faults with NUMA balancing off), no series is not.
-func checkDashboard(t *testing.T, prom *promServer, instance string, nodes []string) {
+func checkDashboard(t *testing.T, prom *promServer, instance string, nodes, cgroups []string) {
 	b, err := os.ReadFile(filepath.Join(testutil.RepoRoot(t), "contrib/grafana/numascope.json"))
 	if err != nil {
 		t.Fatal(err)
@@ -404,7 +404,7 @@ func checkDashboard(t *testing.T, prom *promServer, instance string, nodes []str
 		for _, s := range prom.query(t, "count by ("+m[2]+") ("+sel+")", time.Time{}) {
 			got = append(got, s.Metric[m[2]])
 		}
-		want := map[string][]string{"instance": {instance}, "numa_node": nodes}[v.Name]
+		want := map[string][]string{"instance": {instance}, "numa_node": nodes, "cgroup": cgroups}[v.Name]
 		if !slices.Equal(sortedCopy(got), sortedCopy(want)) {
 			t.Errorf("variable %s lists %v, want %v", v.Name, got, want)
 		}
@@ -412,8 +412,8 @@ func checkDashboard(t *testing.T, prom *promServer, instance string, nodes []str
 			t.Errorf("variable %s: allValue %q, want .*", v.Name, v.AllValue)
 		}
 	}
-	if !vars["instance"] || !vars["numa_node"] {
-		t.Errorf("the dashboard's variables are %v, want instance and numa_node", vars)
+	if !vars["instance"] || !vars["numa_node"] || !vars["cgroup"] {
+		t.Errorf("the dashboard's variables are %v, want instance, numa_node and cgroup", vars)
 	}
 	choices := append([]string{".*"}, nodes...) // All, then each node
 	queries := 0
@@ -423,7 +423,7 @@ func checkDashboard(t *testing.T, prom *promServer, instance string, nodes []str
 		}
 		for _, tg := range p.Targets {
 			for _, node := range choices {
-				expr := strings.NewReplacer("$instance", grafanaEscape(instance), "$numa_node", node,
+				expr := strings.NewReplacer("$instance", grafanaEscape(instance), "$numa_node", node, "$cgroup", ".*",
 					"$__rate_interval", "10s").Replace(tg.Expr)
 				if strings.Contains(expr, "$") {
 					t.Errorf("panel %q: %s uses a variable the test does not set", p.Title, tg.Expr)

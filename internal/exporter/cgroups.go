@@ -1,0 +1,680 @@
+package exporter
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"os"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/numascope/numascope/internal/procnuma"
+	"github.com/numascope/numascope/internal/sysfs"
+	"github.com/numascope/numascope/internal/topology"
+)
+
+// CgroupConfig says which cgroups (v2) numascope exporter --cgroups
+// exports, and how many series it may give them.
+type CgroupConfig struct {
+	// Root is the cgroup v2 mount; "" finds it: the sys directory's
+	// fs/cgroup, or fs/cgroup/unified on a hybrid (v1 and v2) machine.
+	Root string
+	// Depth is how many levels below the root are exported: 1 is the
+	// root's children only. The root itself is not exported (its memory
+	// is the machine's, which the per-node series give).
+	Depth int
+	// Include and Exclude, when set, are matched against the cgroup label
+	// (its path from the root, "/a/b") as a whole: a cgroup is exported
+	// when Include matches it (or is nil) and Exclude does not.
+	Include, Exclude *regexp.Regexp
+	// MaxSeries caps the per-cgroup series of a read. A cgroup whose
+	// series would go over it is left out whole, and so is every cgroup
+	// after it in the walk (sorted by path, parents first), so that the
+	// set exported is stable from read to read; numascope_cgroups_left_out
+	// says how many were.
+	MaxSeries int
+	// Faults sums the NUMA hinting faults of /proc/TID/sched over the
+	// threads of each cgroup and its descendants (numascope_cgroup_numa_faults).
+	// It reads one file per thread, so it is off unless asked for.
+	Faults bool
+}
+
+// Defaults of the --cgroup-* flags.
+const (
+	DefaultCgroupDepth     = 4 // kubepods.slice/kubepods-burstable.slice/<pod>.slice/<container>.scope
+	DefaultCgroupMaxSeries = 10000
+	// maxCgroupWalk bounds the levels walked below the root (for the
+	// faults of descendants below Depth), whatever the tree's depth.
+	maxCgroupWalk = 64
+)
+
+// numaStatSkipped are the lines of memory.numa_stat that are not exported
+// as numascope_cgroup_memory_bytes: the workingset_* lines count events,
+// not bytes, and the LRU lists (active_anon, ...) split anon and file
+// again, doubling the series for little.
+func numaStatSkipped(name string) bool {
+	return strings.HasPrefix(name, "workingset_") || strings.HasPrefix(name, "active_") || strings.HasPrefix(name, "inactive_")
+}
+
+// cgroupStatKeys are the lines of memory.stat exported as counters, each
+// numascope_cgroup_<key>_total; a kernel without a line gives no series
+// for it (they are recent: Debian 12's 6.1 has none; numa_* need
+// CONFIG_NUMA_BALANCING, pgpromote and pgdemote memory tiering).
+var cgroupStatKeys = []struct{ key, help string }{
+	{"numa_hint_faults", "NUMA hinting faults taken by the cgroup's tasks"},
+	{"numa_pte_updates", "pages NUMA balancing marked for a hinting fault in the cgroup's memory"},
+	{"numa_pages_migrated", "pages NUMA balancing migrated for the cgroup (pages)"},
+	{"pgpromote_success", "pages of the cgroup promoted to a faster memory tier (pages)"},
+	{"pgdemote_kswapd", "pages of the cgroup demoted to a slower tier by kswapd (pages)"},
+	{"pgdemote_direct", "pages of the cgroup demoted to a slower tier by direct reclaim (pages)"},
+	{"pgdemote_khugepaged", "pages of the cgroup demoted to a slower tier by khugepaged (pages)"},
+	{"pgdemote_proactive", "pages of the cgroup demoted to a slower tier by proactive reclaim (pages)"},
+}
+
+// cgEntry is one exported cgroup, kept from read to read so that its
+// label sets are made once; it is dropped in the first read that does
+// not find the cgroup.
+type cgEntry struct {
+	label string // "/a/b", invalid UTF-8 bytes written \xNN
+	gen   uint64 // the last read that found it
+	ls    *labelSet
+	// memLS[type][node] is the label set {cgroup,numa_node,type}, made
+	// when first needed.
+	memLS [][]*labelSet
+	mem   []cgSample // this read's memory series
+	stat  [8]float64
+	have  uint8 // bit i: stat[i] was read
+	// cpuset info: the contents its label set was made of.
+	cpus, mems string
+	infoLS     *labelSet
+	hasInfo    bool
+	allowed    []bool  // by node: in mems (nil: the list did not parse)
+	outside    float64 // anon and file bytes on nodes not in mems
+	hasOutside bool
+	faultLS    [2]*labelSet // locality local, remote
+	faults     [2]uint64
+}
+
+type cgSample struct {
+	ls *labelSet
+	v  float64
+}
+
+// cgroupCollector exports cgroups' memory per node (memory.numa_stat),
+// NUMA balancing and tiering counters (memory.stat), allowed CPUs and
+// nodes (cpuset.*.effective) and, when asked, NUMA faults (/proc/TID/sched).
+// It walks the tree at each read with openat from the root, so that a path
+// longer than PATH_MAX (4 KiB) is still read, and follows no symbolic link.
+type cgroupCollector struct {
+	cfg   CgroupConfig
+	root  string
+	proc  string
+	nodes []bool // a node ID the topology has; nil: every node
+	gen   uint64
+
+	entries map[string]*cgEntry // by path below the root, as the kernel spells it
+	byLabel map[string]*cgEntry // by label, to tell two paths of one label apart
+	order   []*cgEntry          // this read's, in walk order
+
+	types   []string       // memory.numa_stat lines, interned
+	typeIdx map[string]int //
+	numa    procnuma.CgroupNUMA
+	sched   procnuma.Sched
+
+	path  []byte // "/a/b" of the cgroup being read
+	names []byte // the walk's directory names, a stack of them
+	dents []byte // getdents buffer
+	buf   []byte // file buffer
+	tids  []byte // cgroup.threads buffer
+	pbuf  []byte // /proc/TID/sched
+	cpus  []byte // cpuset.cpus.effective, while mems is read
+
+	series, leftOut int
+	full            bool // the cap was reached in this read
+	// visited counts the directories of this read's walk; past maxVisit
+	// the walk stops (an error): a user with a delegated subtree could
+	// otherwise make every scrape walk millions of cgroups it creates.
+	visited, maxVisit int
+	err               error
+
+	memFam, outFam, infoFam, faultFam, countFam, leftFam *family
+	statFams                                             []*family
+}
+
+// cgroupRoot finds the cgroup v2 mount under fs.
+func cgroupRoot(fs sysfs.FS) (string, error) {
+	for _, d := range []string{fs.Sys("fs", "cgroup"), fs.Sys("fs", "cgroup", "unified")} {
+		if _, err := os.Stat(d + "/cgroup.controllers"); err == nil {
+			return d, nil
+		}
+	}
+	return "", fmt.Errorf("--cgroups: no cgroup v2 hierarchy at %s or %s/unified: mount one (mount -t cgroup2 none %[1]s) or leave --cgroups out", fs.Sys("fs", "cgroup"), fs.Sys("fs", "cgroup"))
+}
+
+// newCgroupCollector checks the configuration and the root; log receives
+// one line when the memory controller is not in the v2 hierarchy (a hybrid
+// machine), where only the faults can be exported.
+func newCgroupCollector(cfg CgroupConfig, fs sysfs.FS, topo *topology.Topology, log func(string)) (*cgroupCollector, error) {
+	if cfg.Depth < 1 || cfg.Depth > maxCgroupWalk {
+		return nil, fmt.Errorf("--cgroup-depth %d: give 1 (the root's children) to %d", cfg.Depth, maxCgroupWalk)
+	}
+	if cfg.MaxSeries < 1 {
+		return nil, fmt.Errorf("--cgroup-max-series %d: give at least 1", cfg.MaxSeries)
+	}
+	root := cfg.Root
+	if root == "" {
+		r, err := cgroupRoot(fs)
+		if err != nil {
+			return nil, err
+		}
+		root = r
+	}
+	ctl, err := os.ReadFile(root + "/cgroup.controllers")
+	if err != nil {
+		return nil, fmt.Errorf("--cgroups: %v: is %s a cgroup v2 mount?", errors.Unwrap(err), root)
+	}
+	if !slices.Contains(strings.Fields(string(ctl)), "memory") && log != nil {
+		log(fmt.Sprintf("exporter: cgroups: the memory controller is not in the cgroup v2 hierarchy at %s (controllers: %q; a cgroup v1 or hybrid machine): no numascope_cgroup_memory_bytes nor memory.stat counters", root, strings.TrimSpace(string(ctl))))
+	}
+	c := &cgroupCollector{
+		cfg: cfg, root: root, proc: fs.Proc(), maxVisit: max(100000, 4*cfg.MaxSeries),
+		entries: map[string]*cgEntry{}, byLabel: map[string]*cgEntry{}, typeIdx: map[string]int{},
+		dents: make([]byte, 32<<10), buf: make([]byte, 16<<10), tids: make([]byte, 4<<10),
+		memFam: newFamily("numascope_cgroup_memory_bytes",
+			"memory charged to the cgroup and its descendants on each NUMA node, by type (bytes; the lines of memory.numa_stat)", gauge),
+		outFam: newFamily("numascope_cgroup_memory_outside_cpuset_bytes",
+			"the cgroup's anon and file memory on nodes its cpuset.mems.effective does not allow (bytes; memory.numa_stat against cpuset.mems.effective): memory placed before a pinning, or by a policy that ignores it", gauge),
+		infoFam: newFamily("numascope_cgroup_cpuset_info",
+			"one series per cgroup with a cpuset, always 1: the CPUs and memory nodes it may use (cpuset.cpus.effective, cpuset.mems.effective, kernel list format)", gauge),
+		faultFam: newFamily("numascope_cgroup_numa_faults",
+			"NUMA hinting faults of the cgroup's threads and its descendants', on memory of the node each thread runs on (local) or another (remote): the kernel's decayed per-task averages, summed (source: sched, /proc/TID/sched numa_faults)", gauge),
+		countFam: newFamily("numascope_cgroups",
+			"cgroups exported in the last read (--cgroup-depth, --cgroup-include, --cgroup-exclude)", gauge),
+		leftFam: newFamily("numascope_cgroups_left_out",
+			"cgroups that --cgroup-include and --cgroup-exclude select but that were not exported in the last read, their series being over --cgroup-max-series", gauge),
+	}
+	for _, k := range cgroupStatKeys {
+		c.statFams = append(c.statFams, newFamily("numascope_cgroup_"+k.key+"_total", k.help+" (memory.stat "+k.key+")", counter))
+	}
+	if topo != nil && topo.NUMA {
+		for _, n := range topo.Nodes {
+			for len(c.nodes) <= n.ID {
+				c.nodes = append(c.nodes, false)
+			}
+			c.nodes[n.ID] = true
+		}
+	}
+	return c, nil
+}
+
+func (c *cgroupCollector) Name() string { return "cgroups" }
+func (c *cgroupCollector) Close() error { return nil }
+
+func (c *cgroupCollector) Update(b *builder) error {
+	c.gen++
+	c.order, c.series, c.leftOut, c.full, c.err, c.visited = c.order[:0], 0, 0, false, nil, 0
+	fd, err := unix.Open(c.root, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return fmt.Errorf("%s: %v", c.root, err)
+	}
+	c.path = append(c.path[:0], '/')
+	c.names = c.names[:0]
+	c.walk(fd, 0)
+	unix.Close(fd)
+	for k, e := range c.entries {
+		if e.gen != c.gen {
+			delete(c.entries, k)
+			if c.byLabel[e.label] == e {
+				delete(c.byLabel, e.label)
+			}
+		}
+	}
+	c.emit(b)
+	return c.err
+}
+
+// emit adds this read's families, each with its series in walk order.
+func (c *cgroupCollector) emit(b *builder) {
+	b.begin(c.memFam)
+	for _, e := range c.order {
+		for _, s := range e.mem {
+			b.add(s.ls, s.v)
+		}
+	}
+	b.begin(c.outFam)
+	for _, e := range c.order {
+		if e.hasOutside {
+			b.add(e.ls, e.outside)
+		}
+	}
+	for i, f := range c.statFams {
+		b.begin(f)
+		for _, e := range c.order {
+			if e.have&(1<<i) != 0 {
+				b.add(e.ls, e.stat[i])
+			}
+		}
+	}
+	b.begin(c.infoFam)
+	for _, e := range c.order {
+		if e.hasInfo {
+			b.add(e.infoLS, 1)
+		}
+	}
+	if c.cfg.Faults {
+		b.begin(c.faultFam)
+		for _, e := range c.order {
+			b.add(e.faultLS[0], float64(e.faults[0]))
+			b.add(e.faultLS[1], float64(e.faults[1]))
+		}
+	}
+	b.begin(c.countFam)
+	b.add(nil, float64(len(c.order)))
+	b.begin(c.leftFam)
+	b.add(nil, float64(c.leftOut))
+}
+
+// fail keeps the read's first error that is not a cgroup going away
+// while it is read (which is churn, not a failure).
+func (c *cgroupCollector) fail(what string, err error) {
+	if c.err == nil && !gone(err) {
+		c.err = fmt.Errorf("%s%s: %v", c.root, what, err)
+	}
+}
+
+func gone(err error) bool {
+	return errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ENODEV) || errors.Is(err, unix.ESRCH)
+}
+
+// walk reads the cgroup open at dirfd (c.path), at depth below the root,
+// and its children; it returns the faults of its subtree.
+func (c *cgroupCollector) walk(dirfd, depth int) (local, remote uint64) {
+	if c.visited++; c.visited > c.maxVisit {
+		if c.visited == c.maxVisit+1 {
+			c.err = fmt.Errorf("%s: more than %d cgroups: the walk stopped there (the others are neither exported nor counted); narrow it with --cgroup-depth", c.root, c.maxVisit)
+		}
+		return 0, 0
+	}
+	var e *cgEntry
+	if depth >= 1 && depth <= c.cfg.Depth && c.selected() {
+		if c.full {
+			c.leftOut++
+		} else {
+			e = c.read(dirfd)
+		}
+	}
+	if c.cfg.Faults {
+		local, remote = c.threadFaults(dirfd)
+	}
+	if depth < c.cfg.Depth || (c.cfg.Faults && depth < maxCgroupWalk) {
+		start := len(c.names)
+		c.children(dirfd)
+		end := len(c.names)
+		// names[start:end] is a run of NUL-terminated names, sorted below.
+		var offs []int
+		offs = c.sortedNames(start, end, offs)
+		plen := len(c.path)
+		for _, o := range offs {
+			name := c.names[o:]
+			name = name[:bytes.IndexByte(name, 0)]
+			fd, err := unix.Openat(dirfd, string(name), unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC|unix.O_NOFOLLOW, 0)
+			if err != nil {
+				c.path = append(append(c.path[:plen], name...), '/')
+				c.fail(string(c.path), err)
+				c.path = c.path[:plen]
+				continue
+			}
+			if plen > 1 {
+				c.path = append(c.path, '/')
+			}
+			c.path = append(c.path, name...)
+			l, r := c.walk(fd, depth+1)
+			unix.Close(fd)
+			c.path = c.path[:plen]
+			local += l
+			remote += r
+		}
+		c.names = c.names[:start]
+	}
+	if e != nil && c.cfg.Faults {
+		e.faults = [2]uint64{local, remote}
+	}
+	return local, remote
+}
+
+// sortedNames returns the offsets of the names in c.names[start:end],
+// sorted by name: the walk's order, and so which cgroups the cap leaves
+// out, does not depend on the directory's hash order.
+func (c *cgroupCollector) sortedNames(start, end int, offs []int) []int {
+	for i := start; i < end; {
+		offs = append(offs, i)
+		i += bytes.IndexByte(c.names[i:end], 0) + 1
+	}
+	name := func(o int) []byte { n := c.names[o:]; return n[:bytes.IndexByte(n, 0)] }
+	slices.SortFunc(offs, func(a, b int) int { return bytes.Compare(name(a), name(b)) })
+	return offs
+}
+
+// children appends the names of dirfd's subdirectories to c.names, each
+// followed by a NUL. dirfd was opened for the walk and not read before.
+func (c *cgroupCollector) children(dirfd int) {
+	for {
+		n, err := unix.Getdents(dirfd, c.dents)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			c.fail(string(c.path), err)
+			return
+		}
+		if n <= 0 {
+			return
+		}
+		for buf := c.dents[:n]; len(buf) >= 19; {
+			reclen := int(binary.NativeEndian.Uint16(buf[16:18])) // struct linux_dirent64
+			if reclen < 19 || reclen > len(buf) {
+				return
+			}
+			typ, name := buf[18], buf[19:reclen]
+			if i := bytes.IndexByte(name, 0); i >= 0 {
+				name = name[:i]
+			}
+			buf = buf[reclen:]
+			if typ != unix.DT_DIR || string(name) == "." || string(name) == ".." {
+				continue
+			}
+			c.names = append(append(c.names, name...), 0)
+		}
+	}
+}
+
+// selected says whether the cgroup at c.path passes --cgroup-include and
+// --cgroup-exclude (matched against its label).
+func (c *cgroupCollector) selected() bool {
+	p := c.path
+	if c.cfg.Include == nil && c.cfg.Exclude == nil {
+		return true
+	}
+	var lb []byte = p
+	if !utf8.Valid(p) {
+		lb = []byte(cgroupLabel(p))
+	}
+	return (c.cfg.Include == nil || c.cfg.Include.Match(lb)) && (c.cfg.Exclude == nil || !c.cfg.Exclude.Match(lb))
+}
+
+// cgroupLabel is the label value of a cgroup path: the path, with each
+// byte that is not valid UTF-8 written \xNN (a label value is UTF-8).
+func cgroupLabel(p []byte) string {
+	if utf8.Valid(p) {
+		return string(p)
+	}
+	var sb strings.Builder
+	for len(p) > 0 {
+		r, n := utf8.DecodeRune(p)
+		if r == utf8.RuneError && n <= 1 {
+			fmt.Fprintf(&sb, `\x%02x`, p[0])
+			p = p[1:]
+			continue
+		}
+		sb.Write(p[:n])
+		p = p[n:]
+	}
+	return sb.String()
+}
+
+// readFile reads name in dirfd into c.buf; the data is valid until the
+// next call.
+func (c *cgroupCollector) readFile(dirfd int, name string) ([]byte, error) {
+	fd, err := unix.Openat(dirfd, name, unix.O_RDONLY|unix.O_CLOEXEC|unix.O_NOFOLLOW|unix.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer unix.Close(fd)
+	n := 0
+	for {
+		if n == len(c.buf) {
+			if len(c.buf) >= 1<<20 {
+				return nil, fmt.Errorf("%s: larger than 1 MiB, not a kernel file", name)
+			}
+			c.buf = append(c.buf, make([]byte, len(c.buf))...)
+		}
+		m, err := unix.Read(fd, c.buf[n:])
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		n += m
+		// A read that leaves a page of the buffer unfilled is the end:
+		// seq_file (cgroupfs, procfs) stops short of the buffer only at
+		// the end or before a record that does not fit, and records
+		// (a line of cgroup.threads, a whole memory.stat) fit in a page.
+		// It saves the read that would return 0: a quarter of the system
+		// calls of a scrape.
+		if m == 0 || len(c.buf)-n >= 4096 {
+			return c.buf[:n], nil
+		}
+	}
+}
+
+// read reads one selected cgroup's files; it returns its entry, or nil
+// when it has nothing to export or does not fit under the cap.
+func (c *cgroupCollector) read(dirfd int) *cgEntry {
+	e := c.entries[string(c.path)]
+	if e == nil {
+		label := cgroupLabel(c.path)
+		e = &cgEntry{label: label, ls: newLabels([]string{"cgroup"}, []string{label})}
+		if c.cfg.Faults {
+			e.faultLS[0] = newLabels([]string{"cgroup", "locality", "source"}, []string{label, "local", "sched"})
+			e.faultLS[1] = newLabels([]string{"cgroup", "locality", "source"}, []string{label, "remote", "sched"})
+		}
+	}
+	e.mem, e.have, e.hasInfo, e.faults, e.hasOutside = e.mem[:0], 0, false, [2]uint64{}, false
+	numaOK := false
+	if data, err := c.readFile(dirfd, "memory.numa_stat"); err == nil {
+		if err := procnuma.ParseCgroupNUMA(data, &c.numa); err != nil {
+			c.fail(string(c.path)+"/memory.numa_stat", err)
+		} else {
+			c.memSeries(e)
+			numaOK = true
+		}
+	} else if !gone(err) {
+		c.fail(string(c.path)+"/memory.numa_stat", err)
+	}
+	if data, err := c.readFile(dirfd, "memory.stat"); err == nil {
+		c.statValues(e, data)
+	} else if !gone(err) {
+		c.fail(string(c.path)+"/memory.stat", err)
+	}
+	c.cpuset(dirfd, e)
+	if numaOK && e.hasInfo && e.allowed != nil {
+		e.outside, e.hasOutside = 0, true
+		for _, l := range [][]uint64{c.numa.Anon, c.numa.File} {
+			for node, v := range l {
+				if node >= len(e.allowed) || !e.allowed[node] {
+					e.outside += float64(v)
+				}
+			}
+		}
+	}
+	n := len(e.mem)
+	if e.hasOutside {
+		n++
+	}
+	for i := range cgroupStatKeys {
+		if e.have&(1<<i) != 0 {
+			n++
+		}
+	}
+	if e.hasInfo {
+		n++
+	}
+	if c.cfg.Faults {
+		n += 2
+	}
+	if n == 0 {
+		return nil // nothing to say (no controller there): not counted
+	}
+	if c.series+n > c.cfg.MaxSeries {
+		c.full = true
+		c.leftOut++
+		return nil
+	}
+	if o := c.byLabel[e.label]; o != nil && o != e && o.gen == c.gen {
+		// Another path of this read has the same label: "\xff" written
+		// out, and the byte 0xff. The first one walked is exported.
+		c.leftOut++
+		return nil
+	}
+	c.series += n
+	if e.gen == 0 {
+		c.entries[string(c.path)] = e
+	}
+	c.byLabel[e.label] = e
+	e.gen = c.gen
+	c.order = append(c.order, e)
+	return e
+}
+
+// memSeries fills e.mem from c.numa, making the label sets it lacks.
+func (c *cgroupCollector) memSeries(e *cgEntry) {
+	for _, it := range c.numa.Items {
+		if numaStatSkipped(it.Name) {
+			continue
+		}
+		ti, ok := c.typeIdx[it.Name]
+		if !ok {
+			if len(c.types) >= 64 {
+				continue // not a kernel's file: it has some 20 lines
+			}
+			ti = len(c.types)
+			c.types = append(c.types, it.Name)
+			c.typeIdx[it.Name] = ti
+		}
+		for len(e.memLS) <= ti {
+			e.memLS = append(e.memLS, nil)
+		}
+		for node, v := range it.ByNode {
+			if c.nodes != nil && (node >= len(c.nodes) || !c.nodes[node]) {
+				continue // a gap in the file's N<id>, or a node the topology lacks
+			}
+			for len(e.memLS[ti]) <= node {
+				e.memLS[ti] = append(e.memLS[ti], nil)
+			}
+			ls := e.memLS[ti][node]
+			if ls == nil {
+				ls = newLabels([]string{"cgroup", "numa_node", "type"}, []string{e.label, strconv.Itoa(node), c.types[ti]})
+				e.memLS[ti][node] = ls
+			}
+			e.mem = append(e.mem, cgSample{ls: ls, v: float64(v)})
+		}
+	}
+}
+
+// statValues picks cgroupStatKeys' lines out of memory.stat.
+func (c *cgroupCollector) statValues(e *cgEntry, data []byte) {
+	for len(data) > 0 {
+		line := data
+		if i := bytes.IndexByte(data, '\n'); i >= 0 {
+			line, data = data[:i], data[i+1:]
+		} else {
+			data = nil
+		}
+		k, v, ok := bytes.Cut(line, []byte(" "))
+		if !ok {
+			continue
+		}
+		for i, sk := range cgroupStatKeys {
+			if string(k) == sk.key {
+				u, err := strconv.ParseUint(string(v), 10, 64)
+				if err == nil {
+					e.stat[i] = float64(u)
+					e.have |= 1 << i
+				}
+				break
+			}
+		}
+	}
+}
+
+// cpuset reads cpuset.cpus.effective and cpuset.mems.effective into e's
+// info series, making its label set anew when they changed.
+func (c *cgroupCollector) cpuset(dirfd int, e *cgEntry) {
+	cpus, err := c.readFile(dirfd, "cpuset.cpus.effective")
+	if err == nil {
+		c.cpus = append(c.cpus[:0], bytes.TrimSpace(cpus)...)
+		var mems []byte
+		if mems, err = c.readFile(dirfd, "cpuset.mems.effective"); err == nil {
+			mems = bytes.TrimSpace(mems)
+			if e.infoLS == nil || string(c.cpus) != e.cpus || string(mems) != e.mems {
+				e.cpus, e.mems = string(c.cpus), string(mems)
+				e.infoLS = newLabels([]string{"cgroup", "cpus", "mems"}, []string{e.label, e.cpus, e.mems})
+				e.allowed = nil
+				if ns, err := sysfs.ParseCPUList(e.mems); err == nil {
+					for _, n := range ns {
+						if n >= 0 && n <= procnuma.MaxNode {
+							for len(e.allowed) <= n {
+								e.allowed = append(e.allowed, false)
+							}
+							e.allowed[n] = true
+						}
+					}
+					if e.allowed == nil {
+						e.allowed = []bool{} // an empty mems: every node is outside
+					}
+				}
+			}
+			e.hasInfo = true
+			return
+		}
+	}
+	if !gone(err) {
+		c.fail(string(c.path)+"/cpuset.*.effective", err)
+	}
+}
+
+// threadFaults sums, over the threads of cgroup.threads, the hinting
+// faults of /proc/TID/sched on memory of the thread's current node
+// (local) and of the others (remote), as numascope top does.
+func (c *cgroupCollector) threadFaults(dirfd int) (local, remote uint64) {
+	data, err := c.readFile(dirfd, "cgroup.threads")
+	if err != nil {
+		if !gone(err) {
+			c.fail(string(c.path)+"/cgroup.threads", err)
+		}
+		return 0, 0
+	}
+	c.tids = append(c.tids[:0], data...)
+	for t := c.tids; len(t) > 0; {
+		line := t
+		if i := bytes.IndexByte(t, '\n'); i >= 0 {
+			line, t = t[:i], t[i+1:]
+		} else {
+			t = nil
+		}
+		if len(line) == 0 || len(line) > 10 {
+			continue
+		}
+		c.pbuf = append(append(append(c.pbuf[:0], c.proc...), '/'), line...)
+		c.pbuf = append(c.pbuf, "/sched"...)
+		data, err := c.readFile(unix.AT_FDCWD, string(c.pbuf))
+		if err != nil || procnuma.ParseSched(data, &c.sched) != nil || !c.sched.NUMA {
+			continue // exited, or a kernel without NUMA balancing
+		}
+		for _, f := range c.sched.Faults {
+			if f.Node == c.sched.CurrentNode {
+				local += f.TaskPrivate + f.TaskShared
+			} else {
+				remote += f.TaskPrivate + f.TaskShared
+			}
+		}
+	}
+	return local, remote
+}
