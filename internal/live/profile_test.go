@@ -529,8 +529,8 @@ func TestProfileNamesReachThePageCleaned(t *testing.T) {
 	doc := map[string]any{
 		"command": []string{"./app\u202e"}, "samples": 1, "totals": map[string]any{},
 		"access_matrix": map[string]any{"thread_nodes": []int{-1, 0}, "page_nodes": []int{0}, "counts": [][]int{{0}, {1}}},
-		"locations": []map[string]any{{"function": "comp\u202eute\x1b[2J", "file": raw, "line": 1, "metrics": map[string]any{"first_touch": 1}}},
-		"threads":   []map[string]any{{"tid": 1, "name": "worker\x07\u202e\x1b[2J", "samples": 1}},
+		"locations":     []map[string]any{{"function": "comp\u202eute\x1b[2J", "file": raw, "line": 1, "metrics": map[string]any{"first_touch": 1}}},
+		"threads":       []map[string]any{{"tid": 1, "name": "worker\x07\u202e\x1b[2J", "samples": 1}},
 	}
 	b, err := json.Marshal(doc)
 	if err != nil {
