@@ -97,3 +97,65 @@ levels = ["a", "b"]
 		t.Fatalf("results: %q (%v), want a header and two runs", b, err)
 	}
 }
+
+// TestOtherOutputsRefuseLinks: the outputs that are neither -o nor the
+// experiment's results (issue 28, finding 4). A run's output file in the
+// runs directory, where another user who can write that directory plants
+// run-0000.out -> DIR/victim.conf, truncated the victim (os.Create follows
+// the link); profile's --capture and NUMASCOPE_CPUPROFILE went through
+// another user's directory link. Each is refused, naming the link, and
+// DIR is left as it was.
+func TestOtherOutputsRefuseLinks(t *testing.T) {
+	testutil.RequireRoot(t, "to give the planted symbolic links another owner (lchown to nobody)")
+	root := t.TempDir()
+	etc := filepath.Join(root, "etc")
+	if err := os.Mkdir(etc, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	victim := write(t, etc, "victim.conf", "precious\n")
+	runs := filepath.Join(root, "runs")
+	if err := os.Mkdir(runs, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	x := filepath.Join(root, "x")
+	for link, target := range map[string]string{x: etc, filepath.Join(runs, "run-0000.out"): victim, filepath.Join(runs, "run-0001.out"): victim} {
+		if err := os.Symlink(target, link); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Lchown(link, 65534, 65534); err != nil {
+			t.Fatal(err)
+		}
+	}
+	spec := write(t, root, "e.toml", `name = "e"
+command = "echo {f}"
+replications = 1
+events = ["vmstat.pgfault"]
+responses = ["wall_time"]
+runs = "`+runs+`"
+
+[[factor]]
+name = "f"
+levels = ["a", "b"]
+`)
+	check := func(name, stderr string, code int, want string, fails bool) {
+		t.Helper()
+		if (fails && code == 0) || !strings.Contains(stderr, want) {
+			t.Errorf("%s: exit %d, stderr %q; want it refused with %q", name, code, stderr, want)
+		}
+		if b, err := os.ReadFile(victim); err != nil || string(b) != "precious\n" {
+			t.Fatalf("%s wrote through a link: victim.conf is %q (%v)", name, b, err)
+		}
+		if ents, _ := os.ReadDir(etc); len(ents) != 1 {
+			t.Fatalf("%s created files through a link: %d entries in etc", name, len(ents))
+		}
+	}
+	stderr, code := numascope(t, []string{"experiment", spec})
+	check("a run's output file", stderr, code, "cannot write the run's output file "+filepath.Join(runs, "run-0000.out")+": it is a symbolic link", true)
+
+	stderr, code = numascope(t, []string{"profile", "--capture", filepath.Join(x, "cap"), "-o", filepath.Join(root, "p.json"), "--", "true"})
+	check("profile --capture", stderr, code, x+` is a symbolic link (to "`+etc+`") owned by `, true)
+
+	// The CPU profile is a developer's aid: refused, it is said, and the command runs on.
+	stderr, _ = numascope(t, []string{"version"}, "NUMASCOPE_CPUPROFILE="+filepath.Join(x, "cpu.prof"))
+	check("NUMASCOPE_CPUPROFILE", stderr, 1, "NUMASCOPE_CPUPROFILE: cannot write the CPU profile "+filepath.Join(x, "cpu.prof")+": "+x+" is a symbolic link", false)
+}
