@@ -165,11 +165,12 @@ func (pr *Profile) source(file string) (*sourceMsg, error) {
 	if file == "" {
 		return nil, errors.New("source: give the \"file\" to read, as the profile names it")
 	}
+	// file is a key of sources, so already clean (what the page shows);
+	// the lookup below runs on the name as recorded.
 	raw, ok := pr.sources[file]
 	if !ok {
 		return nil, fmt.Errorf("source: %q is not a source file of this profile (only files its locations name are served)", clip(term.Clean(file)))
 	}
-	file = term.Clean(file) // a key of sources: already clean; said so for the messages below
 	if len(pr.search) == 0 {
 		return nil, fmt.Errorf("source: %s: %s", clip(file), NoSourcePath)
 	}
