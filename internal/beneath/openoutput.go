@@ -88,3 +88,42 @@ func OutputError(what, path string, err error) error {
 	}
 	return fmt.Errorf("cannot write %s: %w", what, err)
 }
+
+// MkdirOutput creates the directory path and any missing parents (mode perm
+// before umask), as `mkdir -p` does, for an output directory (an
+// experiment's runs): each is created relative to its parent resolved as
+// OpenOutputDir resolves one, so no directory is created through another
+// user's symbolic link. An existing directory is fine.
+func MkdirOutput(path string, perm os.FileMode) error {
+	d, err := OpenOutputDir(path)
+	if err == nil {
+		return d.Close()
+	}
+	if !errors.Is(err, unix.ENOENT) {
+		return err
+	}
+	parent, base := filepath.Split(filepath.Clean(path))
+	if base == "" || base == "." || base == ".." || base == "/" {
+		return err
+	}
+	if parent != "" && parent != "/" {
+		if err := MkdirOutput(parent, perm); err != nil {
+			return err
+		}
+	}
+	pd, err := OpenOutputDir(parent)
+	if err != nil {
+		return err
+	}
+	defer pd.Close()
+	if err := unix.Mkdirat(pd.fd, base, uint32(perm.Perm())); err != nil && err != unix.EEXIST {
+		return &os.PathError{Op: "mkdir", Path: path, Err: err}
+	}
+	// Whatever is there now (ours, or a directory made meanwhile) must
+	// be reachable as an output directory: not a link of another user's.
+	d, err = OpenOutputDir(path)
+	if err != nil {
+		return err
+	}
+	return d.Close()
+}

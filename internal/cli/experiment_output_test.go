@@ -13,7 +13,8 @@ import (
 // for the outputs -o does not cover: an experiment's results file (from
 // the spec) and its --report, which opened their path as given, so that
 // another user's link x -> DIR (DIR standing for /etc) had root's
-// experiment create or append to DIR/r.jsonl and truncate DIR/victim.conf.
+// experiment create or append to DIR/r.jsonl and truncate DIR/victim.conf,
+// and its runs directory, which was created through the link (mkdir -p).
 // The link is nobody's, in a directory that is neither sticky nor
 // world-writable, so fs.protected_symlinks would not stop it. Each is
 // refused with one line naming the link and its owner, before any run;
@@ -58,6 +59,7 @@ levels = ["a", "b"]
 	}{
 		{"results", []string{"experiment", spec("e1", filepath.Join(x, "r.jsonl"), filepath.Join(root, "runs1"))}, "r.jsonl"},
 		{"results onto a file", []string{"experiment", spec("e2", filepath.Join(x, "victim.conf"), filepath.Join(root, "runs2"))}, ""},
+		{"runs directory", []string{"experiment", spec("e3", filepath.Join(root, "e3.results.jsonl"), filepath.Join(x, "runs", "deeper"))}, "runs"},
 		{"report", []string{"experiment", analyzable, "--analyze", "--report", filepath.Join(x, "report.md")}, "report.md"},
 		{"report onto a file", []string{"experiment", analyzable, "--analyze", "--report", filepath.Join(x, "victim.conf")}, ""},
 	} {
