@@ -16,6 +16,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/numascope/numascope/internal/beneath"
 	"github.com/numascope/numascope/internal/experiment"
 	"github.com/numascope/numascope/internal/live"
 	"github.com/numascope/numascope/internal/placement"
@@ -140,9 +141,11 @@ With --web, the report is then served to the web client.
 				return err
 			}
 			if report != "" {
-				f, err := os.Create(report)
+				// As every output: through no other user's symbolic
+				// link, never onto a link, FIFO or hard-linked file.
+				f, err := beneath.CreateOutput(report, true, 0o644)
 				if err != nil {
-					return fmt.Errorf("cannot write the report: %w", err)
+					return beneath.OutputError("the report", report, err)
 				}
 				if err := writeAnalysis(f, a, "markdown"); err != nil {
 					f.Close()

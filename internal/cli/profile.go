@@ -108,11 +108,11 @@ it ends.`,
 				ScanRate: scanRate, Closer: closer, StackCopy: copyOpt, Consumers: consumers,
 				Host: vars.Host, Rank: vars.Rank}
 			if capture != "" {
-				// A new file, never through a symlink planted in its
-				// directory, readable by its owner only.
-				f, err := beneath.Create(filepath.Dir(capture), filepath.Base(capture), 0o600)
+				// A new file, readable by its owner only, reached as
+				// every output is: through no other user's symbolic link.
+				f, err := beneath.CreateOutput(capture, false, 0o600)
 				if err != nil {
-					return fmt.Errorf("--capture: %w (name a new file in a directory you own)", err)
+					return fmt.Errorf("--capture: %w", beneath.OutputError("the capture", capture, err))
 				}
 				defer f.Close()
 				opt.Capture = f

@@ -12,6 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/numascope/numascope/internal/beneath"
 	"github.com/numascope/numascope/internal/sampler"
 	"github.com/numascope/numascope/internal/sensor"
 	"github.com/numascope/numascope/internal/sysfs"
@@ -57,8 +58,9 @@ func Main(args []string) int {
 	// (go tool pprof): for finding where numascope's own time goes, e.g.
 	// in the NUMA VM where no debugger runs.
 	if path := os.Getenv("NUMASCOPE_CPUPROFILE"); path != "" {
-		if f, err := os.Create(path); err != nil {
-			fmt.Fprintf(os.Stderr, "numascope: NUMASCOPE_CPUPROFILE: %v\n", err)
+		// Created as every output is: through no other user's symbolic link.
+		if f, err := beneath.CreateOutput(path, true, 0o600); err != nil {
+			fmt.Fprintf(os.Stderr, "numascope: NUMASCOPE_CPUPROFILE: %v\n", beneath.OutputError("the CPU profile", path, err))
 		} else if err := pprof.StartCPUProfile(f); err != nil {
 			fmt.Fprintf(os.Stderr, "numascope: NUMASCOPE_CPUPROFILE: %v\n", err)
 		} else {

@@ -10,6 +10,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/numascope/numascope/internal/beneath"
 	"github.com/numascope/numascope/internal/sampler"
 	"github.com/numascope/numascope/internal/sigfwd"
 )
@@ -110,10 +111,12 @@ func (s *session) runCommand(ctx context.Context, sup supervision) (commandRun, 
 
 	c := exec.Command(sup.argv[0], sup.argv[1:]...)
 	if sup.output != "" {
-		logf, err := os.Create(sup.output)
+		// In the experiment's runs directory, as root often: through no
+		// other user's symbolic link, never onto a link or a FIFO.
+		logf, err := beneath.CreateOutput(sup.output, true, 0o644)
 		if err != nil {
 			_ = stopSampling()
-			return run, fmt.Errorf("cannot create the run's output file: %w", err)
+			return run, beneath.OutputError("the run's output file", sup.output, err)
 		}
 		defer logf.Close()
 		c.Stdout, c.Stderr = logf, logf

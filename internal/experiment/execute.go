@@ -6,12 +6,12 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"os"
 	"path/filepath"
 	"sort"
 	"strings"
 	"time"
 
+	"github.com/numascope/numascope/internal/beneath"
 	"github.com/numascope/numascope/internal/recording"
 )
 
@@ -82,8 +82,10 @@ func Execute(ctx context.Context, spec *Spec, rf *ResultsFile, runner Runner, op
 	if progress == nil {
 		progress = io.Discard
 	}
-	if err := os.MkdirAll(spec.RunsDir, 0o755); err != nil {
-		return fmt.Errorf("cannot create the runs directory: %w", err)
+	// As every output: no directory created through another user's
+	// symbolic link (issue 28, finding 4).
+	if err := beneath.MkdirOutput(spec.RunsDir, 0o755); err != nil {
+		return beneath.OutputError("the runs directory", spec.RunsDir, err)
 	}
 	plan := spec.Plan()
 	factors := spec.AllFactors()

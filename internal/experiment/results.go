@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/numascope/numascope/internal/beneath"
 )
 
 // Header is the first line of a results file.
@@ -57,11 +59,14 @@ type ResultsFile struct {
 
 // OpenResults opens path for the experiment, creating it with a header or
 // resuming it: the results already there are read back, and must come from
-// the same spec.
+// the same spec. The experiment often runs as root and the path is the
+// spec's, so it is opened as every output is (beneath.OpenOutput): through
+// no other user's symbolic link, at any component, and never onto a link,
+// FIFO or hard-linked file (issue 28, finding 4).
 func OpenResults(path string, spec *Spec, runs int) (*ResultsFile, error) {
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
+	f, err := beneath.OpenOutput(path, 0o644)
 	if err != nil {
-		return nil, fmt.Errorf("cannot open the results file: %w", err)
+		return nil, beneath.OutputError("the results file", path, err)
 	}
 	// One experiment per results file at a time: two appending to it would
 	// run every run twice.

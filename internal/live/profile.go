@@ -18,6 +18,7 @@ import (
 	"github.com/numascope/numascope/internal/beneath"
 	"github.com/numascope/numascope/internal/profile"
 	"github.com/numascope/numascope/internal/recording"
+	"github.com/numascope/numascope/internal/term"
 )
 
 // MaxSourceBytes bounds a source file the profile pages show: a source
@@ -41,13 +42,22 @@ const MaxSourceBytes = 4 << 20
 // suffixes, since the program was usually built elsewhere (another machine,
 // a container, a VM), and resolved without following any symlink
 // (internal/beneath).
+//
+// Function, file and thread names come from the same forgeable debug info
+// and /proc, so the page gets a display copy of the document with every
+// string cleaned (term.CleanJSON: no ESC, BEL or bidi override to spoof
+// what it shows; issue 28). Source requests then name a file as the page
+// shows it; it is mapped back to the name as recorded, and the lookup runs
+// on that raw name, so cleaning never breaks finding a file.
 type Profile struct {
 	*Server
-	file    string
-	body    json.RawMessage
-	hints   []string
-	search  []string
-	sources map[string]bool
+	file   string
+	body   json.RawMessage // the display copy, cleaned
+	hints  []string
+	search []string
+	// sources maps each source file the profile names, as the page shows
+	// it (cleaned), to the name as recorded.
+	sources map[string]string
 }
 
 // NewProfile prepares serving the profile at file. body is the file's
@@ -63,19 +73,25 @@ func NewProfile(opt Options, file string, body []byte, p *profile.Profile, searc
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", file, err)
 	}
-	hints := p.Hints()
-	if hints == nil {
-		hints = []string{}
+	shown, err := term.CleanJSON(body)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", file, err)
 	}
-	pr := &Profile{file: file, body: body, hints: hints, search: search, sources: srcs}
+	hints := []string{}
+	for _, h := range p.Hints() {
+		hints = append(hints, term.CleanLines(h))
+	}
+	pr := &Profile{file: file, body: shown, hints: hints, search: search, sources: srcs}
 	pr.Server = newServer(opt, pr)
 	return pr, nil
 }
 
 // sourceFiles are the source files a profile names (the files of its
-// locations and of its allocation sites, if it has any). Its comp_dirs are
-// not read: they come from the same untrusted file.
-func sourceFiles(body []byte) (map[string]bool, error) {
+// locations and of its allocation sites, if it has any), by their cleaned
+// name (what the page shows and asks for) to the name as recorded. Its
+// comp_dirs are not read: they come from the same untrusted file. Of two
+// recorded names that clean to one, the one that sorts first is served.
+func sourceFiles(body []byte) (map[string]string, error) {
 	var doc struct {
 		Locations   []struct{ File string } `json:"locations"`
 		Allocations []struct{ File string } `json:"allocations"`
@@ -83,16 +99,21 @@ func sourceFiles(body []byte) (map[string]bool, error) {
 	if err := json.Unmarshal(body, &doc); err != nil {
 		return nil, fmt.Errorf("reading its locations: %v", err)
 	}
-	out := map[string]bool{}
-	for _, l := range doc.Locations {
-		if l.File != "" {
-			out[l.File] = true
+	out := map[string]string{}
+	add := func(f string) {
+		if f == "" {
+			return
+		}
+		k := term.Clean(f)
+		if old, ok := out[k]; !ok || f < old {
+			out[k] = f
 		}
 	}
+	for _, l := range doc.Locations {
+		add(l.File)
+	}
 	for _, a := range doc.Allocations {
-		if a.File != "" {
-			out[a.File] = true
-		}
+		add(a.File)
 	}
 	return out, nil
 }
@@ -128,8 +149,8 @@ func (pr *Profile) request(c *client, q *request) {
 type sourceMsg struct {
 	Type string `json:"type"` // "source"
 	ID   any    `json:"id,omitempty"`
-	// File is the file as the profile names it (the request's), Path where
-	// it was found.
+	// File is the file as the page names it (the request's), Path where
+	// it was found (cleaned: it ends in the profile's name).
 	File  string   `json:"file"`
 	Path  string   `json:"path"`
 	Lines []string `json:"lines"`
@@ -144,19 +165,22 @@ func (pr *Profile) source(file string) (*sourceMsg, error) {
 	if file == "" {
 		return nil, errors.New("source: give the \"file\" to read, as the profile names it")
 	}
-	if !pr.sources[file] {
-		return nil, fmt.Errorf("source: %q is not a source file of this profile (only files its locations name are served)", clip(file))
+	// file is a key of sources, so already clean (what the page shows);
+	// the lookup below runs on the name as recorded.
+	raw, ok := pr.sources[file]
+	if !ok {
+		return nil, fmt.Errorf("source: %q is not a source file of this profile (only files its locations name are served)", clip(term.Clean(file)))
 	}
 	if len(pr.search) == 0 {
 		return nil, fmt.Errorf("source: %s: %s", clip(file), NoSourcePath)
 	}
 	var tried []string
-	for _, cand := range SourceCandidates(file, pr.search) {
+	for _, cand := range SourceCandidates(raw, pr.search) {
 		b, err := readSource(cand)
 		if err == nil {
-			return &sourceMsg{Type: "source", File: file, Path: cand.Path(), Lines: splitLines(b)}, nil
+			return &sourceMsg{Type: "source", File: file, Path: term.Clean(cand.Path()), Lines: splitLines(b)}, nil
 		}
-		tried = append(tried, fmt.Sprintf("%s (%v)", cand.Path(), err))
+		tried = append(tried, term.Clean(fmt.Sprintf("%s (%v)", cand.Path(), err)))
 	}
 	how := "restart view with --source-path naming the directory that holds it (now: " + strings.Join(pr.search, ":") + ")"
 	if len(tried) == 0 {
@@ -275,7 +299,7 @@ func splitLines(b []byte) []string {
 // sorted: for messages and tests.
 func (pr *Profile) SourceFiles() []string {
 	out := make([]string, 0, len(pr.sources))
-	for f := range pr.sources {
+	for _, f := range pr.sources {
 		out = append(out, f)
 	}
 	sort.Strings(out)

@@ -510,3 +510,67 @@ func FuzzSplitLines(f *testing.F) {
 		}
 	})
 }
+
+// TestProfileNamesReachThePageCleaned is the leftover of issue 28, finding
+// 7, for profiles: function, file and thread names come from debug info
+// and /proc that a local user forges (a file named with ESC and a bidi
+// override, U+202E, to spoof what the page shows). None of them reaches
+// the page with ESC, BEL, NUL or U+202E; yet the source file whose recorded
+// name holds them is still found, by the name the page shows, because the
+// lookup runs on the raw name.
+func TestProfileNamesReachThePageCleaned(t *testing.T) {
+	dir := t.TempDir()
+	raw := "/build/ev\u202eil\x1b]2;PWNED\x07.c"
+	// The raw name's last component, as it is on disk beneath --source-path.
+	onDisk := filepath.Join(dir, filepath.Base(raw))
+	if err := os.WriteFile(onDisk, []byte("int main(void) { return 0; }\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	doc := map[string]any{
+		"command": []string{"./app\u202e"}, "samples": 1, "totals": map[string]any{},
+		"access_matrix": map[string]any{"thread_nodes": []int{-1, 0}, "page_nodes": []int{0}, "counts": [][]int{{0}, {1}}},
+		"locations":     []map[string]any{{"function": "comp\u202eute\x1b[2J", "file": raw, "line": 1, "metrics": map[string]any{"first_touch": 1}}},
+		"threads":       []map[string]any{{"tid": 1, "name": "worker\x07\u202e\x1b[2J", "samples": 1}},
+	}
+	b, err := json.Marshal(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(dir, "p.json")
+	if err := os.WriteFile(file, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	pr := startProfile(t, file, []string{dir})
+	c := dial(t, pr.Server, "")
+	h := c.next("hello", typeIs("hello"))
+	if s, bad := hostileIn(h); bad {
+		t.Fatalf("the hello carries %q uncleaned", s)
+	}
+	locs := h["profile"].(map[string]any)["locations"].([]any)
+	shown := locs[0].(map[string]any)["file"].(string)
+	if shown != "/build/evil]2;PWNED.c" {
+		t.Fatalf("location file shown as %q", shown)
+	}
+	if th := h["profile"].(map[string]any)["threads"].([]any)[0].(map[string]any)["name"]; th != "worker[2J" {
+		t.Errorf("thread name shown as %q", th)
+	}
+	q, _ := json.Marshal(map[string]any{"type": "source", "id": 1, "file": shown})
+	c.send(string(q))
+	m := c.next("source", func(m map[string]any) bool { return m["id"] == 1.0 })
+	if m["type"] != "source" || len(m["lines"].([]any)) != 1 {
+		t.Fatalf("the source of the cleaned name was not found by its raw name: %v", m)
+	}
+	if s, bad := hostileIn(m); bad {
+		t.Fatalf("the source reply carries %q uncleaned", s)
+	}
+	// Asking by the raw name is refused, cleaned in the error.
+	q, _ = json.Marshal(map[string]any{"type": "source", "id": 2, "file": raw})
+	c.send(string(q))
+	m = c.next("error", func(m map[string]any) bool { return m["id"] == 2.0 })
+	if m["type"] != "error" {
+		t.Fatalf("a request by the raw name: %v", m)
+	}
+	if s, bad := hostileIn(m); bad {
+		t.Fatalf("the error carries %q uncleaned", s)
+	}
+}

@@ -431,7 +431,7 @@ type Dest struct {
 // not the switch itself: its first sample's rates cover the time since that
 // sample, which then all lies within the new file.
 func (r *Recorder) Switch(d Dest) (string, error) {
-	w, path, remove, err := d.create()
+	w, path, done, err := d.create()
 	if err != nil {
 		return "", err
 	}
@@ -442,19 +442,45 @@ func (r *Recorder) Switch(d Dest) (string, error) {
 	start, err := r.writeHeader(w, t)
 	if err != nil {
 		_ = w.Close(recording.End{})
-		remove()
+		done(true)
 		return "", fmt.Errorf("%w; removed it", err)
 	}
+	done(false)
 	r.closeFile()
 	r.use(w, t, start)
 	return path, nil
 }
 
-// create creates d's file.
-func (d Dest) create() (w *recording.Writer, path string, remove func(), err error) {
+// create creates d's file. done(failed) must be called once: with true it
+// removes the file again (a failed switch), with false it keeps it.
+//
+// The file is removed relative to its directory, held open since the file
+// was created, and only if the name there is still the file created: a
+// path removed by name (os.Remove) would follow whatever a user who can
+// write a directory on the way renamed into it meanwhile (their own
+// directory swapped for a link to /etc), and remove a file of root's.
+func (d Dest) create() (w *recording.Writer, path string, done func(failed bool), err error) {
 	if d.Dir == "" {
 		w, err := recording.Create(d.Path, d.Force)
-		return w, d.Path, func() { _ = os.Remove(d.Path) }, err
+		if err != nil {
+			return nil, "", nil, err
+		}
+		dir, base := filepath.Split(d.Path)
+		held, err := beneath.OpenOutputDir(dir)
+		if err != nil {
+			_ = w.Close(recording.End{})
+			return nil, "", nil, fmt.Errorf("cannot create recording %s: its directory changed while it was created (%v); it may hold an empty recording: check, and try again", d.Path, err)
+		}
+		st, ok, _ := held.Lstat(base)
+		return w, d.Path, func(failed bool) {
+			defer held.Close()
+			if !failed || !ok {
+				return
+			}
+			if now, still, _ := held.Lstat(base); still && now.Dev == st.Dev && now.Ino == st.Ino {
+				_ = held.Remove(base)
+			}
+		}, nil
 	}
 	p := d.Path
 	if p == "" {
@@ -483,7 +509,11 @@ func (d Dest) create() (w *recording.Writer, path string, remove func(), err err
 	default:
 		return nil, "", nil, fmt.Errorf("cannot create %s: %v", path, unwrapPathErr(err))
 	}
-	return recording.FromFile(f, path), path, func() { _ = beneath.Remove(d.Dir, name) }, nil
+	return recording.FromFile(f, path), path, func(failed bool) {
+		if failed {
+			_ = beneath.Remove(d.Dir, name) // beneath d.Dir, following no link
+		}
+	}, nil
 }
 
 // defaultName is the name of a recording a client starts without naming
