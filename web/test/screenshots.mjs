@@ -1,9 +1,11 @@
 // Regenerates the web client's screenshots in docs/img from the real pages, in headless
 // Chromium against bin/numascope (scripts/web-screenshots runs it): live on this machine
 // while a workload allocates and frees memory, view of a --discrete recording of the same
-// workload (with labels sent through the control FIFO), and an experiment's report (the
-// tiny experiment of experiment.test.mjs on the captured two-node machine). Not a test:
-// the file name does not end in .test.mjs.
+// workload (with labels sent through the control FIFO), live's processes page on this
+// machine while a python3 touches 300 MiB in a loop (in the table's first row, its
+// drill-down open), and an experiment's report (the tiny experiment of
+// experiment.test.mjs on the captured two-node machine). Not a test: the file name does
+// not end in .test.mjs.
 import { spawn, execFileSync } from "node:child_process";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
@@ -60,6 +62,44 @@ async function view() {
   await page.screenshot({ path: join(img, "view.png") });
 }
 
+// A busy process: 300 MiB, touched page by page in a loop.
+const busy = `import time
+b = bytearray(300 << 20)
+end = time.time() + 60
+while time.time() < end:
+    for k in range(0, len(b), 4096): b[k] = (b[k] + 1) & 255
+`;
+
+async function processes() {
+  const dir = tempDir(t);
+  const f = join(dir, "busy.py");
+  writeFileSync(f, busy);
+  const w = spawn("python3", [f], { stdio: "ignore" });
+  t.after(() => w.kill());
+  const { url } = await serve(t, ["live", "--listen", "127.0.0.1:0", "-i", "1s", "--ctl", join(dir, "ctl")], dir);
+  const page = await browser(t, { width: 1400, height: 1100 });
+  await page.goto(url);
+  await page.waitForSelector("#mode:has-text('live')");
+  await page.click("#tab-processes");
+  // The busy python3 first, once rates have come (the first frame has none).
+  await page.waitForFunction(
+    (pid) => !document.querySelector("#proc-count").textContent.includes("first frame") && document.querySelector("#proc-table tbody tr[data-pid]")?.dataset.pid === String(pid),
+    w.pid,
+    { timeout: 30000 },
+  );
+  await page.click(`#proc-table tr[data-pid="${w.pid}"]`);
+  await page.waitForSelector("#proc-detail:has-text('Threads (1)')", { timeout: 10000 });
+  await page.waitForSelector("#proc-detail table.areas tbody tr", { timeout: 10000 });
+  // Its threads' CPU% needs two reads of their stat: the next refreshes give it.
+  await page.waitForFunction(
+    () => [...document.querySelectorAll("#proc-detail table.threads tbody tr")].some((tr) => parseFloat(tr.children[2].textContent) > 0),
+    null,
+    { timeout: 10000 },
+  );
+  // The window, not the full page: the drill-down's ~100 memory areas would make it 3500 px tall.
+  await page.screenshot({ path: join(img, "processes.png") });
+}
+
 async function experiment() {
   const dir = tempDir(t);
   writeFileSync(
@@ -90,7 +130,7 @@ levels = [1, 4]
 }
 
 try {
-  for (const [name, f] of Object.entries({ live, view, experiment })) {
+  for (const [name, f] of Object.entries({ live, view, processes, experiment })) {
     if (process.argv.length > 2 && !process.argv.includes(name)) continue;
     await f();
     console.log(`wrote ${join(img, name + ".png")}`);
