@@ -200,8 +200,19 @@ func TestProfile(t *testing.T) {
 	fmt.Fprintf(&script, "sec prof.scan.before cat %s/scan_delay_ms %s/scan_period_min_ms %s/scan_period_max_ms\n", knobs, knobs, knobs)
 	fmt.Fprintf(&script, "sec prof.scan.during numascope profile -o /tmp/sr.json --scan-rate 30ms -- cat %s/scan_delay_ms %s/scan_period_min_ms %s/scan_period_max_ms\n", knobs, knobs, knobs)
 	fmt.Fprintf(&script, "sec prof.scan.after cat %s/scan_delay_ms %s/scan_period_min_ms %s/scan_period_max_ms\n", knobs, knobs, knobs)
-	fmt.Fprintf(&script, "numascope profile -o /tmp/k.json --scan-rate 40ms -- sleep 3 & sleep 1\n"+
-		"sec prof.scan.killing cat %s/scan_period_min_ms\nkill -9 $!; sleep 0.5\n"+
+	// "While the profile runs" is when the profiled command has started
+	// (numascope profile sets the scanner before it starts the command):
+	// the command signals it by creating /tmp/k.running, and the setting
+	// is read then. A fixed "sleep 1" read the old value on a busy host
+	// (issue 29). After the SIGKILL, the guard process (internal/knob)
+	// restores the settings: wait for it to have exited (its script is
+	// unique), not for a delay.
+	fmt.Fprintf(&script, "numascope profile -o /tmp/k.json --scan-rate 40ms -- sh -c 'touch /tmp/k.running; exec sleep 600' &\n"+
+		"K=$!\nwhile [ ! -e /tmp/k.running ] && kill -0 $K 2>/dev/null; do sleep 0.05; done\n"+
+		"sec prof.scan.killing cat %s/scan_period_min_ms\n"+
+		"kill -9 $K; wait $K; pkill -f '^sleep 600$'\n"+
+		// [c]: the pattern must not match this script's own command line.
+		"while pgrep -f '[c]at >/dev/null; while' >/dev/null; do sleep 0.05; done\n"+
 		"sec prof.scan.killed cat %s/scan_delay_ms %s/scan_period_min_ms %s/scan_period_max_ms\n", knobs, knobs, knobs, knobs)
 	r := runVM(t, []string{"--nodes", fmt.Sprint(nodes), "--add", bin}, script.String())
 	load := func(name string) *profDoc {
