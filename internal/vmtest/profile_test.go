@@ -197,7 +197,12 @@ func TestProfile(t *testing.T) {
 		if name != "crash" {
 			until = "--until-sampled "
 		}
-		fmt.Fprintf(&script, "sec prof.%s %snumascope profile %s-o /tmp/%s.json -- profnuma-g %s --mb %d --seconds 3 %s--lead 0 --linger 0\n",
+		// numascope's own memory is bound to node 0 (numascope run
+		// --policy bind:0; profnuma resets its inherited policy), which
+		// the balancing scanner skips: numascope takes no hinting faults
+		// of its own, and the kernel's counters are the workload's. On a
+		// busy host numascope's own were 12 % of them (issue 29).
+		fmt.Fprintf(&script, "sec prof.%s %snumascope run --policy bind:0 -- numascope profile %s-o /tmp/%s.json -- profnuma-g %s --mb %d --seconds 3 %s--lead 0 --linger 0\n",
 			name, taskset, scan, name, runs[name], mb, until)
 		fmt.Fprintf(&script, "sec prof.%s.vmstat1 grep ^numa_hint_faults /proc/vmstat\n", name)
 		fmt.Fprintf(&script, "sec prof.%s.json cat /tmp/%s.json\n", name, name)
@@ -278,7 +283,8 @@ func TestProfile(t *testing.T) {
 		hint, hintLocal := hintDeltas(t, r, "serial")
 		within(t, "serial: remote accesses vs the kernel's numa_hint_faults - numa_hint_faults_local",
 			float64(p.Totals.Remote), 0.95*float64(hint-hintLocal)-20, 1.08*float64(hint-hintLocal)+20)
-		// The kernel's total also has numascope's own (local) hinting faults.
+		// The kernel's total also has the few hinting faults of the VM's
+		// other processes (numascope's memory is not scanned: bound above).
 		within(t, "serial: sampled accesses vs the kernel's numa_hint_faults",
 			float64(p.Totals.Local+p.Totals.Remote), 0.9*float64(hint)-20, 1.02*float64(hint)+200)
 		within(t, "serial: share of all remote accesses at the compute line", float64(comp.Remote),
@@ -373,9 +379,12 @@ func TestProfile(t *testing.T) {
 		// (matrix cells of 4 097 for 2 048 pages): an end-of-round query
 		// that came before a hinting fault's migration left the page on
 		// its old node, and its next access, local for the kernel, was
-		// counted remote again. Fixed in internal/profile (queryNodes
-		// keeps such a page unsure until its recheck,
-		// TestAccessAfterMigrationNotStale); this bound is what caught it.
+		// counted remote again. internal/profile now keeps such a page
+		// unsure until its recheck (TestAccessAfterMigrationNotStale),
+		// which brought one run at load average 20 within the bound
+		// (6 506); another at the same load still counted 9 903 against
+		// 6 150, so a second path remains under such starvation (open,
+		// issue 30). This bound is what catches it.
 		hint, hintLocal := hintDeltas(t, r, "consumers")
 		within(t, "consumers: remote accesses vs the kernel's numa_hint_faults - numa_hint_faults_local",
 			float64(p.Totals.Remote), 0.95*float64(hint-hintLocal)-20, 1.08*float64(hint-hintLocal)+20)

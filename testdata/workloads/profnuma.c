@@ -34,6 +34,10 @@
  *               not libc's code, nor the caller of init_buffer.
  *   --pin-cpu C the main thread first pins itself to CPU C, at the line marked
  *               @pin.
+ * profnuma starts with the default memory policy, whatever it inherited: a
+ * profiler bound to one node with MPOL_BIND (so that the NUMA balancing
+ * scanner skips its memory and its own hinting faults stay out of the
+ * kernel's counters) hands that policy down.
  *   --membind M all memory comes from node M (MPOL_BIND, with
  *               MPOL_F_NUMA_BALANCING so that balancing still samples it),
  *               e.g. a CPU-less (CXL-like) node: every access is remote.
@@ -189,6 +193,8 @@ static __attribute__((noinline)) void touch_stack(void)
 
 int main(int argc, char **argv)
 {
+	if (syscall(SYS_set_mempolicy, WL_MPOL_DEFAULT, NULL, 0) < 0)
+		wl_die("set_mempolicy(MPOL_DEFAULT): %s", strerror(errno));
 	touch_stack();
 	/* Map every page mapped so far (the program's code and data, libc's,
 	 * ld.so's, the stack) without faults: a call at a marked line would
