@@ -3,12 +3,16 @@ package procnuma
 import (
 	"bytes"
 	"errors"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -422,5 +426,65 @@ func TestNUMAMapsPathWithCarriageReturn(t *testing.T) {
 	}
 	if found != len(paths) {
 		t.Errorf("%d of the %d files found by their whole path", found, len(paths))
+	}
+}
+
+// TestSnapshotThreadsExitMidRead reads this test process from the real
+// /proc while its threads start and exit as fast as they can: a thread
+// that exits between the listing of task/ and the read of its files
+// (ENOENT, or ESRCH from a file already open) is the kernel's contract,
+// and is left out, never an error (issue 29: a cat of such a thread's
+// sched failed the VM test).
+func TestSnapshotThreadsExitMidRead(t *testing.T) {
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				done := make(chan struct{})
+				go func() {
+					// A goroutine that exits locked to its thread takes
+					// the thread with it: an OS thread exits.
+					runtime.LockOSThread()
+					time.Sleep(time.Duration(rand.IntN(200)) * time.Microsecond)
+					close(done)
+				}()
+				<-done
+			}
+		}()
+	}
+	defer func() { close(stop); wg.Wait() }()
+	_, err := os.Stat("/proc/self/sched") // a kernel without it says so in SchedErr
+	hasSched := err == nil
+	r := NewReader(sysfs.New(""))
+	defer r.Close()
+	var p Process
+	seen := map[int]bool{}
+	deadline := time.Now().Add(3 * time.Second)
+	reads := 0
+	for ; reads < 300 || len(seen) < 50; reads++ {
+		if time.Now().After(deadline) && reads >= 50 {
+			break
+		}
+		if err := r.Read(os.Getpid(), &p); err != nil {
+			t.Fatalf("read %d of a process whose threads come and go: %v", reads, err)
+		}
+		for _, th := range p.Threads {
+			seen[th.TID] = true
+			if th.SchedErr != nil && hasSched {
+				t.Fatalf("read %d: thread %d: sched: %v (a thread that exits is left out, not an error)", reads, th.TID, th.SchedErr)
+			}
+		}
+	}
+	t.Logf("%d reads, %d distinct threads seen", reads, len(seen))
+	if len(seen) < 20 {
+		t.Errorf("only %d distinct threads in %d reads: the threads did not come and go", len(seen), reads)
 	}
 }

@@ -23,9 +23,16 @@ import (
 	"github.com/numascope/numascope/internal/testutil"
 )
 
-// vmTimeout bounds one VM run, boot included. A scenario takes 10-40 s on an
-// idle 2-core machine; the margin is for a loaded CI machine.
+// vmTimeout bounds one VM run, boot included, on a quiet host. A scenario
+// takes 10-40 s on an idle 2-core machine. numavm scales the limit by the
+// guest's measured speed (scripts/numavm, "Time limits"): on a busy host
+// every step of a TCG guest is slower, and a fixed limit killed VMs that
+// were still working (TestNUMATrace at 240 s, issue 29).
 const vmTimeout = 240 * time.Second
+
+// vmTimeoutScaleMax is the most numavm may scale vmTimeout by (its
+// NUMAVM_TIMEOUT_SCALE_MAX default); the test's own deadline caps it too.
+const vmTimeoutScaleMax = 8
 
 // numavmPath is scripts/numavm of this repository.
 func numavmPath(t *testing.T) string {
@@ -119,8 +126,45 @@ type section struct {
 
 // sectionPrelude defines sec NAME CMD...: run CMD and frame its stdout with
 // markers, so one boot can produce several outputs that parseSections splits.
-const sectionPrelude = `sec() { n=$1; shift; echo "@@begin $n"; "$@"; r=$?; echo; echo "@@end $n $r"; }
+// "@@at NAME begin|end UPTIME" lines, outside the frames, time each section
+// on the guest's clock, for sectionProgress.
+const sectionPrelude = `up() { read -r u _ </proc/uptime; echo "@@at $1 $2 $u"; }
+sec() { n=$1; shift; up "$n" begin; echo "@@begin $n"; "$@"; r=$?; echo; echo "@@end $n $r"; up "$n" end; }
 `
+
+// sectionProgress says how far a VM script got, from its "@@at" lines: the
+// sections done, with how long each took, and the one that was running. A
+// run cut off by its time limit is so told apart from a hang: a slow
+// machine shows every section taking longer, a hang one section that never
+// ended.
+func sectionProgress(stdout string) string {
+	var done []string
+	running, began := "", 0.0
+	for _, line := range strings.Split(stdout, "\n") {
+		f := strings.Fields(line)
+		if len(f) != 4 || f[0] != "@@at" {
+			continue
+		}
+		at, err := strconv.ParseFloat(f[3], 64)
+		if err != nil {
+			continue
+		}
+		switch f[2] {
+		case "begin":
+			running, began = f[1], at
+		case "end":
+			done = append(done, fmt.Sprintf("%s %.1fs", f[1], at-began))
+			running = ""
+		}
+	}
+	s := fmt.Sprintf("%d sections done (%s)", len(done), strings.Join(done, ", "))
+	if running != "" {
+		s += fmt.Sprintf("; section %q running since guest uptime %.1fs", running, began)
+	} else {
+		s += "; none running (between sections, or before the first)"
+	}
+	return s
+}
 
 // runVM boots a VM with the given numavm options and runs the shell script
 // in it (after sectionPrelude). It fails the test when numavm fails.
@@ -138,8 +182,8 @@ func runVM(t *testing.T, opts []string, script string) *vmResult {
 			continue
 		}
 		if err != nil {
-			t.Fatalf("numavm %s failed: %v\n--- stderr:\n%s\n--- stdout:\n%s", strings.Join(opts, " "), err,
-				res.Stderr, tail(res.Stdout, 4000))
+			t.Fatalf("numavm %s failed: %v\n--- progress: %s\n--- stderr:\n%s\n--- stdout:\n%s", strings.Join(opts, " "), err,
+				sectionProgress(res.Stdout), res.Stderr, tail(res.Stdout, 4000))
 		}
 		res.Sections = parseSections(res.Stdout)
 		return res
@@ -153,19 +197,19 @@ const numavmLockedUp = 123
 // runVMOnce runs script in one VM.
 func runVMOnce(t *testing.T, opts []string, script string) (*vmResult, error) {
 	t.Helper()
-	timeout := vmTimeout
+	timeout, maxTimeout := vmTimeout, vmTimeoutScaleMax*vmTimeout
 	if dl, ok := t.Deadline(); ok {
-		if left := time.Until(dl) - 10*time.Second; left < timeout {
-			timeout = left
-		}
+		left := time.Until(dl) - 15*time.Second
+		timeout, maxTimeout = min(timeout, left), min(maxTimeout, left)
 	}
 	if timeout < 30*time.Second {
 		t.Fatalf("not enough time left for a VM run (%v); raise go test -timeout", timeout)
 	}
-	args := append([]string{"--timeout", strconv.Itoa(int(timeout.Seconds()))}, opts...)
+	args := append([]string{"--timeout", strconv.Itoa(int(timeout.Seconds())),
+		"--max-timeout", strconv.Itoa(int(maxTimeout.Seconds()))}, opts...)
 	args = append(args, "--", "sh", "-c", sectionPrelude+script)
-	// numavm enforces its own --timeout; the context is the backstop.
-	ctx, cancel := context.WithTimeout(context.Background(), timeout+30*time.Second)
+	// numavm enforces its own (scaled) limit; the context is the backstop.
+	ctx, cancel := context.WithTimeout(context.Background(), maxTimeout+30*time.Second)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, numavmPath(t), args...)
 	// Own process group, so that a kill reaches QEMU too.

@@ -29,6 +29,19 @@ func TestParseSections(t *testing.T) {
 	}
 }
 
+// TestSectionProgress: a run cut off by its time limit says which
+// sections ended, how long each took, and which one was running.
+func TestSectionProgress(t *testing.T) {
+	out := "@@at a begin 10.00\n@@begin a\nx\n@@end a 0\n@@at a end 12.50\n" +
+		"@@at b begin 12.60\n@@begin b\nstill going\n"
+	if got, want := sectionProgress(out), `1 sections done (a 2.5s); section "b" running since guest uptime 12.6s`; got != want {
+		t.Errorf("sectionProgress = %q, want %q", got, want)
+	}
+	if got := sectionProgress("@@at a begin 1.00\n@@at a end 2.00\n"); got != "1 sections done (a 1.0s); none running (between sections, or before the first)" {
+		t.Errorf("sectionProgress after the last section = %q", got)
+	}
+}
+
 func TestSeriesTotal(t *testing.T) {
 	// A counter that grew by 100 in [-0.2, 0] (before the first sample,
 	// which is time 0), 50 in [0, 0.2], 0 in [0.2, 0.5] and 300 in

@@ -76,6 +76,7 @@ sec parallel.wl cat /tmp/parallel.wl
 // Open removed the stale numascope group of a dead pid but not that of a
 // live one.
 func TestNUMATrace(t *testing.T) {
+	const vmCPUs = 4 // --nodes 4, one CPU each
 	requireVM(t)
 	bin := buildNtrace(t)
 	r := runVM(t, []string{"--nodes", "4", "--add", bin}, numaTraceScript)
@@ -108,7 +109,16 @@ func TestNUMATrace(t *testing.T) {
 		if res.CommandError != "" || res.CloseError != "" {
 			t.Errorf("%s: command: %q, Close: %q", name, res.CommandError, res.CloseError)
 		}
-		if (res.Lost != 0 && name != "small") || res.Malformed != 0 {
+		// Rings of 8 MiB per CPU hold far more than a run's records: none
+		// may be lost, but numatrace counts as lost a deficit (hits
+		// counted, less records decoded) seen at two Collects in a row,
+		// and a sample counted but not yet written when a ring is drained
+		// (its vCPU preempted in between: on a busy host, at every
+		// Collect of a fault storm) looks the same. Its count is the
+		// running maximum of those deficits, so such samples in flight,
+		// at most one per vCPU at a time, add at most 4 in all (seen:
+		// 2 of 24 746, at load average 15, issue 29).
+		if (res.Lost > vmCPUs && name != "small") || res.Malformed != 0 {
 			t.Errorf("%s: %d records lost, %d malformed", name, res.Lost, res.Malformed)
 		}
 		// The probe was there while open, with its arguments, and is gone

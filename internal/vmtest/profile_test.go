@@ -187,10 +187,23 @@ func TestProfile(t *testing.T) {
 		case "consumers":
 			scan = "--scan-rate 400ms --consumers 3 "
 		}
-		// timeout: a hung profile fails its own section, named, instead of
-		// the whole VM run.
-		fmt.Fprintf(&script, "sec prof.%s timeout 60 %snumascope profile %s-o /tmp/%s.json -- profnuma-g %s --mb %d --seconds 3 --lead 0 --linger 0\n",
-			name, taskset, scan, name, runs[name], mb)
+		// The workers compute for 3 s and, with --until-sampled, until
+		// each has taken a fault per page of its buffer while computing:
+		// on a busy host the scanner and the workers are slow, and 3 s
+		// alone left a worker's buffer sampled 85 times for 2 048 pages
+		// (issue 29). A hung profile is caught by numavm's time limit,
+		// with the section that was running named.
+		until := ""
+		if name != "crash" {
+			until = "--until-sampled "
+		}
+		// numascope's own memory is bound to node 0 (numascope run
+		// --policy bind:0; profnuma resets its inherited policy), which
+		// the balancing scanner skips: numascope takes no hinting faults
+		// of its own, and the kernel's counters are the workload's. On a
+		// busy host numascope's own were 12 % of them (issue 29).
+		fmt.Fprintf(&script, "sec prof.%s %snumascope run --policy bind:0 -- numascope profile %s-o /tmp/%s.json -- profnuma-g %s --mb %d --seconds 3 %s--lead 0 --linger 0\n",
+			name, taskset, scan, name, runs[name], mb, until)
 		fmt.Fprintf(&script, "sec prof.%s.vmstat1 grep ^numa_hint_faults /proc/vmstat\n", name)
 		fmt.Fprintf(&script, "sec prof.%s.json cat /tmp/%s.json\n", name, name)
 	}
@@ -200,8 +213,19 @@ func TestProfile(t *testing.T) {
 	fmt.Fprintf(&script, "sec prof.scan.before cat %s/scan_delay_ms %s/scan_period_min_ms %s/scan_period_max_ms\n", knobs, knobs, knobs)
 	fmt.Fprintf(&script, "sec prof.scan.during numascope profile -o /tmp/sr.json --scan-rate 30ms -- cat %s/scan_delay_ms %s/scan_period_min_ms %s/scan_period_max_ms\n", knobs, knobs, knobs)
 	fmt.Fprintf(&script, "sec prof.scan.after cat %s/scan_delay_ms %s/scan_period_min_ms %s/scan_period_max_ms\n", knobs, knobs, knobs)
-	fmt.Fprintf(&script, "numascope profile -o /tmp/k.json --scan-rate 40ms -- sleep 3 & sleep 1\n"+
-		"sec prof.scan.killing cat %s/scan_period_min_ms\nkill -9 $!; sleep 0.5\n"+
+	// "While the profile runs" is when the profiled command has started
+	// (numascope profile sets the scanner before it starts the command):
+	// the command signals it by creating /tmp/k.running, and the setting
+	// is read then. A fixed "sleep 1" read the old value on a busy host
+	// (issue 29). After the SIGKILL, the guard process (internal/knob)
+	// restores the settings: wait for it to have exited (its script is
+	// unique), not for a delay.
+	fmt.Fprintf(&script, "numascope profile -o /tmp/k.json --scan-rate 40ms -- sh -c 'touch /tmp/k.running; exec sleep 600' &\n"+
+		"K=$!\nwhile [ ! -e /tmp/k.running ] && kill -0 $K 2>/dev/null; do sleep 0.05; done\n"+
+		"sec prof.scan.killing cat %s/scan_period_min_ms\n"+
+		"kill -9 $K; wait $K; pkill -f '^sleep 600$'\n"+
+		// [c]: the pattern must not match this script's own command line.
+		"while pgrep -f '[c]at >/dev/null; while' >/dev/null; do sleep 0.05; done\n"+
 		"sec prof.scan.killed cat %s/scan_delay_ms %s/scan_period_min_ms %s/scan_period_max_ms\n", knobs, knobs, knobs, knobs)
 	r := runVM(t, []string{"--nodes", fmt.Sprint(nodes), "--add", bin}, script.String())
 	load := func(name string) *profDoc {
@@ -259,7 +283,8 @@ func TestProfile(t *testing.T) {
 		hint, hintLocal := hintDeltas(t, r, "serial")
 		within(t, "serial: remote accesses vs the kernel's numa_hint_faults - numa_hint_faults_local",
 			float64(p.Totals.Remote), 0.95*float64(hint-hintLocal)-20, 1.08*float64(hint-hintLocal)+20)
-		// The kernel's total also has numascope's own (local) hinting faults.
+		// The kernel's total also has the few hinting faults of the VM's
+		// other processes (numascope's memory is not scanned: bound above).
 		within(t, "serial: sampled accesses vs the kernel's numa_hint_faults",
 			float64(p.Totals.Local+p.Totals.Remote), 0.9*float64(hint)-20, 1.02*float64(hint)+200)
 		within(t, "serial: share of all remote accesses at the compute line", float64(comp.Remote),
@@ -342,6 +367,24 @@ func TestProfile(t *testing.T) {
 			within(t, fmt.Sprintf("consumers: accesses by node %d's worker to node 0's pages", k),
 				float64(p.cell(t, k, 0)), 0.9*float64(pages), 3*float64(pages)+50)
 		}
+		// The bound is serial's, derived there: numascope may see fewer
+		// than the kernel's remote hinting faults by what it missed (5 %),
+		// more only by the accesses after a migration that a starved
+		// round still judges against the old node (8 %, docs/profile.md).
+		// It is not widened: when it failed (CI run 1 of issue 29, 7 997
+		// against the kernel's 6 156) the profile really over-counted.
+		// Starved on purpose (NUMAVM_ACCEL=tcg,thread=single, or a host
+		// at load average 20), serial counted up to 1.6 times the
+		// kernel's remote faults and this pipelined consumer 1.94 times
+		// (matrix cells of 4 097 for 2 048 pages): an end-of-round query
+		// that came before a hinting fault's migration left the page on
+		// its old node, and its next access, local for the kernel, was
+		// counted remote again. internal/profile now keeps such a page
+		// unsure until its recheck (TestAccessAfterMigrationNotStale),
+		// which brought one run at load average 20 within the bound
+		// (6 506); another at the same load still counted 9 903 against
+		// 6 150, so a second path remains under such starvation (open,
+		// issue 30). This bound is what catches it.
 		hint, hintLocal := hintDeltas(t, r, "consumers")
 		within(t, "consumers: remote accesses vs the kernel's numa_hint_faults - numa_hint_faults_local",
 			float64(p.Totals.Remote), 0.95*float64(hint-hintLocal)-20, 1.08*float64(hint-hintLocal)+20)

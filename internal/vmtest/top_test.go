@@ -17,8 +17,13 @@ import (
 // `numascope top -b --format json --cgroup` frames (processes sorted by
 // remote faults, and cgroups), then `--no-events` frames (/proc alone), as
 // sections, then stops the workload (its compute phase outlasts the
-// sections on a loaded host). Before them, in the workload's settle phase,
-// live's processes page gives the drill-down of the workload. One top arms
+// sections on a loaded host). Before them, while the workers wait for
+// /tmp/go, live's processes page gives the drill-down of the workload.
+// The workers start computing only once top has printed its first frame
+// (the pipe through which its output goes touches /tmp/go after the first
+// line), so that frame provably shows the memory where the first touch put
+// it: with a fixed settle time, balancing on a busy host had already spread
+// it before the first frame (issue 29). One top arms
 // the kprobe and disarms it: each
 // time the kernel patches task_numa_fault's entry while the workload
 // faults into it, Debian's 6.1 kernel under TCG may crash
@@ -29,13 +34,15 @@ echo +memory > /sys/fs/cgroup/cgroup.subtree_control
 numascope live --listen 127.0.0.1:8765 --no-token -i 1s -e vmstat.numa_hit > /tmp/live.out 2>&1 &
 L=$!
 i=0; while ! wget -qO /dev/null http://127.0.0.1:8765/ 2>/dev/null; do sleep 0.2; i=$((i+1)); [ $i -gt 150 ] && break; done
-sh -c 'echo $$ > /sys/fs/cgroup/wl/cgroup.procs; exec firsttouch %s --mb 32 --settle 3 --seconds 60 --lead 0 --linger 0 --out /tmp/wl.json' > /tmp/wl.out 2>&1 &
+sh -c 'echo $$ > /sys/fs/cgroup/wl/cgroup.procs; exec firsttouch %s --mb 32 --settle 0 --go /tmp/go --seconds 60 --lead 0 --linger 0 --out /tmp/wl.json' > /tmp/wl.out 2>&1 &
 P=$!
-i=0; while ! grep -q 'done at' /tmp/wl.out; do sleep 0.1; i=$((i+1)); [ $i -gt 600 ] && break; done
+while ! grep -q 'done at' /tmp/wl.out && kill -0 $P 2>/dev/null; do sleep 0.1; done
 echo "@@pid $P"
 sec detail wget -qO- "http://127.0.0.1:8765/api/processes/detail?pid=$P"
 kill $L; wait $L
-sec top numascope top -b --format json -n 5 -d 1s --cgroup
+first() { IFS= read -r l && printf '%%s\n' "$l"; touch /tmp/go; cat; }
+frames() { { numascope top -b --format json -n 5 -d 1s --cgroup; echo $? > /tmp/top.rc; } | first; return $(cat /tmp/top.rc); }
+sec top frames
 sec noev numascope top -b --format json -n 2 -d 1s --no-events
 sec events cat /sys/kernel/tracing/kprobe_events
 kill $P; wait $P || true
@@ -165,7 +172,7 @@ func rowOf(f *top.Frame, pid int) *top.Process {
 func TestTopSerialInit(t *testing.T) {
 	requireVM(t)
 	pid, frames, noev, detail, _ := runTopVM(t, "--serial")
-	// The drill-down, before the workers start: the buffers on node 0,
+	// The drill-down, before the workers start (they wait for /tmp/go): the buffers on node 0,
 	// the workers on nodes 1-3, and a hint that says so.
 	if b := checkDetail(t, detail); 2*b["0"] <= b["0"]+b["1"]+b["2"]+b["3"] {
 		t.Errorf("drill-down: firsttouch's memory by node %v, want most on node 0", b)
@@ -254,7 +261,8 @@ func TestTopSerialInit(t *testing.T) {
 	t.Logf("--no-events: firsttouch's recent remote share by frame %v", shares)
 
 	// The cgroup view (the same frames): /wl holds the workload, its
-	// memory on node 0 in the first frame (the workers still wait), and
+	// memory on node 0 in the first frame (taken before /tmp/go: the
+	// workers provably still wait), and
 	// its processes' remote faults.
 	var cgRemote float64
 	for i := range frames {

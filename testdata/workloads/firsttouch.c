@@ -2,7 +2,7 @@
  * firsttouch: the classic NUMA initialisation bug and its fix, with known answers.
  *
  *   firsttouch --serial|--parallel [--mb N] [--seconds S] [--settle S]
- *              [--out FILE] [--lead S] [--linger S]
+ *              [--go FILE] [--until FILE] [--out FILE] [--lead S] [--linger S]
  *
  * One worker thread per node with CPUs, pinned to that node's CPUs, owns a buffer
  * of N MiB (default 32) of small pages.
@@ -16,6 +16,11 @@
  * Then the workers wait --settle seconds (default 1) and compute on their own
  * buffers for --seconds (default 8): they read every cache line and write one
  * word per page, over and over.
+ *   --go FILE     after the settle time, the workers start computing only once
+ *                 FILE exists: a test looks at the placement after the first
+ *                 touch first, however long that look takes on a busy machine
+ *   --until FILE  they compute (for at least --seconds) until FILE exists: a
+ *                 test looks at the threads while they provably compute
  *
  * Ground truth printed (see workload.h): placement of every buffer after the
  * first touch ("after_init") and after computing ("after_compute"), counter
@@ -37,6 +42,7 @@ static struct worker workers[MAX_NODES];
 static int nworkers, parallel = -1;
 static long len;
 static double compute_seconds = 8, settle_seconds = 1;
+static const char *go_file, *until_file;
 static pthread_barrier_t touched, go;
 static atomic_int stop;
 
@@ -77,9 +83,13 @@ int main(int argc, char **argv)
 			compute_seconds = atof(argv[++i]);
 		else if (!strcmp(argv[i], "--settle") && i + 1 < argc)
 			settle_seconds = atof(argv[++i]);
+		else if (!strcmp(argv[i], "--go") && i + 1 < argc)
+			go_file = argv[++i];
+		else if (!strcmp(argv[i], "--until") && i + 1 < argc)
+			until_file = argv[++i];
 		else
 			wl_die("usage: firsttouch --serial|--parallel [--mb N] [--seconds S] [--settle S] "
-			       "[--out FILE] [--lead S] [--linger S]");
+			       "[--go FILE] [--until FILE] [--out FILE] [--lead S] [--linger S]");
 	}
 	if (parallel < 0)
 		wl_die("say --serial or --parallel");
@@ -119,9 +129,13 @@ int main(int argc, char **argv)
 	fflush(stdout);
 
 	wl_sleep(settle_seconds);
+	while (go_file && access(go_file, F_OK) != 0)
+		wl_sleep(0.01);
 	wl_emit("{\"type\":\"phase\",\"name\":\"compute_start\",\"t\":%.3f}", wl_elapsed());
 	pthread_barrier_wait(&go);
 	wl_sleep(compute_seconds);
+	while (until_file && access(until_file, F_OK) != 0)
+		wl_sleep(0.01);
 	atomic_store(&stop, 1);
 	for (int i = 0; i < nworkers; i++)
 		pthread_join(workers[i].th, NULL);

@@ -2,7 +2,7 @@
  * profnuma: known answers for numascope profile, by source line.
  *
  *   profnuma --serial|--parallel [--unpinned] [--crash] [--thp] [--malloc] [--again]
- *            [--memset|--memcpy] [--pin-cpu C] [--membind M] [--mb N] [--seconds S] [--out FILE] [--lead S] [--linger S]
+ *            [--memset|--memcpy] [--pin-cpu C] [--membind M] [--mb N] [--seconds S] [--until-sampled] [--out FILE] [--lead S] [--linger S]
  *
  * One worker thread per node with CPUs owns a buffer of N MiB (default 16) of
  * small pages, pinned to its node's CPUs (unless --unpinned).
@@ -12,7 +12,11 @@
  *   --parallel  each worker first-touches its own buffer at that same line.
  * Then every worker writes one word of each page of its buffer, over and over
  * for --seconds (default 4), at the line marked @compute: with NUMA balancing
- * on, its hinting faults are taken there.
+ * on, its hinting faults are taken there. With --until-sampled they go on
+ * until each has taken, while computing, at least as many faults (its
+ * thread's minor faults, getrusage) as its buffer has pages: every page
+ * sampled about once, however slowly a busy machine runs the scanner and the
+ * workers (balancing must be on, and the buffers of small pages).
  *   --thp       the buffers are 2 MiB-aligned and madvise(MADV_HUGEPAGE), so
  *               that (THP permitting) one fault places 512 base pages.
  *   --crash     after the first touch, the main thread dereferences NULL at the
@@ -30,6 +34,10 @@
  *               not libc's code, nor the caller of init_buffer.
  *   --pin-cpu C the main thread first pins itself to CPU C, at the line marked
  *               @pin.
+ * profnuma starts with the default memory policy, whatever it inherited: a
+ * profiler bound to one node with MPOL_BIND (so that the NUMA balancing
+ * scanner skips its memory and its own hinting faults stay out of the
+ * kernel's counters) hands that policy down.
  *   --membind M all memory comes from node M (MPOL_BIND, with
  *               MPOL_F_NUMA_BALANCING so that balancing still samples it),
  *               e.g. a CPU-less (CXL-like) node: every access is remote.
@@ -45,6 +53,7 @@
 
 #include <pthread.h>
 #include <stdatomic.h>
+#include <sys/resource.h>
 
 struct worker {
 	pthread_t th;
@@ -66,6 +75,8 @@ static long len;
 static double seconds = 4;
 static pthread_barrier_t touched;
 static atomic_int stop;
+static int until_sampled;
+static atomic_int sampled; /* workers that took a fault per page while computing */
 
 #define HUGE (2L << 20)
 
@@ -110,12 +121,24 @@ __attribute__((noinline)) static void init_buffer(char *buf, long n)
 		((volatile char *)buf)[off] = 1; /* @init */
 }
 
+static long minor_faults(void)
+{
+	struct rusage ru;
+	return getrusage(RUSAGE_THREAD, &ru) ? 0 : ru.ru_minflt;
+}
+
 __attribute__((noinline)) static void compute(struct worker *w)
 {
+	long base = minor_faults();
+	int counted = !until_sampled;
 	while (!atomic_load_explicit(&stop, memory_order_relaxed)) {
 		for (long off = 0; off < len; off += PAGE)
 			((volatile char *)w->buf)[off] += 1; /* @compute */
 		w->passes++;
+		if (!counted && minor_faults() - base >= len / PAGE) {
+			counted = 1;
+			atomic_fetch_add(&sampled, 1);
+		}
 	}
 }
 
@@ -170,6 +193,8 @@ static __attribute__((noinline)) void touch_stack(void)
 
 int main(int argc, char **argv)
 {
+	if (syscall(SYS_set_mempolicy, WL_MPOL_DEFAULT, NULL, 0) < 0)
+		wl_die("set_mempolicy(MPOL_DEFAULT): %s", strerror(errno));
 	touch_stack();
 	/* Map every page mapped so far (the program's code and data, libc's,
 	 * ld.so's, the stack) without faults: a call at a marked line would
@@ -219,11 +244,13 @@ int main(int argc, char **argv)
 		}
 		else if (!strcmp(argv[i], "--mb") && i + 1 < argc)
 			mb = atol(argv[++i]);
+		else if (!strcmp(argv[i], "--until-sampled"))
+			until_sampled = 1;
 		else if (!strcmp(argv[i], "--seconds") && i + 1 < argc)
 			seconds = atof(argv[++i]);
 		else
 			wl_die("usage: profnuma --serial|--parallel [--unpinned] [--crash] [--thp] [--malloc] [--again] "
-			       "[--memset|--memcpy] [--pin-cpu C] [--membind M] [--mb N] [--seconds S] [--out FILE] [--lead S] [--linger S]");
+			       "[--memset|--memcpy] [--pin-cpu C] [--membind M] [--mb N] [--seconds S] [--until-sampled] [--out FILE] [--lead S] [--linger S]");
 	}
 	if (parallel < 0)
 		wl_die("say --serial or --parallel");
@@ -264,6 +291,8 @@ int main(int argc, char **argv)
 		spawn(&workers[i]);
 	pthread_barrier_wait(&touched);
 	wl_sleep(seconds);
+	while (until_sampled && atomic_load(&sampled) < nworkers)
+		wl_sleep(0.01);
 	atomic_store(&stop, 1);
 	long passes = 0;
 	for (int i = 0; i < nworkers; i++) {

@@ -15,9 +15,44 @@ mkdirSync(artifacts, { recursive: true });
 /** binary is the numascope to test: $NUMASCOPE or bin/numascope. */
 export const binary = process.env.NUMASCOPE || join(repo, "bin", "numascope");
 
+const teardowns = new WeakMap();
+
+/**
+ * cleanup runs fn when test t ends, in the reverse order of registration (as Go's t.Cleanup): what a
+ * test started last stops first, so a page closes before the server it polls stops. node's t.after
+ * runs hooks in registration order, which stopped the server under a page still polling it, and the
+ * page's ERR_CONNECTION_REFUSED then failed the test (issue 29). Every fn runs even if one throws; the
+ * first error is thrown after them.
+ */
+export function cleanup(t, fn) {
+  let td = teardowns.get(t);
+  if (!td) {
+    td = { ending: false, fns: [] };
+    teardowns.set(t, td);
+    t.after(async () => {
+      td.ending = true;
+      let first;
+      while (td.fns.length) {
+        try {
+          await td.fns.pop()();
+        } catch (e) {
+          first ??= e;
+        }
+      }
+      if (first) throw first;
+    });
+  }
+  td.fns.push(fn);
+}
+
+/** ending reports whether test t's teardown has begun: what a page logs from then on is not its error. */
+function ending(t) {
+  return teardowns.get(t)?.ending ?? false;
+}
+
 export function tempDir(t) {
   const d = mkdtempSync(join(tmpdir(), "numascope-web-"));
-  t.after(() => rmSync(d, { recursive: true, force: true }));
+  cleanup(t, () => rmSync(d, { recursive: true, force: true }));
   return d;
 }
 
@@ -47,7 +82,8 @@ export function serve(t, args, cwd, bin = binary) {
       clearTimeout(timer);
       reject(new Error(`${bin} ${args.join(" ")} exited with ${code}: ${err}`));
     });
-    t.after(
+    cleanup(
+      t,
       () =>
         new Promise((res) => {
           if (p.exitCode !== null) return res();
@@ -76,15 +112,18 @@ export async function browser(t, viewport = { width: 1400, height: 900 }) {
       "--disable-sync",
     ],
   });
-  t.after(async () => {
+  cleanup(t, async () => {
     await ctx.close();
     rmSync(profile, { recursive: true, force: true });
   });
   const page = ctx.pages()[0] ?? (await ctx.newPage());
+  // The page's errors while the test runs; once its teardown has begun (servers stopping), what the
+  // page logs is the teardown's doing, not the page's error.
   const errors = [];
-  page.on("pageerror", (e) => errors.push(String(e)));
-  page.on("console", (m) => m.type() === "error" && errors.push(m.text()));
-  t.after(() => {
+  page.on("pageerror", (e) => ending(t) || errors.push(String(e)));
+  page.on("console", (m) => ending(t) || (m.type() === "error" && errors.push(m.text())));
+  // Registered last, so it runs first: before the page closes and the servers stop.
+  cleanup(t, () => {
     if (errors.length) throw new Error(`errors in the page: ${errors.join("; ")}`);
   });
   return page;
