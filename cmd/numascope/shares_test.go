@@ -26,7 +26,9 @@ func TestCPUSharesAreShares(t *testing.T) {
 	for _, tc := range []struct{ interval, cmd string }{
 		{"100ms", "sleep 0.53"}, // the last sample is about 30 ms long
 		{"10ms", "sleep 0.203"},
-		{"20ms", "i=0; while [ $i -lt 20000 ]; do i=$((i+1)); done"}, // busy, then a short last sample
+		// Busy for 0.3 s by the clock (a loop of a fixed count ended within
+		// one 20 ms interval on a quiet machine), then a short last sample.
+		{"20ms", "end=$(($(date +%s%N) + 300000000)); while [ $(date +%s%N) -lt $end ]; do :; done"},
 	} {
 		rec := filepath.Join(dir, "r"+tc.interval+".jsonl")
 		if _, errs, code := run(t, "record", "--discrete", "-o", rec, "-i", tc.interval, "-e", strings.Join(sel, ","), "--", "sh", "-c", tc.cmd); code != 0 {
