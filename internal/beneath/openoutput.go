@@ -41,31 +41,7 @@ func OpenOutput(path string, perm os.FileMode) (*os.File, error) {
 	if err := checkBase(base); err != nil {
 		return nil, err
 	}
-	fd, err := unix.Openat(d.fd, base, unix.O_RDWR|unix.O_CREAT|unix.O_NOFOLLOW|unix.O_CLOEXEC|unix.O_NONBLOCK, uint32(perm.Perm()))
-	if err != nil {
-		if err == unix.ENXIO {
-			err = ErrNotRegular
-		}
-		return nil, &os.PathError{Op: "open", Path: path, Err: err}
-	}
-	fail := func(err error) (*os.File, error) {
-		unix.Close(fd)
-		return nil, &os.PathError{Op: "open", Path: path, Err: err}
-	}
-	var st unix.Stat_t
-	if err := unix.Fstat(fd, &st); err != nil {
-		return fail(err)
-	}
-	switch {
-	case st.Mode&unix.S_IFMT != unix.S_IFREG:
-		return fail(ErrNotRegular)
-	case st.Nlink > 1:
-		return fail(ErrHardLink)
-	}
-	if err := unix.SetNonblock(fd, false); err != nil {
-		return fail(err)
-	}
-	return os.NewFile(uintptr(fd), path), nil
+	return d.openRegular(base, path, unix.O_RDWR, perm, false)
 }
 
 // OutputError is the one-line message for the output file what ("the

@@ -207,12 +207,22 @@ func (d *OutDir) Create(name string, force bool, perm os.FileMode) (*os.File, er
 	if err := checkBase(name); err != nil {
 		return nil, err
 	}
-	flags := unix.O_WRONLY | unix.O_CREAT | unix.O_NOFOLLOW | unix.O_CLOEXEC | unix.O_NONBLOCK
+	flags := unix.O_WRONLY
 	if !force {
 		flags |= unix.O_EXCL
 	}
-	path := filepath.Join(d.path, name)
-	fd, err := unix.Openat(d.fd, name, flags, uint32(perm.Perm()))
+	return d.openRegular(name, filepath.Join(d.path, name), flags, perm, true)
+}
+
+// openRegular opens (creating, mode perm before umask) the file name in d
+// with flags besides O_CREAT, O_NOFOLLOW and O_NONBLOCK, and keeps it only
+// if it is a regular file with no other hard link: a symbolic link in its
+// place is refused (ELOOP), and the open never blocks (a FIFO planted
+// there gives ErrNotRegular). truncate empties a file that holds data.
+// The file, named path in errors and by Name, is blocking again when
+// returned.
+func (d *OutDir) openRegular(name, path string, flags int, perm os.FileMode, truncate bool) (*os.File, error) {
+	fd, err := unix.Openat(d.fd, name, flags|unix.O_CREAT|unix.O_NOFOLLOW|unix.O_CLOEXEC|unix.O_NONBLOCK, uint32(perm.Perm()))
 	if err != nil {
 		if err == unix.ENXIO { // a FIFO with no reader, opened O_NONBLOCK
 			err = ErrNotRegular
@@ -233,7 +243,7 @@ func (d *OutDir) Create(name string, force bool, perm os.FileMode) (*os.File, er
 	case st.Nlink > 1:
 		return fail(ErrHardLink)
 	}
-	if st.Size > 0 {
+	if truncate && st.Size > 0 {
 		if err := unix.Ftruncate(fd, 0); err != nil {
 			return fail(err)
 		}
