@@ -38,7 +38,7 @@ async function checkLoaded(page, doc) {
   }
   await page.waitForSelector("#bench .loaded-plot canvas");
   const plot = await page.evaluate(() => {
-    const u = window.__numascope.app.bench.loaded;
+    const u = window.__numascope.benchPlot();
     return { labels: u.series.map((s) => s.label), data: u.data.map((col) => [...col]) };
   });
   assert.deepEqual(plot.labels.slice(1), pairs.map((p) => `node ${p.initiator} → node ${p.target}`));

@@ -158,7 +158,7 @@ test("a recording with HTML in its names, served by numascope view: shown as tex
   const page = await browser(t);
   await page.goto(url);
   await page.waitForSelector("#mode:has-text('recording')");
-  await page.waitForFunction(() => window.__numascope.app.store.n > 0);
+  await page.waitForFunction(() => window.__numascope.samples.store.n > 0);
   await check(page, want, await shownRecording(page));
 });
 
