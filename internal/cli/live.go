@@ -182,7 +182,7 @@ The websocket protocol is documented in docs/live-protocol.md.`,
 			}
 			if fifo != nil {
 				defer fifo.Close()
-				go fifo.Serve(srv)
+				go srv.Control(fifo)
 			}
 			announce(stderr, srv.Server)
 			return srv.Run(ctx)

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/numascope/numascope/internal/ctl"
 	"github.com/numascope/numascope/internal/recorder"
 	"github.com/numascope/numascope/internal/recording"
 	"github.com/numascope/numascope/internal/sampler"
@@ -87,10 +88,13 @@ type Live struct {
 // batchPrefix starts every batch message.
 const batchPrefix = `{"type":"batch","samples":[`
 
-// command is a request for the hub: from a client (c set) or the FIFO.
+// command is a request for the hub: a client's (c and req set) or the
+// control FIFO's (fifo and ctl set).
 type command struct {
-	c   *client
-	req *request
+	c    *client
+	req  *request
+	fifo *ctl.Server
+	ctl  ctl.Command
 }
 
 // NewLive prepares a live server; nothing runs until Run.
@@ -136,27 +140,16 @@ func NewLive(opt Options, cfg LiveConfig) (*Live, error) {
 	return l, nil
 }
 
-// Label, Pause, Resume, SetInterval and Record are the control FIFO's
-// commands; they reach every client like a client's own.
-func (l *Live) Label(text string) { l.post(&request{Type: "label", Text: text}) }
-func (l *Live) Pause()            { l.post(&request{Type: "pause"}) }
-func (l *Live) Resume()           { l.post(&request{Type: "resume"}) }
-
-// SetInterval changes the shared sampling interval. It is carried out by
-// the hub: an error is reported there, like a client's.
-func (l *Live) SetInterval(d time.Duration) error {
-	l.post(&request{Type: "interval", Interval: d.String()})
-	return nil
-}
-
-// Record switches recording to path (an absolute path or relative to the
-// working directory, as the FIFO's user typed it).
-func (l *Live) Record(path string) { l.post(&request{Type: "fifo_record", Path: path}) }
-
-func (l *Live) post(r *request) {
-	select {
-	case l.cmds <- command{req: r}:
-	case <-l.done:
+// Control carries out the commands of the control FIFO until it is closed:
+// each goes to the hub as it was parsed, in order with the clients'
+// requests, and reaches every client like a client's own. A command that
+// fails is reported as stat and record report it (fifo.Report).
+func (l *Live) Control(fifo *ctl.Server) {
+	for c := range fifo.Commands() {
+		select {
+		case l.cmds <- command{fifo: fifo, ctl: c}:
+		case <-l.done:
+		}
 	}
 }
 
@@ -305,6 +298,12 @@ func (l *Live) hub(ctx context.Context) error {
 		case <-l.batchDue.C:
 			l.flush()
 		case c := <-l.cmds:
+			if c.fifo != nil {
+				if err := ctl.Dispatch(hubTarget{l}, c.ctl); err != nil {
+					c.fifo.Report(err)
+				}
+				continue
+			}
 			l.command(c)
 		case c := <-l.reg:
 			l.flush()
@@ -464,49 +463,21 @@ func (l *Live) broadcastState() {
 	l.broadcast(mustJSON(stateMsg{Type: "state", State: l.state}))
 }
 
-// command carries out a client's or the FIFO's request.
+// command carries out a client's request.
 func (l *Live) command(cm command) {
 	r := cm.req
-	fail := func(err error) {
-		if cm.c != nil {
-			cm.c.fail(r.ID, err)
-		} else {
-			l.cfg.Errors(err)
-		}
-	}
-	ok := func() {
-		if cm.c != nil {
-			cm.c.reply(okMsg{Type: "ok", ID: r.ID, Op: r.Type})
-		}
-	}
+	fail := func(err error) { cm.c.fail(r.ID, err) }
+	ok := func() { cm.c.reply(okMsg{Type: "ok", ID: r.ID, Op: r.Type}) }
 	switch r.Type {
-	case "interval":
-		d, err := sampler.ParseInterval(r.Interval)
+	case "interval", "pause", "resume", "label":
+		c, err := controlOf(r)
+		if err == nil {
+			err = ctl.Dispatch(hubTarget{l}, c)
+		}
 		if err != nil {
-			fail(fmt.Errorf("interval: %w", err))
+			fail(err)
 			return
 		}
-		if err := l.smp.SetInterval(d); err != nil {
-			fail(fmt.Errorf("interval: %w", err))
-			return
-		}
-		ok()
-	case "pause":
-		l.smp.Pause()
-		ok()
-	case "resume":
-		l.smp.Resume()
-		ok()
-	case "label":
-		// The same cleaning as every other way a label arrives (the FIFO,
-		// numascope ctl): no escapes, BEL or bidi controls reach the
-		// recording, the clients or a terminal.
-		text, err := recording.CleanLabel(r.Text)
-		if err != nil {
-			fail(err) // names the label and what is wrong
-			return
-		}
-		l.smp.Label(text)
 		ok()
 	case "events", "enable", "disable", "discrete":
 		events, discrete := append([]string(nil), l.state.Events...), l.state.Discrete
@@ -548,9 +519,6 @@ func (l *Live) command(cm command) {
 		}
 		ok()
 	case "record":
-		if cm.c == nil {
-			return // the FIFO's recordings are fifo_record
-		}
 		path, err := l.rec.Switch(recorder.Dest{Path: r.Path, Dir: l.recDir})
 		if err != nil {
 			fail(fmt.Errorf("record: %w", err))
@@ -558,16 +526,6 @@ func (l *Live) command(cm command) {
 		}
 		l.recordingChanged()
 		cm.c.reply(okMsg{Type: "ok", ID: r.ID, Op: r.Type, Path: path})
-	case "fifo_record":
-		if cm.c != nil {
-			fail(unknownType(r.Type, "numascope live", liveTypes))
-			return
-		}
-		if _, err := l.rec.Switch(recorder.Dest{Path: r.Path}); err != nil {
-			fail(fmt.Errorf("ctl record: %w", err))
-			return
-		}
-		l.recordingChanged()
 	case "record_stop":
 		if l.rec.Path() == "" {
 			fail(errors.New("record_stop: not recording"))
@@ -583,6 +541,55 @@ func (l *Live) command(cm command) {
 	default:
 		fail(unknownType(r.Type, "numascope live", liveTypes))
 	}
+}
+
+// controlOf types a client's interval, pause, resume or label request as
+// the control command it is, so that both reach the sampler through the
+// one ctl.Dispatch. A label is cleaned as every other way a label arrives
+// (the FIFO, numascope ctl): no escapes, BEL or bidi controls reach the
+// recording, the clients or a terminal.
+func controlOf(r *request) (ctl.Command, error) {
+	switch r.Type {
+	case "interval":
+		d, err := sampler.ParseInterval(r.Interval)
+		if err != nil {
+			return ctl.Command{}, fmt.Errorf("interval: %w", err)
+		}
+		return ctl.Command{Op: ctl.OpInterval, Interval: d}, nil
+	case "pause":
+		return ctl.Command{Op: ctl.OpPause}, nil
+	case "resume":
+		return ctl.Command{Op: ctl.OpResume}, nil
+	case "label":
+		text, err := recording.CleanLabel(r.Text)
+		if err != nil {
+			return ctl.Command{}, err // names the label and what is wrong
+		}
+		return ctl.Command{Op: ctl.OpLabel, Arg: text}, nil
+	}
+	return ctl.Command{}, unknownType(r.Type, "numascope live", liveTypes)
+}
+
+// hubTarget is the hub as the ctl.Target of every control command, the
+// FIFO's and a client's: only the hub goroutine uses it. Pause, resume,
+// labels and intervals go to the sampler, which puts them in order with
+// the samples; the clients learn of them from its marks (handle).
+type hubTarget struct{ l *Live }
+
+func (h hubTarget) Label(text string)                 { h.l.smp.Label(text) }
+func (h hubTarget) Pause()                            { h.l.smp.Pause() }
+func (h hubTarget) Resume()                           { h.l.smp.Resume() }
+func (h hubTarget) SetInterval(d time.Duration) error { return h.l.smp.SetInterval(d) }
+
+// Record switches recording to path (an absolute path or relative to the
+// working directory, as the FIFO's user typed it; a client's recordings
+// go beneath --record-dir and are its "record" request).
+func (h hubTarget) Record(path string) {
+	if _, err := h.l.rec.Switch(recorder.Dest{Path: path}); err != nil {
+		h.l.cfg.Errors(fmt.Errorf("ctl record: %w", err))
+		return
+	}
+	h.l.recordingChanged()
 }
 
 // restart replaces the sampler with one for the new event set. Samples

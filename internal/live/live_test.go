@@ -18,6 +18,7 @@ import (
 
 	"github.com/coder/websocket"
 
+	"github.com/numascope/numascope/internal/ctl"
 	"github.com/numascope/numascope/internal/recording"
 	"github.com/numascope/numascope/internal/sampler"
 	"github.com/numascope/numascope/internal/sensor"
@@ -677,12 +678,16 @@ func TestEventsDiscreteAndRecording(t *testing.T) {
 func TestFIFOCommandsReachEveryClient(t *testing.T) {
 	dir := t.TempDir()
 	l, _ := startLive(t, Options{}, LiveConfig{})
+	fifo, _ := controlFIFO(t, l)
 	a, b := dial(t, l.Server, ""), dial(t, l.Server, "")
 	a.next("hello", typeIs("hello"))
 	b.next("hello", typeIs("hello"))
-	l.Label("from the fifo")
 	path := filepath.Join(dir, "fifo.jsonl.zst")
-	l.Record(path)
+	for _, line := range []string{"label from the fifo", "record " + path} {
+		if err := ctl.Send(fifo, line); err != nil {
+			t.Fatal(err)
+		}
+	}
 	for _, c := range []*wsClient{a, b} {
 		// The label comes back from the sampler, the state at once: any order.
 		var label, rec bool

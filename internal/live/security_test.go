@@ -18,6 +18,7 @@ import (
 
 	"github.com/coder/websocket"
 
+	"github.com/numascope/numascope/internal/ctl"
 	"github.com/numascope/numascope/internal/profile"
 	"github.com/numascope/numascope/internal/recording"
 	"github.com/numascope/numascope/internal/testutil"
@@ -157,8 +158,9 @@ func serveReport(t *testing.T, name string, payload map[string]any) *Report {
 }
 
 // TestUnknownTypeNeverListsItself: the error for a message type a server
-// does not answer lists the types it does, never that same type (nor the
-// FIFO's internal fifo_record).
+// does not answer lists the types it does, never that same type (nor
+// fifo_record, the FIFO's record request before the FIFO's commands reached
+// the hub typed).
 func TestUnknownTypeNeverListsItself(t *testing.T) {
 	l, _ := startLive(t, Options{}, LiveConfig{RecordDir: t.TempDir()})
 	recFile := filepath.Join(t.TempDir(), "r.jsonl")
@@ -393,6 +395,7 @@ func TestRecordingSwitchOntoFullDiskKeepsTheCurrentFile(t *testing.T) {
 	full := testutil.SmallFS(t, 0)
 	cur := filepath.Join(t.TempDir(), "cur.jsonl")
 	l, logs, stop := runLive(t, Options{}, LiveConfig{Record: cur, RecordDir: full})
+	fifo, _ := controlFIFO(t, l)
 	c := dial(t, l.Server, "")
 	c.next("hello", typeIs("hello"))
 	c.send(`{"type":"record","id":1,"path":"new.jsonl"}`)
@@ -400,7 +403,9 @@ func TestRecordingSwitchOntoFullDiskKeepsTheCurrentFile(t *testing.T) {
 	if m["type"] != "error" || !strings.Contains(fmt.Sprint(m["error"]), "no space left") {
 		t.Errorf("record onto a full disk: %v, want an error saying so", m)
 	}
-	l.Record(filepath.Join(full, "fifo.jsonl"))
+	if err := ctl.Send(fifo, "record "+filepath.Join(full, "fifo.jsonl")); err != nil {
+		t.Fatal(err)
+	}
 	deadline := time.Now().Add(10 * time.Second)
 	for !logs.has("ctl record") {
 		if time.Now().After(deadline) {
