@@ -197,6 +197,31 @@ func TestEmptyEventListRefused(t *testing.T) {
 	}
 }
 
+// TestLiveRefusesSamplingFlagsItCannotHonour: live shares the sampling
+// flags of stat and record, and builds its session the same way; -n and
+// --per, which its endless, per-second stream cannot honour, are one-line
+// errors before anything is served, never silently ignored.
+func TestLiveRefusesSamplingFlagsItCannotHonour(t *testing.T) {
+	for flag, want := range map[string][]string{
+		"-n":    {"-n", "1"},
+		"--per": {"--per", "cpu.user"},
+	} {
+		args := append([]string{"live", "--listen", "127.0.0.1:0"}, want...)
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		cmd := exec.CommandContext(ctx, binary, args...)
+		cmd.Env = append(os.Environ(), "XDG_RUNTIME_DIR="+t.TempDir())
+		var errb bytes.Buffer
+		cmd.Stderr = &errb
+		err := cmd.Run()
+		timedOut := ctx.Err() != nil
+		cancel()
+		errs := strings.TrimSpace(errb.String())
+		if err == nil || timedOut || !strings.Contains(errs, flag) || !strings.Contains(errs, "does not apply") || strings.Contains(errs, "\n") {
+			t.Errorf("numascope %q: %v, stderr %q; want a one-line error saying %s does not apply", args, err, errs, flag)
+		}
+	}
+}
+
 // TestExperimentDryRunChecks: experiment --dry-run refuses a spec whose
 // size is beyond a limit at once, in bounded memory (the run is limited to
 // 2 GB of address space: before the limits, replications = 1000000000 grew

@@ -14,6 +14,7 @@ import (
 
 	"github.com/numascope/numascope/internal/live"
 	"github.com/numascope/numascope/internal/sampler"
+	"github.com/numascope/numascope/internal/sampling"
 )
 
 // TestCatalogDescribedAlike: `events --format json`, the live hello's
@@ -126,7 +127,7 @@ func liveHello(t *testing.T, cat *sampler.Catalog) map[string]any {
 	t.Helper()
 	events := cat.Available([]string{"cpu.user"})
 	srv, err := live.NewLive(live.Options{Listen: "127.0.0.1:0", Batch: 50 * time.Millisecond, Log: func(string) {}},
-		live.LiveConfig{Catalog: cat, Events: events, Interval: 50 * time.Millisecond})
+		sampling.Config{Catalog: cat, Events: events, Interval: 50 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,7 +12,6 @@ import (
 
 	"github.com/numascope/numascope/internal/exporter"
 	"github.com/numascope/numascope/internal/live"
-	"github.com/numascope/numascope/internal/sampler"
 )
 
 // webFlags are the flags of the commands that serve the web client.
@@ -112,14 +111,14 @@ The websocket protocol is documented in docs/live-protocol.md.`,
 			if f.count != 0 {
 				return fmt.Errorf("live samples until interrupted; -n does not apply (use record -n)")
 			}
-			patterns, err := f.eventPatterns()
+			if f.per != "" {
+				return fmt.Errorf("--per does not apply to live: the web client shows rates per second (use stat --per)")
+			}
+			cfg, err := f.config()
 			if err != nil {
 				return err
 			}
-			interval, err := sampler.ParseInterval(f.interval)
-			if err != nil {
-				return fmt.Errorf("-i: %w", err)
-			}
+			cfg.record, cfg.force = out, force
 			if err := w.check(); err != nil {
 				return err
 			}
@@ -132,10 +131,7 @@ The websocket protocol is documented in docs/live-protocol.md.`,
 			}
 			stderr := &lockedWriter{w: os.Stderr}
 			defer cat.Close()
-			if len(patterns) == 0 {
-				patterns = cat.Available(sampler.DefaultEvents)
-			}
-			pin, err := pinCPUs(env, f.samplerNode, g.root != "")
+			sc, err := cfg.resolve(g, env, cat, stderr)
 			if err != nil {
 				return err
 			}
@@ -160,12 +156,8 @@ The websocket protocol is documented in docs/live-protocol.md.`,
 			} else {
 				opts.ProcessesReason = "numascope live was started with --processes=false"
 			}
-			h := baseHeader(env.Topology, cat, nil)
-			srv, err := live.NewLive(opts, live.LiveConfig{
-				Catalog: cat, Events: patterns, Discrete: f.discrete, Interval: interval, PinCPUs: pin,
-				Header: h, Record: out, Force: force, RecordDir: recordDir,
-				Errors: func(err error) { stderr.printf("%v", err) }, Notices: func(m string) { stderr.printf("%s", m) },
-			})
+			opts.RecordDir = recordDir
+			srv, err := live.NewLive(opts, sc)
 			if err != nil {
 				return err
 			}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/numascope/numascope/internal/ctl"
+	"github.com/numascope/numascope/internal/sampling"
 )
 
 // controlFIFO opens a real control FIFO served by l.Control, as numascope
@@ -44,7 +45,7 @@ func writeRaw(t *testing.T, path, line string) {
 // every client sees the label, pause, resume and interval as marks, and the
 // state of each.
 func TestControlFIFOCommandsGoThroughDispatch(t *testing.T) {
-	l, _ := startLive(t, Options{}, LiveConfig{})
+	l, _ := startLive(t, Options{}, sampling.Config{})
 	path, log := controlFIFO(t, l)
 	c := dial(t, l.Server, "")
 	c.next("hello", typeIs("hello"))
@@ -77,7 +78,7 @@ func TestControlFIFOCommandsGoThroughDispatch(t *testing.T) {
 // word for word what stat and record (ctl.Server.Serve) report for it, and
 // it changes nothing: the next command is carried out.
 func TestMalformedControlCommandIsReportedAsStatReportsIt(t *testing.T) {
-	l, _ := startLive(t, Options{}, LiveConfig{})
+	l, _ := startLive(t, Options{}, sampling.Config{})
 	livePath, liveLog := controlFIFO(t, l)
 
 	// stat's and record's way: ctl.Server.Serve on a session.

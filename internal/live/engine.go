@@ -15,35 +15,13 @@ import (
 	"github.com/numascope/numascope/internal/recorder"
 	"github.com/numascope/numascope/internal/recording"
 	"github.com/numascope/numascope/internal/sampler"
+	"github.com/numascope/numascope/internal/sampling"
 )
-
-// LiveConfig is what `numascope live` samples.
-type LiveConfig struct {
-	Catalog  *sampler.Catalog
-	Events   []string // patterns for Catalog.Select
-	Discrete bool
-	Interval time.Duration
-	PinCPUs  []int
-	// Header is the template for recordings: host, kernel, topology,
-	// sensors. Columns, Start and Interval are filled in.
-	Header recording.Header
-	// Record, when set, is recorded from the start (like -o); Force
-	// overwrites it if it exists.
-	Record string
-	Force  bool
-	// RecordDir is where client-requested recordings go; client paths are
-	// relative to it and may not leave it. Default: the working directory.
-	RecordDir string
-	// Errors receives sampler and recording problems; Notices, their news
-	// that is not a problem (see sampler.Config). Either may be nil.
-	Errors  func(error)
-	Notices func(string)
-}
 
 // Live is the `numascope live` server: one sampler shared by every client.
 type Live struct {
 	*Server
-	cfg  LiveConfig
+	cfg  sampling.Config
 	cmds chan command
 	reg  chan *client
 	unr  chan *client
@@ -51,6 +29,9 @@ type Live struct {
 
 	// Owned by the hub goroutine (run).
 	clients map[*client]bool
+	// ss is the sampling session; smp, sink, rec and cols are its current
+	// sampler, sink, recorder and columns.
+	ss      *sampling.Session
 	smp     *sampler.Sampler
 	sink    *sampler.Sink
 	runDone chan error
@@ -80,8 +61,8 @@ type Live struct {
 	since         [][]byte
 	sinceBytes    int
 	replayEncodes int // for tests
-	// recDir is RecordDir, absolute and with symlinks resolved, beneath
-	// which client recordings are created.
+	// recDir is Options.RecordDir, absolute and with symlinks resolved,
+	// beneath which client recordings are created.
 	recDir string
 }
 
@@ -97,17 +78,23 @@ type command struct {
 	ctl  ctl.Command
 }
 
-// NewLive prepares a live server; nothing runs until Run.
-func NewLive(opt Options, cfg LiveConfig) (*Live, error) {
+// NewLive prepares a live server sampling as cfg says (its Record is
+// recorded from the start, like -o); nothing runs until Run.
+func NewLive(opt Options, cfg sampling.Config) (*Live, error) {
 	if cfg.Errors == nil {
 		cfg.Errors = func(error) {}
 	}
 	if cfg.Notices == nil {
 		cfg.Notices = func(string) {}
 	}
-	recDir, err := recorder.ResolveDir(cfg.RecordDir)
+	cfg.Sink = "web"
+	recDir, err := recorder.ResolveDir(opt.RecordDir)
 	if err != nil {
-		return nil, fmt.Errorf("--record-dir %s: %v (give an existing directory)", cmp.Or(cfg.RecordDir, "."), err)
+		return nil, fmt.Errorf("--record-dir %s: %v (give an existing directory)", cmp.Or(opt.RecordDir, "."), err)
+	}
+	ss, err := sampling.New(cfg)
+	if err != nil {
+		return nil, err
 	}
 	l := &Live{
 		cfg:     cfg,
@@ -117,26 +104,18 @@ func NewLive(opt Options, cfg LiveConfig) (*Live, error) {
 		done:    make(chan struct{}),
 		clients: map[*client]bool{},
 		recDir:  recDir,
+		ss:      ss,
+		rec:     ss.Recorder,
 	}
 	l.recFlush = time.NewTimer(time.Hour)
 	l.recFlush.Stop()
 	l.batchDue = time.NewTimer(time.Hour)
 	l.batchDue.Stop()
 	l.Server = newServer(opt, l)
-	l.state = State{Interval: cfg.Interval.Seconds(), Discrete: cfg.Discrete, Events: append([]string(nil), cfg.Events...)}
+	l.state = State{Interval: cfg.Interval.Seconds(), Discrete: cfg.Discrete, Events: append([]string(nil), ss.Events()...), Recording: cfg.Record}
 	l.catalog = catalogOf(cfg.Catalog.Describe())
-	if err := l.startSampler(cfg.Events, cfg.Discrete); err != nil {
-		return nil, err
-	}
-	if cfg.Record != "" {
-		if err := l.rec.Create(cfg.Record); err != nil {
-			l.smp.Abort()
-			l.drain(l.sink)
-			<-l.runDone // the caller may close the catalog now
-			return nil, err
-		}
-		l.state.Recording = cfg.Record
-	}
+	l.rec.OnStop(l.recordingStopped)
+	l.started()
 	return l, nil
 }
 
@@ -183,42 +162,17 @@ func (l *Live) request(c *client, r *request) {
 	}
 }
 
-// startSampler creates and starts a sampler for the patterns. Called with
-// no sampler running.
-func (l *Live) startSampler(patterns []string, discrete bool) error {
-	cols, err := l.cfg.Catalog.Select(patterns, discrete)
-	if err != nil {
-		return err
-	}
-	interval := time.Duration(l.state.Interval * float64(time.Second))
-	smp, err := sampler.New(cols, sampler.Config{
-		Interval: interval,
-		PinCPUs:  l.cfg.PinCPUs,
-		Errors:   l.cfg.Errors,
-		Notices:  l.cfg.Notices,
-	})
-	if err != nil {
-		return err
-	}
-	l.sink = smp.AddSink("web", sampler.SinkDepth(interval))
-	l.smp = smp
-	l.cols = recorder.Columns(cols)
-	if l.rec == nil {
-		h := l.cfg.Header
-		h.Columns = l.cols
-		l.rec = recorder.New(smp, l.sink, h, l.cfg.Force, l.cfg.Errors, l.cfg.Notices)
-		l.rec.OnStop(l.recordingStopped)
-	} else {
-		l.rec.Attach(smp, l.sink)
-	}
+// started takes the session's new sampler as the hub's and runs it.
+func (l *Live) started() {
+	l.smp, l.sink, l.cols = l.ss.Sampler, l.ss.Sink, l.ss.Columns
 	l.hist.setColumns(l.cols)
 	l.dropReplay()
 	if l.state.Paused {
-		smp.Pause()
+		l.smp.Pause()
 	}
 	l.runDone = make(chan error, 1)
+	smp := l.smp
 	go func() { l.runDone <- smp.Run(context.Background()) }()
-	return nil
 }
 
 // Abort undoes NewLive when Run will not be called (e.g. Listen failed): it
@@ -597,7 +551,7 @@ func (h hubTarget) Record(path string) {
 // interval); clients get a columns message and an active recording a
 // columns mark. A bad event set leaves the running sampler alone.
 func (l *Live) restart(events []string, discrete bool) error {
-	if _, err := l.cfg.Catalog.Select(events, discrete); err != nil {
+	if _, err := l.ss.Select(events, discrete); err != nil {
 		return err
 	}
 	old, oldSink, oldDone := l.smp, l.sink, l.runDone
@@ -605,13 +559,17 @@ func (l *Live) restart(events []string, discrete bool) error {
 	l.drain(oldSink)
 	<-oldDone
 	l.flush()
-	if err := l.startSampler(events, discrete); err != nil {
+	interval := time.Duration(l.state.Interval * float64(time.Second))
+	if err := l.ss.Replace(events, discrete, interval); err != nil {
 		// Select succeeded above, so this is an Enable failure: go back.
-		if err2 := l.startSampler(l.state.Events, l.state.Discrete); err2 != nil {
+		if err2 := l.ss.Replace(l.state.Events, l.state.Discrete, interval); err2 != nil {
 			l.cfg.Errors(fmt.Errorf("cannot restart sampling: %v", err2))
+			return err
 		}
+		l.started()
 		return err
 	}
+	l.started()
 	l.state.Events, l.state.Discrete = append([]string(nil), events...), discrete
 	t := l.lastT
 	if start := l.rec.Start(); !start.IsZero() {

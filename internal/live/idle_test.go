@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/numascope/numascope/internal/connlimit/conntest"
+	"github.com/numascope/numascope/internal/sampling"
 )
 
 func TestHoldIdleHelper(t *testing.T) { conntest.Helper(t) }
@@ -21,7 +22,7 @@ func TestHoldIdleHelper(t *testing.T) { conntest.Helper(t) }
 func TestTokenHolderThroughIdleConnections(t *testing.T) {
 	const held, noFile = 10000, 4096
 	conntest.LimitNoFile(t, noFile)
-	l, _ := startLive(t, Options{}, LiveConfig{})
+	l, _ := startLive(t, Options{}, sampling.Config{})
 	addr := l.Addr().String()
 	h := conntest.HoldIdle(t, "TestHoldIdleHelper", addr, held)
 	t.Logf("%d idle connections held (%s); the token holder connects", h.N, h.Stopped)
@@ -58,7 +59,7 @@ func TestTokenHolderThroughIdleConnections(t *testing.T) {
 // the deadline, and batches keep coming long after it.
 func TestWebsocketOutlivesWriteTimeout(t *testing.T) {
 	const wt = 300 * time.Millisecond
-	l, _ := startLive(t, Options{WriteTimeout: wt}, LiveConfig{})
+	l, _ := startLive(t, Options{WriteTimeout: wt}, sampling.Config{})
 	ws := dial(t, l.Server, "")
 	ws.next("hello", typeIs("hello"))
 	time.Sleep(4 * wt)

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/numascope/numascope/internal/recording"
+	"github.com/numascope/numascope/internal/sampling"
 )
 
 // TestWebsocketLabelCleaned: a label sent by a websocket client with a
@@ -16,7 +17,7 @@ import (
 func TestWebsocketLabelCleaned(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "labels.jsonl")
-	l, _ := startLive(t, Options{}, LiveConfig{RecordDir: dir, Record: path})
+	l, _ := startLive(t, Options{RecordDir: dir}, sampling.Config{Record: path})
 	c := dial(t, l.Server, "")
 	c.next("hello", typeIs("hello"))
 

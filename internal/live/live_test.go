@@ -21,6 +21,7 @@ import (
 	"github.com/numascope/numascope/internal/ctl"
 	"github.com/numascope/numascope/internal/recording"
 	"github.com/numascope/numascope/internal/sampler"
+	"github.com/numascope/numascope/internal/sampling"
 	"github.com/numascope/numascope/internal/sensor"
 	"github.com/numascope/numascope/internal/sysfs"
 	"github.com/numascope/numascope/internal/topology"
@@ -46,14 +47,14 @@ func (l *logBuf) has(sub string) bool {
 	return false
 }
 
-func startLive(t *testing.T, opt Options, cfg LiveConfig) (*Live, *logBuf) {
+func startLive(t *testing.T, opt Options, cfg sampling.Config) (*Live, *logBuf) {
 	t.Helper()
 	l, logs, _ := runLive(t, opt, cfg)
 	return l, logs
 }
 
 // runLive starts a live server; stop ends it (and waits), as cleanup does.
-func runLive(t *testing.T, opt Options, cfg LiveConfig) (*Live, *logBuf, func()) {
+func runLive(t *testing.T, opt Options, cfg sampling.Config) (*Live, *logBuf, func()) {
 	t.Helper()
 	fs := sysfs.New(twonode)
 	topo, err := topology.Discover(fs)
@@ -175,7 +176,7 @@ func columnNames(v any) []string {
 }
 
 func TestHelloAndBatches(t *testing.T) {
-	l, _ := startLive(t, Options{}, LiveConfig{})
+	l, _ := startLive(t, Options{}, sampling.Config{})
 	c := dial(t, l.Server, "")
 	h := c.next("hello", typeIs("hello"))
 	if h["protocol"].(float64) != ProtocolVersion || h["mode"] != "live" {
@@ -202,7 +203,7 @@ func TestHelloAndBatches(t *testing.T) {
 }
 
 func TestSeveralClientsShareInterval(t *testing.T) {
-	l, _ := startLive(t, Options{}, LiveConfig{Interval: 20 * time.Millisecond})
+	l, _ := startLive(t, Options{}, sampling.Config{Interval: 20 * time.Millisecond})
 	var cs []*wsClient
 	for i := 0; i < 3; i++ {
 		c := dial(t, l.Server, "")
@@ -240,7 +241,7 @@ func TestSeveralClientsShareInterval(t *testing.T) {
 }
 
 func TestMalformedMessagesKeepConnection(t *testing.T) {
-	l, _ := startLive(t, Options{}, LiveConfig{})
+	l, _ := startLive(t, Options{}, sampling.Config{})
 	c := dial(t, l.Server, "")
 	c.next("hello", typeIs("hello"))
 	cases := []struct{ msg, want string }{
@@ -322,7 +323,7 @@ func slowConn(t *testing.T, addr, token string) net.Conn {
 
 func TestSlowClientIsDropped(t *testing.T) {
 	l, logs := startLive(t, Options{Queue: 4, SendBuffer: 8192, Batch: 20 * time.Millisecond, WriteTimeout: time.Second},
-		LiveConfig{Interval: time.Millisecond, Events: []string{"node.*", "vmstat.*"}, Discrete: true})
+		sampling.Config{Interval: time.Millisecond, Events: []string{"node.*", "vmstat.*"}, Discrete: true})
 	fast := dial(t, l.Server, "")
 	fast.next("hello", typeIs("hello"))
 	slowConn(t, l.Addr().String(), l.Token())
@@ -349,7 +350,7 @@ func TestSlowClientIsDropped(t *testing.T) {
 }
 
 func TestTokenRequiredOffLoopback(t *testing.T) {
-	l, _ := startLive(t, Options{Listen: "0.0.0.0:0"}, LiveConfig{})
+	l, _ := startLive(t, Options{Listen: "0.0.0.0:0"}, sampling.Config{})
 	if !l.GeneratedToken || len(l.Token()) < 32 {
 		t.Fatalf("binding 0.0.0.0 generated no token (%q)", l.Token())
 	}
@@ -372,7 +373,7 @@ func TestTokenRequiredOffLoopback(t *testing.T) {
 // loopback server generates a token and refuses a websocket without it or
 // with a wrong one; the printed URL carries it.
 func TestTokenRequiredOnLoopback(t *testing.T) {
-	l, _ := startLive(t, Options{}, LiveConfig{})
+	l, _ := startLive(t, Options{}, sampling.Config{})
 	if !l.GeneratedToken || len(l.Token()) < 32 || !strings.Contains(l.URL(), "?token="+l.Token()) {
 		t.Fatalf("loopback server: token %q, URL %s", l.Token(), l.URL())
 	}
@@ -402,7 +403,7 @@ func TestTokenRequiredOnLoopback(t *testing.T) {
 // holding anything, and a request is never authenticated by one: the token
 // in a cookie, under the old name or any other, gets 401.
 func TestNoTokenCookie(t *testing.T) {
-	l, _ := startLive(t, Options{}, LiveConfig{})
+	l, _ := startLive(t, Options{}, sampling.Config{})
 	_, port, _ := net.SplitHostPort(l.Addr().String())
 	base := "http://" + l.Addr().String()
 	tok := l.Token()
@@ -464,7 +465,7 @@ func TestNoTokenCookie(t *testing.T) {
 // "Authorization: Bearer" on fetches; the server echoes only the plain
 // subprotocol, never the token; a wrong token is refused either way.
 func TestTokenInHeaderAndSubprotocol(t *testing.T) {
-	l, _ := startLive(t, Options{}, LiveConfig{})
+	l, _ := startLive(t, Options{}, sampling.Config{})
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	tok := l.Token()
@@ -503,7 +504,7 @@ func TestTokenInHeaderAndSubprotocol(t *testing.T) {
 }
 
 func TestExplicitTokenOnLoopback(t *testing.T) {
-	l, _ := startLive(t, Options{Token: "s3cret"}, LiveConfig{})
+	l, _ := startLive(t, Options{Token: "s3cret"}, sampling.Config{})
 	if l.GeneratedToken {
 		t.Fatal("generated a token although one was given")
 	}
@@ -535,7 +536,7 @@ func TestNoToken(t *testing.T) {
 	if err := newServer(Options{Listen: "127.0.0.1:0", Token: "a b"}, &Report{}).Listen(); err == nil || !strings.Contains(err.Error(), "letters, digits") {
 		t.Errorf("a token with a space: %v", err)
 	}
-	l, _ := startLive(t, Options{NoToken: true}, LiveConfig{})
+	l, _ := startLive(t, Options{NoToken: true}, sampling.Config{})
 	if l.Token() != "" || strings.Contains(l.URL(), "token") {
 		t.Fatalf("--no-token: token %q, URL %s", l.Token(), l.URL())
 	}
@@ -562,7 +563,7 @@ func TestNoToken(t *testing.T) {
 }
 
 func TestOriginAndHostChecked(t *testing.T) {
-	l, _ := startLive(t, Options{}, LiveConfig{})
+	l, _ := startLive(t, Options{}, sampling.Config{})
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	h := http.Header{"Origin": {"http://evil.example"}}
@@ -604,7 +605,7 @@ func TestLoopbackByDefault(t *testing.T) {
 
 func TestEventsDiscreteAndRecording(t *testing.T) {
 	dir := t.TempDir()
-	l, _ := startLive(t, Options{}, LiveConfig{RecordDir: dir})
+	l, _ := startLive(t, Options{RecordDir: dir}, sampling.Config{})
 	c := dial(t, l.Server, "")
 	c.next("hello", typeIs("hello"))
 	c.send(`{"type":"record","path":"r.jsonl"}`)
@@ -677,7 +678,7 @@ func TestEventsDiscreteAndRecording(t *testing.T) {
 
 func TestFIFOCommandsReachEveryClient(t *testing.T) {
 	dir := t.TempDir()
-	l, _ := startLive(t, Options{}, LiveConfig{})
+	l, _ := startLive(t, Options{}, sampling.Config{})
 	fifo, _ := controlFIFO(t, l)
 	a, b := dial(t, l.Server, ""), dial(t, l.Server, "")
 	a.next("hello", typeIs("hello"))
@@ -711,7 +712,7 @@ func TestFIFOCommandsReachEveryClient(t *testing.T) {
 }
 
 func TestNewClientGetsRecentHistory(t *testing.T) {
-	l, _ := startLive(t, Options{Batch: 20 * time.Millisecond}, LiveConfig{Interval: 5 * time.Millisecond})
+	l, _ := startLive(t, Options{Batch: 20 * time.Millisecond}, sampling.Config{Interval: 5 * time.Millisecond})
 	a := dial(t, l.Server, "")
 	a.next("hello", typeIs("hello"))
 	a.send(`{"type":"label","text":"before b"}`)
@@ -748,7 +749,7 @@ func TestAbortRemovesEmptyRecording(t *testing.T) {
 	}
 	cat := sampler.Open(sensor.Env{FS: fs, Topology: topo})
 	defer cat.Close()
-	l, err := NewLive(Options{Listen: "127.0.0.1:0"}, LiveConfig{
+	l, err := NewLive(Options{Listen: "127.0.0.1:0"}, sampling.Config{
 		Catalog: cat, Events: []string{"node.numa_hit"}, Interval: time.Hour, Record: path,
 	})
 	if err != nil {
@@ -765,7 +766,7 @@ func TestAbortRemovesEmptyRecording(t *testing.T) {
 	if err := os.WriteFile(path, []byte("keep"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := NewLive(Options{}, LiveConfig{Catalog: cat, Events: []string{"node.numa_hit"}, Interval: time.Hour, Record: path}); err == nil {
+	if _, err := NewLive(Options{}, sampling.Config{Catalog: cat, Events: []string{"node.numa_hit"}, Interval: time.Hour, Record: path}); err == nil {
 		t.Fatal("NewLive overwrote an existing recording")
 	}
 	if b, _ := os.ReadFile(path); string(b) != "keep" {
@@ -779,7 +780,7 @@ func TestAbortRemovesEmptyRecording(t *testing.T) {
 // it was added), not the removed column, and the same values the first
 // client saw.
 func TestNewClientGetsFullHistoryAfterChanges(t *testing.T) {
-	l, _ := startLive(t, Options{Batch: 20 * time.Millisecond}, LiveConfig{Interval: 5 * time.Millisecond})
+	l, _ := startLive(t, Options{Batch: 20 * time.Millisecond}, sampling.Config{Interval: 5 * time.Millisecond})
 	a := dial(t, l.Server, "")
 	h := a.next("hello", typeIs("hello"))
 	names := columnNames(h["columns"])
@@ -883,7 +884,7 @@ func TestNewClientGetsFullHistoryAfterChanges(t *testing.T) {
 func TestCompressedRecordingIsReadableWithinTheFlushBound(t *testing.T) {
 	const interval = 10 * time.Millisecond
 	path := filepath.Join(t.TempDir(), "live.jsonl.zst")
-	_, logs, stop := runLive(t, Options{Batch: 10 * time.Second}, LiveConfig{Interval: interval, Record: path})
+	_, logs, stop := runLive(t, Options{Batch: 10 * time.Second}, sampling.Config{Interval: interval, Record: path})
 	time.Sleep(1200 * time.Millisecond)
 	readAt := time.Now()
 	r, _ := recording.Load(path) // still being written: the frame is open
@@ -909,7 +910,7 @@ func TestLiveRecordingSwitch(t *testing.T) {
 		t.Fatal(err)
 	}
 	a := filepath.Join(dir, "a.jsonl")
-	l, logs, stop := runLive(t, Options{}, LiveConfig{Interval: 5 * time.Millisecond, Record: a, RecordDir: dir})
+	l, logs, stop := runLive(t, Options{RecordDir: dir}, sampling.Config{Interval: 5 * time.Millisecond, Record: a})
 	c := dial(t, l.Server, "")
 	c.next("hello", typeIs("hello"))
 	time.Sleep(150 * time.Millisecond)

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/numascope/numascope/internal/live/fakefeed"
+	"github.com/numascope/numascope/internal/sampling"
 	"github.com/numascope/numascope/internal/testutil"
 	"github.com/numascope/numascope/internal/top"
 )
@@ -42,7 +43,7 @@ func startProcesses(t *testing.T, opt Options) (*Live, *fakefeed.Feed, *fakeCloc
 	opt.Processes = feed
 	opt.ProcessesEvery = time.Second
 	opt.clock = clock.now
-	l, _ := startLive(t, opt, LiveConfig{})
+	l, _ := startLive(t, opt, sampling.Config{})
 	return l, feed, clock
 }
 
@@ -342,7 +343,7 @@ func TestProcessesSharedRefresh(t *testing.T) {
 // TestProcessesWithoutFeed: a server without a feed answers that there is
 // none, and why, for the page to say.
 func TestProcessesWithoutFeed(t *testing.T) {
-	l, _ := startLive(t, Options{Token: "tok", ProcessesReason: "no process table: not built"}, LiveConfig{})
+	l, _ := startLive(t, Options{Token: "tok", ProcessesReason: "no process table: not built"}, sampling.Config{})
 	c := &http.Client{}
 	a := fetch[answer](t, c, l.Server, "/api/processes")
 	if a.Available || a.Reason != "no process table: not built" {

@@ -21,6 +21,7 @@ import (
 	"github.com/numascope/numascope/internal/ctl"
 	"github.com/numascope/numascope/internal/profile"
 	"github.com/numascope/numascope/internal/recording"
+	"github.com/numascope/numascope/internal/sampling"
 	"github.com/numascope/numascope/internal/testutil"
 )
 
@@ -47,7 +48,7 @@ func TestClientRecordingStaysInRecordDir(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "old.jsonl"), []byte("keep\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	l, _ := startLive(t, Options{}, LiveConfig{RecordDir: dir})
+	l, _ := startLive(t, Options{RecordDir: dir}, sampling.Config{})
 	c := dial(t, l.Server, "")
 	c.next("hello", typeIs("hello"))
 	reply := func(id int, path string) map[string]any {
@@ -95,7 +96,7 @@ func TestClientRecordingStaysInRecordDir(t *testing.T) {
 
 // TestRecordDirMustExist: --record-dir is checked at start.
 func TestRecordDirMustExist(t *testing.T) {
-	_, err := NewLive(Options{}, LiveConfig{RecordDir: filepath.Join(t.TempDir(), "nope")})
+	_, err := NewLive(Options{RecordDir: filepath.Join(t.TempDir(), "nope")}, sampling.Config{})
 	if err == nil || !strings.Contains(err.Error(), "--record-dir") {
 		t.Fatalf("missing --record-dir: %v", err)
 	}
@@ -105,7 +106,7 @@ func TestRecordDirMustExist(t *testing.T) {
 // something at once (before reading) still gets the hello first, never
 // the reply to its message.
 func TestHelloAlwaysFirst(t *testing.T) {
-	l, _ := startLive(t, Options{}, LiveConfig{})
+	l, _ := startLive(t, Options{}, sampling.Config{})
 	recFile := filepath.Join(t.TempDir(), "r.jsonl")
 	writeRecording(t, recFile, 100)
 	v := startView(t, recFile)
@@ -162,7 +163,7 @@ func serveReport(t *testing.T, name string, payload map[string]any) *Report {
 // fifo_record, the FIFO's record request before the FIFO's commands reached
 // the hub typed).
 func TestUnknownTypeNeverListsItself(t *testing.T) {
-	l, _ := startLive(t, Options{}, LiveConfig{RecordDir: t.TempDir()})
+	l, _ := startLive(t, Options{RecordDir: t.TempDir()}, sampling.Config{})
 	recFile := filepath.Join(t.TempDir(), "r.jsonl")
 	writeRecording(t, recFile, 100)
 	v := startView(t, recFile)
@@ -291,7 +292,7 @@ func TestStalledClientsCostNoSample(t *testing.T) {
 	}
 	file := filepath.Join(t.TempDir(), "rec.jsonl")
 	l, logs, stop := runLive(t, Options{MaxClients: 16, QueueBytes: 256 << 10, Batch: 50 * time.Millisecond},
-		LiveConfig{Interval: 2 * time.Millisecond, Events: []string{"node.*", "vmstat.*"}, Discrete: true, Record: file})
+		sampling.Config{Interval: 2 * time.Millisecond, Events: []string{"node.*", "vmstat.*"}, Discrete: true, Record: file})
 	// A long history first, as a server that has run a while has.
 	time.Sleep(3 * time.Second)
 	var refused int
@@ -340,7 +341,7 @@ func TestStalledClientsCostNoSample(t *testing.T) {
 // log, while the others go on.
 func TestClientOverByteBoundIsDropped(t *testing.T) {
 	l, logs := startLive(t, Options{QueueBytes: 256 << 10, Queue: 1 << 12, Batch: 20 * time.Millisecond, SendBuffer: 4096},
-		LiveConfig{Interval: time.Millisecond, Events: []string{"node.*", "vmstat.*"}, Discrete: true})
+		sampling.Config{Interval: time.Millisecond, Events: []string{"node.*", "vmstat.*"}, Discrete: true})
 	fast := dial(t, l.Server, "")
 	fast.next("hello", typeIs("hello"))
 	stalledConn(t, l.Addr().String(), l.Token())
@@ -361,7 +362,7 @@ var _ = profile.Load // the profile fixture helpers live in profile_test.go
 // goes on.
 func TestFillingDiskStopsOnlyTheRecording(t *testing.T) {
 	path := filepath.Join(testutil.SmallFS(t, 6000), "r.jsonl")
-	l, logs, stop := runLive(t, Options{Batch: 20 * time.Millisecond}, LiveConfig{Interval: 2 * time.Millisecond, Record: path})
+	l, logs, stop := runLive(t, Options{Batch: 20 * time.Millisecond}, sampling.Config{Interval: 2 * time.Millisecond, Record: path})
 	c := dial(t, l.Server, "")
 	c.next("hello", typeIs("hello"))
 	c.next("recording stopped", func(m map[string]any) bool {
@@ -394,7 +395,7 @@ func TestFillingDiskStopsOnlyTheRecording(t *testing.T) {
 func TestRecordingSwitchOntoFullDiskKeepsTheCurrentFile(t *testing.T) {
 	full := testutil.SmallFS(t, 0)
 	cur := filepath.Join(t.TempDir(), "cur.jsonl")
-	l, logs, stop := runLive(t, Options{}, LiveConfig{Record: cur, RecordDir: full})
+	l, logs, stop := runLive(t, Options{RecordDir: full}, sampling.Config{Record: cur})
 	fifo, _ := controlFIFO(t, l)
 	c := dial(t, l.Server, "")
 	c.next("hello", typeIs("hello"))
@@ -463,7 +464,7 @@ func TestDefaultRecordingNameUnpredictable(t *testing.T) {
 		}
 	}
 	planted, _ := os.ReadDir(dir)
-	l, _ := startLive(t, Options{}, LiveConfig{RecordDir: dir})
+	l, _ := startLive(t, Options{RecordDir: dir}, sampling.Config{})
 	c := dial(t, l.Server, "")
 	c.next("hello", typeIs("hello"))
 	seen := map[string]bool{}

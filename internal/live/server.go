@@ -94,6 +94,10 @@ type Options struct {
 	// ProcessesReason is what the page says when Processes is nil, such
 	// as why the feed could not be built.
 	ProcessesReason string
+	// RecordDir is where the recordings a live client asks for go; their
+	// paths are relative to it and may not leave it. Default: the working
+	// directory.
+	RecordDir string
 	// clock is time.Now unless a test sets it.
 	clock func() time.Time
 }

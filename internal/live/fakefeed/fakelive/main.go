@@ -21,6 +21,7 @@ import (
 	"github.com/numascope/numascope/internal/live/fakefeed"
 	"github.com/numascope/numascope/internal/recording"
 	"github.com/numascope/numascope/internal/sampler"
+	"github.com/numascope/numascope/internal/sampling"
 	"github.com/numascope/numascope/internal/sensor"
 	"github.com/numascope/numascope/internal/sysfs"
 	"github.com/numascope/numascope/internal/topology"
@@ -52,7 +53,7 @@ func run(root, listen string, every time.Duration) error {
 	srv, err := live.NewLive(live.Options{
 		Listen: listen, Processes: feed, ProcessesEvery: every,
 		Log: func(s string) { fmt.Fprintln(os.Stderr, s) },
-	}, live.LiveConfig{
+	}, sampling.Config{
 		Catalog: cat, Events: []string{"node.numa_hit", "node.numa_miss"}, Interval: 100 * time.Millisecond,
 		Header: recording.Header{Host: "fixture", Topology: topo},
 	})
