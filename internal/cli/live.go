@@ -12,6 +12,8 @@ import (
 
 	"github.com/numascope/numascope/internal/exporter"
 	"github.com/numascope/numascope/internal/live"
+	"github.com/numascope/numascope/internal/loopback"
+	"github.com/numascope/numascope/internal/web"
 )
 
 // webFlags are the flags of the commands that serve the web client.
@@ -45,15 +47,15 @@ func (w *webFlags) register(cmd *cobra.Command) {
 	fl.StringVar(&w.listen, "listen", "127.0.0.1:8080", "HOST:PORT to serve on (0.0.0.0:PORT: every interface)")
 	fl.StringVar(&w.token, "token", "", "token clients must present (default: $"+tokenEnv+", else generated and printed in the URL); visible to every local user in /proc/PID/cmdline, so prefer $"+tokenEnv)
 	fl.BoolVar(&w.noToken, "no-token", false, "serve without a token (loopback --listen only): any local user can then connect")
-	fl.IntVar(&w.maxClients, "max-clients", live.DefaultMaxClients, "browsers served at a time; more are refused with HTTP 503")
+	fl.IntVar(&w.maxClients, "max-clients", web.DefaultMaxClients, "browsers served at a time; more are refused with HTTP 503")
 }
 
-func (w *webFlags) options(stderr *lockedWriter) live.Options {
+func (w *webFlags) options(stderr *lockedWriter) web.Options {
 	tok := w.token
 	if tok == "" {
 		tok = os.Getenv(tokenEnv)
 	}
-	return live.Options{
+	return web.Options{
 		Listen: w.listen, Token: tok, NoToken: w.noToken, Batch: w.batch, MaxClients: w.maxClients,
 		Log: func(s string) { stderr.printf("%s", s) },
 	}
@@ -68,10 +70,10 @@ func (w *webFlags) check() error {
 }
 
 // announce prints where to point a browser.
-func announce(stderr *lockedWriter, srv *live.Server) {
+func announce(stderr *lockedWriter, srv *web.Server) {
 	if srv.Token() == "" {
 		stderr.printf("serving without a token (--no-token): every local user can connect to %s", srv.Addr())
-	} else if !live.IsLoopback(srv.Addr().String()) {
+	} else if !loopback.Only(srv.Addr().String()) {
 		stderr.printf("listening on %s, which is not loopback: anyone with the URL (it carries the token) can connect", srv.Addr())
 	}
 	fmt.Fprintf(os.Stdout, "numascope: open %s in a browser (Ctrl-C stops)\n", srv.URL())

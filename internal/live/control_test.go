@@ -9,6 +9,7 @@ import (
 
 	"github.com/numascope/numascope/internal/ctl"
 	"github.com/numascope/numascope/internal/sampling"
+	"github.com/numascope/numascope/internal/web"
 )
 
 // controlFIFO opens a real control FIFO served by l.Control, as numascope
@@ -45,10 +46,10 @@ func writeRaw(t *testing.T, path, line string) {
 // every client sees the label, pause, resume and interval as marks, and the
 // state of each.
 func TestControlFIFOCommandsGoThroughDispatch(t *testing.T) {
-	l, _ := startLive(t, Options{}, sampling.Config{})
+	l, _ := startLive(t, web.Options{}, sampling.Config{})
 	path, log := controlFIFO(t, l)
 	c := dial(t, l.Server, "")
-	c.next("hello", typeIs("hello"))
+	c.Next("hello", typeIs("hello"))
 	for _, line := range []string{"label phase 2", "pause", "resume", "interval 20ms"} {
 		if err := ctl.Send(path, line); err != nil {
 			t.Fatal(err)
@@ -57,15 +58,15 @@ func TestControlFIFOCommandsGoThroughDispatch(t *testing.T) {
 	isMark := func(mark string) func(map[string]any) bool {
 		return func(m map[string]any) bool { return m["type"] == "mark" && m["mark"] == mark }
 	}
-	if m := c.next("label", isMark("label")); m["text"] != "phase 2" {
+	if m := c.Next("label", isMark("label")); m["text"] != "phase 2" {
 		t.Errorf("label mark %v", m)
 	}
-	c.next("pause", isMark("pause"))
-	c.next("resume", isMark("resume"))
-	if m := c.next("interval", isMark("interval")); m["interval_s"] != 0.02 {
+	c.Next("pause", isMark("pause"))
+	c.Next("resume", isMark("resume"))
+	if m := c.Next("interval", isMark("interval")); m["interval_s"] != 0.02 {
 		t.Errorf("interval mark %v, want 0.02 s", m)
 	}
-	c.next("state at 20ms", func(m map[string]any) bool {
+	c.Next("state at 20ms", func(m map[string]any) bool {
 		return m["type"] == "state" && m["state"].(map[string]any)["interval_s"] == 0.02
 	})
 	if len(log.lines) != 0 {
@@ -78,7 +79,7 @@ func TestControlFIFOCommandsGoThroughDispatch(t *testing.T) {
 // word for word what stat and record (ctl.Server.Serve) report for it, and
 // it changes nothing: the next command is carried out.
 func TestMalformedControlCommandIsReportedAsStatReportsIt(t *testing.T) {
-	l, _ := startLive(t, Options{}, sampling.Config{})
+	l, _ := startLive(t, web.Options{}, sampling.Config{})
 	livePath, liveLog := controlFIFO(t, l)
 
 	// stat's and record's way: ctl.Server.Serve on a session.
@@ -92,7 +93,7 @@ func TestMalformedControlCommandIsReportedAsStatReportsIt(t *testing.T) {
 	go statSrv.Serve(nopTarget{})
 
 	c := dial(t, l.Server, "")
-	c.next("hello", typeIs("hello"))
+	c.Next("hello", typeIs("hello"))
 	for _, line := range []string{"interval fast", "lable x", "pause now"} {
 		writeRaw(t, livePath, line)
 		writeRaw(t, statPath, line)
@@ -100,7 +101,7 @@ func TestMalformedControlCommandIsReportedAsStatReportsIt(t *testing.T) {
 	if err := ctl.Send(livePath, "label after"); err != nil {
 		t.Fatal(err)
 	}
-	c.next("label after", func(m map[string]any) bool { return m["type"] == "mark" && m["text"] == "after" })
+	c.Next("label after", func(m map[string]any) bool { return m["type"] == "mark" && m["text"] == "after" })
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		liveLog.mu.Lock()

@@ -1,3 +1,9 @@
+// Package live is `numascope live`'s sampling hub: one sampling session
+// shared by every browser, served through internal/web. The sampler never
+// waits for a browser: the hub drains one sampler sink, encodes each batch
+// once and hands it to every client's bounded queue, keeps the recent
+// history a new client is sent, and carries out the control commands, the
+// FIFO's and the browsers', through ctl.Dispatch.
 package live
 
 import (
@@ -16,19 +22,21 @@ import (
 	"github.com/numascope/numascope/internal/recording"
 	"github.com/numascope/numascope/internal/sampler"
 	"github.com/numascope/numascope/internal/sampling"
+	"github.com/numascope/numascope/internal/web"
 )
 
 // Live is the `numascope live` server: one sampler shared by every client.
 type Live struct {
-	*Server
+	*web.Server
 	cfg  sampling.Config
+	opt  web.Options // the server's, defaults filled in
 	cmds chan command
-	reg  chan *client
-	unr  chan *client
+	reg  chan *web.Client
+	unr  chan *web.Client
 	done chan struct{}
 
 	// Owned by the hub goroutine (run).
-	clients map[*client]bool
+	clients map[*web.Client]bool
 	// ss is the sampling session; smp, sink, rec and cols are its current
 	// sampler, sink, recorder and columns.
 	ss      *sampling.Session
@@ -37,10 +45,10 @@ type Live struct {
 	runDone chan error
 	cols    []recording.Column
 	lastT   time.Duration // time of the latest record
-	state   State
+	state   web.State
 	batch   []byte
 	nbatch  int
-	catalog []SensorCatalog
+	catalog []web.SensorCatalog
 	// rec records (when asked to) and keeps the timeline: every sampler
 	// the hub starts hands it its records, and its time is the clients'.
 	rec      *recorder.Recorder
@@ -61,7 +69,7 @@ type Live struct {
 	since         [][]byte
 	sinceBytes    int
 	replayEncodes int // for tests
-	// recDir is Options.RecordDir, absolute and with symlinks resolved,
+	// recDir is web.Options.RecordDir, absolute and with symlinks resolved,
 	// beneath which client recordings are created.
 	recDir string
 }
@@ -72,15 +80,15 @@ const batchPrefix = `{"type":"batch","samples":[`
 // command is a request for the hub: a client's (c and req set) or the
 // control FIFO's (fifo and ctl set).
 type command struct {
-	c    *client
-	req  *request
+	c    *web.Client
+	req  *web.Request
 	fifo *ctl.Server
 	ctl  ctl.Command
 }
 
 // NewLive prepares a live server sampling as cfg says (its Record is
 // recorded from the start, like -o); nothing runs until Run.
-func NewLive(opt Options, cfg sampling.Config) (*Live, error) {
+func NewLive(opt web.Options, cfg sampling.Config) (*Live, error) {
 	if cfg.Errors == nil {
 		cfg.Errors = func(error) {}
 	}
@@ -99,10 +107,10 @@ func NewLive(opt Options, cfg sampling.Config) (*Live, error) {
 	l := &Live{
 		cfg:     cfg,
 		cmds:    make(chan command, 64),
-		reg:     make(chan *client),
-		unr:     make(chan *client, 16),
+		reg:     make(chan *web.Client),
+		unr:     make(chan *web.Client, 16),
 		done:    make(chan struct{}),
-		clients: map[*client]bool{},
+		clients: map[*web.Client]bool{},
 		recDir:  recDir,
 		ss:      ss,
 		rec:     ss.Recorder,
@@ -111,9 +119,10 @@ func NewLive(opt Options, cfg sampling.Config) (*Live, error) {
 	l.recFlush.Stop()
 	l.batchDue = time.NewTimer(time.Hour)
 	l.batchDue.Stop()
-	l.Server = newServer(opt, l)
-	l.state = State{Interval: cfg.Interval.Seconds(), Discrete: cfg.Discrete, Events: append([]string(nil), ss.Events()...), Recording: cfg.Record}
-	l.catalog = catalogOf(cfg.Catalog.Describe())
+	l.Server = web.NewServer(opt, l)
+	l.opt = l.Server.Options()
+	l.state = web.State{Interval: cfg.Interval.Seconds(), Discrete: cfg.Discrete, Events: append([]string(nil), ss.Events()...), Recording: cfg.Record}
+	l.catalog = web.CatalogOf(cfg.Catalog.Describe())
 	l.rec.OnStop(l.recordingStopped)
 	l.started()
 	return l, nil
@@ -132,30 +141,30 @@ func (l *Live) Control(fifo *ctl.Server) {
 	}
 }
 
-func (l *Live) attach(c *client) {
+func (l *Live) Attach(c *web.Client) {
 	select {
 	case l.reg <- c:
 	case <-l.done:
-		c.drop(1001, "numascope: the server is shutting down")
+		c.Drop(1001, "numascope: the server is shutting down")
 		return
 	}
 	// The hub queues the hello; until then nothing the client sends is
 	// read, so no reply can overtake it.
 	select {
-	case <-c.ready:
-	case <-c.done:
+	case <-c.Ready():
+	case <-c.Done():
 	case <-l.done:
 	}
 }
 
-func (l *Live) detach(c *client) {
+func (l *Live) Detach(c *web.Client) {
 	select {
 	case l.unr <- c:
 	case <-l.done:
 	}
 }
 
-func (l *Live) request(c *client, r *request) {
+func (l *Live) Request(c *web.Client, r *web.Request) {
 	select {
 	case l.cmds <- command{c: c, req: r}:
 	case <-l.done:
@@ -199,7 +208,7 @@ func (l *Live) drain(sink *sampler.Sink) {
 
 // Run runs the hub and the HTTP server until ctx is done.
 func (l *Live) Run(ctx context.Context) error {
-	if l.ln == nil {
+	if !l.Listening() {
 		if err := l.Listen(); err != nil {
 			l.Abort()
 			return err
@@ -262,14 +271,14 @@ func (l *Live) hub(ctx context.Context) error {
 		case c := <-l.reg:
 			l.flush()
 			l.clients[c] = true
-			c.reply(hello{
-				Type: "hello", Protocol: ProtocolVersion, Mode: "live",
+			c.Reply(web.Hello{
+				Type: "hello", Protocol: web.ProtocolVersion, Mode: "live",
 				Host: l.cfg.Header.Host, Kernel: l.cfg.Header.Kernel, Start: l.rec.Start(),
 				Topology: l.cfg.Header.Topology, Catalog: l.catalog, Columns: l.cols,
 				State: l.state, BatchMS: float64(l.opt.Batch) / 1e6,
 			})
 			l.replayTo(c)
-			close(c.ready)
+			c.MarkReady()
 		case c := <-l.unr:
 			delete(l.clients, c)
 		}
@@ -283,7 +292,7 @@ func (l *Live) shutdown() {
 	<-l.runDone
 	l.rec.Stop()
 	for c := range l.clients {
-		c.drop(1001, "numascope: the server stopped")
+		c.Drop(1001, "numascope: the server stopped")
 	}
 }
 
@@ -300,7 +309,7 @@ func (l *Live) handle(r *sampler.Record) {
 		l.appendSample(t, r.Values)
 		l.hist.add(t, r.Values)
 	case sampler.KindLabel, sampler.KindInterval, sampler.KindPause, sampler.KindResume:
-		m := markMsg{Type: "mark", T: round6(t.Seconds()), Text: r.Text}
+		m := web.MarkMsg{Type: "mark", T: round6(t.Seconds()), Text: r.Text}
 		switch r.Kind {
 		case sampler.KindLabel:
 			m.Mark = recording.MarkLabel
@@ -315,7 +324,7 @@ func (l *Live) handle(r *sampler.Record) {
 			l.state.Paused = false
 		}
 		l.flush()
-		mb := mustJSON(m)
+		mb := web.MustJSON(m)
 		l.hist.mark(t, mb)
 		l.broadcast(mb)
 		if r.Kind != sampler.KindLabel {
@@ -342,10 +351,10 @@ func (l *Live) appendSample(t time.Duration, values []float64) {
 // appendRow appends one sample row of a batch: [t, values...].
 func appendRow(b []byte, t time.Duration, values []float64) []byte {
 	b = append(b, '[')
-	b = appendTime(b, t)
+	b = web.AppendTime(b, t)
 	for _, v := range values {
 		b = append(b, ',')
-		b = appendNumber(b, v)
+		b = web.AppendNumber(b, v)
 	}
 	return append(b, ']')
 }
@@ -384,44 +393,44 @@ func (l *Live) dropReplay() {
 // replayTo sends a new client the recent past: one batch with every
 // current column's remembered samples (encoded once for every client that
 // connects until it goes stale), the batches since, then the marks.
-func (l *Live) replayTo(c *client) {
+func (l *Live) replayTo(c *web.Client) {
 	if l.replay == nil {
 		l.replay = l.hist.batch()
 		l.since, l.sinceBytes = nil, 0
 		l.replayEncodes++
 	}
 	if l.replay != nil {
-		c.enqueueShared(l.replay)
+		c.EnqueueShared(l.replay)
 		for _, b := range l.since {
-			c.enqueueShared(b)
+			c.EnqueueShared(b)
 		}
 	}
 	marks := l.hist.recentMarks()
 	for i, m := range marks {
-		if len(marks)-i > cap(c.send)/2 {
+		if len(marks)-i > c.QueueCap()/2 {
 			continue // only the latest marks fit the queue
 		}
-		c.enqueue(m)
+		c.Enqueue(m)
 	}
 }
 
 func (l *Live) broadcast(msg []byte) {
 	for c := range l.clients {
-		if !c.enqueue(msg) {
+		if !c.Enqueue(msg) {
 			delete(l.clients, c)
 		}
 	}
 }
 
 func (l *Live) broadcastState() {
-	l.broadcast(mustJSON(stateMsg{Type: "state", State: l.state}))
+	l.broadcast(web.MustJSON(web.StateMsg{Type: "state", State: l.state}))
 }
 
 // command carries out a client's request.
 func (l *Live) command(cm command) {
 	r := cm.req
-	fail := func(err error) { cm.c.fail(r.ID, err) }
-	ok := func() { cm.c.reply(okMsg{Type: "ok", ID: r.ID, Op: r.Type}) }
+	fail := func(err error) { cm.c.Fail(r.ID, err) }
+	ok := func() { cm.c.Reply(web.OKMsg{Type: "ok", ID: r.ID, Op: r.Type}) }
 	switch r.Type {
 	case "interval", "pause", "resume", "label":
 		c, err := controlOf(r)
@@ -479,7 +488,7 @@ func (l *Live) command(cm command) {
 			return
 		}
 		l.recordingChanged()
-		cm.c.reply(okMsg{Type: "ok", ID: r.ID, Op: r.Type, Path: path})
+		cm.c.Reply(web.OKMsg{Type: "ok", ID: r.ID, Op: r.Type, Path: path})
 	case "record_stop":
 		if l.rec.Path() == "" {
 			fail(errors.New("record_stop: not recording"))
@@ -493,7 +502,7 @@ func (l *Live) command(cm command) {
 	case "source":
 		fail(fmt.Errorf("%s: only `numascope view` on a profile serves this", r.Type))
 	default:
-		fail(unknownType(r.Type, "numascope live", liveTypes))
+		fail(web.UnknownType(r.Type, "numascope live", web.LiveTypes))
 	}
 }
 
@@ -502,7 +511,7 @@ func (l *Live) command(cm command) {
 // one ctl.Dispatch. A label is cleaned as every other way a label arrives
 // (the FIFO, numascope ctl): no escapes, BEL or bidi controls reach the
 // recording, the clients or a terminal.
-func controlOf(r *request) (ctl.Command, error) {
+func controlOf(r *web.Request) (ctl.Command, error) {
 	switch r.Type {
 	case "interval":
 		d, err := sampler.ParseInterval(r.Interval)
@@ -521,7 +530,7 @@ func controlOf(r *request) (ctl.Command, error) {
 		}
 		return ctl.Command{Op: ctl.OpLabel, Arg: text}, nil
 	}
-	return ctl.Command{}, unknownType(r.Type, "numascope live", liveTypes)
+	return ctl.Command{}, web.UnknownType(r.Type, "numascope live", web.LiveTypes)
 }
 
 // hubTarget is the hub as the ctl.Target of every control command, the
@@ -576,9 +585,9 @@ func (l *Live) restart(events []string, discrete bool) error {
 		t = max(t, time.Since(start))
 	}
 	// A client that connects later sees where the column set changed.
-	l.hist.mark(t, mustJSON(markMsg{Type: "mark", Mark: recording.MarkColumns, T: round6(t.Seconds())}))
+	l.hist.mark(t, web.MustJSON(web.MarkMsg{Type: "mark", Mark: recording.MarkColumns, T: round6(t.Seconds())}))
 	l.rec.SetColumns(t, l.cols)
-	l.broadcast(mustJSON(columnsMsg{Type: "columns", T: round6(t.Seconds()), Columns: l.cols, State: l.state}))
+	l.broadcast(web.MustJSON(web.ColumnsMsg{Type: "columns", T: round6(t.Seconds()), Columns: l.cols, State: l.state}))
 	return nil
 }
 
@@ -592,6 +601,6 @@ func (l *Live) recordingChanged() {
 // recording stopped (the recorder has reported it on stderr).
 func (l *Live) recordingStopped(err error) {
 	l.state.Recording = ""
-	l.broadcast(mustJSON(errorMsg{Type: "error", Error: "recording stopped: " + err.Error()}))
+	l.broadcast(web.MustJSON(web.ErrorMsg{Type: "error", Error: "recording stopped: " + err.Error()}))
 	l.broadcastState()
 }
