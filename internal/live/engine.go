@@ -141,6 +141,7 @@ func (l *Live) Control(fifo *ctl.Server) {
 	}
 }
 
+// Attach, Detach and Request make the live hub a web.Backend.
 func (l *Live) Attach(c *web.Client) {
 	select {
 	case l.reg <- c:

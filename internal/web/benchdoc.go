@@ -153,6 +153,7 @@ func checkBench(body []byte) error {
 	return nil
 }
 
+// Attach, Detach and Request make a bench document a Backend.
 func (b *Bench) Attach(c *Client) {
 	// The document goes as it is, without HTML escaping (json.Marshal
 	// would turn each < into six bytes): a hostile file full of them would

@@ -119,6 +119,7 @@ func NewHosts(opt Options, recs []*recording.Recording, files []string) (*Hosts,
 	return hs, nil
 }
 
+// Attach, Detach and Request make several hosts' recordings a Backend.
 func (hs *Hosts) Attach(c *Client) { c.Enqueue(hs.hello) }
 
 func (hs *Hosts) Detach(*Client) {}

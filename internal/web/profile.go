@@ -118,6 +118,7 @@ func sourceFiles(body []byte) (map[string]string, error) {
 	return out, nil
 }
 
+// Attach, Detach and Request make a profile a Backend.
 func (pr *Profile) Attach(c *Client) {
 	c.Reply(Hello{
 		Type: "hello", Protocol: ProtocolVersion, Mode: "profile",

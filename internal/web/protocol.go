@@ -120,17 +120,20 @@ type ColumnsMsg struct {
 	State   State              `json:"state"`
 }
 
+// StateMsg tells every client the shared state after it changed.
 type StateMsg struct {
 	Type  string `json:"type"` // "state"
 	State State  `json:"state"`
 }
 
+// ErrorMsg is the error reply to a client's message, or news of a failure.
 type ErrorMsg struct {
 	Type  string `json:"type"` // "error"
 	ID    any    `json:"id,omitempty"`
 	Error string `json:"error"`
 }
 
+// OKMsg is the reply to a client's message that was carried out.
 type OKMsg struct {
 	Type string `json:"type"` // "ok"
 	ID   any    `json:"id,omitempty"`
@@ -139,7 +142,7 @@ type OKMsg struct {
 	Path string `json:"path,omitempty"`
 }
 
-// request is any client message. Only the fields its type uses are set.
+// Request is any client message. Only the fields its type uses are set.
 type Request struct {
 	Type     string   `json:"type"`
 	ID       any      `json:"id,omitempty"`
@@ -227,6 +230,7 @@ func AppendTime(b []byte, t time.Duration) []byte {
 	return strconv.AppendFloat(b, math.Round(t.Seconds()*1e6)/1e6, 'f', -1, 64)
 }
 
+// MustJSON encodes a message, which cannot fail for the message types.
 func MustJSON(v any) []byte {
 	b, err := json.Marshal(v)
 	if err != nil {

@@ -28,6 +28,7 @@ func NewReport(opt Options, file string, report any) (*Report, error) {
 	return r, nil
 }
 
+// Attach, Detach and Request make an experiment report a Backend.
 func (r *Report) Attach(c *Client) {
 	c.Reply(Hello{
 		Type: "hello", Protocol: ProtocolVersion, Mode: "experiment",

@@ -208,6 +208,8 @@ func (s *Server) ConnLimiter() *connlimit.Limiter {
 	return s.conns
 }
 
+// NewServer prepares a server whose connections talk to be; nothing is
+// bound until Listen.
 func NewServer(opt Options, be Backend) *Server {
 	opt.defaults()
 	s := &Server{opt: opt, be: be}
@@ -599,6 +601,7 @@ func (c *Client) put(q queued) bool {
 	}
 }
 
+// Drop closes the client with code and reason, once.
 func (c *Client) Drop(code websocket.StatusCode, reason string) {
 	c.once.Do(func() {
 		close(c.done)

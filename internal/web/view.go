@@ -57,6 +57,7 @@ func (v *View) load() {
 	rec.Samples = nil
 }
 
+// Attach, Detach and Request make a recording a Backend.
 func (v *View) Attach(c *Client) {
 	h := v.rec.Header
 	marks := make([]MarkMsg, 0, len(v.rec.Marks))
