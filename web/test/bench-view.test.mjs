@@ -10,7 +10,7 @@ import { join } from "node:path";
 import { execFileSync } from "node:child_process";
 import { repo, artifacts, binary, tempDir, serve, browser } from "./util.mjs";
 
-const dist = "file://" + join(repo, "internal/live/dist/index.html");
+const dist = "file://" + join(repo, "internal/web/dist/index.html");
 const fixture = join(repo, "testdata/bench/view/2x3-loaded.json"); // README.md there
 const doc = JSON.parse(readFileSync(fixture, "utf8"));
 const KINDS = { latency: "latency_ns", bandwidth: "bandwidth_mbs" };

@@ -182,7 +182,7 @@ test("view: a recording opens with plots, labels and totals", async (t) => {
 
 test("a NUMAscope-format JSON file loads from disk without a server", async (t) => {
   const page = await browser(t);
-  await page.goto("file://" + join(repo, "internal/live/dist/index.html"));
+  await page.goto("file://" + join(repo, "internal/web/dist/index.html"));
   await page.setInputFiles("#file", legacy);
   await page.waitForSelector("#mode:has-text('NUMAscope format')");
   const cols = await page.evaluate(() => window.__numascope.columns());
@@ -221,7 +221,7 @@ test("a JSON Lines recording dropped on the page loads without a server", async 
   const plain = join(dir, "r.jsonl");
   execFileSync(binary, ["record", "--root", twonode, "-o", plain, "-n", "25", "-i", "10ms", "--ctl", join(dir, "ctl")], { stdio: "pipe" });
   const page = await browser(t);
-  await page.goto("file://" + join(repo, "internal/live/dist/index.html"));
+  await page.goto("file://" + join(repo, "internal/web/dist/index.html"));
   // Drag and drop, as a user drops a file from the desktop.
   await dropFile(page, "r.jsonl", readFileSync(plain));
   await page.waitForSelector("#mode:has-text('file r.jsonl')");
@@ -238,7 +238,7 @@ test("a .jsonl.zst recording loads from disk without a server, also when it is c
   assert.equal(refRows.length, 400);
 
   const page = await browser(t);
-  await page.goto("file://" + join(repo, "internal/live/dist/index.html"));
+  await page.goto("file://" + join(repo, "internal/web/dist/index.html"));
   // The file picker.
   await page.setInputFiles("#file", zst);
   await page.waitForSelector("#mode:has-text('file r.jsonl.zst')");

@@ -10,7 +10,7 @@ import { join } from "node:path";
 import { execFileSync } from "node:child_process";
 import { repo, binary, tempDir, serve, browser } from "./util.mjs";
 
-const dist = "file://" + join(repo, "internal/live/dist/index.html");
+const dist = "file://" + join(repo, "internal/web/dist/index.html");
 const twonode = join(repo, "internal/sensor/testdata/twonode");
 
 // The payloads set self.__pwned and document.title when run. They hold no dots (event names

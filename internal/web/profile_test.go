@@ -1,4 +1,4 @@
-package live
+package web
 
 import (
 	"bytes"
@@ -59,7 +59,7 @@ func TestProfileHelloCarriesProfileAndHints(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := dial(t, pr.Server, "")
-	h := c.next("hello", typeIs("hello"))
+	h := c.Next("hello", typeIs("hello"))
 	if h["mode"] != "profile" || h["file"] != fixtureProfile || h["protocol"].(float64) != ProtocolVersion {
 		t.Fatalf("hello: mode %v file %v protocol %v", h["mode"], h["file"], h["protocol"])
 	}
@@ -110,13 +110,13 @@ func TestProfileKeepsUnknownFields(t *testing.T) {
 	}
 	pr := startProfile(t, file, []string{dir})
 	c := dial(t, pr.Server, "")
-	h := c.next("hello", typeIs("hello"))
+	h := c.Next("hello", typeIs("hello"))
 	p := h["profile"].(map[string]any)
 	if p["future_field"] == nil || len(p["allocations"].([]any)) != 1 {
 		t.Fatalf("profile in hello lost fields: %v", p)
 	}
-	c.send(`{"type":"source","id":1,"file":"/build/alloc.c"}`)
-	m := c.next("source", func(m map[string]any) bool { return m["id"] == 1.0 })
+	c.Send(`{"type":"source","id":1,"file":"/build/alloc.c"}`)
+	m := c.Next("source", func(m map[string]any) bool { return m["id"] == 1.0 })
 	if m["type"] != "source" || m["path"] != src || len(m["lines"].([]any)) != 2 {
 		t.Fatalf("allocation site's file: %v", m)
 	}
@@ -126,9 +126,9 @@ func TestProfileServesSourceFromSearchPath(t *testing.T) {
 	dir := abs(t, workloads)
 	pr := startProfile(t, fixtureProfile, []string{t.TempDir(), dir})
 	c := dial(t, pr.Server, "")
-	c.next("hello", typeIs("hello"))
-	c.send(`{"type":"source","id":"s1","file":"/data/profnuma.c"}`)
-	m := c.next("source reply", func(m map[string]any) bool { return m["id"] == "s1" })
+	c.Next("hello", typeIs("hello"))
+	c.Send(`{"type":"source","id":"s1","file":"/data/profnuma.c"}`)
+	m := c.Next("source reply", func(m map[string]any) bool { return m["id"] == "s1" })
 	if m["type"] != "source" {
 		t.Fatalf("reply %v", m)
 	}
@@ -160,9 +160,9 @@ func TestProfileSourceNotFoundSaysWhatWasTried(t *testing.T) {
 	empty := t.TempDir()
 	pr := startProfile(t, fixtureProfile, []string{empty})
 	c := dial(t, pr.Server, "")
-	c.next("hello", typeIs("hello"))
-	c.send(`{"type":"source","id":2,"file":"/data/profnuma.c"}`)
-	e := c.next("error", typeIs("error"))
+	c.Next("hello", typeIs("hello"))
+	c.Send(`{"type":"source","id":2,"file":"/data/profnuma.c"}`)
+	e := c.Next("error", typeIs("error"))
 	msg := e["error"].(string)
 	for _, want := range []string{
 		"/data/profnuma.c not found", "tried " + filepath.Join(empty, "data", "profnuma.c") + " (no such file)",
@@ -179,12 +179,12 @@ func TestProfileSourceNotFoundSaysWhatWasTried(t *testing.T) {
 	// Without a search path, the advice names the flag.
 	pr2 := startProfile(t, fixtureProfile, nil)
 	c2 := dial(t, pr2.Server, "")
-	h := c2.next("hello", typeIs("hello"))
+	h := c2.Next("hello", typeIs("hello"))
 	if _, ok := h["source_path"]; ok {
 		t.Errorf("hello has source_path %v without --source-path", h["source_path"])
 	}
-	c2.send(`{"type":"source","file":"/data/profnuma.c"}`)
-	if msg := c2.next("error", typeIs("error"))["error"].(string); !strings.Contains(msg, "restart view with --source-path DIR") {
+	c2.Send(`{"type":"source","file":"/data/profnuma.c"}`)
+	if msg := c2.Next("error", typeIs("error"))["error"].(string); !strings.Contains(msg, "restart view with --source-path DIR") {
 		t.Errorf("error %q", msg)
 	}
 }
@@ -195,29 +195,29 @@ func TestProfileRefusesFilesItDoesNotName(t *testing.T) {
 	dir := abs(t, workloads)
 	pr := startProfile(t, fixtureProfile, []string{dir})
 	c := dial(t, pr.Server, "")
-	c.next("hello", typeIs("hello"))
+	c.Next("hello", typeIs("hello"))
 	for i, f := range []string{
 		"/etc/passwd", "../../../../etc/passwd", "/data/../etc/passwd", "profnuma.c",
 		"/data/profnuma.c/", "/data//profnuma.c", filepath.Join(dir, "profnuma.c"), "firsttouch.c",
 	} {
 		b, _ := json.Marshal(map[string]any{"type": "source", "id": i, "file": f})
-		c.send(string(b))
-		e := c.next("reply", func(m map[string]any) bool { return m["id"] == float64(i) })
+		c.Send(string(b))
+		e := c.Next("reply", func(m map[string]any) bool { return m["id"] == float64(i) })
 		if e["type"] != "error" || !strings.Contains(e["error"].(string), "is not a source file of this profile") {
 			t.Errorf("source %q: %v, want refused", f, e)
 		}
 	}
-	c.send(`{"type":"source","id":"x"}`)
-	if e := c.next("error", typeIs("error")); !strings.Contains(e["error"].(string), `give the "file"`) {
+	c.Send(`{"type":"source","id":"x"}`)
+	if e := c.Next("error", typeIs("error")); !strings.Contains(e["error"].(string), `give the "file"`) {
 		t.Errorf("source without file: %v", e)
 	}
 	// A recording's requests do not apply; unknown fields are refused as ever.
-	c.send(`{"type":"range","id":9}`)
-	if e := c.next("error", typeIs("error")); !strings.Contains(e["error"].(string), "this is a profile") {
+	c.Send(`{"type":"range","id":9}`)
+	if e := c.Next("error", typeIs("error")); !strings.Contains(e["error"].(string), "this is a profile") {
 		t.Errorf("range: %v", e)
 	}
-	c.send(`{"type":"source","file":"/data/profnuma.c","path":"/etc/passwd","bogus":1}`)
-	if e := c.next("error", typeIs("error")); !strings.Contains(e["error"].(string), "malformed message") {
+	c.Send(`{"type":"source","file":"/data/profnuma.c","path":"/etc/passwd","bogus":1}`)
+	if e := c.Next("error", typeIs("error")); !strings.Contains(e["error"].(string), "malformed message") {
 		t.Errorf("unknown field: %v", e)
 	}
 }
@@ -277,8 +277,8 @@ func writeProfile(t *testing.T, dir string, files []string, compDirs map[string]
 func askSource(t *testing.T, c *wsClient, id int, file string) map[string]any {
 	t.Helper()
 	b, _ := json.Marshal(map[string]any{"type": "source", "id": id, "file": file})
-	c.send(string(b))
-	return c.next("source reply", func(m map[string]any) bool { return m["id"] == float64(id) })
+	c.Send(string(b))
+	return c.Next("source reply", func(m map[string]any) bool { return m["id"] == float64(id) })
 }
 
 // TestProfileNeverServesFilesOutsideItsDirectories: a profile naming a
@@ -331,7 +331,7 @@ func TestProfileNeverServesFilesOutsideItsDirectories(t *testing.T) {
 	// With --source-path: only beneath it, symlinks refused.
 	pr := startProfile(t, file, []string{search})
 	c := dial(t, pr.Server, "")
-	c.next("hello", typeIs("hello"))
+	c.Next("hello", typeIs("hello"))
 	noSecret("secret by absolute path, --source-path", askSource(t, c, 1, secret))
 	m := askSource(t, c, 2, "/src/evil.c")
 	noSecret("evil.c -> secret under --source-path", m)
@@ -346,7 +346,7 @@ func TestProfileNeverServesFilesOutsideItsDirectories(t *testing.T) {
 	// compilation directory the profile claims.
 	pr2 := startProfile(t, file, nil)
 	c2 := dial(t, pr2.Server, "")
-	c2.next("hello", typeIs("hello"))
+	c2.Next("hello", typeIs("hello"))
 	noSecret("secret by absolute path, no --source-path", askSource(t, c2, 1, secret))
 	noSecret("build/evil.c -> secret", askSource(t, c2, 2, filepath.Join(build, "evil.c")))
 	noSecret("symlinked directory in the comp dir", askSource(t, c2, 3, "sub/link/shadow"))
@@ -385,7 +385,7 @@ func TestProfileIgnoresCompDirs(t *testing.T) {
 	}
 	pr := startProfile(t, file, nil)
 	c := dial(t, pr.Server, "")
-	if h := c.next("hello", typeIs("hello")); h["source_path"] != nil {
+	if h := c.Next("hello", typeIs("hello")); h["source_path"] != nil {
 		t.Errorf("hello without --source-path has source_path %v", h["source_path"])
 	}
 	for i, f := range files {
@@ -401,7 +401,7 @@ func TestProfileIgnoresCompDirs(t *testing.T) {
 	}
 	pr2 := startProfile(t, file, []string{search})
 	c2 := dial(t, pr2.Server, "")
-	c2.next("hello", typeIs("hello"))
+	c2.Next("hello", typeIs("hello"))
 	for i, f := range files[:4] {
 		refused(f+" with --source-path", askSource(t, c2, i, f), "not found")
 	}
@@ -453,15 +453,15 @@ func TestProfileSourceRefusesWhatIsNotSource(t *testing.T) {
 	// The server runs elsewhere, so that "../secret.c" as recorded is not dir/secret.c.
 	pr := startProfile(t, file, []string{search})
 	c := dial(t, pr.Server, "")
-	c.next("hello", typeIs("hello"))
+	c.Next("hello", typeIs("hello"))
 	want := map[string]string{
 		"/b/fifo.c": "not a regular file", "/b/adir.c": "a directory", "/b/big.c": "over the 4 MiB limit",
 		"/b/bin.c": "a binary file", "../secret.c": "not found",
 	}
 	for i, f := range names {
 		b, _ := json.Marshal(map[string]any{"type": "source", "id": i, "file": f})
-		c.send(string(b))
-		m := c.next("reply", func(m map[string]any) bool { return m["id"] == float64(i) })
+		c.Send(string(b))
+		m := c.Next("reply", func(m map[string]any) bool { return m["id"] == float64(i) })
 		if f == "/b/crlf.c" {
 			lines, _ := m["lines"].([]any)
 			if m["type"] != "source" || !reflect.DeepEqual(lines, []any{"a", "b", "\uFFFD"}) {
@@ -542,7 +542,7 @@ func TestProfileNamesReachThePageCleaned(t *testing.T) {
 	}
 	pr := startProfile(t, file, []string{dir})
 	c := dial(t, pr.Server, "")
-	h := c.next("hello", typeIs("hello"))
+	h := c.Next("hello", typeIs("hello"))
 	if s, bad := hostileIn(h); bad {
 		t.Fatalf("the hello carries %q uncleaned", s)
 	}
@@ -555,8 +555,8 @@ func TestProfileNamesReachThePageCleaned(t *testing.T) {
 		t.Errorf("thread name shown as %q", th)
 	}
 	q, _ := json.Marshal(map[string]any{"type": "source", "id": 1, "file": shown})
-	c.send(string(q))
-	m := c.next("source", func(m map[string]any) bool { return m["id"] == 1.0 })
+	c.Send(string(q))
+	m := c.Next("source", func(m map[string]any) bool { return m["id"] == 1.0 })
 	if m["type"] != "source" || len(m["lines"].([]any)) != 1 {
 		t.Fatalf("the source of the cleaned name was not found by its raw name: %v", m)
 	}
@@ -565,8 +565,8 @@ func TestProfileNamesReachThePageCleaned(t *testing.T) {
 	}
 	// Asking by the raw name is refused, cleaned in the error.
 	q, _ = json.Marshal(map[string]any{"type": "source", "id": 2, "file": raw})
-	c.send(string(q))
-	m = c.next("error", func(m map[string]any) bool { return m["id"] == 2.0 })
+	c.Send(string(q))
+	m = c.Next("error", func(m map[string]any) bool { return m["id"] == 2.0 })
 	if m["type"] != "error" {
 		t.Fatalf("a request by the raw name: %v", m)
 	}

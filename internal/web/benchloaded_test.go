@@ -1,4 +1,4 @@
-package live
+package web
 
 import (
 	"encoding/json"
@@ -27,7 +27,7 @@ func TestBenchLoadedDocument(t *testing.T) {
 		t.Fatal(err)
 	}
 	b := startBench(t, Options{}, "loaded.json", body)
-	h := dial(t, b.Server, "").next("hello", typeIs("hello"))
+	h := dial(t, b.Server, "").Next("hello", typeIs("hello"))
 	doc := h["bench"].(map[string]any)
 	pairs := doc["loaded"].(map[string]any)["pairs"].([]any)
 	if len(pairs) != 2 || pairs[1].(map[string]any)["latency_ns"] != nil || pairs[0].(map[string]any)["latency_ns"].([]any)[2] != 140.0 {

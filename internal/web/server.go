@@ -1,15 +1,18 @@
-// Package live serves numascope's web client: `numascope live` streams
-// samples to browsers over a websocket as they are taken, and `numascope
-// view` serves a recording to the same client. The client is embedded in
-// the binary, so nothing needs installing on the monitored machine.
+// Package web serves numascope's web client: the HTTP server, tokens and
+// connection limits, the websocket and its messages, and the backends of
+// documents (`numascope view` of a recording, a profile, a bench document
+// or several hosts, and experiment reports). `numascope live`'s backend is
+// the sampling hub in internal/live, which talks to clients through Client
+// and the Backend interface. The client is embedded in the binary, so
+// nothing needs installing on the monitored machine.
 //
 // The wire protocol is JSON over one websocket per browser tab, versioned
 // by ProtocolVersion and documented in docs/live-protocol.md.
 //
-// The sampler never waits for a browser: the live engine drains one
-// sampler sink, encodes each batch once and hands it to every client's
-// bounded queue; a client whose queue is full is dropped with a message.
-package live
+// No backend waits for a browser: every message goes to a client's bounded
+// queue (Client.Enqueue), and a client whose queue is full is dropped with
+// a message.
+package web
 
 import (
 	"context"
@@ -35,6 +38,7 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/numascope/numascope/internal/connlimit"
+	"github.com/numascope/numascope/internal/loopback"
 	"github.com/numascope/numascope/internal/rawio"
 	"github.com/numascope/numascope/internal/top"
 )
@@ -94,6 +98,10 @@ type Options struct {
 	// ProcessesReason is what the page says when Processes is nil, such
 	// as why the feed could not be built.
 	ProcessesReason string
+	// RecordDir is where the recordings a live client asks for go; their
+	// paths are relative to it and may not leave it. Default: the working
+	// directory.
+	RecordDir string
 	// clock is time.Now unless a test sets it.
 	clock func() time.Time
 }
@@ -139,7 +147,7 @@ func (o *Options) defaults() {
 var csp = func() string {
 	b, err := distFS.ReadFile("dist/index.html")
 	if err != nil {
-		panic("live: the embedded client is missing dist/index.html: run scripts/web-build")
+		panic("web: the embedded client is missing dist/index.html: run scripts/web-build")
 	}
 	var hashes []string
 	for rest := string(b); ; {
@@ -160,22 +168,23 @@ var csp = func() string {
 		"; connect-src 'self'; img-src 'self' data: blob:; style-src 'self' 'unsafe-inline'; frame-ancestors 'none'; base-uri 'none'; form-action 'none'"
 }()
 
-// backend is what a connection talks to: the live engine or a recording.
-type backend interface {
-	// attach registers a new client and queues its hello: when it returns,
+// Backend is what a connection talks to: the live hub (internal/live) or
+// a document (a recording, a profile, a bench or an experiment report).
+type Backend interface {
+	// Attach registers a new client and queues its hello: when it returns,
 	// the hello is the first message in the client's queue, so that no
 	// reply to what the client sends can come before it.
-	attach(c *client)
-	// detach forgets a client (it may already be dropped).
-	detach(c *client)
-	// request handles one parsed client message.
-	request(c *client, r *request)
+	Attach(c *Client)
+	// Detach forgets a client (it may already be dropped).
+	Detach(c *Client)
+	// Request handles one parsed client message.
+	Request(c *Client, r *Request)
 }
 
 // Server is the HTTP and websocket server.
 type Server struct {
 	opt      Options
-	be       backend
+	be       Backend
 	procs    *procHub // nil without Options.Processes
 	ln       net.Listener
 	srv      *http.Server
@@ -191,28 +200,17 @@ type Server struct {
 	conns *connlimit.Limiter // the connections srv holds, capped (Serve; under mu)
 }
 
-// connLimiter is the Limiter of the connections, nil before Serve.
-func (s *Server) connLimiter() *connlimit.Limiter {
+// ConnLimiter is the Limiter of the connections, nil before Serve (the
+// idle-connection tests read its counts).
+func (s *Server) ConnLimiter() *connlimit.Limiter {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.conns
 }
 
-// IsLoopback reports whether a listen address binds only loopback
-// interfaces: "localhost", 127.0.0.0/8 or ::1. An empty host binds all.
-func IsLoopback(listen string) bool {
-	host, _, err := net.SplitHostPort(listen)
-	if err != nil {
-		return false
-	}
-	if host == "localhost" {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
-}
-
-func newServer(opt Options, be backend) *Server {
+// NewServer prepares a server whose connections talk to be; nothing is
+// bound until Listen.
+func NewServer(opt Options, be Backend) *Server {
 	opt.defaults()
 	s := &Server{opt: opt, be: be}
 	if opt.Processes != nil {
@@ -224,6 +222,12 @@ func newServer(opt Options, be backend) *Server {
 	return s
 }
 
+// Options are the server's options, defaults filled in.
+func (s *Server) Options() Options { return s.opt }
+
+// Listening reports whether Listen has bound the address.
+func (s *Server) Listening() bool { return s.ln != nil }
+
 // Listen binds the address. Without a token one is generated
 // (GeneratedToken is then true; URL includes it), unless NoToken, which a
 // non-loopback address refuses.
@@ -231,7 +235,7 @@ func (s *Server) Listen() error {
 	if _, _, err := net.SplitHostPort(s.opt.Listen); err != nil {
 		return fmt.Errorf("--listen %q: want HOST:PORT, e.g. 127.0.0.1:8080", s.opt.Listen)
 	}
-	s.loopback = IsLoopback(s.opt.Listen)
+	s.loopback = loopback.Only(s.opt.Listen)
 	switch {
 	case s.opt.NoToken && s.opt.Token != "":
 		return errors.New("--no-token and a token (--token or NUMASCOPE_TOKEN) together: give one or the other")
@@ -513,7 +517,7 @@ func (s *Server) serveWS(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer s.wg.Done()
-	c := &client{
+	c := &Client{
 		id:    s.nextID.Add(1),
 		conn:  conn,
 		send:  make(chan queued, s.opt.Queue),
@@ -524,10 +528,10 @@ func (s *Server) serveWS(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithCancel(r.Context())
 	defer cancel()
 	go c.writeLoop(ctx)
-	s.be.attach(c) // the hello is queued first: only now are messages read
-	defer s.be.detach(c)
+	s.be.Attach(c) // the hello is queued first: only now are messages read
+	defer s.be.Detach(c)
 	c.readLoop(ctx)
-	c.drop(websocket.StatusNormalClosure, "")
+	c.Drop(websocket.StatusNormalClosure, "")
 }
 
 // admit counts a new client in, unless MaxClients are connected.
@@ -543,8 +547,8 @@ func (s *Server) admit() bool {
 	}
 }
 
-// client is one websocket connection.
-type client struct {
+// Client is one websocket connection.
+type Client struct {
 	id   int64
 	conn *websocket.Conn
 	send chan queued
@@ -568,13 +572,13 @@ type queued struct {
 // enqueue queues a message without blocking; a client whose queue is full
 // (in messages or bytes) has fallen behind and is dropped. It is O(1): the
 // hub calls it for every client on every batch.
-func (c *client) enqueue(b []byte) bool { return c.put(queued{b, len(b)}) }
+func (c *Client) Enqueue(b []byte) bool { return c.put(queued{b, len(b)}) }
 
 // enqueueShared queues a message every client shares one copy of (the
 // history replay), which does not count against the bytes bound.
-func (c *client) enqueueShared(b []byte) bool { return c.put(queued{b, 0}) }
+func (c *Client) EnqueueShared(b []byte) bool { return c.put(queued{b, 0}) }
 
-func (c *client) put(q queued) bool {
+func (c *Client) put(q queued) bool {
 	select {
 	case <-c.done:
 		return false
@@ -583,7 +587,7 @@ func (c *client) put(q queued) bool {
 	if q.n > 0 && c.bytes.Add(int64(q.n)) > int64(c.srv.opt.QueueBytes) {
 		c.bytes.Add(-int64(q.n))
 		c.srv.opt.Log(fmt.Sprintf("client %d fell behind (over %d MiB queued): disconnected", c.id, c.srv.opt.QueueBytes>>20))
-		c.drop(websocket.StatusPolicyViolation, "numascope: this client fell behind the stream (too much data queued) and was disconnected; reload to reconnect")
+		c.Drop(websocket.StatusPolicyViolation, "numascope: this client fell behind the stream (too much data queued) and was disconnected; reload to reconnect")
 		return false
 	}
 	select {
@@ -592,19 +596,20 @@ func (c *client) put(q queued) bool {
 	default:
 		c.bytes.Add(-int64(q.n))
 		c.srv.opt.Log(fmt.Sprintf("client %d fell behind (%d messages queued): disconnected", c.id, cap(c.send)))
-		c.drop(websocket.StatusPolicyViolation, "numascope: this client fell behind the stream and was disconnected; reload to reconnect")
+		c.Drop(websocket.StatusPolicyViolation, "numascope: this client fell behind the stream and was disconnected; reload to reconnect")
 		return false
 	}
 }
 
-func (c *client) drop(code websocket.StatusCode, reason string) {
+// Drop closes the client with code and reason, once.
+func (c *Client) Drop(code websocket.StatusCode, reason string) {
 	c.once.Do(func() {
 		close(c.done)
 		go func() { _ = c.conn.Close(code, reason) }()
 	})
 }
 
-func (c *client) dropped() bool {
+func (c *Client) dropped() bool {
 	select {
 	case <-c.done:
 		return true
@@ -613,7 +618,7 @@ func (c *client) dropped() bool {
 	}
 }
 
-func (c *client) writeLoop(ctx context.Context) {
+func (c *Client) writeLoop(ctx context.Context) {
 	for {
 		select {
 		case <-c.done:
@@ -629,14 +634,14 @@ func (c *client) writeLoop(ctx context.Context) {
 				if !c.dropped() {
 					c.srv.opt.Log(fmt.Sprintf("client %d: %v: disconnected", c.id, err))
 				}
-				c.drop(websocket.StatusPolicyViolation, "numascope: writing to this client failed or timed out")
+				c.Drop(websocket.StatusPolicyViolation, "numascope: writing to this client failed or timed out")
 				return
 			}
 		}
 	}
 }
 
-func (c *client) readLoop(ctx context.Context) {
+func (c *Client) readLoop(ctx context.Context) {
 	buf := make([]byte, MaxMessage+1)
 	for {
 		typ, r, err := c.conn.Reader(ctx)
@@ -651,25 +656,41 @@ func (c *client) readLoop(ctx context.Context) {
 			if _, err := io.Copy(io.Discard, r); err != nil {
 				return // over hardReadLimit: the websocket layer closed the connection
 			}
-			c.reply(errorMsg{Type: "error", Error: fmt.Sprintf("message too large: the limit is %d bytes", MaxMessage)})
+			c.Reply(ErrorMsg{Type: "error", Error: fmt.Sprintf("message too large: the limit is %d bytes", MaxMessage)})
 			continue
 		}
 		if typ != websocket.MessageText {
-			c.reply(errorMsg{Type: "error", Error: "binary message: the protocol is JSON text"})
+			c.Reply(ErrorMsg{Type: "error", Error: "binary message: the protocol is JSON text"})
 			continue
 		}
 		req, err := parseRequest(buf[:n])
 		if err != nil {
-			c.reply(errorMsg{Type: "error", Error: err.Error()})
+			c.Reply(ErrorMsg{Type: "error", Error: err.Error()})
 			continue
 		}
-		c.srv.be.request(c, req)
+		c.srv.be.Request(c, req)
 	}
 }
 
 // reply queues a message for this client only.
-func (c *client) reply(v any) { c.enqueue(mustJSON(v)) }
+// MarkReady says that the client's hello is queued, for a backend that
+// queues it on another goroutine than Attach's (the live hub): Ready is
+// closed, and the client's messages are read from then on.
+func (c *Client) MarkReady() { close(c.ready) }
 
-func (c *client) fail(id any, err error) {
-	c.reply(errorMsg{Type: "error", ID: id, Error: err.Error()})
+// Ready is closed once the client's hello is queued (MarkReady).
+func (c *Client) Ready() <-chan struct{} { return c.ready }
+
+// Done is closed when the client is dropped.
+func (c *Client) Done() <-chan struct{} { return c.done }
+
+// QueueCap is how many messages may wait for the client (Options.Queue).
+func (c *Client) QueueCap() int { return cap(c.send) }
+
+// Reply queues v, as JSON, for the client.
+func (c *Client) Reply(v any) { c.Enqueue(MustJSON(v)) }
+
+// Fail queues the error reply to the client's message id.
+func (c *Client) Fail(id any, err error) {
+	c.Reply(ErrorMsg{Type: "error", ID: id, Error: err.Error()})
 }

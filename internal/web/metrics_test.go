@@ -1,4 +1,4 @@
-package live
+package web
 
 import (
 	"net/http"
@@ -15,7 +15,7 @@ import (
 // twoNodeMetrics is the exporter's handler on the two-node capture.
 func twoNodeMetrics(t *testing.T) http.Handler {
 	t.Helper()
-	fs := sysfs.New(twonode)
+	fs := sysfs.New("../sensor/testdata/twonode")
 	topo, err := topology.Discover(fs)
 	if err != nil {
 		t.Fatal(err)
@@ -44,7 +44,7 @@ func getHost(t *testing.T, s *Server, path, host string) (int, string) {
 // websocket still needs the token and a token-less server still refuses
 // other Host names for everything else.
 func TestMetricsOutsideToken(t *testing.T) {
-	l, _ := startLive(t, Options{Metrics: twoNodeMetrics(t)}, LiveConfig{})
+	l := startServer(t, Options{Metrics: twoNodeMetrics(t)})
 	code, body := getHost(t, l.Server, "/metrics", "numa-box.example:9864")
 	if code != 200 || !strings.Contains(body, `numascope_node_numa_hit_total{numa_node="1"}`) {
 		t.Errorf("/metrics without a token: HTTP %d\n%.300s", code, body)
@@ -53,7 +53,7 @@ func TestMetricsOutsideToken(t *testing.T) {
 		t.Errorf("/ws without a token: HTTP %d, want 401", code)
 	}
 
-	open, _ := startLive(t, Options{NoToken: true, Metrics: twoNodeMetrics(t)}, LiveConfig{})
+	open := startServer(t, Options{NoToken: true, Metrics: twoNodeMetrics(t)})
 	if code, _ := getHost(t, open.Server, "/metrics", "evil.example"); code != 200 {
 		t.Errorf("--no-token server, /metrics for Host evil.example: HTTP %d, want 200", code)
 	}
@@ -61,7 +61,7 @@ func TestMetricsOutsideToken(t *testing.T) {
 		t.Errorf("--no-token server, / for Host evil.example: HTTP %d, want 403", code)
 	}
 
-	without, _ := startLive(t, Options{}, LiveConfig{})
+	without := startServer(t, Options{})
 	if code, _ := getHost(t, without.Server, "/metrics", without.Addr().String()); code == 200 {
 		t.Errorf("a server without Options.Metrics answers /metrics")
 	}

@@ -1,4 +1,4 @@
-package live
+package web
 
 import (
 	"encoding/json"
@@ -24,19 +24,20 @@ func NewReport(opt Options, file string, report any) (*Report, error) {
 		return nil, fmt.Errorf("encoding the experiment report: %w", err)
 	}
 	r := &Report{file: file, body: b}
-	r.Server = newServer(opt, r)
+	r.Server = NewServer(opt, r)
 	return r, nil
 }
 
-func (r *Report) attach(c *client) {
-	c.reply(hello{
+// Attach, Detach and Request make an experiment report a Backend.
+func (r *Report) Attach(c *Client) {
+	c.Reply(Hello{
 		Type: "hello", Protocol: ProtocolVersion, Mode: "experiment",
 		File: r.file, Experiment: r.body, State: State{Events: []string{}},
 	})
 }
 
-func (r *Report) detach(*client) {}
+func (r *Report) Detach(*Client) {}
 
-func (r *Report) request(c *client, q *request) {
-	c.fail(q.ID, fmt.Errorf("%s: an experiment report answers no requests (it is all in the hello message)", q.Type))
+func (r *Report) Request(c *Client, q *Request) {
+	c.Fail(q.ID, fmt.Errorf("%s: an experiment report answers no requests (it is all in the hello message)", q.Type))
 }

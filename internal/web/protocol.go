@@ -1,4 +1,4 @@
-package live
+package web
 
 import (
 	"encoding/json"
@@ -42,8 +42,8 @@ type EventInfo struct {
 	Max float64 `json:"max,omitempty"`
 }
 
-// catalogOf builds the hello's catalog from sensor descriptions.
-func catalogOf(descs []sampler.SensorDesc) []SensorCatalog {
+// CatalogOf builds the hello's catalog from sensor descriptions.
+func CatalogOf(descs []sampler.SensorDesc) []SensorCatalog {
 	out := make([]SensorCatalog, 0, len(descs))
 	for _, d := range descs {
 		sc := SensorCatalog{SensorDesc: d, Events: make([]EventInfo, 0, len(d.Events))}
@@ -64,8 +64,8 @@ type State struct {
 	Recording string   `json:"recording"`
 }
 
-// hello is the first message on every connection.
-type hello struct {
+// Hello is the first message on every connection.
+type Hello struct {
 	Type     string             `json:"type"`
 	Protocol int                `json:"protocol"`
 	Mode     string             `json:"mode"` // "live", "view", "experiment", "profile", "bench" or "hosts"
@@ -80,7 +80,7 @@ type hello struct {
 	File     string             `json:"file,omitempty"`
 	Duration float64            `json:"duration_s,omitempty"`
 	Samples  int                `json:"samples,omitempty"`
-	Marks    []markMsg          `json:"marks,omitempty"`
+	Marks    []MarkMsg          `json:"marks,omitempty"`
 	Skipped  []string           `json:"skipped,omitempty"`
 	Legacy   bool               `json:"legacy,omitempty"`
 	// Experiment is an experiment's report (mode "experiment"): its
@@ -103,8 +103,8 @@ type hello struct {
 	Hosts []hostEntry `json:"hosts,omitempty"`
 }
 
-// markMsg is a label, interval change, pause or resume.
-type markMsg struct {
+// MarkMsg is a label, interval change, pause or resume.
+type MarkMsg struct {
 	Type     string  `json:"type"` // "mark"
 	Mark     string  `json:"mark"` // recording.Mark* names
 	T        float64 `json:"t"`
@@ -112,26 +112,29 @@ type markMsg struct {
 	Interval float64 `json:"interval_s,omitempty"`
 }
 
-// columnsMsg announces a new column set from time T on.
-type columnsMsg struct {
+// ColumnsMsg announces a new column set from time T on.
+type ColumnsMsg struct {
 	Type    string             `json:"type"` // "columns"
 	T       float64            `json:"t"`
 	Columns []recording.Column `json:"columns"`
 	State   State              `json:"state"`
 }
 
-type stateMsg struct {
+// StateMsg tells every client the shared state after it changed.
+type StateMsg struct {
 	Type  string `json:"type"` // "state"
 	State State  `json:"state"`
 }
 
-type errorMsg struct {
+// ErrorMsg is the error reply to a client's message, or news of a failure.
+type ErrorMsg struct {
 	Type  string `json:"type"` // "error"
 	ID    any    `json:"id,omitempty"`
 	Error string `json:"error"`
 }
 
-type okMsg struct {
+// OKMsg is the reply to a client's message that was carried out.
+type OKMsg struct {
 	Type string `json:"type"` // "ok"
 	ID   any    `json:"id,omitempty"`
 	Op   string `json:"op"`
@@ -139,8 +142,8 @@ type okMsg struct {
 	Path string `json:"path,omitempty"`
 }
 
-// request is any client message. Only the fields its type uses are set.
-type request struct {
+// Request is any client message. Only the fields its type uses are set.
+type Request struct {
 	Type     string   `json:"type"`
 	ID       any      `json:"id,omitempty"`
 	Interval string   `json:"interval,omitempty"`
@@ -168,25 +171,25 @@ type sumRequest struct {
 
 // The client message types each server answers, for error messages.
 const (
-	liveTypes    = "interval, pause, resume, label, events, enable, disable, discrete, record, record_stop"
+	LiveTypes    = "interval, pause, resume, label, events, enable, disable, discrete, record, record_stop"
 	viewTypes    = "range, totals"
 	profileTypes = "source"
-	// requestTypes are every server's, for a message without a type.
-	requestTypes = liveTypes + ", " + viewTypes + ", " + profileTypes
+	// RequestTypes are every server's, for a message without a type.
+	RequestTypes = LiveTypes + ", " + viewTypes + ", " + profileTypes
 )
 
-// unknownType is the error for a message type a server does not know; it
+// UnknownType is the error for a message type a server does not know; it
 // lists what that server answers, which never includes typ.
-func unknownType(typ, server, valid string) error {
+func UnknownType(typ, server, valid string) error {
 	return fmt.Errorf("unknown message type %q (%s answers %s)", clip(typ), server, valid)
 }
 
 // parseRequest decodes one client message. Unknown fields are an error, so
 // that a typo does not silently do nothing.
-func parseRequest(b []byte) (*request, error) {
+func parseRequest(b []byte) (*Request, error) {
 	d := json.NewDecoder(strings.NewReader(string(b)))
 	d.DisallowUnknownFields()
-	var r request
+	var r Request
 	if err := d.Decode(&r); err != nil {
 		return nil, fmt.Errorf("malformed message: %v (send one JSON object with a \"type\")", clip(err.Error()))
 	}
@@ -194,7 +197,7 @@ func parseRequest(b []byte) (*request, error) {
 		return nil, fmt.Errorf("malformed message: more than one JSON value")
 	}
 	if r.Type == "" {
-		return nil, fmt.Errorf("message without \"type\" (one of %s)", requestTypes)
+		return nil, fmt.Errorf("message without \"type\" (one of %s)", RequestTypes)
 	}
 	switch r.ID.(type) {
 	case nil, string, float64:
@@ -211,8 +214,8 @@ func clip(s string) string {
 	return s
 }
 
-// appendNumber appends v as JSON: NaN and infinities as null.
-func appendNumber(b []byte, v float64) []byte {
+// AppendNumber appends v as JSON: NaN and infinities as null.
+func AppendNumber(b []byte, v float64) []byte {
 	if math.IsNaN(v) || math.IsInf(v, 0) {
 		return append(b, "null"...)
 	}
@@ -222,15 +225,16 @@ func appendNumber(b []byte, v float64) []byte {
 	return strconv.AppendFloat(b, v, 'g', 9, 64)
 }
 
-// appendTime appends a time in seconds with microsecond resolution.
-func appendTime(b []byte, t time.Duration) []byte {
+// AppendTime appends a time in seconds with microsecond resolution.
+func AppendTime(b []byte, t time.Duration) []byte {
 	return strconv.AppendFloat(b, math.Round(t.Seconds()*1e6)/1e6, 'f', -1, 64)
 }
 
-func mustJSON(v any) []byte {
+// MustJSON encodes a message, which cannot fail for the message types.
+func MustJSON(v any) []byte {
 	b, err := json.Marshal(v)
 	if err != nil {
-		panic(fmt.Sprintf("live: encoding %T: %v", v, err))
+		panic(fmt.Sprintf("web: encoding %T: %v", v, err))
 	}
 	return b
 }

@@ -1,4 +1,4 @@
-package live
+package web
 
 import (
 	"context"
@@ -63,15 +63,15 @@ func TestViewDecimatesKeepingPeaks(t *testing.T) {
 	writeRecording(t, path, 10000)
 	v := startView(t, path)
 	c := dial(t, v.Server, "")
-	h := c.next("hello", typeIs("hello"))
+	h := c.Next("hello", typeIs("hello"))
 	if h["mode"] != "view" || h["samples"].(float64) != 10000 || h["duration_s"].(float64) != 9.999 {
 		t.Fatalf("hello %v", h)
 	}
 	if marks := h["marks"].([]any); len(marks) != 1 || marks[0].(map[string]any)["text"] != "half" {
 		t.Fatalf("marks %v", marks)
 	}
-	c.send(`{"type":"range","id":1,"points":200}`)
-	m := c.next("range", typeIs("range"))
+	c.Send(`{"type":"range","id":1,"points":200}`)
+	m := c.Next("range", typeIs("range"))
 	rows := m["samples"].([]any)
 	if !m["decimated"].(bool) || len(rows) > 200 || len(rows) < 150 {
 		t.Fatalf("whole range at 200 points: decimated %v, %d rows", m["decimated"], len(rows))
@@ -95,15 +95,15 @@ func TestViewDecimatesKeepingPeaks(t *testing.T) {
 		t.Fatalf("ends %v .. %v", first, last)
 	}
 	// A narrow window comes back at full resolution, with one sample either side.
-	c.send(`{"type":"range","id":2,"t0":4.3,"t1":4.35,"points":1000}`)
-	m = c.next("range", typeIs("range"))
+	c.Send(`{"type":"range","id":2,"t0":4.3,"t1":4.35,"points":1000}`)
+	m = c.Next("range", typeIs("range"))
 	rows = m["samples"].([]any)
 	if m["decimated"].(bool) || len(rows) != 53 {
 		t.Fatalf("narrow window: decimated %v, %d rows (want 53)", m["decimated"], len(rows))
 	}
 	// Totals at full resolution: 1001 samples of 10/s, 1 ms each, one of them 999/s.
-	c.send(`{"type":"totals","t0":4,"t1":5}`)
-	m = c.next("totals", typeIs("totals"))
+	c.Send(`{"type":"totals","t0":4,"t1":5}`)
+	m = c.Next("totals", typeIs("totals"))
 	spiky := m["columns"].([]any)[1].(map[string]any)
 	if spiky["n"].(float64) != 1001 || spiky["max"].(float64) != 999 {
 		t.Fatalf("totals %v", spiky)
@@ -116,8 +116,8 @@ func TestViewDecimatesKeepingPeaks(t *testing.T) {
 	}
 	// A sum over columns (the summed view's traces) is totalled sample by
 	// sample: its max is 4321+999 at t=4.321, not the sum of the maxima.
-	c.send(`{"type":"totals","t0":4,"t1":5,"sums":[{"name":"a.both","columns":["a.spiky","a.ramp"]}]}`)
-	m = c.next("totals with sums", typeIs("totals"))
+	c.Send(`{"type":"totals","t0":4,"t1":5,"sums":[{"name":"a.both","columns":["a.spiky","a.ramp"]}]}`)
+	m = c.Next("totals with sums", typeIs("totals"))
 	sums, _ := m["sums"].([]any)
 	if len(sums) != 1 {
 		t.Fatalf("sums %v", m["sums"])
@@ -130,16 +130,16 @@ func TestViewDecimatesKeepingPeaks(t *testing.T) {
 	if got, want := both["mean"].(float64), spiky["mean"].(float64)+4500; math.Abs(got-want) > 1e-6 {
 		t.Fatalf("sum mean %v, want %v", got, want)
 	}
-	c.send(`{"type":"totals","t0":4,"t1":5,"sums":[{"name":"x","columns":["a.nope"]}]}`)
-	if e := c.next("error", typeIs("error")); !strings.Contains(e["error"].(string), `no column "a.nope"`) {
+	c.Send(`{"type":"totals","t0":4,"t1":5,"sums":[{"name":"x","columns":["a.nope"]}]}`)
+	if e := c.Next("error", typeIs("error")); !strings.Contains(e["error"].(string), `no column "a.nope"`) {
 		t.Fatalf("unknown column in a sum: %v", e)
 	}
-	c.send(`{"type":"range","t0":5,"t1":4}`)
-	if e := c.next("error", typeIs("error")); e["error"] == nil {
+	c.Send(`{"type":"range","t0":5,"t1":4}`)
+	if e := c.Next("error", typeIs("error")); e["error"] == nil {
 		t.Fatal("no error for t1 < t0")
 	}
-	c.send(`{"type":"label","text":"x"}`)
-	if e := c.next("error", typeIs("error")); e["error"] == nil {
+	c.Send(`{"type":"label","text":"x"}`)
+	if e := c.Next("error", typeIs("error")); e["error"] == nil {
 		t.Fatal("label accepted in view mode")
 	}
 }
@@ -151,12 +151,12 @@ func TestViewLegacyRecording(t *testing.T) {
 	}
 	v := startView(t, src)
 	c := dial(t, v.Server, "")
-	h := c.next("hello", typeIs("hello"))
+	h := c.Next("hello", typeIs("hello"))
 	if !h["legacy"].(bool) || len(h["columns"].([]any)) == 0 {
 		t.Fatalf("legacy hello %v", h)
 	}
-	c.send(`{"type":"range"}`)
-	if rows := c.next("range", typeIs("range"))["samples"].([]any); len(rows) == 0 {
+	c.Send(`{"type":"range"}`)
+	if rows := c.Next("range", typeIs("range"))["samples"].([]any); len(rows) == 0 {
 		t.Fatal("no samples")
 	}
 }

@@ -1,4 +1,4 @@
-package live
+package web
 
 import (
 	"context"
@@ -15,9 +15,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/numascope/numascope/internal/live/fakefeed"
 	"github.com/numascope/numascope/internal/testutil"
 	"github.com/numascope/numascope/internal/top"
+	"github.com/numascope/numascope/internal/web/fakefeed"
 )
 
 // fakeClock is a clock the test moves.
@@ -33,8 +33,8 @@ func (c *fakeClock) add(d time.Duration) {
 	c.mu.Unlock()
 }
 
-// startProcesses runs a live server with the fake feed and token "tok".
-func startProcesses(t *testing.T, opt Options) (*Live, *fakefeed.Feed, *fakeClock) {
+// startProcesses runs a server with the fake feed and token "tok".
+func startProcesses(t *testing.T, opt Options) (*Report, *fakefeed.Feed, *fakeClock) {
 	t.Helper()
 	feed := fakefeed.New()
 	clock := &fakeClock{t: time.Unix(1_800_000_000, 0)}
@@ -42,7 +42,7 @@ func startProcesses(t *testing.T, opt Options) (*Live, *fakefeed.Feed, *fakeCloc
 	opt.Processes = feed
 	opt.ProcessesEvery = time.Second
 	opt.clock = clock.now
-	l, _ := startLive(t, opt, LiveConfig{})
+	l := startServer(t, opt)
 	return l, feed, clock
 }
 
@@ -342,7 +342,7 @@ func TestProcessesSharedRefresh(t *testing.T) {
 // TestProcessesWithoutFeed: a server without a feed answers that there is
 // none, and why, for the page to say.
 func TestProcessesWithoutFeed(t *testing.T) {
-	l, _ := startLive(t, Options{Token: "tok", ProcessesReason: "no process table: not built"}, LiveConfig{})
+	l := startServer(t, Options{Token: "tok", ProcessesReason: "no process table: not built"})
 	c := &http.Client{}
 	a := fetch[answer](t, c, l.Server, "/api/processes")
 	if a.Available || a.Reason != "no process table: not built" {

@@ -1,4 +1,4 @@
-package live
+package web
 
 import (
 	"bytes"
@@ -94,7 +94,7 @@ func NewBench(opt Options, file string, body []byte) (*Bench, error) {
 		return nil, fmt.Errorf("%s: not a numascope bench document: %w", file, err)
 	}
 	b := &Bench{file: file, body: compact.Bytes()}
-	b.Server = newServer(opt, b)
+	b.Server = NewServer(opt, b)
 	return b, nil
 }
 
@@ -153,7 +153,8 @@ func checkBench(body []byte) error {
 	return nil
 }
 
-func (b *Bench) attach(c *client) {
+// Attach, Detach and Request make a bench document a Backend.
+func (b *Bench) Attach(c *Client) {
 	// The document goes as it is, without HTML escaping (json.Marshal
 	// would turn each < into six bytes): a hostile file full of them would
 	// otherwise outgrow the client's queue. The client reads it with
@@ -161,18 +162,18 @@ func (b *Bench) attach(c *client) {
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)
-	if err := enc.Encode(hello{
+	if err := enc.Encode(Hello{
 		Type: "hello", Protocol: ProtocolVersion, Mode: "bench",
 		File: b.file, State: State{Events: []string{}}, Columns: []recording.Column{}, Bench: b.body,
 	}); err != nil {
-		c.fail(nil, fmt.Errorf("encoding the bench document: %v", err))
+		c.Fail(nil, fmt.Errorf("encoding the bench document: %v", err))
 		return
 	}
-	c.enqueue(bytes.TrimSuffix(buf.Bytes(), []byte("\n")))
+	c.Enqueue(bytes.TrimSuffix(buf.Bytes(), []byte("\n")))
 }
 
-func (b *Bench) detach(*client) {}
+func (b *Bench) Detach(*Client) {}
 
-func (b *Bench) request(c *client, q *request) {
-	c.fail(q.ID, fmt.Errorf("%s: a bench document answers no requests (it is all in the hello message)", clip(q.Type)))
+func (b *Bench) Request(c *Client, q *Request) {
+	c.Fail(q.ID, fmt.Errorf("%s: a bench document answers no requests (it is all in the hello message)", clip(q.Type)))
 }

@@ -1,4 +1,4 @@
-package live
+package web
 
 import (
 	"bytes"
@@ -82,7 +82,7 @@ func NewProfile(opt Options, file string, body []byte, p *profile.Profile, searc
 		hints = append(hints, term.CleanLines(h))
 	}
 	pr := &Profile{file: file, body: shown, hints: hints, search: search, sources: srcs}
-	pr.Server = newServer(opt, pr)
+	pr.Server = NewServer(opt, pr)
 	return pr, nil
 }
 
@@ -118,30 +118,31 @@ func sourceFiles(body []byte) (map[string]string, error) {
 	return out, nil
 }
 
-func (pr *Profile) attach(c *client) {
-	c.reply(hello{
+// Attach, Detach and Request make a profile a Backend.
+func (pr *Profile) Attach(c *Client) {
+	c.Reply(Hello{
 		Type: "hello", Protocol: ProtocolVersion, Mode: "profile",
 		File: pr.file, State: State{Events: []string{}}, Columns: []recording.Column{},
 		Profile: pr.body, Hints: pr.hints, SourcePath: pr.search,
 	})
 }
 
-func (pr *Profile) detach(*client) {}
+func (pr *Profile) Detach(*Client) {}
 
-func (pr *Profile) request(c *client, q *request) {
+func (pr *Profile) Request(c *Client, q *Request) {
 	switch q.Type {
 	case "source":
 		msg, err := pr.source(q.File)
 		if err != nil {
-			c.fail(q.ID, err)
+			c.Fail(q.ID, err)
 			return
 		}
 		msg.ID = q.ID
-		c.reply(msg)
+		c.Reply(msg)
 	case "range", "totals", "interval", "pause", "resume", "label", "events", "enable", "disable", "discrete", "record", "record_stop":
-		c.fail(q.ID, fmt.Errorf("%s: this is a profile (numascope view PROFILE); only source requests apply", q.Type))
+		c.Fail(q.ID, fmt.Errorf("%s: this is a profile (numascope view PROFILE); only source requests apply", q.Type))
 	default:
-		c.fail(q.ID, unknownType(q.Type, "numascope view on a profile", profileTypes))
+		c.Fail(q.ID, UnknownType(q.Type, "numascope view on a profile", profileTypes))
 	}
 }
 

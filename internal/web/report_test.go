@@ -1,4 +1,4 @@
-package live
+package web
 
 import (
 	"math"
@@ -16,7 +16,7 @@ func TestReportServesTheExperimentInHello(t *testing.T) {
 	// Two clients get the same report.
 	for i := 0; i < 2; i++ {
 		c := dial(t, r.Server, "")
-		h := c.next("hello", typeIs("hello"))
+		h := c.Next("hello", typeIs("hello"))
 		if h["mode"] != "experiment" || h["file"] != "tiny.results.jsonl" {
 			t.Fatalf("hello %v", h)
 		}
@@ -27,13 +27,13 @@ func TestReportServesTheExperimentInHello(t *testing.T) {
 			t.Fatalf("experiment in hello: %v", h["experiment"])
 		}
 		// Nothing to ask for: an error reply, and the connection stays.
-		c.send(`{"type":"range","id":7}`)
-		e := c.next("error", typeIs("error"))
+		c.Send(`{"type":"range","id":7}`)
+		e := c.Next("error", typeIs("error"))
 		if !strings.Contains(e["error"].(string), "answers no requests") || e["id"].(float64) != 7 {
 			t.Fatalf("error %v", e)
 		}
-		c.send(`{"type":"pause"}`)
-		c.next("error", typeIs("error"))
+		c.Send(`{"type":"pause"}`)
+		c.Next("error", typeIs("error"))
 	}
 }
 

@@ -1,4 +1,4 @@
-package live
+package web
 
 import (
 	"bytes"
@@ -108,21 +108,22 @@ func NewHosts(opt Options, recs []*recording.Recording, files []string) (*Hosts,
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)
-	if err := enc.Encode(hello{
+	if err := enc.Encode(Hello{
 		Type: "hello", Protocol: ProtocolVersion, Mode: "hosts", Start: earliest,
 		File: fmt.Sprintf("%d recordings", len(recs)), State: State{Events: []string{}}, Columns: []recording.Column{}, Hosts: entries,
 	}); err != nil {
 		return nil, fmt.Errorf("view: encoding the recordings: %v", err)
 	}
 	hs := &Hosts{hello: bytes.TrimSuffix(buf.Bytes(), []byte("\n"))}
-	hs.Server = newServer(opt, hs)
+	hs.Server = NewServer(opt, hs)
 	return hs, nil
 }
 
-func (hs *Hosts) attach(c *client) { c.enqueue(hs.hello) }
+// Attach, Detach and Request make several hosts' recordings a Backend.
+func (hs *Hosts) Attach(c *Client) { c.Enqueue(hs.hello) }
 
-func (hs *Hosts) detach(*client) {}
+func (hs *Hosts) Detach(*Client) {}
 
-func (hs *Hosts) request(c *client, q *request) {
-	c.fail(q.ID, fmt.Errorf("%s: recordings of several hosts answer no requests (they are all in the hello message)", clip(q.Type)))
+func (hs *Hosts) Request(c *Client, q *Request) {
+	c.Fail(q.ID, fmt.Errorf("%s: recordings of several hosts answer no requests (they are all in the hello message)", clip(q.Type)))
 }

@@ -1,4 +1,4 @@
-package live
+package web
 
 import (
 	"bytes"
@@ -364,7 +364,7 @@ func (s *Server) serveProcesses(w http.ResponseWriter, r *http.Request) {
 func writeJSON(w http.ResponseWriter, code int, v any) {
 	b, err := json.Marshal(v)
 	if err != nil {
-		code, b = http.StatusInternalServerError, mustJSON(map[string]string{"error": err.Error()})
+		code, b = http.StatusInternalServerError, MustJSON(map[string]string{"error": err.Error()})
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(code)

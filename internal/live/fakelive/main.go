@@ -4,7 +4,7 @@
 // page, the token, the endpoints and the shared refresh are the real ones;
 // only the processes are made up. It prints the URL as numascope live does.
 //
-//	go build -o bin/fakelive ./internal/live/fakefeed/fakelive
+//	go build -o bin/fakelive ./internal/live/fakelive
 //	bin/fakelive -root internal/sensor/testdata/twonode
 package main
 
@@ -18,12 +18,14 @@ import (
 	"time"
 
 	"github.com/numascope/numascope/internal/live"
-	"github.com/numascope/numascope/internal/live/fakefeed"
 	"github.com/numascope/numascope/internal/recording"
 	"github.com/numascope/numascope/internal/sampler"
+	"github.com/numascope/numascope/internal/sampling"
 	"github.com/numascope/numascope/internal/sensor"
 	"github.com/numascope/numascope/internal/sysfs"
 	"github.com/numascope/numascope/internal/topology"
+	"github.com/numascope/numascope/internal/web"
+	"github.com/numascope/numascope/internal/web/fakefeed"
 )
 
 func main() {
@@ -49,10 +51,10 @@ func run(root, listen string, every time.Duration) error {
 	cat := sampler.Open(sensor.Env{FS: fs, Topology: topo})
 	defer cat.Close()
 	feed := fakefeed.New()
-	srv, err := live.NewLive(live.Options{
+	srv, err := live.NewLive(web.Options{
 		Listen: listen, Processes: feed, ProcessesEvery: every,
 		Log: func(s string) { fmt.Fprintln(os.Stderr, s) },
-	}, live.LiveConfig{
+	}, sampling.Config{
 		Catalog: cat, Events: []string{"node.numa_hit", "node.numa_miss"}, Interval: 100 * time.Millisecond,
 		Header: recording.Header{Host: "fixture", Topology: topo},
 	})

@@ -1,4 +1,4 @@
-package live
+package web
 
 import (
 	"encoding/json"
@@ -29,7 +29,7 @@ type View struct {
 // NewView prepares serving rec, loaded from file.
 func NewView(opt Options, rec *recording.Recording, file string) *View {
 	v := &View{rec: rec, file: file}
-	v.Server = newServer(opt, v)
+	v.Server = NewServer(opt, v)
 	v.load()
 	return v
 }
@@ -57,11 +57,12 @@ func (v *View) load() {
 	rec.Samples = nil
 }
 
-func (v *View) attach(c *client) {
+// Attach, Detach and Request make a recording a Backend.
+func (v *View) Attach(c *Client) {
 	h := v.rec.Header
-	marks := make([]markMsg, 0, len(v.rec.Marks))
+	marks := make([]MarkMsg, 0, len(v.rec.Marks))
 	for _, m := range v.rec.Marks {
-		marks = append(marks, markMsg{Type: "mark", Mark: m.Type, T: m.T, Text: m.Text, Interval: m.Interval})
+		marks = append(marks, MarkMsg{Type: "mark", Mark: m.Type, T: m.T, Text: m.Text, Interval: m.Interval})
 	}
 	dur := 0.0
 	if n := len(v.t); n > 0 {
@@ -72,8 +73,8 @@ func (v *View) attach(c *client) {
 	for _, s := range h.Sensors {
 		descs = append(descs, sampler.SensorDesc{Name: s.Name, Present: s.Present, Reason: s.Reason, Sources: s.Sources})
 	}
-	cat := catalogOf(descs)
-	c.reply(hello{
+	cat := CatalogOf(descs)
+	c.Reply(Hello{
 		Type: "hello", Protocol: ProtocolVersion, Mode: "view",
 		Host: h.Host, Kernel: h.Kernel, Start: h.Start, Topology: h.Topology,
 		Catalog: cat, Columns: v.rec.Columns,
@@ -83,30 +84,30 @@ func (v *View) attach(c *client) {
 	})
 }
 
-func (v *View) detach(*client) {}
+func (v *View) Detach(*Client) {}
 
-func (v *View) request(c *client, r *request) {
+func (v *View) Request(c *Client, r *Request) {
 	switch r.Type {
 	case "range":
 		b, err := v.rangeMsg(r)
 		if err != nil {
-			c.fail(r.ID, err)
+			c.Fail(r.ID, err)
 			return
 		}
-		c.enqueue(b)
+		c.Enqueue(b)
 	case "totals":
 		b, err := v.totalsMsg(r)
 		if err != nil {
-			c.fail(r.ID, err)
+			c.Fail(r.ID, err)
 			return
 		}
-		c.enqueue(b)
+		c.Enqueue(b)
 	case "interval", "pause", "resume", "label", "events", "enable", "disable", "discrete", "record", "record_stop":
-		c.fail(r.ID, fmt.Errorf("%s: this is a recording (numascope view); only range and totals requests apply", r.Type))
+		c.Fail(r.ID, fmt.Errorf("%s: this is a recording (numascope view); only range and totals requests apply", r.Type))
 	case "source":
-		c.fail(r.ID, fmt.Errorf("%s: this is a recording (numascope view); only a profile serves source files", r.Type))
+		c.Fail(r.ID, fmt.Errorf("%s: this is a recording (numascope view); only a profile serves source files", r.Type))
 	default:
-		c.fail(r.ID, unknownType(r.Type, "numascope view on a recording", viewTypes))
+		c.Fail(r.ID, UnknownType(r.Type, "numascope view on a recording", viewTypes))
 	}
 }
 
@@ -114,9 +115,9 @@ func (v *View) request(c *client, r *request) {
 // most about points rows. Each bucket of consecutive samples becomes its
 // first and last row, holding for every column the bucket's minimum and
 // maximum (in the order they occur), so that peaks survive decimation.
-func (v *View) rangeMsg(r *request) ([]byte, error) {
+func (v *View) rangeMsg(r *Request) ([]byte, error) {
 	if len(v.t) == 0 {
-		return mustJSON(map[string]any{"type": "range", "id": r.ID, "t0": 0, "t1": 0, "decimated": false, "samples": []any{}}), nil
+		return MustJSON(map[string]any{"type": "range", "id": r.ID, "t0": 0, "t1": 0, "decimated": false, "samples": []any{}}), nil
 	}
 	t0, t1 := v.t[0], v.t[len(v.t)-1]
 	if r.T0 != nil {
@@ -147,7 +148,7 @@ func (v *View) encodeRange(id any, lo, hi, points int) []byte {
 	b = append(b, `{"type":"range"`...)
 	if id != nil {
 		b = append(b, `,"id":`...)
-		b = append(b, mustJSON(id)...)
+		b = append(b, MustJSON(id)...)
 	}
 	b = append(b, `,"t0":`...)
 	b = appendNumberF(b, v.t[lo])
@@ -161,7 +162,7 @@ func (v *View) encodeRange(id any, lo, hi, points int) []byte {
 		b = appendNumberF(b, v.t[k])
 		for _, x := range vals {
 			b = append(b, ',')
-			b = appendNumber(b, x)
+			b = AppendNumber(b, x)
 		}
 		b = append(b, ']')
 	}
@@ -245,7 +246,7 @@ const maxSums = 4096
 // column, over the samples with t0 <= t <= t1, and per requested sum of
 // columns (the summed view's traces: a column's total rate summed over its
 // nodes, whose maximum is not the sum of the nodes' maxima).
-func (v *View) totalsMsg(r *request) ([]byte, error) {
+func (v *View) totalsMsg(r *Request) ([]byte, error) {
 	if r.T0 == nil || r.T1 == nil || *r.T1 < *r.T0 {
 		return nil, errors.New("totals: give t0 <= t1 (seconds)")
 	}

@@ -1,4 +1,4 @@
-package live
+package web
 
 import (
 	"context"
@@ -60,7 +60,7 @@ func TestHostsHello(t *testing.T) {
 	}
 
 	c := dial(t, hs.Server, "")
-	h := c.next("hello", typeIs("hello"))
+	h := c.Next("hello", typeIs("hello"))
 	if h["mode"] != "hosts" || h["start"] != t0.Format(time.RFC3339Nano) {
 		t.Fatalf("hello mode %v start %v", h["mode"], h["start"])
 	}
@@ -85,8 +85,8 @@ func TestHostsHello(t *testing.T) {
 		t.Errorf("the last decimated row %v, want the last sample (t 1000, value 99999)", last)
 	}
 
-	c.send(`{"type":"range","id":7,"t0":0,"t1":1}`)
-	e := c.next("error", typeIs("error"))
+	c.Send(`{"type":"range","id":7,"t0":0,"t1":1}`)
+	e := c.Next("error", typeIs("error"))
 	if e["id"].(float64) != 7 || !strings.Contains(e["error"].(string), "answer no requests") {
 		t.Errorf("range on the hosts page: %v", e)
 	}

@@ -1,4 +1,4 @@
-package live
+package web
 
 import (
 	"math"
@@ -63,7 +63,7 @@ func TestViewCraftedRecording(t *testing.T) {
 	}
 	v := startView(t, path)
 	c := dial(t, v.Server, "")
-	h := c.next("hello", typeIs("hello"))
+	h := c.Next("hello", typeIs("hello"))
 	if s, bad := hostileIn(h); bad {
 		t.Errorf("the page gets %q", s)
 	}
@@ -78,12 +78,12 @@ func TestViewCraftedRecording(t *testing.T) {
 	if h["samples"].(float64) != 3 {
 		t.Errorf("%v samples, want 3", h["samples"])
 	}
-	c.send(`{"type":"range","id":1}`)
-	if rows := c.next("range", func(m map[string]any) bool { return m["id"] == 1.0 })["samples"]; rows == nil || len(rows.([]any)) != 3 {
+	c.Send(`{"type":"range","id":1}`)
+	if rows := c.Next("range", func(m map[string]any) bool { return m["id"] == 1.0 })["samples"]; rows == nil || len(rows.([]any)) != 3 {
 		t.Errorf("whole range: %v, want 3 rows", rows)
 	}
-	c.send(`{"type":"totals","id":2,"t0":-1e308,"t1":1e308}`)
-	m := c.next("totals", func(m map[string]any) bool { return m["id"] == 2.0 })
+	c.Send(`{"type":"totals","id":2,"t0":-1e308,"t1":1e308}`)
+	m := c.Next("totals", func(m map[string]any) bool { return m["id"] == 2.0 })
 	col := m["columns"].([]any)[0].(map[string]any)
 	if n, _ := col["count"].(float64); n != 2 || math.IsNaN(n) {
 		t.Errorf("totals %v, want count 2 (1/s over 2 s)", col)

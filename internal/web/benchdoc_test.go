@@ -1,4 +1,4 @@
-package live
+package web
 
 import (
 	"bytes"
@@ -71,7 +71,7 @@ func TestBenchServesTheDocumentInHello(t *testing.T) {
 	for i := 0; i < 2; i++ {
 		c := dial(t, b.Server, "")
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		_, raw, err := c.conn.Read(ctx)
+		_, raw, err := c.Conn.Read(ctx)
 		cancel()
 		if err != nil {
 			t.Fatal(err)
@@ -94,17 +94,17 @@ func TestBenchServesTheDocumentInHello(t *testing.T) {
 		var got, want any
 		_ = json.Unmarshal(h.Bench, &got)
 		_ = json.Unmarshal(body, &want)
-		if g, w := mustJSON(got), mustJSON(want); !bytes.Equal(g, w) {
+		if g, w := MustJSON(got), MustJSON(want); !bytes.Equal(g, w) {
 			t.Fatalf("bench in hello:\n%s\nwant\n%s", g, w)
 		}
 		// Nothing to ask for: an error reply naming the request, and the connection stays.
-		c.send(`{"type":"range","id":7}`)
-		e := c.next("error", typeIs("error"))
+		c.Send(`{"type":"range","id":7}`)
+		e := c.Next("error", typeIs("error"))
 		if !strings.Contains(e["error"].(string), "a bench document answers no requests") || e["id"].(float64) != 7 {
 			t.Fatalf("error %v", e)
 		}
-		c.send(`{"type":"source","file":"/etc/shadow"}`)
-		c.next("error", typeIs("error"))
+		c.Send(`{"type":"source","file":"/etc/shadow"}`)
+		c.Next("error", typeIs("error"))
 	}
 }
 
@@ -123,7 +123,7 @@ func TestBenchTokenRules(t *testing.T) {
 			t.Fatalf("token %q: err %v, resp %v; want 401", tok, err, resp)
 		}
 	}
-	dial(t, b.Server, "").next("hello", typeIs("hello"))
+	dial(t, b.Server, "").Next("hello", typeIs("hello"))
 }
 
 func TestBenchFixtureLoads(t *testing.T) {
@@ -132,7 +132,7 @@ func TestBenchFixtureLoads(t *testing.T) {
 		t.Fatal(err)
 	}
 	b := startBench(t, Options{}, fixtureBench, body)
-	h := dial(t, b.Server, "").next("hello", typeIs("hello"))
+	h := dial(t, b.Server, "").Next("hello", typeIs("hello"))
 	doc := h["bench"].(map[string]any)
 	pairs := doc["loaded"].(map[string]any)["pairs"].([]any)
 	if len(pairs) != 6 || len(doc["latency_ns"].(map[string]any)["matrix"].([]any)) != 2 {
