@@ -1,0 +1,730 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"sort"
+	"strings"
+	"syscall"
+	"testing"
+	"unicode"
+)
+
+// The docs' examples are what users copy, so TestDocExamples runs every one
+// of them, as written, against the binary TestMain built. An example is a
+// command line of a ```sh block (or a "$ " line of another block, whose
+// following lines are its output), or a whole block of another kind: a
+// JSON sketch of an output, an input file, or output. docs/testing.md
+// ("The docs' examples") gives the rules for writing them.
+
+// docRule says what TestDocExamples does with an example it does not just
+// run, keyed by "FILE: TEXT" (TEXT: the command line with its comment cut
+// and white space collapsed, or a block's first line). Exactly one of why,
+// keysOf, feed and shape is set.
+type docRule struct {
+	// why it is not run here, and what runs it (or the same) instead.
+	why string
+	// keysOf: the block sketches the JSON output of this command, run in
+	// the work directory after the doc's own lines: every key the sketch
+	// names must be in that output, but those in absent, which a one-node
+	// build machine without HMAT does not produce (the comment says why).
+	keysOf string
+	absent []string
+	// feed: the block is a file the doc says to give numascope: it is
+	// written to FILE in the work directory and this command must succeed.
+	feed string
+	// shape: the block is output; each of its lines, and each line of the
+	// output of every example command that starts with of, matches shape.
+	shape, of string
+}
+
+// docExampleRules is the one table of examples that are not run as
+// written: the rest run. A new example that cannot run here must be added,
+// with why; the test fails on an example it can neither run nor find here.
+var docExampleRules = map[string]docRule{
+	// README.md, beside the Quickstart (TestQuickstart runs that).
+	"README.md: scripts/run":  {why: "installs Go and builds into the checkout's bin/; TestQuickstart runs its steps (make build, numascope live)"},
+	"README.md: scripts/test": {why: "the whole suite, this test included (CI runs it)"},
+
+	// docs/bench.md
+	"docs/bench.md: numascope bench --kind latency --to 2 --size 256M": {why: "needs a node 2 with memory (three nodes); internal/vmtest TestBench measures every pair, --to included, in a 4-node VM"},
+	"docs/bench.md: MOVQ (AX), CX":                                     {why: "Go assembly the compiler emits, not a command"},
+	`docs/bench.md: "latency_ns": {"initiators": [0,1,2], "targets": [0,1,2,3], "matrix": [[..],[..],[..]],`: {keysOf: "numascope bench --mix 3:1 --format json -o bench-all.json --force",
+		absent: []string{
+			// tier_order and rated_order contradictions: only where the
+			// measured order contradicts the tiers or HMAT (two nodes).
+			"faster_tier", "faster_tier_node", "faster_tier_range", "faster_tier_value",
+			"slower_tier", "slower_tier_node", "slower_tier_range", "slower_tier_value",
+			"rated_better_measured", "rated_better_node", "rated_better_range", "rated_better_value",
+			"rated_worse_measured", "rated_worse_node", "rated_worse_range", "rated_worse_value", "text",
+			// a loaded pair without a curve: a node with one CPU.
+			"reason",
+			// DMI strings: absent where /sys/class/dmi is (VMs).
+			"sys_vendor", "product_name",
+		}},
+	`docs/bench.md: "topology": {"nodes": [{"id": 2, "cpus": [], "cpuless": true, "memory_tier": 22,`: {why: "what the web page accepts beyond numascope's own output (a top-level memory_tiers with \"tier\"); web/test reads it"},
+
+	// docs/control.md: runs as a user (nobody, when the test is root) with
+	// a stat beside each block; the reader's ./load-dataset is made here.
+	`docs/control.md: sent "label phase 2" to PID 4711 (root, logged in as alice): numascope record -o run.jsonl.zst -- ./app, on /run/numascope-ctl`: {
+		shape: `^sent "[^"]+" to PID \d+ \([a-z]+(, logged in as [a-z]+)?\): numascope .+, on /\S+numascope-ctl$`, of: "numascope ctl "},
+	"docs/control.md: numascope: recording stopped (/data/r.jsonl holds 4935 samples): writing recording /data/r.jsonl: no space left on device (free space on its file system, or record elsewhere; the samples written so far stay readable)": {
+		why: "needs a full disk: TestRecordOntoAFullDisk fills a real tmpfs and checks these two lines"},
+	"docs/control.md: numascope: control FIFO /run/user/1000/numascope-ctl: ignored \"lable phase 2\": unknown command \"lable\"; valid commands: record <file>, label <text>, pause, resume, interval <duration> (e.g. 100ms, 1s, 250us; a bare number is milliseconds)": {
+		why: "the error for a mistyped command: TestControlFIFO writes bad commands and checks this line"},
+
+	// docs/experiment.md
+	"docs/experiment.md: numascope: --policy \"bind:4\": node 4 does not exist; the nodes are 0-3, with memory and allowed: 0-3": {
+		why: "errors on a 4-node machine: internal/cli's run tests and TestBadInputGivesOneLineErrors check them"},
+	`docs/experiment.md: name = "regimes" # default: the file name`: {
+		why: "TestExperimentDocExampleDryRuns feeds it to experiment --dry-run; a full run needs the NUMA VM's firsttouch (internal/vmtest TestExperimentRegimes)"},
+	"docs/experiment.md: [7/10] run 6 regime=interleave (rep 2): 5.214s, exit 0; 3 left, ETA 16s": {
+		why: "progress of a 10-run experiment: internal/cli's experiment output tests check the line"},
+
+	// docs/exporter.md
+	"docs/exporter.md: # web.yml":       {why: "a template: its bcrypt hash and certificate paths are the reader's; internal/exporter's web-config tests serve a real one"},
+	"docs/exporter.md: scrape_configs:": {why: "Prometheus's configuration: TestPrometheus scrapes the exporter with a real prometheus"},
+	"docs/exporter.md: sum by (cgroup, numa_node) (numascope_cgroup_memory_bytes{type=~\"anon|file\"}) # memory by node": {
+		why: "PromQL for Grafana: internal/vmtest TestExporterCgroups checks the series it sums"},
+
+	// docs/live-protocol.md
+	`docs/live-protocol.md: ← {"type":"hello","protocol":1,"mode":"live","host":"hpc7",...,"columns":[{"name":"node.numa_hit",...}],"state":{"interval_s":1,"paused":false,"discrete":false,"events":["node.numa_hit"],"recording":""},"batch_ms":400}`: {
+		why: "a WebSocket transcript: internal/live's protocol tests exchange these messages"},
+
+	// docs/performance.md: benchmarks of minutes to half an hour, timed on
+	// a quiet machine; internal/benchtest builds and checks their C side.
+	"docs/performance.md: scripts/bench":                                                      {why: "about 30 min"},
+	"docs/performance.md: scripts/bench-ep":                                                   {why: "about 20 min"},
+	"docs/performance.md: scripts/bench-numa":                                                 {why: "a few minutes of timing"},
+	"docs/performance.md: scripts/bench-top":                                                  {why: "6 min"},
+	"docs/performance.md: scripts/bench --quick; scripts/bench-ep --quick":                    {why: "1-2 min each, of timing"},
+	"docs/performance.md: sudo scripts/bench-misses":                                          {why: "4 min of scheduler tracing"},
+	"docs/performance.md: scripts/bench-profile --reps 11":                                    {why: "11 reps of minutes"},
+	"docs/performance.md: scripts/bench-profile --reps 3 --threads 1,2,4,8":                   {why: "minutes of timing"},
+	"docs/performance.md: scripts/bench-profile --reps 3 --threads 8,32 --consumers 1,2":      {why: "minutes of timing"},
+	"docs/performance.md: go test -run '^$' -bench BenchmarkReplay ./internal/profile/":       {why: "a Go benchmark, run by the benchmark runs"},
+	"docs/performance.md: scripts/bench-profile --reps 7 --vm --scan-rate 100ms":              {why: "boots the NUMA VM, minutes"},
+	"docs/performance.md: scripts/bench-numa --rounds 21 --node 1":                            {why: "needs node 1; minutes"},
+	"docs/performance.md: scripts/bench-numa --rounds 9 --isa avx512 --kernels triad,copy-nt": {why: "needs AVX-512; minutes"},
+	"docs/performance.md: go test -run '^$' -bench 'Chase|Kernels' ./internal/bench/":         {why: "a Go benchmark, run by the benchmark runs"},
+	"docs/performance.md: Peak injection bandwidth (MB/s): copy kernel (avx2) at full rate, best of 5 200ms windows after one uncounted, 2 threads from the first initiator; 100% transparent huge pages": {
+		why: "output of bench --kind loaded, which this test runs (docs/bench.md); internal/cli's bench tests check its layout"},
+
+	// docs/profile.md
+	"docs/profile.md: mpirun -n 4 numascope profile -o out/prof.%h.%r.json -- ./app": {why: "needs MPI: TestMPIProfileRanks runs profile under mpirun"},
+	"docs/profile.md: numascope report out/prof.*.json":                              {why: "needs the ranks' profiles of the mpirun line: TestMPIProfileRanks reports on them"},
+	`docs/profile.md: "host": "node1",`: {keysOf: "numascope profile -o prof.json -- ./app",
+		absent: []string{
+			"rank",      // under mpirun only
+			"signal",    // when a signal ended the command
+			"comp_dirs", // for a program with DWARF line tables (./app is a script)
+		}},
+	"docs/profile.md: - 100% of the remote accesses from pinned threads (nodes 1-3) went to pages on node 0; 99% of all pages": {
+		why: "report's hints on a 4-node profile: internal/vmtest TestProfile checks them"},
+	"docs/profile.md: Profiles of 3 ranks of ./app: 14710 page faults sampled": {why: "report of an MPI job's ranks: TestMPIProfileRanks checks it"},
+
+	// docs/recording-format.md
+	`docs/recording-format.md: {"type":"header","format":"numascope","version":1,"host":"hpc7","kernel":"6.8.0-45-generic",`: {
+		keysOf: "numascope record -o rec.jsonl -i 100ms -- true"},
+	"docs/recording-format.md: [12.3,1520,null,0.125,64000000000]": {why: "one sample line, in the format's prose; internal/recording's reader tests"},
+	`docs/recording-format.md: {"type":"label","t":12.5,"text":"phase 2"}`: {
+		why: "marks made through the control FIFO: TestControlFIFO makes and reads them"},
+	"docs/recording-format.md: line 1234: cut off mid-line (the recording was probably interrupted); 1 line skipped": {
+		why: "the reader's warnings on damaged files: internal/recording's tests and TestConvertLegacyAndTruncated"},
+	`docs/recording-format.md: [["NumaConnect2",2,200000000],`: {feed: "numascope convert FILE"},
+
+	// docs/security.md
+	"docs/security.md: sudo scripts/attack-pass":                                           {why: "the adversarial pass: minutes, as root with a second user (docs/testing.md)"},
+	"docs/security.md: sudo ATTACK_CONNS=20000 scripts/attack-pass":                        {why: "the adversarial pass, 20 000 connections"},
+	"docs/security.md: sudo ATTACK_BIN=/tmp/numascope-old WS_STRICT=0 scripts/attack-pass": {why: "the adversarial pass against an old build the reader has"},
+
+	// docs/sensors.md
+	"docs/sensors.md: type Sensor interface {": {why: "Go source (internal/sensor), compiled with it"},
+
+	// docs/testing.md: the suites and the NUMA VM, which TestNumavmContract
+	// and internal/vmtest boot.
+	"docs/testing.md: sudo scripts/install-test-deps": {why: "installs packages (CI's set-up)"},
+	"docs/testing.md: scripts/numavm [--nodes N] [--cpus-per-node C] [--cpuless K] [--mem-per-node 512M] [--distances '10,20;20,10'] [--add PATH]... [--timeout 300] [--max-timeout S] [--boot-timeout S] [--hmat] [--no-balancing] [-v] -- CMD ARGS...": {
+		why: "scripts/numavm's synopsis: TestNumavmContract checks its options"},
+	"docs/testing.md: scripts/numavm -- numascope topology":                                                              {why: "boots the NUMA VM: internal/vmtest TestTopology"},
+	"docs/testing.md: scripts/numavm --nodes 2 --distances '10,31;31,10' -- cat /sys/devices/system/node/node0/distance": {why: "boots the NUMA VM: TestNumavmContract checks --distances"},
+	"docs/testing.md: scripts/numavm --add ./myprog -- numascope record -o /tmp/r.jsonl -- myprog":                       {why: "boots the NUMA VM with the reader's program"},
+	`docs/testing.md: scripts/numavm -- sh -c 'numascope record -o /tmp/r.jsonl -e "node.*.numa_hit" -- interleave && numascope convert /tmp/r.jsonl'`: {
+		why: "boots the NUMA VM: internal/vmtest TestInterleave records interleave"},
+	"docs/testing.md: go test ./internal/vmtest/ -v":                     {why: "the VM suite (scripts/test runs it)"},
+	"docs/testing.md: go test ./internal/vmtest/ -run TestSerialInit -v": {why: "a VM scenario (scripts/test runs it)"},
+	`docs/testing.md: scripts/numavm --nodes 4 -- sh -c ' numascope record -o /tmp/r.jsonl -i 200ms -e "node.*.numa_hit,node.*.AnonPages,vmstat.numa_hint_faults,vmstat.numa_pages_migrated" -- firsttouch --serial --mb 32 --seconds 6 numascope convert /tmp/r.jsonl'`: {
+		why: "boots the NUMA VM: internal/vmtest TestSerialInit runs this recording"},
+
+	// docs/top.md
+	"docs/top.md: top 08:26:47 every 1s sort: cpu 47 processes, 60 kernel threads hidden (K)": {why: "a screen scripts/top-screenshot captured: TestTopInTmux checks the screen"},
+	"docs/top.md: numascope top 08:26:49 every 1s sort: cpu filter: \"20326\" 1 process":      {why: "a screen scripts/top-screenshot captured: TestTopInTmux checks the drill-down"},
+	`docs/top.md: {"time":"2026-11-26T19:56:55.5Z","interval_seconds":1.0,`: {keysOf: "numascope top -b -n 2 -d 200ms --format json",
+		absent: []string{
+			"cgroup",         // a process in a cgroup other than the root
+			"numa_misplaced", // a migration reason: NUMA balancing at work (several nodes)
+		}},
+
+	// docs/topology.md
+	`docs/topology.md: "memory_tiers": [{"id": 1, "nodes": [0, 1]}, {"id": 4, "nodes": [2]}],`: {why: "HMAT attributes: internal/vmtest TestHMAT checks them in a VM with --hmat; internal/topology's fixtures"},
+
+	// docs/web-client.md
+	"docs/web-client.md: numascope experiment regimes.toml --analyze --web": {why: "runs docs/experiment.md's experiment (the NUMA VM's firsttouch) before serving; internal/vmtest TestExperimentRegimes"},
+	"docs/web-client.md: scripts/install-web-deps":                          {why: "installs packages (CI's set-up)"},
+	"docs/web-client.md: scripts/web-build":                                 {why: "rebuilds the committed bundle: scripts/web-check, in CI, fails when it is stale"},
+	"docs/web-client.md: scripts/web-check":                                 {why: "the web suite's first stage (scripts/test)"},
+	"docs/web-client.md: scripts/web-test":                                  {why: "the web suite (scripts/test)"},
+	"docs/web-client.md: scripts/web-bench":                                 {why: "the browser benchmark, minutes"},
+}
+
+// docBlock is one fenced block of README.md or docs/*.md.
+type docBlock struct {
+	file string // README.md, docs/top.md
+	line int    // the line of its opening fence
+	lang string // the fence's info string: sh, json, text or none
+	body []string
+}
+
+var fenceRE = regexp.MustCompile("^\\s*(```+|~~~+)\\s*(\\S*)")
+
+// docBlocks reads the fenced blocks of README.md and docs/*.md, in that
+// order (a doc's examples may use what an earlier one of it made).
+func docBlocks(t *testing.T, root string) []docBlock {
+	t.Helper()
+	files, err := filepath.Glob(filepath.Join(root, "docs", "*.md"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no docs/*.md: %v", err)
+	}
+	sort.Strings(files)
+	var blocks []docBlock
+	for _, f := range append([]string{filepath.Join(root, "README.md")}, files...) {
+		text, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rel, _ := filepath.Rel(root, f)
+		var b *docBlock
+		for i, l := range strings.Split(string(text), "\n") {
+			m := fenceRE.FindStringSubmatch(l)
+			switch {
+			case m != nil && b == nil:
+				b = &docBlock{file: rel, line: i + 1, lang: m[2]}
+			case m != nil:
+				blocks = append(blocks, *b)
+				b = nil
+			case b != nil:
+				b.body = append(b.body, l)
+			}
+		}
+		if b != nil {
+			t.Errorf("%s:%d: the block is never closed", rel, b.line)
+		}
+	}
+	return blocks
+}
+
+// docCommand is one command line of a block: its text as sh reads it
+// (continuation lines included) and the output the doc shows under it.
+type docCommand struct {
+	line  int
+	text  string
+	shows []string
+}
+
+// key is the command as docExampleRules names it: white space collapsed.
+func (c docCommand) key() string {
+	return strings.Join(strings.Fields(strings.ReplaceAll(c.text, "\\\n", " ")), " ")
+}
+
+// docCommands splits a block into its commands. In a sh block every line
+// is one: comments cut, a line ending in \ or inside an open quote joined
+// with the next, and so is a line starting with [ (a usage line's
+// options, wrapped). In another block, a line "$ CMD" is one, and the lines
+// under it up to the next are its output.
+func docCommands(b docBlock) []docCommand {
+	var cmds []docCommand
+	if b.lang != "sh" {
+		for i, l := range b.body {
+			if c, ok := strings.CutPrefix(l, "$ "); ok {
+				cmds = append(cmds, docCommand{line: b.line + 1 + i, text: c})
+			} else if len(cmds) > 0 && strings.TrimSpace(l) != "" {
+				cmds[len(cmds)-1].shows = append(cmds[len(cmds)-1].shows, l)
+			}
+		}
+		return cmds
+	}
+	var cur []string
+	var quote rune
+	start := 0
+	for i, l := range b.body {
+		if quote == 0 {
+			l = stripComment(l)
+			if strings.TrimSpace(l) == "" && len(cur) == 0 {
+				continue
+			}
+		}
+		if len(cur) == 0 && len(cmds) > 0 && strings.HasPrefix(strings.TrimSpace(l), "[") {
+			last := &cmds[len(cmds)-1]
+			last.text += "\n" + l
+			continue
+		}
+		if len(cur) == 0 {
+			start = b.line + 1 + i
+		}
+		cur = append(cur, l)
+		quote = openQuote(l, quote)
+		if quote != 0 || strings.HasSuffix(strings.TrimSpace(l), "\\") {
+			continue
+		}
+		cmds = append(cmds, docCommand{line: start, text: strings.TrimSpace(strings.Join(cur, "\n"))})
+		cur = nil
+	}
+	if len(cur) > 0 {
+		cmds = append(cmds, docCommand{line: start, text: strings.TrimSpace(strings.Join(cur, "\n"))})
+	}
+	return cmds
+}
+
+// openQuote is the quote still open at the end of l, given the one open at
+// its start.
+func openQuote(l string, quote rune) rune {
+	for _, r := range l {
+		switch {
+		case quote != 0 && r == quote:
+			quote = 0
+		case quote == 0 && (r == '\'' || r == '"'):
+			quote = r
+		}
+	}
+	return quote
+}
+
+func TestDocExamplesCommands(t *testing.T) {
+	b := docBlock{file: "x.md", line: 10, lang: "sh", body: []string{
+		"numascope stat &   # starts",
+		"# only a comment",
+		"scripts/numavm --nodes 4 -- sh -c '",
+		"  numascope record -o /tmp/r.jsonl \\",
+		"     -- firsttouch # not a comment inside quotes",
+		"  numascope convert /tmp/r.jsonl'",
+		`numascope ctl label "phase #2"`,
+		"numascope exporter [--listen ADDR]",
+		"                   [--cgroups]",
+	}}
+	got := docCommands(b)
+	want := []docCommand{
+		{line: 11, text: "numascope stat &"},
+		{line: 13, text: "scripts/numavm --nodes 4 -- sh -c '\n  numascope record -o /tmp/r.jsonl \\\n     -- firsttouch # not a comment inside quotes\n  numascope convert /tmp/r.jsonl'"},
+		{line: 17, text: `numascope ctl label "phase #2"`},
+		{line: 18, text: "numascope exporter [--listen ADDR]\n                   [--cgroups]"},
+	}
+	if got[1].key() != `scripts/numavm --nodes 4 -- sh -c ' numascope record -o /tmp/r.jsonl -- firsttouch # not a comment inside quotes numascope convert /tmp/r.jsonl'` {
+		t.Errorf("key() %q: want the \\ continuations gone", got[1].key())
+	}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("docCommands:\n got %+v\nwant %+v", got, want)
+	}
+	b = docBlock{lang: "", line: 1, body: []string{"$ numascope live -i 100ms", "numascope: open URL", "$ numascope view x"}}
+	if got := docCommands(b); len(got) != 2 || got[0].shows[0] != "numascope: open URL" || got[1].text != "numascope view x" {
+		t.Errorf("docCommands of a $ block: %+v", got)
+	}
+}
+
+// synopsisRE: a usage line, not a command: numascope SUB [--flag ...].
+var synopsisRE = regexp.MustCompile(`^numascope [a-z ]+.*\[-`)
+
+// docBenchBound is the one substitution TestDocExamples makes: a bench
+// line measures a 16 MiB buffer once (the later flag wins), which the
+// build machine does in seconds rather than minutes. What it measures is
+// internal/bench's tests' and the VM's business; here the line must run.
+const docBenchBound = " --size 16M --repeat 1"
+
+// docRunner runs a doc's commands in one directory, as one user, with the
+// freshly built numascope first on PATH.
+type docRunner struct {
+	dir  string
+	env  []string
+	cred *syscall.Credential
+	// beside: the numascope stat a control example steers; stop ends it.
+	beside *exec.Cmd
+	stop   func()
+	// outputs of the commands that ended, for the shape rules.
+	outputs map[string]string
+}
+
+func (r *docRunner) command(line string) *exec.Cmd {
+	cmd := exec.Command("sh", "-c", "exec "+line)
+	cmd.Dir, cmd.Env = r.dir, r.env
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: r.cred}
+	return cmd
+}
+
+// TestDocExamples runs every example of README.md (but its Quickstart,
+// which TestQuickstart runs) and docs/*.md against the built binary, as
+// written: each command that ends must succeed, each that runs until
+// stopped (live, view, top, stat) must work and is then stopped, each
+// usage line must name only flags the command has, each JSON sketch of an
+// output must name only keys the output has, each output the doc shows
+// must have the shape of the real one. docExampleRules lists the few that
+// cannot run here, with why and what runs them instead; an example that is
+// neither runnable nor listed fails the test, and so does a rule that
+// names no example.
+//
+// Control examples (docs/control.md) run as nobody when the test is root,
+// since root's FIFO is /run/numascope-ctl and they write to
+// $XDG_RUNTIME_DIR/numascope-ctl. It needs tmux (top) and port 8080 free.
+func TestDocExamples(t *testing.T) {
+	root := repoRoot(t)
+	readme, err := os.ReadFile(filepath.Join(root, "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	quickstart := map[string]bool{}
+	for _, l := range quickstartLines(t, string(readme)) {
+		quickstart[strings.Join(strings.Fields(l), " ")] = true
+	}
+	used := map[string]bool{}
+	rule := func(key string) (docRule, bool) {
+		r, ok := docExampleRules[key]
+		used[key] = used[key] || ok
+		return r, ok
+	}
+
+	work := t.TempDir()
+	env := append(os.Environ(), "PATH="+filepath.Dir(binary)+":"+os.Getenv("PATH"), "XDG_RUNTIME_DIR="+t.TempDir())
+	docOwnFiles(t, work, env)
+	runners := map[string]*docRunner{}
+	runnerOf := func(file string) *docRunner {
+		if r := runners[file]; r != nil {
+			return r
+		}
+		r := &docRunner{dir: work, env: env, outputs: map[string]string{}}
+		if file == "docs/control.md" {
+			r = docControlRunner(t)
+		}
+		runners[file] = r
+		return r
+	}
+	var shapes []docRule
+	for _, b := range docBlocks(t, root) {
+		r := runnerOf(b.file)
+		cmds := docCommands(b)
+		if len(cmds) == 0 { // a block that is not commands: keyed by its first line but a lone { or [
+			first := ""
+			for _, l := range b.body {
+				if first = strings.Join(strings.Fields(l), " "); first != "{" && first != "[" {
+					break
+				}
+			}
+			key := b.file + ": " + first
+			dr, ok := rule(key)
+			switch {
+			case !ok:
+				t.Errorf("%s:%d: a %q block neither runnable nor listed in docExampleRules: make it a ```sh block of commands, or add %q with what it is", b.file, b.line, b.lang, key)
+			case dr.why != "":
+				t.Logf("%s:%d: not run: %s", b.file, b.line, dr.why)
+			case dr.keysOf != "":
+				docCheckKeys(t, r, b, dr)
+			case dr.feed != "":
+				f := filepath.Join(r.dir, fmt.Sprintf("example-%d%s", b.line, map[string]string{"json": ".json", "toml": ".toml"}[b.lang]))
+				if err := os.WriteFile(f, []byte(strings.Join(b.body, "\n")+"\n"), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				quickstartRun(t, r.command(strings.ReplaceAll(dr.feed, "FILE", f)), fmt.Sprintf("%s:%d (%s)", b.file, b.line, dr.feed))
+			case dr.shape != "":
+				re := regexp.MustCompile(dr.shape)
+				for _, l := range b.body {
+					if l = strings.TrimSpace(l); l != "" && !re.MatchString(l) {
+						t.Errorf("%s:%d: %q does not have the shape the test checks numascope's output against (%s): update one of them", b.file, b.line, l, dr.shape)
+					}
+				}
+				shapes = append(shapes, dr)
+			}
+			continue
+		}
+		for _, c := range cmds {
+			key := b.file + ": " + c.key()
+			where := fmt.Sprintf("%s:%d", b.file, c.line)
+			if b.file == "README.md" && quickstart[c.key()] {
+				continue // TestQuickstart runs it
+			}
+			if dr, ok := rule(key); ok {
+				if dr.why == "" {
+					t.Errorf("%s: the rule for a command line must say why it is not run", where)
+				}
+				t.Logf("%s: not run: %s: %s", where, c.key(), dr.why)
+				continue
+			}
+			switch {
+			case synopsisRE.MatchString(c.key()):
+				docCheckSynopsis(t, r, where, c.key())
+			case strings.HasPrefix(c.text, "numascope "), b.file == "docs/control.md":
+				r.run(t, where, c)
+			default:
+				t.Errorf("%s: %q is neither runnable here nor listed in docExampleRules: add %q with why", where, c.text, key)
+			}
+		}
+		if r.stop != nil && b.file == "docs/control.md" {
+			r.stop() // each control block starts from a stat of its own
+			r.beside, r.stop = nil, nil
+		}
+	}
+	for _, s := range shapes {
+		re, n := regexp.MustCompile(s.shape), 0
+		for _, r := range runners {
+			for line, out := range r.outputs {
+				if !strings.HasPrefix(line, s.of) {
+					continue
+				}
+				n++
+				for _, l := range strings.Split(strings.TrimSpace(out), "\n") {
+					if !re.MatchString(l) {
+						t.Errorf("%s printed %q, not the shape the doc shows (%s)", line, l, s.shape)
+					}
+				}
+			}
+		}
+		if n == 0 {
+			t.Errorf("no example ran a command starting %q, whose output a doc shows", s.of)
+		} else {
+			t.Logf("checked the output of %d examples %q... against the shape the doc shows", n, s.of)
+		}
+	}
+	for key := range docExampleRules {
+		if !used[key] {
+			t.Errorf("docExampleRules names %q, which no doc has: remove or update it", key)
+		}
+	}
+}
+
+// run runs one command line of a doc: a line ending in & is the stat a
+// control example steers; a line that runs until stopped is started,
+// probed and stopped; any other must end successfully (and print the
+// output the doc shows under it, in shape).
+func (r *docRunner) run(t *testing.T, where string, c docCommand) {
+	t.Helper()
+	line := c.key()
+	if strings.HasPrefix(line, "numascope bench") {
+		line += docBenchBound
+	}
+	if bg, ok := strings.CutSuffix(line, " &"); ok {
+		r.startBeside(t, bg)
+		return
+	}
+	if strings.Contains(line, "numascope-ctl") || strings.HasPrefix(line, "numascope ctl ") {
+		r.startBeside(t, "numascope stat")
+	}
+	label := where + ": " + line
+	if how, ok := docUntilStopped(line); ok {
+		if how == terminalUI {
+			quickstartTerminal(t, r.dir, r.env, line)
+			return
+		}
+		stop, printed := startUntilStopped(t, r.command(line), how, label)
+		stop()
+		for _, s := range c.shows {
+			if re := docShapeOf(s); !re.MatchString(printed) {
+				t.Errorf("%s printed %q; the doc shows %q", label, printed, s)
+			}
+		}
+		return
+	}
+	out := quickstartRun(t, r.command(line), label)
+	r.outputs[line] = out
+	for _, s := range c.shows {
+		if !docShapeOf(s).MatchString(out) {
+			t.Errorf("%s printed %q; the doc shows %q", label, out, s)
+		}
+	}
+}
+
+// startBeside starts the stat a control example steers, once, and waits
+// until it holds its default FIFO.
+func (r *docRunner) startBeside(t *testing.T, line string) {
+	t.Helper()
+	if r.beside != nil {
+		return
+	}
+	r.beside = r.command(line)
+	r.stop = quickstartStart(t, r.beside, printsLines, line+" (beside the control examples)")
+	quickstartHoldsDefaultFIFO(t, r.beside.Process.Pid, r.env, r.cred == nil && os.Geteuid() == 0)
+}
+
+// docUntilStopped says whether a numascope line runs until stopped, and
+// how the test sees it working.
+func docUntilStopped(line string) (untilStopped, bool) {
+	f := strings.Fields(line)
+	if len(f) < 2 || f[0] != "numascope" {
+		return 0, false
+	}
+	has := func(flags ...string) bool {
+		return slices.ContainsFunc(f, func(a string) bool { return slices.Contains(flags, a) })
+	}
+	switch f[1] {
+	case "live", "view":
+		return servesURL, true
+	case "exporter":
+		return servesMetric, true
+	case "experiment":
+		return servesURL, has("--web")
+	case "stat":
+		return printsLines, !has("-n", "--count", "--")
+	case "top":
+		return terminalUI, !has("-b", "--batch", "--format")
+	}
+	return 0, false
+}
+
+// docShapeOf turns a line of output the doc shows into a pattern: numbers
+// match any number, a word ending in ... (a token, a cut list) anything.
+func docShapeOf(shown string) *regexp.Regexp {
+	var b strings.Builder
+	for i, w := range strings.Fields(shown) {
+		if i > 0 {
+			b.WriteString(`\s+`)
+		}
+		cut, ok := strings.CutSuffix(w, "...")
+		if ok { // keep what precedes the token: "?token=3f9c..."
+			w = cut[:strings.LastIndexFunc(cut, func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) })+1]
+		}
+		b.WriteString(regexp.MustCompile(`\d+`).ReplaceAllString(regexp.QuoteMeta(w), `\d+`))
+		if ok {
+			b.WriteString(`\S*`)
+		}
+	}
+	return regexp.MustCompile(`(?m)` + b.String())
+}
+
+// docCheckSynopsis: a usage line's command exists and has every flag the
+// line names.
+func docCheckSynopsis(t *testing.T, r *docRunner, where, line string) {
+	t.Helper()
+	var sub []string
+	for _, w := range strings.Fields(line)[1:] {
+		if !regexp.MustCompile(`^[a-z]+$`).MatchString(w) {
+			break
+		}
+		sub = append(sub, w)
+	}
+	help, err := r.command("numascope " + strings.Join(sub, " ") + " --help").CombinedOutput()
+	if err != nil {
+		t.Errorf("%s: numascope %s --help: %v\n%s", where, strings.Join(sub, " "), err, help)
+		return
+	}
+	has := map[string]bool{}
+	for _, m := range regexp.MustCompile(`(?m)^\s+(?:(-\w), )?(--[\w.-]+)`).FindAllStringSubmatch(string(help), -1) {
+		has[m[1]], has[m[2]] = true, true
+	}
+	n := 0
+	for _, m := range regexp.MustCompile(`(?:^|[\s\[|])(--?[a-zA-Z][\w.-]*)`).FindAllStringSubmatch(line, -1) {
+		if n++; !has[m[1]] {
+			t.Errorf("%s: %q names %s, which numascope %s does not have", where, line, m[1], strings.Join(sub, " "))
+		}
+	}
+	t.Logf("%s: usage: numascope %s has the %d flags it names", where, strings.Join(sub, " "), n)
+}
+
+var jsonKeyRE = regexp.MustCompile(`"([A-Za-z_]\w*)"\s*:`)
+
+// docCheckKeys: every key a JSON sketch names is in the output of the
+// command it sketches (one JSON document, a file it writes with -o, or
+// JSON lines), but those the rule says this machine does not produce.
+func docCheckKeys(t *testing.T, r *docRunner, b docBlock, dr docRule) {
+	t.Helper()
+	line := dr.keysOf
+	if strings.HasPrefix(line, "numascope bench") {
+		line += docBenchBound
+	}
+	where := fmt.Sprintf("%s:%d", b.file, b.line)
+	out := quickstartRun(t, r.command(line), where+" (sketches "+line+")")
+	if f := strings.Fields(line); slices.Contains(f, "-o") {
+		written, err := os.ReadFile(filepath.Join(r.dir, f[slices.Index(f, "-o")+1]))
+		if err != nil {
+			t.Errorf("%s: %s wrote nothing: %v", where, line, err)
+			return
+		}
+		out = string(written)
+	}
+	have := map[string]bool{}
+	var walk func(v any)
+	walk = func(v any) {
+		switch v := v.(type) {
+		case map[string]any:
+			for k, x := range v {
+				have[k] = true
+				walk(x)
+			}
+		case []any:
+			for _, x := range v {
+				walk(x)
+			}
+		}
+	}
+	dec := json.NewDecoder(strings.NewReader(out))
+	for {
+		var v any
+		if err := dec.Decode(&v); err != nil {
+			break
+		}
+		walk(v)
+	}
+	if len(have) == 0 {
+		t.Errorf("%s: %s printed no JSON:\n%s", where, line, tail([]byte(out)))
+		return
+	}
+	var missing []string
+	for _, m := range jsonKeyRE.FindAllStringSubmatch(strings.Join(b.body, "\n"), -1) {
+		if k := m[1]; !have[k] && !slices.Contains(dr.absent, k) && !slices.Contains(missing, k) {
+			missing = append(missing, k)
+		}
+	}
+	if len(missing) > 0 {
+		t.Errorf("%s: the doc's sketch names %q, which %s does not write: fix the doc (or, if only another machine writes them, the rule's absent list)", where, missing, line)
+	} else {
+		t.Logf("%s: %s writes every key the sketch names", where, line)
+	}
+}
+
+// docOwnFiles are the reader's own files the docs name (./app, a
+// recording run.jsonl.zst, a captured tree DIR): the test puts small ones
+// in the work directory. Everything else an example reads, an earlier one
+// made.
+func docOwnFiles(t *testing.T, dir string, env []string) {
+	t.Helper()
+	quickstartOwnFiles(t, dir)
+	tree, err := filepath.Abs("../../internal/topology/testdata/two-node-cxl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(tree, filepath.Join(dir, "DIR")); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(binary, "record", "-o", "run.jsonl.zst", "-i", "100ms", "-n", "3")
+	cmd.Dir, cmd.Env = dir, env
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("recording run.jsonl.zst: %v\n%s", err, out)
+	}
+}
+
+// docControlRunner runs docs/control.md's examples as a user whose FIFO is
+// $XDG_RUNTIME_DIR/numascope-ctl: nobody when the test is root (with a
+// copy of the binary nobody can run), the test's user otherwise.
+func docControlRunner(t *testing.T) *docRunner {
+	t.Helper()
+	bin, home := binary, t.TempDir()
+	var cred *syscall.Credential
+	if os.Geteuid() == 0 {
+		bin, home = nobodyBinary(t)
+		cred = &syscall.Credential{Uid: nobody, Gid: nobody}
+	}
+	if err := os.WriteFile(filepath.Join(home, "load-dataset"), []byte("#!/bin/sh\n# the reader's set-up step\nhead -c 16M /dev/zero > /dev/null\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	env := append(os.Environ(), "PATH="+filepath.Dir(bin)+":"+os.Getenv("PATH"), "XDG_RUNTIME_DIR="+home, "HOME="+home)
+	return &docRunner{dir: home, env: env, cred: cred, outputs: map[string]string{}}
+}
