@@ -52,7 +52,7 @@ var docExampleRules = map[string]docRule{
 	"README.md: scripts/test": {why: "the whole suite, this test included (CI runs it)"},
 
 	// docs/bench.md
-	"docs/bench.md: numascope bench --kind latency --to 2 --size 256M": {why: "needs a node 2 with memory (three nodes); internal/vmtest TestBench measures every pair, --to included, in a 4-node VM"},
+	"docs/bench.md: numascope bench --kind latency --to 2 --size 256M": {why: "needs a node 2 with memory (three nodes); internal/vmtest TestBench runs --to 2-3 in a 4-node VM"},
 	"docs/bench.md: MOVQ (AX), CX":                                     {why: "Go assembly the compiler emits, not a command"},
 	`docs/bench.md: "latency_ns": {"initiators": [0,1,2], "targets": [0,1,2,3], "matrix": [[..],[..],[..]],`: {keysOf: "numascope bench --mix 3:1 --format json -o bench-all.json --force",
 		absent: []string{
@@ -76,15 +76,15 @@ var docExampleRules = map[string]docRule{
 	"docs/control.md: numascope: recording stopped (/data/r.jsonl holds 4935 samples): writing recording /data/r.jsonl: no space left on device (free space on its file system, or record elsewhere; the samples written so far stay readable)": {
 		why: "needs a full disk: TestRecordOntoAFullDisk fills a real tmpfs and checks these two lines"},
 	"docs/control.md: numascope: control FIFO /run/user/1000/numascope-ctl: ignored \"lable phase 2\": unknown command \"lable\"; valid commands: record <file>, label <text>, pause, resume, interval <duration> (e.g. 100ms, 1s, 250us; a bare number is milliseconds)": {
-		why: "the error for a mistyped command: TestControlFIFO writes bad commands and checks this line"},
+		why: "the error for a mistyped command: internal/ctl TestParseBad checks it for this very line"},
 
 	// docs/experiment.md
 	"docs/experiment.md: numascope: --policy \"bind:4\": node 4 does not exist; the nodes are 0-3, with memory and allowed: 0-3": {
-		why: "errors on a 4-node machine: internal/cli's run tests and TestBadInputGivesOneLineErrors check them"},
+		why: "errors on a 4-node machine: internal/placement's tests and internal/vmtest's run tests check them"},
 	`docs/experiment.md: name = "regimes" # default: the file name`: {
 		why: "TestExperimentDocExampleDryRuns feeds it to experiment --dry-run; a full run needs the NUMA VM's firsttouch (internal/vmtest TestExperimentRegimes)"},
 	"docs/experiment.md: [7/10] run 6 regime=interleave (rep 2): 5.214s, exit 0; 3 left, ETA 16s": {
-		why: "progress of a 10-run experiment: internal/cli's experiment output tests check the line"},
+		why: "progress of a 10-run experiment: internal/experiment's execute tests check the line"},
 
 	// docs/exporter.md
 	"docs/exporter.md: # web.yml":       {why: "a template: its bcrypt hash and certificate paths are the reader's; internal/exporter's web-config tests serve a real one"},
@@ -113,7 +113,7 @@ var docExampleRules = map[string]docRule{
 	"docs/performance.md: scripts/bench-numa --rounds 9 --isa avx512 --kernels triad,copy-nt": {why: "needs AVX-512; minutes"},
 	"docs/performance.md: go test -run '^$' -bench 'Chase|Kernels' ./internal/bench/":         {why: "a Go benchmark, run by the benchmark runs"},
 	"docs/performance.md: Peak injection bandwidth (MB/s): copy kernel (avx2) at full rate, best of 5 200ms windows after one uncounted, 2 threads from the first initiator; 100% transparent huge pages": {
-		why: "output of bench --kind loaded, which this test runs (docs/bench.md); internal/cli's bench tests check its layout"},
+		why: "output of bench --kind loaded, which this test runs (docs/bench.md); internal/bench's loaded tests and internal/vmtest TestBenchLoaded check it"},
 
 	// docs/profile.md
 	"docs/profile.md: mpirun -n 4 numascope profile -o out/prof.%h.%r.json -- ./app": {why: "needs MPI: TestMPIProfileRanks runs profile under mpirun"},
@@ -125,8 +125,8 @@ var docExampleRules = map[string]docRule{
 			"comp_dirs", // for a program with DWARF line tables (./app is a script)
 		}},
 	"docs/profile.md: - 100% of the remote accesses from pinned threads (nodes 1-3) went to pages on node 0; 99% of all pages": {
-		why: "report's hints on a 4-node profile: internal/vmtest TestProfile checks them"},
-	"docs/profile.md: Profiles of 3 ranks of ./app: 14710 page faults sampled": {why: "report of an MPI job's ranks: TestMPIProfileRanks checks it"},
+		why: "report's hints on a 4-node profile: internal/profile's report tests and internal/vmtest TestProfile check them"},
+	"docs/profile.md: Profiles of 3 ranks of ./app: 14710 page faults sampled": {why: "report of an MPI job's ranks: internal/profile's merge tests and TestMPIProfileRanks check it"},
 
 	// docs/recording-format.md
 	`docs/recording-format.md: {"type":"header","format":"numascope","version":1,"host":"hpc7","kernel":"6.8.0-45-generic",`: {
@@ -152,7 +152,7 @@ var docExampleRules = map[string]docRule{
 	"docs/testing.md: scripts/numavm [--nodes N] [--cpus-per-node C] [--cpuless K] [--mem-per-node 512M] [--distances '10,20;20,10'] [--add PATH]... [--timeout 300] [--max-timeout S] [--boot-timeout S] [--hmat] [--no-balancing] [-v] -- CMD ARGS...": {
 		why: "scripts/numavm's synopsis: TestNumavmContract checks its options"},
 	"docs/testing.md: scripts/numavm -- numascope topology":                                                              {why: "boots the NUMA VM: internal/vmtest TestTopology"},
-	"docs/testing.md: scripts/numavm --nodes 2 --distances '10,31;31,10' -- cat /sys/devices/system/node/node0/distance": {why: "boots the NUMA VM: TestNumavmContract checks --distances"},
+	"docs/testing.md: scripts/numavm --nodes 2 --distances '10,31;31,10' -- cat /sys/devices/system/node/node0/distance": {why: "boots the NUMA VM: internal/vmtest TestDistanceFlag, and TestBenchLoaded boots with --distances"},
 	"docs/testing.md: scripts/numavm --add ./myprog -- numascope record -o /tmp/r.jsonl -- myprog":                       {why: "boots the NUMA VM with the reader's program"},
 	`docs/testing.md: scripts/numavm -- sh -c 'numascope record -o /tmp/r.jsonl -e "node.*.numa_hit" -- interleave && numascope convert /tmp/r.jsonl'`: {
 		why: "boots the NUMA VM: internal/vmtest TestInterleave records interleave"},
@@ -174,7 +174,7 @@ var docExampleRules = map[string]docRule{
 	`docs/topology.md: "memory_tiers": [{"id": 1, "nodes": [0, 1]}, {"id": 4, "nodes": [2]}],`: {why: "HMAT attributes: internal/vmtest TestHMAT checks them in a VM with --hmat; internal/topology's fixtures"},
 
 	// docs/web-client.md
-	"docs/web-client.md: numascope experiment regimes.toml --analyze --web": {why: "runs docs/experiment.md's experiment (the NUMA VM's firsttouch) before serving; internal/vmtest TestExperimentRegimes"},
+	"docs/web-client.md: numascope experiment regimes.toml --analyze --web": {why: "runs docs/experiment.md's experiment (the NUMA VM's firsttouch) before serving: web/test/experiment.test.mjs serves a tiny one with --analyze --web; internal/vmtest TestExperimentRegimes runs this one"},
 	"docs/web-client.md: scripts/install-web-deps":                          {why: "installs packages (CI's set-up)"},
 	"docs/web-client.md: scripts/web-build":                                 {why: "rebuilds the committed bundle: scripts/web-check, in CI, fails when it is stale"},
 	"docs/web-client.md: scripts/web-check":                                 {why: "the web suite's first stage (scripts/test)"},
@@ -192,22 +192,31 @@ type docBlock struct {
 
 var fenceRE = regexp.MustCompile("^\\s*(```+|~~~+)\\s*(\\S*)")
 
-// docBlocks reads the fenced blocks of README.md and docs/*.md, in that
-// order (a doc's examples may use what an earlier one of it made).
-func docBlocks(t *testing.T, root string) []docBlock {
+// docFiles are the docs whose examples run: README.md and docs/*.md, in
+// that order (a doc's examples may use what an earlier one made).
+func docFiles(t *testing.T, root string) []string {
 	t.Helper()
 	files, err := filepath.Glob(filepath.Join(root, "docs", "*.md"))
 	if err != nil || len(files) == 0 {
 		t.Fatalf("no docs/*.md: %v", err)
 	}
 	sort.Strings(files)
+	rel := []string{"README.md"}
+	for _, f := range files {
+		rel = append(rel, filepath.Join("docs", filepath.Base(f)))
+	}
+	return rel
+}
+
+// docBlocks reads the fenced blocks of the files.
+func docBlocks(t *testing.T, root string, files []string) []docBlock {
+	t.Helper()
 	var blocks []docBlock
-	for _, f := range append([]string{filepath.Join(root, "README.md")}, files...) {
-		text, err := os.ReadFile(f)
+	for _, rel := range files {
+		text, err := os.ReadFile(filepath.Join(root, rel))
 		if err != nil {
 			t.Fatal(err)
 		}
-		rel, _ := filepath.Rel(root, f)
 		var b *docBlock
 		for i, l := range strings.Split(string(text), "\n") {
 			m := fenceRE.FindStringSubmatch(l)
@@ -411,7 +420,11 @@ func TestDocExamples(t *testing.T) {
 		return r
 	}
 	var shapes []docRule
-	for _, b := range docBlocks(t, root) {
+	flags := &docFlags{r: runnerOf("")}
+	files := docFiles(t, root)
+	blocks := docBlocks(t, root, files)
+	docCheckInline(t, flags, root, files)
+	for _, b := range blocks {
 		r := runnerOf(b.file)
 		cmds := docCommands(b)
 		if len(cmds) == 0 { // a block that is not commands: keyed by its first line but a lone { or [
@@ -462,7 +475,8 @@ func TestDocExamples(t *testing.T) {
 			}
 			switch {
 			case synopsisRE.MatchString(c.key()):
-				docCheckSynopsis(t, r, where, c.key())
+				n := docCheckUsage(t, flags, where, c.key())
+				t.Logf("%s: usage: %s: %d flags, every one numascope has", where, c.key(), n)
 			case strings.HasPrefix(c.text, "numascope "), b.file == "docs/control.md":
 				r.run(t, where, c)
 			default:
@@ -600,33 +614,108 @@ func docShapeOf(shown string) *regexp.Regexp {
 	return regexp.MustCompile(`(?m)` + b.String())
 }
 
-// docCheckSynopsis: a usage line's command exists and has every flag the
-// line names.
-func docCheckSynopsis(t *testing.T, r *docRunner, where, line string) {
+// docFlags answers whether numascope's command sub (e.g. "stats anova")
+// exists and has a flag, from its --help; a flag --help does not list is
+// asked of the command itself, since a hidden one (profile --capture) is
+// still a flag.
+type docFlags struct {
+	r    *docRunner
+	help map[string]map[string]bool // nil: no such command
+}
+
+func (d *docFlags) has(t *testing.T, sub, flag string) (cmdOK, flagOK bool) {
 	t.Helper()
+	if d.help == nil {
+		d.help = map[string]map[string]bool{}
+	}
+	fl, ok := d.help[sub]
+	if !ok {
+		out, err := d.r.command("numascope " + sub + " --help").CombinedOutput()
+		if err == nil {
+			fl = map[string]bool{}
+			for _, m := range regexp.MustCompile(`(?m)^\s+(?:(-\w), )?(--[\w.-]+)`).FindAllStringSubmatch(string(out), -1) {
+				fl[m[1]], fl[m[2]] = true, true
+			}
+		}
+		d.help[sub] = fl
+	}
+	if fl == nil || flag == "" || fl[flag] {
+		return fl != nil, fl != nil
+	}
+	out, _ := d.r.command("numascope " + sub + " " + flag + "=1 --help").CombinedOutput()
+	fl[flag] = !strings.Contains(string(out), "unknown flag") && !strings.Contains(string(out), "unknown shorthand flag")
+	return true, fl[flag]
+}
+
+var (
+	docSubRE  = regexp.MustCompile(`^[a-z]+$`)
+	docFlagRE = regexp.MustCompile(`(?:^|[\s\[|])(--?[a-zA-Z][\w.-]*)`)
+)
+
+// docCheckUsage: the command a usage line (or a command in prose) names
+// exists, and has every flag the line names before a -- (after it come
+// the flags of the command run).
+func docCheckUsage(t *testing.T, d *docFlags, where, line string) (flags int) {
+	t.Helper()
+	line, _, _ = strings.Cut(line, " -- ")
 	var sub []string
 	for _, w := range strings.Fields(line)[1:] {
-		if !regexp.MustCompile(`^[a-z]+$`).MatchString(w) {
+		if !docSubRE.MatchString(w) || len(sub) == 2 {
+			break
+		}
+		if ok, _ := d.has(t, strings.Join(append(sub, w), " "), ""); !ok {
 			break
 		}
 		sub = append(sub, w)
 	}
-	help, err := r.command("numascope " + strings.Join(sub, " ") + " --help").CombinedOutput()
-	if err != nil {
-		t.Errorf("%s: numascope %s --help: %v\n%s", where, strings.Join(sub, " "), err, help)
-		return
+	if len(sub) == 0 {
+		t.Errorf("%s: %q names no numascope command", where, line)
+		return 0
 	}
-	has := map[string]bool{}
-	for _, m := range regexp.MustCompile(`(?m)^\s+(?:(-\w), )?(--[\w.-]+)`).FindAllStringSubmatch(string(help), -1) {
-		has[m[1]], has[m[2]] = true, true
-	}
-	n := 0
-	for _, m := range regexp.MustCompile(`(?:^|[\s\[|])(--?[a-zA-Z][\w.-]*)`).FindAllStringSubmatch(line, -1) {
-		if n++; !has[m[1]] {
-			t.Errorf("%s: %q names %s, which numascope %s does not have", where, line, m[1], strings.Join(sub, " "))
+	cmd := strings.Join(sub, " ")
+	for _, m := range docFlagRE.FindAllStringSubmatch(line, -1) {
+		flags++
+		if _, ok := d.has(t, cmd, m[1]); !ok {
+			t.Errorf("%s: %q names %s, which numascope %s does not have", where, line, m[1], cmd)
 		}
 	}
-	t.Logf("%s: usage: numascope %s has the %d flags it names", where, strings.Join(sub, " "), n)
+	return flags
+}
+
+// docInlineRE: a command in a doc's prose, `numascope SUB ...`.
+var docInlineRE = regexp.MustCompile("`(numascope [a-z][^`]*)`")
+
+// docCheckInline checks the commands a doc names in its prose, outside its
+// blocks, as usage lines: they are not run (they are fragments), but a
+// stale command or flag name there misleads as much.
+func docCheckInline(t *testing.T, d *docFlags, root string, files []string) {
+	t.Helper()
+	n := 0
+	for _, f := range files {
+		text, err := os.ReadFile(filepath.Join(root, f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		lines := strings.Split(string(text), "\n")
+		in := false
+		for i := 0; i < len(lines); i++ {
+			if fenceRE.MatchString(lines[i]) {
+				in = !in
+				continue
+			}
+			// a span may wrap onto the next line
+			if l := lines[i]; !in {
+				if i+1 < len(lines) && strings.Count(l, "`")%2 == 1 {
+					l += " " + lines[i+1]
+				}
+				for _, m := range docInlineRE.FindAllStringSubmatch(l, -1) {
+					docCheckUsage(t, d, fmt.Sprintf("%s:%d", f, i+1), m[1])
+					n++
+				}
+			}
+		}
+	}
+	t.Logf("checked the %d commands the docs name in their prose", n)
 }
 
 var jsonKeyRE = regexp.MustCompile(`"([A-Za-z_]\w*)"\s*:`)
