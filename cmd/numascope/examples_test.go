@@ -13,6 +13,8 @@ import (
 	"syscall"
 	"testing"
 	"unicode"
+
+	"github.com/numascope/numascope/internal/testutil"
 )
 
 // The docs' examples are what users copy, so TestDocExamples runs every one
@@ -384,10 +386,10 @@ func (r *docRunner) command(line string) *exec.Cmd {
 // neither runnable nor listed fails the test, and so does a rule that
 // names no example.
 //
-// Control examples (docs/control.md) run as nobody when the test is root,
-// since root's FIFO is /run/numascope-ctl and they write to
-// $XDG_RUNTIME_DIR/numascope-ctl. It needs tmux (top) and port 8080 free.
+// It needs root, for profile's perf sampling and to run docs/control.md's
+// examples as nobody, tmux (top) and ports 8080 and 9000 free.
 func TestDocExamples(t *testing.T) {
+	testutil.RequireRoot(t, "for profile's perf sampling and to run the control examples as nobody")
 	root := repoRoot(t)
 	readme, err := os.ReadFile(filepath.Join(root, "README.md"))
 	if err != nil {
@@ -566,7 +568,7 @@ func (r *docRunner) startBeside(t *testing.T, line string) {
 	}
 	r.beside = r.command(line)
 	r.stop = quickstartStart(t, r.beside, printsLines, line+" (beside the control examples)")
-	quickstartHoldsDefaultFIFO(t, r.beside.Process.Pid, r.env, r.cred == nil && os.Geteuid() == 0)
+	quickstartHoldsDefaultFIFO(t, r.beside.Process.Pid, r.env, r.cred == nil)
 }
 
 // docUntilStopped says whether a numascope line runs until stopped, and
@@ -800,20 +802,15 @@ func docOwnFiles(t *testing.T, dir string, env []string) {
 	}
 }
 
-// docControlRunner runs docs/control.md's examples as a user whose FIFO is
-// $XDG_RUNTIME_DIR/numascope-ctl: nobody when the test is root (with a
-// copy of the binary nobody can run), the test's user otherwise.
+// docControlRunner runs docs/control.md's examples as nobody, whose FIFO
+// is $XDG_RUNTIME_DIR/numascope-ctl as the examples write (root's is
+// /run/numascope-ctl), with a copy of the binary nobody can run.
 func docControlRunner(t *testing.T) *docRunner {
 	t.Helper()
-	bin, home := binary, t.TempDir()
-	var cred *syscall.Credential
-	if os.Geteuid() == 0 {
-		bin, home = nobodyBinary(t)
-		cred = &syscall.Credential{Uid: nobody, Gid: nobody}
-	}
+	bin, home := nobodyBinary(t)
 	if err := os.WriteFile(filepath.Join(home, "load-dataset"), []byte("#!/bin/sh\n# the reader's set-up step\nhead -c 16M /dev/zero > /dev/null\n"), 0o755); err != nil {
 		t.Fatal(err)
 	}
 	env := append(os.Environ(), "PATH="+filepath.Dir(bin)+":"+os.Getenv("PATH"), "XDG_RUNTIME_DIR="+home, "HOME="+home)
-	return &docRunner{dir: home, env: env, cred: cred, outputs: map[string]string{}}
+	return &docRunner{dir: home, env: env, cred: &syscall.Credential{Uid: nobody, Gid: nobody}, outputs: map[string]string{}}
 }
