@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
-	"sort"
 	"strings"
 	"syscall"
 	"testing"
@@ -54,7 +53,7 @@ var docExampleRules = map[string]docRule{
 	"README.md: scripts/test": {why: "the whole suite, this test included (CI runs it)"},
 
 	// docs/bench.md
-	"docs/bench.md: numascope bench --kind latency --to 2 --size 256M": {why: "needs a node 2 with memory (three nodes); internal/vmtest TestBench runs --to 2-3 in a 4-node VM"},
+	"docs/bench.md: numascope bench --kind latency --to 2 --size 256M": {why: "needs a node 2 with memory: runs in the 4-node NUMA VM: internal/vmtest TestDocExamplesInVM"},
 	"docs/bench.md: MOVQ (AX), CX":                                     {why: "Go assembly the compiler emits, not a command"},
 	`docs/bench.md: "latency_ns": {"initiators": [0,1,2], "targets": [0,1,2,3], "matrix": [[..],[..],[..]],`: {keysOf: "numascope bench --mix 3:1 --format json -o bench-all.json --force",
 		absent: []string{
@@ -153,15 +152,15 @@ var docExampleRules = map[string]docRule{
 	"docs/testing.md: sudo scripts/install-test-deps": {why: "installs packages (CI's set-up)"},
 	"docs/testing.md: scripts/numavm [--nodes N] [--cpus-per-node C] [--cpuless K] [--mem-per-node 512M] [--distances '10,20;20,10'] [--add PATH]... [--timeout 300] [--max-timeout S] [--boot-timeout S] [--hmat] [--no-balancing] [-v] -- CMD ARGS...": {
 		why: "scripts/numavm's synopsis: TestNumavmContract checks its options"},
-	"docs/testing.md: scripts/numavm -- numascope topology":                                                              {why: "boots the NUMA VM: internal/vmtest TestTopology"},
+	"docs/testing.md: scripts/numavm -- numascope topology":                                                              {why: "runs in the 4-node NUMA VM: internal/vmtest TestDocExamplesInVM"},
 	"docs/testing.md: scripts/numavm --nodes 2 --distances '10,31;31,10' -- cat /sys/devices/system/node/node0/distance": {why: "boots the NUMA VM: internal/vmtest TestDistanceFlag, and TestBenchLoaded boots with --distances"},
 	"docs/testing.md: scripts/numavm --add ./myprog -- numascope record -o /tmp/r.jsonl -- myprog":                       {why: "boots the NUMA VM with the reader's program"},
 	`docs/testing.md: scripts/numavm -- sh -c 'numascope record -o /tmp/r.jsonl -e "node.*.numa_hit" -- interleave && numascope convert /tmp/r.jsonl'`: {
-		why: "boots the NUMA VM: internal/vmtest TestInterleave records interleave"},
+		why: "runs in the 4-node NUMA VM: internal/vmtest TestDocExamplesInVM"},
 	"docs/testing.md: go test ./internal/vmtest/ -v":                     {why: "the VM suite (scripts/test runs it)"},
 	"docs/testing.md: go test ./internal/vmtest/ -run TestSerialInit -v": {why: "a VM scenario (scripts/test runs it)"},
 	`docs/testing.md: scripts/numavm --nodes 4 -- sh -c ' numascope record -o /tmp/r.jsonl -i 200ms -e "node.*.numa_hit,node.*.AnonPages,vmstat.numa_hint_faults,vmstat.numa_pages_migrated" -- firsttouch --serial --mb 32 --seconds 6 numascope convert /tmp/r.jsonl'`: {
-		why: "boots the NUMA VM: internal/vmtest TestSerialInit runs this recording"},
+		why: "runs in the 4-node NUMA VM: internal/vmtest TestDocExamplesInVM"},
 
 	// docs/top.md
 	"docs/top.md: top 08:26:47 every 1s sort: cpu 47 processes, 60 kernel threads hidden (K)": {why: "a screen scripts/top-screenshot captured: TestTopInTmux checks the screen"},
@@ -184,176 +183,8 @@ var docExampleRules = map[string]docRule{
 	"docs/web-client.md: scripts/web-bench":                                 {why: "the browser benchmark, minutes"},
 }
 
-// docBlock is one fenced block of README.md or docs/*.md.
-type docBlock struct {
-	file string // README.md, docs/top.md
-	line int    // the line of its opening fence
-	lang string // the fence's info string: sh, json, text or none
-	body []string
-}
-
-var fenceRE = regexp.MustCompile("^\\s*(```+|~~~+)\\s*(\\S*)")
-
-// docFiles are the docs whose examples run: README.md and docs/*.md, in
-// that order (a doc's examples may use what an earlier one made).
-func docFiles(t *testing.T, root string) []string {
-	t.Helper()
-	files, err := filepath.Glob(filepath.Join(root, "docs", "*.md"))
-	if err != nil || len(files) == 0 {
-		t.Fatalf("no docs/*.md: %v", err)
-	}
-	sort.Strings(files)
-	rel := []string{"README.md"}
-	for _, f := range files {
-		rel = append(rel, filepath.Join("docs", filepath.Base(f)))
-	}
-	return rel
-}
-
-// docBlocks reads the fenced blocks of the files.
-func docBlocks(t *testing.T, root string, files []string) []docBlock {
-	t.Helper()
-	var blocks []docBlock
-	for _, rel := range files {
-		text, err := os.ReadFile(filepath.Join(root, rel))
-		if err != nil {
-			t.Fatal(err)
-		}
-		var b *docBlock
-		for i, l := range strings.Split(string(text), "\n") {
-			m := fenceRE.FindStringSubmatch(l)
-			switch {
-			case m != nil && b == nil:
-				b = &docBlock{file: rel, line: i + 1, lang: m[2]}
-			case m != nil:
-				blocks = append(blocks, *b)
-				b = nil
-			case b != nil:
-				b.body = append(b.body, l)
-			}
-		}
-		if b != nil {
-			t.Errorf("%s:%d: the block is never closed", rel, b.line)
-		}
-	}
-	return blocks
-}
-
-// docCommand is one command line of a block: its text as sh reads it
-// (continuation lines included) and the output the doc shows under it.
-type docCommand struct {
-	line  int
-	text  string
-	shows []string
-}
-
-// key is the command as docExampleRules names it: white space collapsed.
-func (c docCommand) key() string {
-	return strings.Join(strings.Fields(strings.ReplaceAll(c.text, "\\\n", " ")), " ")
-}
-
-// docCommands splits a block into its commands. In a sh block every line
-// is one: comments cut, a line ending in \ or inside an open quote joined
-// with the next, and so is a line starting with [ (a usage line's
-// options, wrapped). In another block, a line "$ CMD" is one, and the lines
-// under it up to the next are its output.
-func docCommands(b docBlock) []docCommand {
-	var cmds []docCommand
-	if b.lang != "sh" {
-		for i, l := range b.body {
-			if c, ok := strings.CutPrefix(l, "$ "); ok {
-				cmds = append(cmds, docCommand{line: b.line + 1 + i, text: c})
-			} else if len(cmds) > 0 && strings.TrimSpace(l) != "" {
-				cmds[len(cmds)-1].shows = append(cmds[len(cmds)-1].shows, l)
-			}
-		}
-		return cmds
-	}
-	var cur []string
-	var quote rune
-	start := 0
-	for i, l := range b.body {
-		if quote == 0 {
-			l = stripComment(l)
-			if strings.TrimSpace(l) == "" && len(cur) == 0 {
-				continue
-			}
-		}
-		if len(cur) == 0 && len(cmds) > 0 && strings.HasPrefix(strings.TrimSpace(l), "[") {
-			last := &cmds[len(cmds)-1]
-			last.text += "\n" + l
-			continue
-		}
-		if len(cur) == 0 {
-			start = b.line + 1 + i
-		}
-		cur = append(cur, l)
-		quote = openQuote(l, quote)
-		if quote != 0 || strings.HasSuffix(strings.TrimSpace(l), "\\") {
-			continue
-		}
-		cmds = append(cmds, docCommand{line: start, text: strings.TrimSpace(strings.Join(cur, "\n"))})
-		cur = nil
-	}
-	if len(cur) > 0 {
-		cmds = append(cmds, docCommand{line: start, text: strings.TrimSpace(strings.Join(cur, "\n"))})
-	}
-	return cmds
-}
-
-// openQuote is the quote still open at the end of l, given the one open at
-// its start.
-func openQuote(l string, quote rune) rune {
-	for _, r := range l {
-		switch {
-		case quote != 0 && r == quote:
-			quote = 0
-		case quote == 0 && (r == '\'' || r == '"'):
-			quote = r
-		}
-	}
-	return quote
-}
-
-func TestDocExamplesCommands(t *testing.T) {
-	b := docBlock{file: "x.md", line: 10, lang: "sh", body: []string{
-		"numascope stat &   # starts",
-		"# only a comment",
-		"scripts/numavm --nodes 4 -- sh -c '",
-		"  numascope record -o /tmp/r.jsonl \\",
-		"     -- firsttouch # not a comment inside quotes",
-		"  numascope convert /tmp/r.jsonl'",
-		`numascope ctl label "phase #2"`,
-		"numascope exporter [--listen ADDR]",
-		"                   [--cgroups]",
-	}}
-	got := docCommands(b)
-	want := []docCommand{
-		{line: 11, text: "numascope stat &"},
-		{line: 13, text: "scripts/numavm --nodes 4 -- sh -c '\n  numascope record -o /tmp/r.jsonl \\\n     -- firsttouch # not a comment inside quotes\n  numascope convert /tmp/r.jsonl'"},
-		{line: 17, text: `numascope ctl label "phase #2"`},
-		{line: 18, text: "numascope exporter [--listen ADDR]\n                   [--cgroups]"},
-	}
-	if got[1].key() != `scripts/numavm --nodes 4 -- sh -c ' numascope record -o /tmp/r.jsonl -- firsttouch # not a comment inside quotes numascope convert /tmp/r.jsonl'` {
-		t.Errorf("key() %q: want the \\ continuations gone", got[1].key())
-	}
-	if fmt.Sprint(got) != fmt.Sprint(want) {
-		t.Errorf("docCommands:\n got %+v\nwant %+v", got, want)
-	}
-	b = docBlock{lang: "", line: 1, body: []string{"$ numascope live -i 100ms", "numascope: open URL", "$ numascope view x"}}
-	if got := docCommands(b); len(got) != 2 || got[0].shows[0] != "numascope: open URL" || got[1].text != "numascope view x" {
-		t.Errorf("docCommands of a $ block: %+v", got)
-	}
-}
-
 // synopsisRE: a usage line, not a command: numascope SUB [--flag ...].
 var synopsisRE = regexp.MustCompile(`^numascope [a-z ]+.*\[-`)
-
-// docBenchBound is the one substitution TestDocExamples makes: a bench
-// line measures a 16 MiB buffer once (the later flag wins), which the
-// build machine does in seconds rather than minutes. What it measures is
-// internal/bench's tests' and the VM's business; here the line must run.
-const docBenchBound = " --size 16M --repeat 1"
 
 // docRunner runs a doc's commands in one directory, as one user, with the
 // freshly built numascope first on PATH.
@@ -423,39 +254,39 @@ func TestDocExamples(t *testing.T) {
 	}
 	var shapes []docRule
 	flags := &docFlags{r: runnerOf("")}
-	files := docFiles(t, root)
-	blocks := docBlocks(t, root, files)
+	files := testutil.DocFiles(t, root)
+	blocks := testutil.DocBlocks(t, root, files)
 	docCheckInline(t, flags, root, files)
 	for _, b := range blocks {
-		r := runnerOf(b.file)
-		cmds := docCommands(b)
+		r := runnerOf(b.File)
+		cmds := testutil.DocCommands(b)
 		if len(cmds) == 0 { // a block that is not commands: keyed by its first line but a lone { or [
 			first := ""
-			for _, l := range b.body {
+			for _, l := range b.Body {
 				if first = strings.Join(strings.Fields(l), " "); first != "{" && first != "[" {
 					break
 				}
 			}
-			key := b.file + ": " + first
+			key := b.File + ": " + first
 			dr, ok := rule(key)
 			switch {
 			case !ok:
-				t.Errorf("%s:%d: a %q block neither runnable nor listed in docExampleRules: make it a ```sh block of commands, or add %q with what it is", b.file, b.line, b.lang, key)
+				t.Errorf("%s:%d: a %q block neither runnable nor listed in docExampleRules: make it a ```sh block of commands, or add %q with what it is", b.File, b.Line, b.Lang, key)
 			case dr.why != "":
-				t.Logf("%s:%d: not run: %s", b.file, b.line, dr.why)
+				t.Logf("%s:%d: not run: %s", b.File, b.Line, dr.why)
 			case dr.keysOf != "":
 				docCheckKeys(t, r, b, dr)
 			case dr.feed != "":
-				f := filepath.Join(r.dir, fmt.Sprintf("example-%d%s", b.line, map[string]string{"json": ".json", "toml": ".toml"}[b.lang]))
-				if err := os.WriteFile(f, []byte(strings.Join(b.body, "\n")+"\n"), 0o644); err != nil {
+				f := filepath.Join(r.dir, fmt.Sprintf("example-%d%s", b.Line, map[string]string{"json": ".json", "toml": ".toml"}[b.Lang]))
+				if err := os.WriteFile(f, []byte(strings.Join(b.Body, "\n")+"\n"), 0o644); err != nil {
 					t.Fatal(err)
 				}
-				quickstartRun(t, r.command(strings.ReplaceAll(dr.feed, "FILE", f)), fmt.Sprintf("%s:%d (%s)", b.file, b.line, dr.feed))
+				quickstartRun(t, r.command(strings.ReplaceAll(dr.feed, "FILE", f)), fmt.Sprintf("%s:%d (%s)", b.File, b.Line, dr.feed))
 			case dr.shape != "":
 				re := regexp.MustCompile(dr.shape)
-				for _, l := range b.body {
+				for _, l := range b.Body {
 					if l = strings.TrimSpace(l); l != "" && !re.MatchString(l) {
-						t.Errorf("%s:%d: %q does not have the shape the test checks numascope's output against (%s): update one of them", b.file, b.line, l, dr.shape)
+						t.Errorf("%s:%d: %q does not have the shape the test checks numascope's output against (%s): update one of them", b.File, b.Line, l, dr.shape)
 					}
 				}
 				shapes = append(shapes, dr)
@@ -463,29 +294,29 @@ func TestDocExamples(t *testing.T) {
 			continue
 		}
 		for _, c := range cmds {
-			key := b.file + ": " + c.key()
-			where := fmt.Sprintf("%s:%d", b.file, c.line)
-			if b.file == "README.md" && quickstart[c.key()] {
+			key := b.File + ": " + c.Key()
+			where := fmt.Sprintf("%s:%d", b.File, c.Line)
+			if b.File == "README.md" && quickstart[c.Key()] {
 				continue // TestQuickstart runs it
 			}
 			if dr, ok := rule(key); ok {
 				if dr.why == "" {
 					t.Errorf("%s: the rule for a command line must say why it is not run", where)
 				}
-				t.Logf("%s: not run: %s: %s", where, c.key(), dr.why)
+				t.Logf("%s: not run: %s: %s", where, c.Key(), dr.why)
 				continue
 			}
 			switch {
-			case synopsisRE.MatchString(c.key()):
-				n := docCheckUsage(t, flags, where, c.key())
-				t.Logf("%s: usage: %s: %d flags, every one numascope has", where, c.key(), n)
-			case strings.HasPrefix(c.text, "numascope "), b.file == "docs/control.md":
+			case synopsisRE.MatchString(c.Key()):
+				n := docCheckUsage(t, flags, where, c.Key())
+				t.Logf("%s: usage: %s: %d flags, every one numascope has", where, c.Key(), n)
+			case strings.HasPrefix(c.Text, "numascope "), b.File == "docs/control.md":
 				r.run(t, where, c)
 			default:
-				t.Errorf("%s: %q is neither runnable here nor listed in docExampleRules: add %q with why", where, c.text, key)
+				t.Errorf("%s: %q is neither runnable here nor listed in docExampleRules: add %q with why", where, c.Text, key)
 			}
 		}
-		if r.stop != nil && b.file == "docs/control.md" {
+		if r.stop != nil && b.File == "docs/control.md" {
 			r.stop() // each control block starts from a stat of its own
 			r.beside, r.stop = nil, nil
 		}
@@ -522,12 +353,10 @@ func TestDocExamples(t *testing.T) {
 // control example steers; a line that runs until stopped is started,
 // probed and stopped; any other must end successfully (and print the
 // output the doc shows under it, in shape).
-func (r *docRunner) run(t *testing.T, where string, c docCommand) {
+func (r *docRunner) run(t *testing.T, where string, c testutil.DocCommand) {
 	t.Helper()
-	line := c.key()
-	if strings.HasPrefix(line, "numascope bench") {
-		line += docBenchBound
-	}
+	line := c.Key()
+	line = testutil.DocBounded(line)
 	if bg, ok := strings.CutSuffix(line, " &"); ok {
 		r.startBeside(t, bg)
 		return
@@ -543,7 +372,7 @@ func (r *docRunner) run(t *testing.T, where string, c docCommand) {
 		}
 		stop, printed := startUntilStopped(t, r.command(line), how, label)
 		stop()
-		for _, s := range c.shows {
+		for _, s := range c.Shows {
 			if re := docShapeOf(s); !re.MatchString(printed) {
 				t.Errorf("%s printed %q; the doc shows %q", label, printed, s)
 			}
@@ -552,7 +381,7 @@ func (r *docRunner) run(t *testing.T, where string, c docCommand) {
 	}
 	out := quickstartRun(t, r.command(line), label)
 	r.outputs[line] = out
-	for _, s := range c.shows {
+	for _, s := range c.Shows {
 		if !docShapeOf(s).MatchString(out) {
 			t.Errorf("%s printed %q; the doc shows %q", label, out, s)
 		}
@@ -701,7 +530,7 @@ func docCheckInline(t *testing.T, d *docFlags, root string, files []string) {
 		lines := strings.Split(string(text), "\n")
 		in := false
 		for i := 0; i < len(lines); i++ {
-			if fenceRE.MatchString(lines[i]) {
+			if testutil.DocFenceRE.MatchString(lines[i]) {
 				in = !in
 				continue
 			}
@@ -725,13 +554,11 @@ var jsonKeyRE = regexp.MustCompile(`"([A-Za-z_]\w*)"\s*:`)
 // docCheckKeys: every key a JSON sketch names is in the output of the
 // command it sketches (one JSON document, a file it writes with -o, or
 // JSON lines), but those the rule says this machine does not produce.
-func docCheckKeys(t *testing.T, r *docRunner, b docBlock, dr docRule) {
+func docCheckKeys(t *testing.T, r *docRunner, b testutil.DocBlock, dr docRule) {
 	t.Helper()
 	line := dr.keysOf
-	if strings.HasPrefix(line, "numascope bench") {
-		line += docBenchBound
-	}
-	where := fmt.Sprintf("%s:%d", b.file, b.line)
+	line = testutil.DocBounded(line)
+	where := fmt.Sprintf("%s:%d", b.File, b.Line)
 	out := quickstartRun(t, r.command(line), where+" (sketches "+line+")")
 	if f := strings.Fields(line); slices.Contains(f, "-o") {
 		written, err := os.ReadFile(filepath.Join(r.dir, f[slices.Index(f, "-o")+1]))
@@ -769,7 +596,7 @@ func docCheckKeys(t *testing.T, r *docRunner, b docBlock, dr docRule) {
 		return
 	}
 	var missing []string
-	for _, m := range jsonKeyRE.FindAllStringSubmatch(strings.Join(b.body, "\n"), -1) {
+	for _, m := range jsonKeyRE.FindAllStringSubmatch(strings.Join(b.Body, "\n"), -1) {
 		if k := m[1]; !have[k] && !slices.Contains(dr.absent, k) && !slices.Contains(missing, k) {
 			missing = append(missing, k)
 		}

@@ -118,43 +118,11 @@ func quickstartLines(t *testing.T, readme string) []string {
 	}
 	var lines []string
 	for _, l := range strings.Split(block, "\n") {
-		if l = strings.TrimSpace(stripComment(l)); l != "" {
+		if l = strings.TrimSpace(testutil.StripComment(l)); l != "" {
 			lines = append(lines, l)
 		}
 	}
 	return lines
-}
-
-// stripComment cuts a shell comment: a # at the start or after white
-// space, outside quotes.
-func stripComment(l string) string {
-	var quote rune
-	for i, r := range l {
-		switch {
-		case quote != 0:
-			if r == quote {
-				quote = 0
-			}
-		case r == '\'' || r == '"':
-			quote = r
-		case r == '#' && (i == 0 || l[i-1] == ' ' || l[i-1] == '\t'):
-			return l[:i]
-		}
-	}
-	return l
-}
-
-func TestQuickstartStripComment(t *testing.T) {
-	for in, want := range map[string]string{
-		"bin/numascope stat   # one line":             "bin/numascope stat   ",
-		"   # only a comment":                         "   ",
-		`bin/numascope ctl label "phase #2"  # steer`: `bin/numascope ctl label "phase #2"  `,
-		"bin/numascope stat -e 'a#b' -o prof.%h.json": "bin/numascope stat -e 'a#b' -o prof.%h.json",
-	} {
-		if got := stripComment(in); got != want {
-			t.Errorf("stripComment(%q) = %q, want %q", in, got, want)
-		}
-	}
 }
 
 // TestQuickstart runs the README's Quickstart top to bottom, as written,
