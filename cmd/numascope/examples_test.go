@@ -342,7 +342,10 @@ func TestDocExamples(t *testing.T) {
 			t.Logf("checked the output of %d examples %q... against the shape the doc shows", n, s.of)
 		}
 	}
-	for key := range docExampleRules {
+	for key, dr := range docExampleRules {
+		if n := len(slices.DeleteFunc([]string{dr.why, dr.keysOf, dr.feed, dr.shape}, func(s string) bool { return s == "" })); n != 1 {
+			t.Errorf("docExampleRules[%q] sets %d of why, keysOf, feed and shape: set one", key, n)
+		}
 		if !used[key] {
 			t.Errorf("docExampleRules names %q, which no doc has: remove or update it", key)
 		}
