@@ -10,7 +10,7 @@ import (
 	"encoding/binary"
 	"sync"
 
-	"github.com/numascope/numascope/internal/profile/perfring"
+	"github.com/numascope/numascope/internal/perfring"
 )
 
 // codeIndex is what the profile knows of the programs' code: each process's

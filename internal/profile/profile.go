@@ -29,7 +29,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/numascope/numascope/internal/perfevent"
-	"github.com/numascope/numascope/internal/profile/perfring"
+	"github.com/numascope/numascope/internal/perfring"
 	"github.com/numascope/numascope/internal/sigfwd"
 	"github.com/numascope/numascope/internal/topology"
 )
@@ -80,6 +80,36 @@ type Profile struct {
 	// that have one: where `numascope view` looks for a source file when
 	// given no --source-path (never elsewhere).
 	CompDirs map[string][]string `json:"comp_dirs,omitempty"`
+	// Profiler is what the profiler itself spent outside the program's
+	// run and how its rings fared, so that a slow or lossy profile says
+	// where the time and the records went (docs/profile.md, "What the
+	// profiler costs"). Absent in merged profiles.
+	Profiler *ProfilerStats `json:"profiler,omitempty"`
+}
+
+// ProfilerStats is the profiler's own account of a run.
+type ProfilerStats struct {
+	// StartS: from the profile's start to the program's release
+	// (perf events, rings, the syscall tracepoints, the first reads of
+	// /proc). AfterExitS: from the program's exit to the profile being
+	// complete (the last drain, the final move_pages queries,
+	// symbolization); writing the JSON comes after.
+	StartS     float64 `json:"start_s"`
+	AfterExitS float64 `json:"after_exit_s"`
+	// Rings, one per CPU, in CPU order.
+	Rings []RingStats `json:"rings"`
+}
+
+// RingStats is one CPU's ring: its size, what went through it, what the
+// kernel dropped from it because it was full, and the most a drain found
+// waiting in it (at Size, the consumer fell a whole ring behind).
+type RingStats struct {
+	CPU       int    `json:"cpu"`
+	Size      int    `json:"size_bytes"`
+	Records   uint64 `json:"records"`
+	Lost      uint64 `json:"lost"`
+	HighWater int    `json:"high_water_bytes"`
+	Drains    uint64 `json:"drains"`
 }
 
 // Matrix counts sampled accesses by the accessing thread's node (row; -1 for
@@ -164,6 +194,7 @@ const pollMs = 20
 // the program crashed. The error is about the profiler, never the program's
 // exit status, which is in the profile.
 func Run(args []string, opt Options) (*Profile, error) {
+	begun := monotonicNs()
 	if len(args) == 0 {
 		return nil, errors.New("no command to profile")
 	}
@@ -259,6 +290,7 @@ func Run(args []string, opt Options) (*Profile, error) {
 		return nil, err
 	}
 	defer ps.close()
+	started := monotonicNs()
 
 	consumers := opt.Consumers
 	if consumers <= 0 {
@@ -276,6 +308,7 @@ func Run(args []string, opt Options) (*Profile, error) {
 	go func() { waited <- cmd.Wait() }()
 	var werr error
 	var pfds []unix.PollFd
+	var exited uint64
 	for running := true; running; {
 		select {
 		case sig := <-sigs:
@@ -306,17 +339,17 @@ func Run(args []string, opt Options) (*Profile, error) {
 		// in rings read earlier: they wait for the next pass.
 		horizon := monotonicNs() - horizonSlack
 		if !running {
-			horizon = ^uint64(0)
+			horizon, exited = ^uint64(0), horizon+horizonSlack
 		}
 		switch {
 		case capture != nil:
-			ps.drain(func(rec []byte) { capture.Record(rec); a.record(rec) })
+			ps.drain(func(r *perfring.Record) { capture.Record(r.Raw); a.record(r.Raw) })
 			capture.Pass(horizon)
 		case pl != nil:
 			pl.round(pl.pool.drainFn, pl.pool.hasFn, horizon)
 			continue
 		default:
-			ps.drain(a.record)
+			ps.drain(a.ringRecord)
 		}
 		a.handleUntil(horizon)
 	}
@@ -349,6 +382,7 @@ func Run(args []string, opt Options) (*Profile, error) {
 		p.Notes = append(p.Notes, fmt.Sprintf("%s was killed by %s; the profile covers it up to then", args[0], p.Signal))
 	}
 	a.fill(p)
+	p.Profiler = ps.stats(started-begun, monotonicNs()-exited)
 	if p.NUMABalancing && len(topo.Nodes) > 1 && p.Totals.Accesses() == 0 {
 		p.Notes = append(p.Notes, "NUMA balancing is on but took no hinting faults: the program ended before the scanner reached it (kernel.numa_balancing_scan_delay_ms, "+
 			"under /sys/kernel/debug/sched/numa_balancing/ on recent kernels) or its memory was not scanned; only first touches are reported")

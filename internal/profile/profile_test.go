@@ -17,7 +17,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/numascope/numascope/internal/profile/perfring"
+	"github.com/numascope/numascope/internal/perfring"
 	"github.com/numascope/numascope/internal/sysfs"
 	"github.com/numascope/numascope/internal/testutil"
 	"github.com/numascope/numascope/internal/topology"
@@ -759,5 +759,32 @@ func TestAccessAfterMigrationNotStale(t *testing.T) {
 		if a.totals != want {
 			t.Errorf("page migrated after the query: %v: totals %+v, want %+v", migrates, a.totals, want)
 		}
+	}
+}
+
+// TestProfilerStats: the profile gives its own costs outside the program's
+// run and each CPU's ring, and the rings' records account for every sample.
+func TestProfilerStats(t *testing.T) {
+	p := runProfile(t, "/bin/sh", "-c", "true")
+	st := p.Profiler
+	if st == nil {
+		t.Fatal("no profiler figures in the profile")
+	}
+	if _, cpus := cpuNodes(liveTopology(t)); len(st.Rings) != len(cpus) {
+		t.Errorf("%d rings, want one for each of the %d CPUs", len(st.Rings), len(cpus))
+	}
+	var records, lost uint64
+	for _, r := range st.Rings {
+		records += r.Records
+		lost += r.Lost
+		if r.Size <= 0 || r.HighWater > r.Size || r.Drains == 0 {
+			t.Errorf("ring %+v", r)
+		}
+	}
+	if p.Samples == 0 || records < p.Samples || lost > p.Lost {
+		t.Errorf("rings hold %d records, %d lost; the profile %d samples, %d lost", records, lost, p.Samples, p.Lost)
+	}
+	if st.StartS <= 0 || st.AfterExitS <= 0 || st.StartS+st.AfterExitS > p.Duration+10 {
+		t.Errorf("start %.6f s, after exit %.6f s, duration %.3f s", st.StartS, st.AfterExitS, p.Duration)
 	}
 }

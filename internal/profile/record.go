@@ -7,8 +7,11 @@ package profile
 import (
 	"golang.org/x/sys/unix"
 
-	"github.com/numascope/numascope/internal/profile/perfring"
+	"github.com/numascope/numascope/internal/perfring"
 )
+
+// ringRecord handles one record as a ring gives it.
+func (a *analyzer) ringRecord(r *perfring.Record) { a.record(r.Raw) }
 
 // record handles one perf record. Samples are buffered for handleBatch;
 // the rest (rare) are applied at once.
