@@ -21,11 +21,9 @@ func (a *analyzer) fill(p *Profile) {
 	}
 	// Candidates still waiting when the program ended cannot be checked
 	// any more (its pagemap is gone).
-	a.thp.unchecked += uint64(len(a.thp.flagged))
-	a.thp.flagged = a.thp.flagged[:0]
-	if a.thp.unchecked > 0 {
+	if n := a.thp.finish(); n > 0 {
 		p.Notes = append(p.Notes, fmt.Sprintf("%d first touches that may have placed a transparent huge page were not checked, the kernel being slow to answer "+
-			"(its mmap lock contended) or not showing the page: first touches may be low by up to 511 pages each", a.thp.unchecked))
+			"(its mmap lock contended) or not showing the page: first touches may be low by up to 511 pages each", n))
 	}
 	if a.repeats > 0 {
 		p.Notes = append(p.Notes, fmt.Sprintf("%d later faults on pages already touched are not accesses: without NUMA hinting faults here they are memory unmapped and mapped again, "+
@@ -34,7 +32,7 @@ func (a *analyzer) fill(p *Profile) {
 	p.Totals = a.totals
 	p.AccessMatrix = Matrix{ThreadNodes: a.threadNodes, PageNodes: p.Nodes, Counts: a.matrix}
 
-	defer a.code.sym.close()
+	defer a.code.closeSymbols()
 	agg := map[Frame]*Metrics{}
 	for k, m := range a.locs {
 		fr := a.code.symbolize(k)
@@ -63,7 +61,7 @@ func (a *analyzer) fill(p *Profile) {
 		p.Locations = []Location{}
 	}
 	p.Mappings = []Mapping{}
-	for _, m := range a.mp.list {
+	for _, m := range a.mp.all() {
 		if m.Metrics != (Metrics{}) {
 			p.Mappings = append(p.Mappings, m)
 		}
@@ -78,7 +76,7 @@ func (a *analyzer) fill(p *Profile) {
 	p.CompDirs = map[string][]string{}
 	note := func(file string) {
 		if _, done := p.CompDirs[file]; !done && file != "" {
-			if dirs := a.code.sym.compDirs(file); len(dirs) > 0 {
+			if dirs := a.code.compDirs(file); len(dirs) > 0 {
 				p.CompDirs[file] = dirs
 			}
 		}

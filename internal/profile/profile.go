@@ -228,7 +228,7 @@ func Run(args []string, opt Options) (*Profile, error) {
 	kern := newProcKernel(procRoot, "/sys", a.pageSize)
 	defer kern.Close()
 	a.setKernel(kern)
-	a.thp = openTHP("/sys")
+	a.thp.disable(thpDisabled("/sys"))
 	p := &Profile{Host: opt.Host, Rank: opt.Rank, Command: args, Nodes: pageNodes}
 	p.NUMABalancing, a.hinting, p.Notes = balancingNotes(procRoot, topo)
 
@@ -448,12 +448,12 @@ func (a *analyzer) seed(pid int, name string) {
 	if maps, ok := a.kern.Maps(int32(pid)); ok {
 		for line := range strings.Lines(string(maps)) {
 			if m, ok := parseMapsLine(line); ok {
-				a.code.maps[int32(pid)] = append(a.code.maps[int32(pid)], m)
+				a.code.addMapping(int32(pid), m)
 				// Read the program's line tables now, while it is
 				// stopped: the first faults ask for them, and reading a
 				// large table while the program runs would let its rings
 				// overflow.
-				a.code.sym.load(m.file)
+				a.code.loadSymbols(m.file)
 			}
 		}
 	}
@@ -514,7 +514,7 @@ type capturedSyscall struct {
 // startCapture writes a capture's header for the stopped process pid.
 func startCapture(w io.Writer, a *analyzer, pid int) (*perfring.CaptureWriter, error) {
 	m := captureMeta{PID: int32(pid), CPUNode: a.cpuNode, PageNodes: a.pageNodes, ThreadNodes: a.threadNodes,
-		Hinting: a.hinting, THPOff: a.thp.off, PageSize: a.pageSize}
+		Hinting: a.hinting, THPOff: !a.thp.on(), PageSize: a.pageSize}
 	if maps, ok := a.kern.Maps(int32(pid)); ok {
 		m.Maps = string(maps)
 	}

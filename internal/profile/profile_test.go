@@ -348,7 +348,7 @@ func TestClassify(t *testing.T) {
 	k.setAffinity(fake, fake+1, "1")
 	k.setAffinity(fake, fake+2, "0-1")
 	add := func(tid int32, cpu int32, addr uint64, ip uint64) {
-		a.batch = append(a.batch, rawSample{ip: ip, addr: addr, time: uint64(len(a.batch) + 1), pid: fake, tid: tid, cpu: cpu})
+		a.batch.add(rawSample{ip: ip, addr: addr, time: uint64(len(a.batch.recs) + 1), pid: fake, tid: tid, cpu: cpu})
 	}
 	add(fake, 0, 0x10000, 0x100)   // first touch by node 0's thread
 	add(fake+1, 1, 0x10008, 0x200) // remote access by node 1's thread
@@ -431,10 +431,10 @@ func FuzzRecord(f *testing.F) {
 		a := newAnalyzer([]int{0}, []int{0}, []int{-1, 0})
 		useFakeKernel(a) // no affinity to read: decoding only
 		a.record(b)
-		for _, s := range a.batch {
+		for _, s := range a.batch.recs {
 			_ = s.caller
 		}
-		a.batch = a.batch[:0]
+		a.batch.recs = a.batch.recs[:0]
 	})
 }
 
@@ -478,16 +478,16 @@ func BenchmarkRecord(b *testing.B) {
 				le.PutUint64(r[8+24:], uint64(i%pages)*4096) // addr
 				le.PutUint32(r[8+32:], uint32(i&1))          // cpu
 				a.record(r)
-				if len(a.batch) == 1024 {
-					if a.batch[0].caller != want {
-						b.Fatalf("caller %#x, want %#x", a.batch[0].caller, want)
+				if len(a.batch.recs) == 1024 {
+					if a.batch.recs[0].caller != want {
+						b.Fatalf("caller %#x, want %#x", a.batch.recs[0].caller, want)
 					}
-					for j := range a.batch {
-						a.handle(&a.batch[j])
+					for j := range a.batch.recs {
+						a.handle(&a.batch.recs[j])
 					}
-					a.batch = a.batch[:0]
-					a.refresh = a.refresh[:0]
-					a.pending = a.pending[:0]
+					a.batch.recs = a.batch.recs[:0]
+					a.nodes.refresh = a.nodes.refresh[:0]
+					a.nodes.pending = a.nodes.pending[:0]
 				}
 			}
 		})
@@ -511,7 +511,7 @@ func TestExecForgetsPages(t *testing.T) {
 	binary.LittleEndian.PutUint16(exec[4:], perfring.MiscCommExec)
 	binary.LittleEndian.PutUint64(exec[len(exec)-perfring.SampleIDSize+8:], 15) // time
 	add := func(tm, addr uint64) {
-		a.batch = append(a.batch, rawSample{ip: 1, addr: addr, time: tm, pid: fake, tid: fake, cpu: 0})
+		a.batch.add(rawSample{ip: 1, addr: addr, time: tm, pid: fake, tid: fake, cpu: 0})
 	}
 	add(10, 0x5000)
 	add(12, 0x5008) // before the exec: an access
@@ -579,7 +579,7 @@ func TestNoHintingNoAccesses(t *testing.T) {
 	useFakeKernel(a)
 	fakeOf(t, a).setAffinity(fake, fake, "0")
 	for i, addr := range []uint64{0x5000, 0x6000, 0x5008, 0x6010, 0x5000} {
-		a.batch = append(a.batch, rawSample{ip: 1, addr: addr, time: uint64(10 + i), pid: fake, tid: fake, cpu: 0})
+		a.batch.add(rawSample{ip: 1, addr: addr, time: uint64(10 + i), pid: fake, tid: fake, cpu: 0})
 	}
 	a.handleBatch()
 	if a.totals.FirstTouch != 2 || a.totals.Accesses() != 0 || a.repeats != 3 {
@@ -605,7 +605,7 @@ func TestLossMakesKnownPagesSuspect(t *testing.T) {
 	tm := uint64(10)
 	fault := func(addr uint64) {
 		tm++
-		a.batch = append(a.batch, rawSample{ip: 1, addr: addr, time: tm, pid: fake, tid: fake, cpu: 0})
+		a.batch.add(rawSample{ip: 1, addr: addr, time: tm, pid: fake, tid: fake, cpu: 0})
 		a.handleBatch()
 	}
 	fault(0x5000) // first touch
@@ -741,7 +741,7 @@ func TestAccessAfterMigrationNotStale(t *testing.T) {
 		n := uint64(0)
 		round := func(tid, cpu int32) {
 			n++
-			a.batch = append(a.batch, rawSample{ip: 0x100, addr: page, time: n, pid: fake, tid: tid, cpu: cpu})
+			a.batch.add(rawSample{ip: 0x100, addr: page, time: n, pid: fake, tid: tid, cpu: cpu})
 			a.handleBatch()
 		}
 		key := pageKey{fake, page}

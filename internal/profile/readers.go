@@ -288,7 +288,7 @@ func (a *analyzer) collect(p *readerPool) (records int) {
 			from = end
 		}
 		a.samples += rd.samples
-		a.batch = append(a.batch, rd.run...)
+		a.batch.add(rd.run...)
 		rd.run, rd.other, rd.ends, rd.samples = rd.run[:0], rd.other[:0], rd.ends[:0], 0
 	}
 	return records
