@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -67,10 +68,17 @@ const (
 	minRingBytes = 512 << 10
 )
 
+// MaxRingBytes bounds Options.RingBytes.
+const MaxRingBytes = 1 << 30
+
 // ringPagesFor is the size of each CPU's data area in pages, for ncpu
-// rings of pageSize pages.
-func ringPagesFor(ncpu, pageSize int) int {
-	b := min(max(ringBudget/max(ncpu, 1), minRingBytes), maxRingBytes)
+// rings of pageSize pages: bytes rounded down to a power of two pages, or,
+// for 0, the share of ringBudget above.
+func ringPagesFor(ncpu, pageSize, bytes int) int {
+	b := bytes
+	if b <= 0 {
+		b = min(max(ringBudget/max(ncpu, 1), minRingBytes), maxRingBytes)
+	}
 	n := 1
 	for n*2*pageSize <= b {
 		n *= 2
@@ -92,9 +100,9 @@ type perfSession struct {
 // openPerf opens the page-fault sampling event on pid, one per CPU in cpus.
 // The event is inherited by the threads and processes pid creates after this
 // call, so pid must not have started yet (see startStopped).
-func openPerf(pid int, cpus []int, stackCopy int) (*perfSession, error) {
+func openPerf(pid int, cpus []int, stackCopy, ringBytes int) (*perfSession, error) {
 	pg := os.Getpagesize()
-	ringPages := ringPagesFor(len(cpus), pg)
+	ringPages := max(ringPagesFor(len(cpus), pg, ringBytes), minRingPages)
 	attr := unix.PerfEventAttr{
 		Type:        unix.PERF_TYPE_SOFTWARE,
 		Size:        uint32(unsafe.Sizeof(unix.PerfEventAttr{})),
@@ -191,4 +199,41 @@ func (ps *perfSession) stats(startNs, afterNs uint64) *ProfilerStats {
 		st.Rings = append(st.Rings, RingStats{CPU: r.CPU, Size: r.Size(), Records: s.Records, Lost: s.Lost, HighWater: s.HighWater, Drains: s.Drains})
 	}
 	return st
+}
+
+// lossNote says where lost records were lost: the rings the kernel found
+// full (each PERF_RECORD_LOST names its ring), and those only the events'
+// counts tell of (a ring still full when the program ended, so that no
+// PERF_RECORD_LOST could be written). "" when nothing was lost.
+func (st *ProfilerStats) lossNote(lost uint64) string {
+	if lost == 0 {
+		return ""
+	}
+	var b strings.Builder
+	var told uint64
+	for _, r := range st.Rings {
+		if r.Lost == 0 {
+			continue
+		}
+		if told == 0 {
+			b.WriteString("where records were lost: full rings (")
+		} else {
+			b.WriteString(", ")
+		}
+		told += r.Lost
+		fmt.Fprintf(&b, "cpu %d: %d of %d KiB, %d lost", r.CPU, r.HighWater>>10, r.Size>>10, r.Lost)
+	}
+	if told > 0 {
+		b.WriteString(")")
+	}
+	if lost > told {
+		if told > 0 {
+			b.WriteString("; ")
+		} else {
+			b.WriteString("where records were lost: ")
+		}
+		fmt.Fprintf(&b, "%d counted by the events and never read, the rings full when the program ended", lost-told)
+	}
+	b.WriteString(": the consumer fell behind the faulting threads (docs/profile.md, \"Lost records\")")
+	return b.String()
 }

@@ -181,6 +181,11 @@ type Options struct {
 	// ring readers; 0, defaultConsumers for the CPUs sampled. At most
 	// MaxConsumers.
 	Consumers int
+	// RingBytes is each CPU's ring size (0: the default share of a
+	// fixed budget, see ringBudget), rounded down to a power of two pages:
+	// for measuring how deep a ring a fault rate needs (docs/profile.md,
+	// "Lost records"). At most MaxRingBytes.
+	RingBytes int
 	// Host and Rank are recorded in the profile as they are (Profile.Host,
 	// Profile.Rank); "" when unknown.
 	Host, Rank string
@@ -261,7 +266,7 @@ func Run(args []string, opt Options) (*Profile, error) {
 	var capture *perfring.CaptureWriter
 	err = startStopped(cmd, func(pid int) error {
 		var err error
-		if ps, err = openPerf(pid, cpus, stackCopy); err != nil {
+		if ps, err = openPerf(pid, cpus, stackCopy, opt.RingBytes); err != nil {
 			return err
 		}
 		if evs, err := ps.openSyscalls(pid); err != nil {
@@ -383,6 +388,9 @@ func Run(args []string, opt Options) (*Profile, error) {
 	}
 	a.fill(p)
 	p.Profiler = ps.stats(started-begun, monotonicNs()-exited)
+	if n := p.Profiler.lossNote(p.Lost); n != "" {
+		p.Notes = append(p.Notes, n)
+	}
 	if p.NUMABalancing && len(topo.Nodes) > 1 && p.Totals.Accesses() == 0 {
 		p.Notes = append(p.Notes, "NUMA balancing is on but took no hinting faults: the program ended before the scanner reached it (kernel.numa_balancing_scan_delay_ms, "+
 			"under /sys/kernel/debug/sched/numa_balancing/ on recent kernels) or its memory was not scanned; only first touches are reported")

@@ -681,8 +681,23 @@ func TestRingPagesFor(t *testing.T) {
 		{1, 32 << 20}, {2, 32 << 20}, {3, 32 << 20}, {4, 32 << 20}, {5, 16 << 20}, {16, 8 << 20},
 		{64, 2 << 20}, {96, 1 << 20}, {256, 512 << 10}, {1024, 512 << 10},
 	} {
-		if got := ringPagesFor(c.cpus, 4096) * 4096; got != c.bytes {
+		if got := ringPagesFor(c.cpus, 4096, 0) * 4096; got != c.bytes {
 			t.Errorf("%d CPUs: rings of %d KiB, want %d KiB", c.cpus, got>>10, c.bytes>>10)
+		}
+	}
+	// Asked for (--ring-kb): whatever the CPUs, rounded down to a power
+	// of two pages.
+	if got := ringPagesFor(16, 4096, 12<<20) * 4096; got != 8<<20 {
+		t.Errorf("12 MiB asked: rings of %d KiB, want 8192", got>>10)
+	}
+}
+
+// TestRingBytesAsked: Options.RingBytes sizes every ring of a real run.
+func TestRingBytesAsked(t *testing.T) {
+	p := runProfileWith(t, Options{RingBytes: 256 << 10}, "/bin/sh", "-c", "true")
+	for _, r := range p.Profiler.Rings {
+		if r.Size != 256<<10 {
+			t.Errorf("ring of cpu %d: %d bytes, want 256 KiB", r.CPU, r.Size)
 		}
 	}
 }
@@ -786,5 +801,23 @@ func TestProfilerStats(t *testing.T) {
 	}
 	if st.StartS <= 0 || st.AfterExitS <= 0 || st.StartS+st.AfterExitS > p.Duration+10 {
 		t.Errorf("start %.6f s, after exit %.6f s, duration %.3f s", st.StartS, st.AfterExitS, p.Duration)
+	}
+}
+
+// TestLossNote: a loss is told ring by ring, and what no PERF_RECORD_LOST
+// told is told as the events' count.
+func TestLossNote(t *testing.T) {
+	st := &ProfilerStats{Rings: []RingStats{{CPU: 0, Size: 64 << 10}, {CPU: 3, Size: 64 << 10, HighWater: 63 << 10, Lost: 500}}}
+	if n := st.lossNote(0); n != "" {
+		t.Errorf("nothing lost: %q", n)
+	}
+	n := st.lossNote(800)
+	for _, want := range []string{"cpu 3: 63 of 64 KiB, 500 lost", "300 counted by the events"} {
+		if !strings.Contains(n, want) {
+			t.Errorf("note %q lacks %q", n, want)
+		}
+	}
+	if strings.Contains(n, "cpu 0") {
+		t.Errorf("note %q names a ring that lost nothing", n)
 	}
 }
