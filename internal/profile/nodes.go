@@ -151,12 +151,19 @@ func (a *analyzer) lookupNodes(q []nodeQuery) {
 	}
 }
 
-// nodeNow asks where one page is now (lookupNodes for one page): -1 when
-// neither move_pages nor pagemap knows.
-func (a *analyzer) nodeNow(key pageKey) int {
-	a.oneQuery[0] = nodeQuery{key: key, pend: -1, acc: -1, node: -1}
-	a.lookupNodes(a.oneQuery[:])
-	return int(a.oneQuery[0].node)
+// nodeNow asks where one page, known to the profiler, is now (lookupNodes
+// for one page): -1 when neither move_pages nor pagemap knows; gone when
+// its process has exited, so that nothing can be known of it any more.
+func (a *analyzer) nodeNow(key pageKey) (node int, gone bool) {
+	a.pageBuf = append(a.pageBuf[:0], key.page)
+	st := a.movePages(key.pid, a.pageBuf)
+	switch {
+	case st == nil:
+		return -1, true
+	case st[0] >= 0:
+		return int(st[0]), false
+	}
+	return a.pagemapNode(key.pid, key.page), false
 }
 
 // movePages returns the node of each page of pid, or a negative errno for a

@@ -80,6 +80,12 @@ type Profile struct {
 	// that have one: where `numascope view` looks for a source file when
 	// given no --source-path (never elsewhere).
 	CompDirs map[string][]string `json:"comp_dirs,omitempty"`
+
+	// AccessesNodeUnknown are sampled accesses counted neither local nor
+	// remote: handled after the program had exited (numascope short of
+	// CPU), to pages a hinting fault before may have migrated, which the
+	// kernel can no longer place.
+	AccessesNodeUnknown uint64 `json:"accesses_node_unknown"`
 }
 
 // Matrix counts sampled accesses by the accessing thread's node (row; -1 for
