@@ -58,10 +58,9 @@ type nodeQueries struct {
 	// rounds it was asked again.
 	unplaced map[pageKey]uint8
 	queries  []nodeQuery // round's buffer
-	pageBuf  []uint64    // lookup's buffer
-	// statusBuf is movePages' buffer; oneQuery nodeNow's.
+	pageBuf  []uint64    // lookup's and nodeNow's buffer
+	// statusBuf is movePages' buffer.
 	statusBuf []int32
-	oneQuery  [1]nodeQuery
 }
 
 func newNodeQueries(pg *pageTracker, thp *thpChecker, pageSize uint64, oneNode bool) nodeQueries {
@@ -196,12 +195,19 @@ func (nq *nodeQueries) lookup(q []nodeQuery) {
 	}
 }
 
-// nodeNow asks where one page is now (lookup for one page): -1 when
-// neither move_pages nor pagemap knows.
-func (nq *nodeQueries) nodeNow(key pageKey) int {
-	nq.oneQuery[0] = nodeQuery{key: key, pend: -1, acc: -1, node: -1}
-	nq.lookup(nq.oneQuery[:])
-	return int(nq.oneQuery[0].node)
+// nodeNow asks where one page, known to the profiler, is now (lookup for
+// one page): -1 when neither move_pages nor pagemap knows; gone when its
+// process has exited, so that nothing can be known of it any more.
+func (nq *nodeQueries) nodeNow(key pageKey) (node int, gone bool) {
+	nq.pageBuf = append(nq.pageBuf[:0], key.page)
+	st := nq.movePages(key.pid, nq.pageBuf)
+	switch {
+	case st == nil:
+		return -1, true
+	case st[0] >= 0:
+		return int(st[0]), false
+	}
+	return nq.pagemapNode(key.pid, key.page), false
 }
 
 // movePages returns the node of each page of pid, or a negative errno for a

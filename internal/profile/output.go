@@ -11,13 +11,17 @@ import (
 // fill writes the analyzer's counts into p, symbolizing the locations.
 func (a *analyzer) fill(p *Profile) {
 	p.Samples, p.Lost, p.HugePages = a.samples, a.lost, a.hugePages
-	p.FaultsAfterLoss, p.RepeatFaults = a.afterLoss, a.repeats
+	p.FaultsAfterLoss, p.RepeatFaults, p.AccessesNodeUnknown = a.afterLoss, a.repeats, a.unknownNode
 	if a.lost > 0 {
 		p.Notes = append(p.Notes, fmt.Sprintf("the kernel dropped %d records because numascope fell behind: counts are low by about that much", a.lost))
 	}
 	if a.afterLoss > 0 {
 		p.Notes = append(p.Notes, fmt.Sprintf("%d faults on pages known from before records were lost are counted neither as first touches nor as accesses "+
 			"(an munmap may have been among the lost records, and the address reused): first touches and local/remote accesses are low by up to that much", a.afterLoss))
+	}
+	if a.unknownNode > 0 {
+		p.Notes = append(p.Notes, fmt.Sprintf("%d sampled accesses are counted neither local nor remote: numascope, short of CPU, handled them after the program had exited, "+
+			"and their pages may have been migrated by the access before; give numascope a CPU of its own (taskset) for exact counts", a.unknownNode))
 	}
 	// Candidates still waiting when the program ended cannot be checked
 	// any more (its pagemap is gone).

@@ -85,6 +85,12 @@ type Profile struct {
 	// where the time and the records went (docs/profile.md, "What the
 	// profiler costs"). Absent in merged profiles.
 	Profiler *ProfilerStats `json:"profiler,omitempty"`
+
+	// AccessesNodeUnknown are sampled accesses counted neither local nor
+	// remote: handled after the program had exited (numascope short of
+	// CPU), to pages a hinting fault before may have migrated, which the
+	// kernel can no longer place.
+	AccessesNodeUnknown uint64 `json:"accesses_node_unknown"`
 }
 
 // ProfilerStats is the profiler's own account of a run.
