@@ -6,6 +6,7 @@ package profile
 import (
 	"fmt"
 	"sort"
+	"strings"
 )
 
 // fill writes the analyzer's counts into p, symbolizing the locations.
@@ -102,4 +103,41 @@ func (a *analyzer) fill(p *Profile) {
 		}
 		p.Threads = append(p.Threads, th)
 	}
+}
+
+// lossNote says where lost records were lost: the rings the kernel found
+// full (each PERF_RECORD_LOST names its ring), and those only the events'
+// counts tell of (a ring still full when the program ended, so that no
+// PERF_RECORD_LOST could be written). "" when nothing was lost.
+func (st *ProfilerStats) lossNote(lost uint64) string {
+	if lost == 0 {
+		return ""
+	}
+	var b strings.Builder
+	var told uint64
+	for _, r := range st.Rings {
+		if r.Lost == 0 {
+			continue
+		}
+		if told == 0 {
+			b.WriteString("where records were lost: full rings (")
+		} else {
+			b.WriteString(", ")
+		}
+		told += r.Lost
+		fmt.Fprintf(&b, "cpu %d: %d of %d KiB, %d lost", r.CPU, r.HighWater>>10, r.Size>>10, r.Lost)
+	}
+	if told > 0 {
+		b.WriteString(")")
+	}
+	if lost > told {
+		if told > 0 {
+			b.WriteString("; ")
+		} else {
+			b.WriteString("where records were lost: ")
+		}
+		fmt.Fprintf(&b, "%d counted by the events and never read, the rings full when the program ended", lost-told)
+	}
+	b.WriteString(": the consumer fell behind the faulting threads (docs/profile.md, \"Lost records\")")
+	return b.String()
 }
