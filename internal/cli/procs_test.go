@@ -26,6 +26,7 @@ func TestSamplingCommandsStartOnOneP(t *testing.T) {
 	}{
 		{"stat", "", []string{"stat", "-i", "1ms", "-n", "2", "-e", "vmstat.pgfault"}, 1},
 		{"record", "", []string{"record", "-o", out, "--force", "-i", "1ms", "-n", "2", "-e", "vmstat.pgfault"}, 1},
+		{"stat after a global flag", "", []string{"--root", "/", "stat", "-i", "1ms", "-n", "2", "-e", "vmstat.pgfault"}, 1},
 		{"stat, GOMAXPROCS set", "8", []string{"stat", "-i", "1ms", "-n", "2", "-e", "vmstat.pgfault"}, 8},
 		{"topology", "", []string{"topology"}, 8},
 	} {
