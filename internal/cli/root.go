@@ -70,6 +70,11 @@ func Main(args []string) int {
 	}
 	root := newRoot()
 	root.SetArgs(args)
+	// The commands whose steady work is one sampler run on the one P they
+	// sample on from the start (sampler.SamplingProcess).
+	if cmd, _, err := root.Find(args); err == nil && (cmd.Name() == "stat" || cmd.Name() == "record") {
+		sampler.SamplingProcess()
+	}
 	return exitStatus(root.Execute(), os.Stderr)
 }
 
