@@ -42,8 +42,8 @@ func TestParseMapsLine(t *testing.T) {
 	}
 	for _, l := range []string{
 		"",
-		"7ffd1000-7ffd2000 rw-p 00000000 00:00",   // no inode
-		"zz-7ffd2000 r-xp 00000000 00:00 0 /x",    // start not hex
+		"7ffd1000-7ffd2000 rw-p 00000000 00:00", // no inode
+		"zz-7ffd2000 r-xp 00000000 00:00 0 /x",  // start not hex
 		"7ffd2000-7ffd1000 r-xp 00000000 00:00 0", // end before start
 		"7ffd1000-7ffd1000 r-xp 00000000 00:00 0", // empty range
 		"7ffd1000 r-xp 00000000 00:00 0",          // no end
