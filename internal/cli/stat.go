@@ -67,7 +67,8 @@ pause, resume, interval and record commands (see numascope ctl).`,
 			}
 			// Lines go out once per batch of samples (see sampler.Sink):
 			// the same bytes in fewer writes; raw when stdout is a local
-			// file (see rawio).
+			// file (see rawio), kept for the same figure as recordings'
+			// (docs/performance.md, "Hand-written I/O").
 			out := bufio.NewWriterSize(rawio.NewFileWriter(os.Stdout), 64<<10)
 			p := term.NewPrinter(out, cols, opt)
 			sink := s.smp.AddSink("terminal", sampler.SinkDepth(s.smp.Interval()))

@@ -7,7 +7,6 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/numascope/numascope/internal/beneath"
-	"github.com/numascope/numascope/internal/rawio"
 )
 
 // StatFile is a /proc/PID/stat kept open between reads. Reading it again
@@ -56,9 +55,12 @@ func (f *StatFile) Close() error {
 // ReadStatFile reads f again into s. A process that exited gives a
 // *GoneError: the caller closes f and forgets it.
 //
-// The read is raw (rawio.Pread): it never blocks (the kernel formats the
-// file from the task, a few microseconds), and a refresh makes one per
-// process, a thousand at a time after a second idle.
+// The read is an ordinary pread (unix.Pread). A raw one, which spares the
+// runtime's monitor thread a wake-up, was used until issue 33: a refresh
+// makes a thousand reads in one burst, so that wake-up happens about once
+// per refresh, a few microseconds against the 14 ms a refresh of 1 000
+// processes costs (docs/performance.md, "numascope top"), a gain no
+// benchmark resolves.
 func (r *Reader) ReadStatFile(f *StatFile, s *Stat) error {
 	if f.fd < 0 {
 		return fmt.Errorf("/proc/%d/stat: read after Close", f.pid)
@@ -66,7 +68,10 @@ func (r *Reader) ReadStatFile(f *StatFile, s *Stat) error {
 	if r.buf == nil {
 		r.buf = make([]byte, 16<<10)
 	}
-	n, err := rawio.Pread(f.fd, r.buf, 0)
+	n, err := unix.Pread(f.fd, r.buf, 0)
+	for err == unix.EINTR {
+		n, err = unix.Pread(f.fd, r.buf, 0)
+	}
 	if err != nil {
 		return r.explain(f.pid, fmt.Errorf("reading /proc/%d/stat: %w", f.pid, err))
 	}

@@ -28,16 +28,48 @@ type Status struct {
 	Threads int
 }
 
+// StatusFields is the one parser of the structure of /proc/PID/status:
+// it calls fn with each "Key:\tvalue" line's key (blanks trimmed) and its
+// raw value (everything after the first ':', the kernel's tab included),
+// skipping lines without a ':' or with an empty key. It stops at the first
+// error fn returns, or at a line longer than MaxLine. Callers parse the
+// values they need: ParseStatus for a process table, StatusField for one
+// key, topology for the allowed sets of a captured tree.
+func StatusFields(data []byte, fn func(no int, key, value []byte) error) error {
+	return lines(data, "status", func(no int, line []byte) error {
+		k, v, ok := bytes.Cut(line, []byte(":"))
+		if !ok {
+			return nil
+		}
+		if k = bytes.TrimSpace(k); len(k) == 0 {
+			return nil
+		}
+		return fn(no, k, v)
+	})
+}
+
+// errStop ends a walk over a file's lines early; it is never returned.
+var errStop = errors.New("stop")
+
+// StatusField returns the value of key in /proc/PID/status, blanks
+// trimmed; ok is false when the key is absent.
+func StatusField(data []byte, key string) (value string, ok bool) {
+	StatusFields(data, func(_ int, k, v []byte) error {
+		if string(k) != key {
+			return nil
+		}
+		value, ok = string(bytes.TrimSpace(v)), true
+		return errStop
+	})
+	return value, ok
+}
+
 // ParseStatus parses /proc/PID/status into s, reusing its slices.
 func ParseStatus(data []byte, s *Status) error {
 	name, cpus, mems := s.Name[:0], s.CPUsAllowed[:0], s.MemsAllowed[:0]
 	*s = Status{}
 	have := 0
-	err := lines(data, "status", func(no int, line []byte) error {
-		k, v, ok := bytes.Cut(line, []byte(":"))
-		if !ok {
-			return nil
-		}
+	err := StatusFields(data, func(no int, k, v []byte) error {
 		var err error
 		switch string(k) {
 		case "Name":

@@ -1,7 +1,6 @@
 package profile
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/binary"
 	"os"
@@ -10,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/numascope/numascope/internal/placement"
+	"github.com/numascope/numascope/internal/procnuma"
 )
 
 // kernel is what the analyzer asks the kernel about the profiled processes,
@@ -115,7 +115,11 @@ func (k *procKernel) FrameTHP(pfn uint64) (huge, known bool) {
 func (k *procKernel) ExactTHP() bool { return k.kpf != nil }
 
 func (k *procKernel) Affinity(pid, tid int32) (string, bool) {
-	return readStatusField(k.procRoot+"/"+strconv.Itoa(int(pid))+"/task/"+strconv.Itoa(int(tid))+"/status", "Cpus_allowed_list:")
+	b, err := os.ReadFile(k.procRoot + "/" + strconv.Itoa(int(pid)) + "/task/" + strconv.Itoa(int(tid)) + "/status")
+	if err != nil {
+		return "", false
+	}
+	return procnuma.StatusField(b, "Cpus_allowed_list")
 }
 
 func (k *procKernel) Maps(pid int32) ([]byte, bool) {
@@ -139,21 +143,6 @@ func (k *procKernel) Close() {
 		k.kpf.Close()
 		k.kpf = nil
 	}
-}
-
-func readStatusField(path, key string) (string, bool) {
-	f, err := os.Open(path)
-	if err != nil {
-		return "", false
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		if v, ok := strings.CutPrefix(sc.Text(), key); ok {
-			return strings.TrimSpace(v), true
-		}
-	}
-	return "", false
 }
 
 // pfnNodes maps physical frame numbers to nodes through the memory blocks

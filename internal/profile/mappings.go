@@ -2,8 +2,9 @@ package profile
 
 import (
 	"sort"
-	"strconv"
 	"strings"
+
+	"github.com/numascope/numascope/internal/procnuma"
 )
 
 // Mapping is the memory a set of pages belongs to, with their metrics: where
@@ -152,10 +153,11 @@ func (t *mappingTracker) read(k kernel, pid int32) {
 	}
 	var rs []region
 	for line := range strings.Lines(string(maps)) {
-		start, end, name, ok := parseRange(line)
+		m, ok := procnuma.ParseMapsLine(line)
 		if !ok {
 			continue
 		}
+		start, end, name := m.Start, m.End, m.Path
 		var mk mapKey
 		switch {
 		case name == "[heap]":
@@ -186,25 +188,4 @@ func (t *mappingTracker) index(k mapKey) uint32 {
 	i := uint32(len(t.list) - 1)
 	t.idx[k] = i
 	return i
-}
-
-// parseRange parses "start-end perms offset dev inode [name]" of /proc/PID/maps.
-func parseRange(line string) (start, end uint64, name string, ok bool) {
-	f := strings.Fields(line)
-	if len(f) < 5 {
-		return 0, 0, "", false
-	}
-	se := strings.SplitN(f[0], "-", 2)
-	if len(se) != 2 {
-		return 0, 0, "", false
-	}
-	s, err1 := strconv.ParseUint(se[0], 16, 64)
-	e, err2 := strconv.ParseUint(se[1], 16, 64)
-	if err1 != nil || err2 != nil || e <= s {
-		return 0, 0, "", false
-	}
-	if len(f) > 5 {
-		name = strings.Join(f[5:], " ")
-	}
-	return s, e, name, true
 }

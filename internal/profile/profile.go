@@ -21,7 +21,6 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
-	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -30,6 +29,7 @@ import (
 
 	"github.com/numascope/numascope/internal/perfevent"
 	"github.com/numascope/numascope/internal/perfring"
+	"github.com/numascope/numascope/internal/procnuma"
 	"github.com/numascope/numascope/internal/sigfwd"
 	"github.com/numascope/numascope/internal/topology"
 )
@@ -481,24 +481,13 @@ func (a *analyzer) seed(pid int, name string) {
 	}
 }
 
-// parseMapsLine parses an executable file mapping of /proc/PID/maps:
-// "start-end perms offset dev inode path".
+// parseMapsLine parses an executable file mapping of /proc/PID/maps.
 func parseMapsLine(line string) (mapping, bool) {
-	f := strings.Fields(line)
-	if len(f) < 6 || len(f[1]) < 3 || f[1][2] != 'x' || !strings.HasPrefix(f[5], "/") {
+	m, ok := procnuma.ParseMapsLine(line)
+	if !ok || !m.Executable() || !strings.HasPrefix(m.Path, "/") {
 		return mapping{}, false
 	}
-	se := strings.SplitN(f[0], "-", 2)
-	if len(se) != 2 {
-		return mapping{}, false
-	}
-	start, err1 := strconv.ParseUint(se[0], 16, 64)
-	end, err2 := strconv.ParseUint(se[1], 16, 64)
-	off, err3 := strconv.ParseUint(f[2], 16, 64)
-	if err1 != nil || err2 != nil || err3 != nil || end <= start {
-		return mapping{}, false
-	}
-	return mapping{start: start, end: end, pgoff: off, file: strings.Join(f[5:], " ")}, true
+	return mapping{start: m.Start, end: m.End, pgoff: m.Offset, file: m.Path}, true
 }
 
 // captureMeta is the header of a record capture: what the analyzer knew

@@ -1,5 +1,5 @@
-// Package rawio writes to local files and sockets, and reads kernel
-// statistics files, without telling the Go scheduler.
+// Package rawio writes to local files, and reads kernel statistics files,
+// without telling the Go scheduler, for the sampling path only.
 //
 // An ordinary write from Go enters the scheduler as a system call
 // (entersyscall), so that the runtime can give the thread's P to another
@@ -8,24 +8,24 @@
 // then polls every 20 µs or more before it sleeps again: two or more thread
 // wake-ups per write, a fifth of what a whole sample costs at long intervals
 // (docs/performance.md). Writes that cannot block for long are made here as
-// raw system calls instead:
+// raw system calls instead, to a regular file on a local file system
+// (FileWriter), which lands in the page cache in microseconds. The kernel
+// may still hold one (the dirty-page throttle, a frozen file system), and a
+// raw write keeps its P meanwhile: with one P, nothing else in the process
+// runs. So a write that takes longer than SlowWrite turns raw writes off for
+// the next RawPause, and a disk under writeback pressure delays the process
+// once per RawPause, not at every write; and the sampler turns raw file
+// writes off altogether (SetRawFiles) while it samples at intervals so short
+// that even one held write would cost many deadlines. Anything else (a
+// terminal, a pipe, NFS, FUSE), which may block for as long as another
+// process likes, is always written the ordinary way. The same holds for the
+// sensors' reads of kernel statistics files (Pread), which the kernel builds
+// in memory when they are read.
 //
-//   - to a regular file on a local file system (FileWriter), which lands in
-//     the page cache in microseconds. The kernel may still hold one (the
-//     dirty-page throttle, a frozen file system), and a raw write keeps its
-//     P meanwhile: with one P, nothing else in the process runs. So a write
-//     that takes longer than SlowWrite turns raw writes off for the next
-//     RawPause, and a disk under writeback pressure delays the process once
-//     per RawPause, not at every write; and the sampler turns raw file
-//     writes off altogether (SetRawFiles) while it samples at intervals so
-//     short that even one held write would cost many deadlines; anything else (a terminal, a pipe,
-//     NFS, FUSE), which may block for as long as another process likes, is
-//     always written the ordinary way;
-//   - to a socket (Conn), which is non-blocking: when its buffer is full the
-//     write parks in the runtime's poller as an ordinary one does.
-//
-// The same holds for reads of kernel statistics files (Pread), which the
-// kernel builds in memory when they are read.
+// Each use is kept only where a benchmark shows a gain a user pays for at
+// realistic rates (issue 33): docs/performance.md, "Hand-written I/O", has
+// the table. The live server's socket writes and top's stat reads, whose
+// gain no benchmark resolved, use the standard library.
 package rawio
 
 import (

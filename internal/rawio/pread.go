@@ -7,10 +7,11 @@ import (
 )
 
 // Pread reads from fd at off with a raw system call, retrying on EINTR.
-// It is for kernel files built in memory when read (/proc and /sys
-// statistics, a process's stat), which answer in microseconds and never
-// block: a read through the scheduler's entry would wake the runtime's
-// monitor thread whenever the process had been idle, as the writes above do.
+// It is for kernel files built in memory when read (the /proc and /sys
+// statistics the sensors re-read every sample), which answer in
+// microseconds and never block: a read through the scheduler's entry would
+// wake the runtime's monitor thread whenever the process had been idle, as
+// the writes of FileWriter do.
 // The error is the call's errno; the caller names the file.
 func Pread(fd int, b []byte, off int64) (int, error) {
 	if len(b) == 0 {

@@ -68,7 +68,9 @@ func (p *preadFile) close() error {
 // Go scheduler it may block: its bookkeeping for a blocking call (entersyscall)
 // wakes the runtime's monitor thread whenever that thread has gone to sleep,
 // which on an idle machine is before every sample; that wake-up, not the read,
-// was the larger part of a sample's cost at long intervals.
+// was the larger part of a sample's cost at long intervals. Kept for the
+// figure in docs/performance.md ("Hand-written I/O"): with unix.Pread,
+// stat at 1 ms cost 1.5x the whole-process CPU (issue 33).
 func (p *preadFile) pread(b []byte, off int64) (int, error) {
 	n, err := rawio.Pread(p.fd, b, off)
 	if err != nil {

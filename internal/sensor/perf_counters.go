@@ -10,11 +10,11 @@ import (
 	"fmt"
 	"math/bits"
 	"strconv"
-	"strings"
 
 	"golang.org/x/sys/unix"
 
 	"github.com/numascope/numascope/internal/perfevent"
+	"github.com/numascope/numascope/internal/procnuma"
 	"github.com/numascope/numascope/internal/sysfs"
 )
 
@@ -231,13 +231,12 @@ func hasCapPerfmon(fs sysfs.FS) bool {
 	if err != nil {
 		return false
 	}
-	for _, line := range strings.Split(string(data), "\n") {
-		if v, ok := strings.CutPrefix(line, "CapEff:"); ok {
-			caps, err := strconv.ParseUint(strings.TrimSpace(v), 16, 64)
-			return err == nil && (caps&(1<<38) != 0 || caps&(1<<21) != 0)
-		}
+	v, ok := procnuma.StatusField(data, "CapEff")
+	if !ok {
+		return false
 	}
-	return false
+	caps, err := strconv.ParseUint(v, 16, 64)
+	return err == nil && (caps&(1<<38) != 0 || caps&(1<<21) != 0)
 }
 
 // diagnose turns a perf_event_open error into a reason and a fix.

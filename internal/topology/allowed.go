@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/numascope/numascope/internal/procnuma"
 	"github.com/numascope/numascope/internal/sysfs"
 )
 
@@ -21,7 +22,7 @@ import (
 func (d *discoverer) allowed() (cpus, mems []int, source string) {
 	status := d.fs.Proc("self/status")
 	if s, ok := d.read(status); ok {
-		kv := parseStatus([]byte(s))
+		kv := statusFields([]byte(s))
 		c, cok := d.statusSet(status, kv, "Cpus_allowed_list", "Cpus_allowed")
 		m, mok := d.statusSet(status, kv, "Mems_allowed_list", "Mems_allowed")
 		if cok || mok {
@@ -35,6 +36,19 @@ func (d *discoverer) allowed() (cpus, mems []int, source string) {
 		}
 	}
 	return d.cgroupAllowed()
+}
+
+// statusFields gathers the "Key:\tvalue" pairs of /proc/self/status through
+// procnuma's parser (the one parser of that file), each value trimmed; the
+// caller parses the values it needs. The pairs before an overlong line are
+// kept: a captured tree may be damaged, and the sets are checked anyway.
+func statusFields(data []byte) map[string]string {
+	out := make(map[string]string)
+	procnuma.StatusFields(data, func(_ int, k, v []byte) error {
+		out[string(k)] = strings.Trim(string(v), " \t\r\n\v\f\x00")
+		return nil
+	})
+	return out
 }
 
 // statusSet parses one set from /proc/self/status, preferring the list form

@@ -89,24 +89,6 @@ func parseMeminfo(data []byte) (map[string]uint64, error) {
 	return out, firstErr
 }
 
-// parseStatus parses /proc/PID/status into its "Key:\tvalue" pairs. Only the
-// structure is checked here; the caller parses the values it needs.
-func parseStatus(data []byte) map[string]string {
-	out := make(map[string]string)
-	for _, l := range strings.Split(string(sysfs.Clean(data)), "\n") {
-		k, v, ok := strings.Cut(l, ":")
-		if !ok {
-			continue
-		}
-		k = strings.TrimSpace(k)
-		if k == "" {
-			continue
-		}
-		out[k] = strings.Trim(v, " \t\r\n\v\f\x00")
-	}
-	return out
-}
-
 // mount is one line of /proc/mounts (the fstab format).
 type mount struct {
 	Device, Dir, Type string

@@ -94,7 +94,7 @@ func FuzzParseMeminfo(f *testing.F) {
 	})
 }
 
-func FuzzParseStatus(f *testing.F) {
+func FuzzStatusFields(f *testing.F) {
 	for _, s := range []string{
 		"Name:\tbash\nCpus_allowed:\tff\nCpus_allowed_list:\t0-7\nMems_allowed_list:\t0-1\n",
 		"no colon\n:\n a : b : c \n", "\x00", "",
@@ -102,7 +102,7 @@ func FuzzParseStatus(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		m := parseStatus(data)
+		m := statusFields(data)
 		var b strings.Builder
 		for _, k := range slices.Sorted(maps.Keys(m)) {
 			if strings.ContainsAny(k, ":\n") || k == "" || strings.Contains(m[k], "\n") {
@@ -110,7 +110,7 @@ func FuzzParseStatus(f *testing.F) {
 			}
 			fmt.Fprintf(&b, "%s:\t%s\n", k, m[k])
 		}
-		if again := parseStatus([]byte(b.String())); !reflect.DeepEqual(again, m) {
+		if again := statusFields([]byte(b.String())); !reflect.DeepEqual(again, m) {
 			t.Fatalf("round trip of %q: %q", m, again)
 		}
 	})

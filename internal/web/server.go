@@ -39,7 +39,6 @@ import (
 
 	"github.com/numascope/numascope/internal/connlimit"
 	"github.com/numascope/numascope/internal/loopback"
-	"github.com/numascope/numascope/internal/rawio"
 	"github.com/numascope/numascope/internal/top"
 )
 
@@ -504,9 +503,11 @@ func (s *Server) serveWS(w http.ResponseWriter, r *http.Request) {
 	// Accept checks that Origin matches Host (same origin); a page from
 	// another site cannot open the stream. It echoes Subprotocol when the
 	// client offers it (the page does), never the token's. Frames go out
-	// in raw writes (see rawio): an ordinary one would wake the runtime's
-	// monitor thread at every batch.
-	conn, err := websocket.Accept(rawio.Hijackable(w), r, &websocket.AcceptOptions{Subprotocols: []string{Subprotocol}})
+	// through net/http's hijacked connection, ordinary writes: at most one
+	// per batch (--batch, 400 ms by default), where a raw write would spare
+	// the runtime's monitor thread one wake-up, a gain no benchmark
+	// resolved (issue 33; docs/performance.md, "Hand-written I/O").
+	conn, err := websocket.Accept(w, r, &websocket.AcceptOptions{Subprotocols: []string{Subprotocol}})
 	if err != nil {
 		s.opt.Log(fmt.Sprintf("websocket from %s refused: %v", r.RemoteAddr, err))
 		return
