@@ -441,6 +441,15 @@ func TestDrillDownOneThread(t *testing.T) {
 	if r := row(); !strings.HasPrefix(r, "1717 1.0 0 0 ") {
 		t.Errorf("second reading's thread row %q: want CPU%% 1.0", r)
 	}
+
+	// A drill-down opened on the first frame: its threads' fault rates are
+	// the frame's, not measured yet ("-", not 0).
+	h = newHarness(t, Options{}, 200, 50)
+	firstPID(t, h, 4242)
+	h.press("enter")
+	if f := strings.Fields(h.line("worker-2")); strings.Join(f[5:7], " ") != "- -" {
+		t.Errorf("worker-2 on the first frame %q: want its faults -", f)
+	}
 }
 
 func TestSelectionFollowsProcess(t *testing.T) {

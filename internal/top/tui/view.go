@@ -817,7 +817,8 @@ func (m *model) threadLines(d *top.Detail) []string {
 	lines := []string{m.clip(fmt.Sprintf("THREADS (%d)", len(d.Threads))), m.styled(sgrBold, row(cols, headings(cols)))}
 	for _, t := range d.Threads {
 		local, remote := "-", "-"
-		if t.NUMAFaults != nil {
+		// The faults are the frame's interval's: none in the first frame.
+		if t.NUMAFaults != nil && m.frame != nil && m.frame.Interval > 0 {
 			local, remote = term.Human(t.NUMAFaults.Local, ""), term.Human(t.NUMAFaults.Remote, "")
 		}
 		lines = append(lines, m.clip(row(cols, []string{strconv.Itoa(t.TID), threadCPU(t.CPUPercent),
