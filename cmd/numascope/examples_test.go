@@ -68,7 +68,7 @@ var docExampleRules = map[string]docRule{
 			// DMI strings: absent where /sys/class/dmi is (VMs).
 			"sys_vendor", "product_name",
 		}},
-	`docs/bench.md: "topology": {"nodes": [{"id": 2, "cpus": [], "cpuless": true, "memory_tier": 22,`: {why: "what the web page accepts beyond numascope's own output (a top-level memory_tiers with \"tier\"); web/test reads it"},
+	`docs/bench.md: "topology": {"nodes": [{"id": 2, "cpus": [], "cpuless": true, "memory_tier": 22,`: {keysOf: "numascope bench --kind latency --format json -o bench-tiers.json"},
 
 	// docs/control.md: runs as a user (nobody, when the test is root) with
 	// a stat beside each block; the reader's ./load-dataset is made here.

@@ -232,7 +232,7 @@ func TestExperimentDryRunChecks(t *testing.T) {
 	dir := t.TempDir()
 	spec := func(name, head string) string {
 		path := filepath.Join(dir, name+".toml")
-		body := head + "\ninterval = \"50ms\"\nevents = [\"vmstat.pgfault\", \"node.numa_hit\"]\n" +
+		body := head + "\ninterval = \"50ms\"\nevents = [\"vmstat.pgfault\", \"node.numa_hit\", \"node.MemFree\"]\n" +
 			"[[factor]]\nname = \"n\"\nlevels = [1, 2]\n"
 		if err := os.WriteFile(path, []byte(body), 0o644); err != nil {
 			t.Fatal(err)
@@ -260,6 +260,10 @@ func TestExperimentDryRunChecks(t *testing.T) {
 			"response rate:vmstat.pgfualt: the runs do not record vmstat.pgfualt"},
 		{"node", "command = \"true {n}\"\nreplications = 2\nresponses = [\"total:node.99.numa_hit\"]",
 			"response total:node.99.numa_hit: the runs do not record node.99.numa_hit"},
+		{"gauge", "command = \"true {n}\"\nreplications = 2\nresponses = [\"wall_time\", \"rate:node.MemFree\"]",
+			"response rate:node.MemFree: node.MemFree is a gauge (a level, in bytes), so its rate per second means nothing; use total:node.MemFree for its mean level over the run"},
+		{"gauge-node", "command = \"true {n}\"\nreplications = 2\nresponses = [\"rate:vmstat.pgfault-node.0.MemFree\"]",
+			"node.0.MemFree is a gauge"},
 		{"minus", "command = \"true {n}\"\nreplications = 2\nresponses = [\"total:vmstat.pgfault-vmstat.nope\"]",
 			"the runs do not record vmstat.nope"},
 	} {

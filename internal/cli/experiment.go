@@ -19,6 +19,7 @@ import (
 	"github.com/numascope/numascope/internal/beneath"
 	"github.com/numascope/numascope/internal/experiment"
 	"github.com/numascope/numascope/internal/placement"
+	"github.com/numascope/numascope/internal/sensor"
 	"github.com/numascope/numascope/internal/term"
 	"github.com/numascope/numascope/internal/web"
 )
@@ -267,14 +268,20 @@ func checkResponses(g *globals, spec *experiment.Spec) error {
 	if err != nil {
 		return fmt.Errorf("%s: events: %w", spec.Path, err)
 	}
-	recorded := map[string][]string{}
+	recorded, gauges := map[string][]string{}, map[string]string{}
 	for _, c := range cols {
 		key := c.Sensor + "." + c.Event.Name
+		if c.Event.Kind == sensor.Gauge {
+			gauges[key] = c.Event.Unit
+		}
 		if c.Name != key && len(c.Sources) == 1 && c.Sources[0] != "" && strings.HasPrefix(c.Name, c.Sensor+"."+c.Sources[0]+".") {
 			recorded[key] = append(recorded[key], c.Sources[0])
 		} else if _, ok := recorded[key]; !ok {
 			recorded[key] = nil
 		}
+	}
+	if err := spec.CheckRates(gauges); err != nil {
+		return err
 	}
 	return spec.CheckResponses(recorded)
 }

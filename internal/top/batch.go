@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/numascope/numascope/internal/recording"
+	"github.com/numascope/numascope/internal/term"
 )
 
 // WriteJSON writes f as one line of JSON (the --format json stream: one
@@ -31,8 +32,9 @@ func WriteJSON(w io.Writer, f *Frame) error {
 func WriteText(w io.Writer, f *Frame, rows int, cgroups bool) error {
 	bw := bufio.NewWriter(w)
 	procs, kthreads := WithoutKernelThreads(f.Processes)
-	fmt.Fprintf(bw, "numascope top - %s, interval %.1fs, %d processes (%d kernel threads not shown), sorted by %s\n",
-		f.Time.Format("15:04:05"), f.Interval, len(procs), kthreads, orDash(string(f.Sort)))
+	fmt.Fprintf(bw, "numascope top - %s, interval %.1fs, %s (%s not shown), sorted by %s\n",
+		f.Time.Format("15:04:05"), f.Interval, term.Plural(len(procs), "process", "processes"),
+		term.Plural(kthreads, "kernel thread", "kernel threads"), orDash(string(f.Sort)))
 	if f.SortNote != "" {
 		fmt.Fprintf(bw, "sort: %s\n", recording.SanitizeText(f.SortNote))
 	}
@@ -42,7 +44,7 @@ func WriteText(w io.Writer, f *Frame, rows int, cgroups bool) error {
 		fmt.Fprintf(bw, "; PMU: %s", src.PMU)
 	}
 	if src.Lost > 0 {
-		fmt.Fprintf(bw, "; %d kernel records lost (the rates of those intervals are low)", src.Lost)
+		fmt.Fprintf(bw, "; %s lost (the rates of those intervals are low)", term.Plural(int(src.Lost), "kernel record", "kernel records"))
 	}
 	bw.WriteByte('\n')
 	for _, m := range src.Missing {

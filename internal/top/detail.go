@@ -60,7 +60,8 @@ func (c *Collector) Detail(pid int) (*Detail, error) {
 		ticks := c.stat.UTime + c.stat.STime
 		st.threads[tid] = ticks
 		if o, ok := old[tid]; ok && dt > 0 && ticks >= o {
-			t.CPUPercent = float64(ticks-o) * 100 / userHZ / dt
+			pc := float64(ticks-o) * 100 / userHZ / dt
+			t.CPUPercent = &pc
 		}
 		if err := c.rd.ReadSched(pid, tid, &c.sched); err != nil {
 			schedErr = err

@@ -258,13 +258,15 @@ type Detail struct {
 
 // Thread is one task of a drilled-down process.
 type Thread struct {
-	TID           int     `json:"tid"`
-	Comm          string  `json:"comm"`
-	CPUPercent    float64 `json:"cpu_percent"`
-	CPU           int     `json:"cpu"`
-	Node          int     `json:"node"`
-	PreferredNode int     `json:"preferred_node"`
-	NUMAFaults    *Faults `json:"numa_faults"`
+	TID  int    `json:"tid"`
+	Comm string `json:"comm"`
+	// CPUPercent is over the time since the previous drill-down of the
+	// process; nil (null) on the first, which has nothing to measure from.
+	CPUPercent    *float64 `json:"cpu_percent"`
+	CPU           int      `json:"cpu"`
+	Node          int      `json:"node"`
+	PreferredNode int      `json:"preferred_node"`
+	NUMAFaults    *Faults  `json:"numa_faults"`
 }
 
 // Area is one mapping of numa_maps.

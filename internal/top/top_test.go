@@ -161,6 +161,28 @@ func TestCollectorLive(t *testing.T) {
 	if len(d.Threads) != 1 || d.Threads[0].TID != busy.Process.Pid || d.Threads[0].Node < 0 || len(d.Areas) == 0 {
 		t.Errorf("detail: %+v", d)
 	}
+	// Its thread's CPU% needs two readings: unknown (nil) on the first,
+	// not 0, then the busy loop's share of a CPU.
+	if len(d.Threads) == 1 && d.Threads[0].CPUPercent != nil {
+		t.Errorf("first drill-down: thread CPU%% %v, want nil (not measured yet)", *d.Threads[0].CPUPercent)
+	}
+	// A loaded machine may give the loop no clock tick in one short
+	// interval: it has 10 s to show one.
+	for end := time.Now().Add(10 * time.Second); ; {
+		time.Sleep(200 * time.Millisecond)
+		if d, err = c.Detail(busy.Process.Pid); err != nil {
+			t.Fatal(err)
+		}
+		if len(d.Threads) != 1 || d.Threads[0].CPUPercent == nil {
+			t.Fatalf("second drill-down: threads %+v, want the busy thread's CPU%% measured", d.Threads)
+		}
+		if *d.Threads[0].CPUPercent > 0 || time.Now().After(end) {
+			break
+		}
+	}
+	if p := *d.Threads[0].CPUPercent; p <= 0 {
+		t.Errorf("the busy thread's CPU%% %v over 10 s of readings", p)
+	}
 	if _, err := c.Detail(1 << 30); err == nil {
 		t.Error("Detail of a process that does not exist: no error")
 	}
@@ -214,6 +236,10 @@ func TestHostileNames(t *testing.T) {
 	}
 	if bytes.ContainsAny(buf.Bytes(), "\x1b\a") || !strings.Contains(buf.String(), "[2J") {
 		t.Errorf("text output carries the escape sequence: %q", buf.String())
+	}
+	// One process: the header counts it in the singular.
+	if !strings.Contains(buf.String(), ", 1 process (") {
+		t.Errorf("top -b's header of one process: %q", strings.SplitN(buf.String(), "\n", 2)[0])
 	}
 }
 

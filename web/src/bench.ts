@@ -10,7 +10,7 @@
 // state.
 
 import uPlot from "uplot";
-import type { BenchDocument, BenchMatrix, BenchNode, BenchRated, BenchSkip, Cells, NodeID } from "./documents";
+import type { BenchDocument, BenchMatrix, BenchNode, BenchRated, BenchSkip, Cells, HostLoad, NodeID } from "./documents";
 import { el } from "./dom";
 import { bytes, int, num, percent, ranges, si } from "./format";
 import { distinctColors } from "./colors";
@@ -348,6 +348,15 @@ function legend(k: Kind, lo: number, hi: number, measured: boolean, withRated: b
   return el("div", {}, p, el("p", { class: "muted small" }, notes.join(" ")));
 }
 
+/** hostLoad is conditions.host_load in the words of bench's text output (bench.HostLoad.describe). */
+function hostLoad(h: HostLoad | null): string {
+  if (h === null) return "not read (/proc/stat was unreadable)";
+  const f = (v: number | null, digits: number) => (v === null ? "–" : v.toFixed(digits));
+  const la = h.loadavg_1m === null ? "" : `; load average ${f(h.loadavg_1m, 2)} at the start`;
+  const steal = h.steal_percent === null ? "steal time not counted by this kernel" : `steal time ${f(h.steal_percent, 1)}% of the CPUs' time`;
+  return `${h.busy ? "busy: " : ""}${f(h.other_runnable_mean, 1)} other tasks runnable on average (at most ${f(h.other_runnable_max, 0)}, ${f(h.online_cpus, 0)} CPUs online${la}), ${steal}`;
+}
+
 /** runPanel lists the placement, the conditions of the run, the notes and the pairs not measured. */
 function runPanel(doc: BenchDocument): HTMLElement {
   const c = doc.conditions;
@@ -366,6 +375,7 @@ function runPanel(doc: BenchDocument): HTMLElement {
   fact("NUMA balancing", bal, c.numa_balancing && c.numa_balancing !== "0" && !c.numa_balancing_off_during_run ? "warn" : "");
   if (c.root !== undefined) fact("root", c.root ? "yes" : "no");
   if (c.kernel_isa) fact("kernels", c.kernel_isa);
+  if (c.host_load !== undefined) fact("host load", hostLoad(c.host_load), c.host_load?.busy ? "warn" : "");
   for (const [k, v] of c.other) fact(k, v);
   const r = doc.rated;
   const nRated = (x: Cells | undefined) => (x ?? []).flat().filter((v) => v !== null).length;

@@ -452,7 +452,20 @@ export interface BenchConditions {
   product_name?: string;
   root?: boolean;
   kernel_isa?: string;
+  /** what else ran during the run (bench.HostLoad); null: /proc/stat was unreadable; absent from older files */
+  host_load?: HostLoad | null;
   other: [string, string][];
+}
+
+/** What else ran on the machine during a bench run (conditions.host_load). */
+export interface HostLoad {
+  other_runnable_mean: number | null;
+  other_runnable_max: number | null;
+  online_cpus: number | null;
+  loadavg_1m: number | null;
+  /** null: the kernel does not count steal time */
+  steal_percent: number | null;
+  busy: boolean;
 }
 
 /** A pair without a rated value, and why. */
@@ -615,7 +628,7 @@ function asRated(v: unknown): BenchRated {
   };
 }
 
-const KNOWN_CONDITIONS = new Set(["cpu_model", "kernel", "governors", "thp", "numa_balancing", "numa_balancing_off_during_run", "virtual", "hypervisor", "sys_vendor", "product_name", "root", "kernel_isa"]);
+const KNOWN_CONDITIONS = new Set(["cpu_model", "kernel", "governors", "thp", "numa_balancing", "numa_balancing_off_during_run", "virtual", "hypervisor", "sys_vendor", "product_name", "root", "kernel_isa", "host_load"]);
 
 function asConditions(v: unknown): BenchConditions {
   const o = J.obj(v);
@@ -638,17 +651,37 @@ function asConditions(v: unknown): BenchConditions {
     product_name: J.str(o.product_name),
     root: J.bool(o.root),
     kernel_isa: J.str(o.kernel_isa),
+    host_load: asHostLoad(o),
     other,
   };
 }
 
-/** asBenchNodes reads the topology's nodes (numascope topology's shape), with a tier per node from memory_tier, or from a top-level list of tiers. */
+function asHostLoad(o: Record<string, unknown>): HostLoad | null | undefined {
+  if (!("host_load" in o)) return undefined;
+  const h = o.host_load;
+  if (!J.isObj(h)) return null;
+  return {
+    other_runnable_mean: J.numOrNull(h.other_runnable_mean),
+    other_runnable_max: J.numOrNull(h.other_runnable_max),
+    online_cpus: J.numOrNull(h.online_cpus),
+    loadavg_1m: J.numOrNull(h.loadavg_1m),
+    steal_percent: J.numOrNull(h.steal_percent),
+    busy: J.bool(h.busy) ?? false,
+  };
+}
+
+/**
+ * asBenchNodes reads the topology's nodes (numascope topology's shape), with a tier per node from
+ * memory_tier, else from the list of tiers in the topology (as numascope writes it) or at the top
+ * level (older files).
+ */
 function asBenchNodes(topology: unknown, tiers: unknown): BenchNode[] | undefined {
   const t = J.obj(topology);
   if (!Array.isArray(t.nodes)) return undefined;
-  // memory_tiers: [{"tier": 4, "nodes": [0, 1]}, ...] ("id" for "tier" too).
+  // memory_tiers: [{"id": 4, "nodes": [0, 1]}, ...] ("tier" for "id" in older files).
   const tierOf = new Map<string, NodeID>();
-  for (const x of J.list(tiers, (x) => (J.isObj(x) ? x : undefined))) {
+  const obj = (x: unknown) => (J.isObj(x) ? x : undefined);
+  for (const x of [...J.list(tiers, obj), ...J.list(t.memory_tiers, obj)]) {
     const id = nodeID(x.tier) ?? nodeID(x.id);
     if (id !== undefined) for (const n of nodeIDs(x.nodes)) tierOf.set(String(n), id);
   }

@@ -34,6 +34,11 @@ export function int(v: number): string {
   return Math.round(v).toLocaleString("en-US");
 }
 
+/** count is a count and its noun in agreement: "1 process", "2 processes", "0 processes". */
+export function count(n: number, one: string, many: string): string {
+  return `${n} ${n === 1 ? one : many}`;
+}
+
 /** bytes formats a size in binary units. */
 export function bytes(v: number): string {
   const u = ["B", "KiB", "MiB", "GiB", "TiB"];

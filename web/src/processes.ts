@@ -8,7 +8,7 @@
 // hints are other users' data: all are text (src/dom.ts).
 
 import { $, el } from "./dom";
-import { bytes, ranges, share, si } from "./format";
+import { bytes, count, ranges, share, si } from "./format";
 import * as J from "./json";
 import { mode } from "./page";
 import { authHeaders } from "./token";
@@ -101,7 +101,8 @@ export interface Answer {
 export interface Thread {
   tid: number;
   comm: string;
-  cpu_percent: number;
+  /** null: not measured yet (the drill-down's first reading: a rate needs two) */
+  cpu_percent: number | null;
   cpu: number;
   node: number;
   preferred_node: number;
@@ -249,7 +250,7 @@ export function readDetail(v: unknown): Detail {
         ? {
             tid: J.numOr(t.tid, 0),
             comm: J.strOr(t.comm, ""),
-            cpu_percent: J.numOr(t.cpu_percent, 0),
+            cpu_percent: J.numOrNull(t.cpu_percent),
             cpu: J.numOr(t.cpu, -1),
             node: J.numOr(t.node, -1),
             preferred_node: J.numOr(t.preferred_node, -1),
@@ -422,9 +423,9 @@ function draw(p: Page, a: Answer): void {
   if (a.order === "asc" || a.order === "desc") p.order = a.order;
   const first = f.interval_seconds === 0;
   $("proc-count").textContent =
-    `${a.matched === a.total ? `${a.total} processes` : `${a.matched} of ${a.total} processes match`}` +
+    `${a.matched === a.total ? count(a.total, "process", "processes") : `${a.matched} of ${count(a.total, "process", "processes")} match`}` +
     (f.processes.length < a.matched ? ` · first ${f.processes.length} shown` : "") +
-    (a.kernel_threads_hidden ? ` · ${a.kernel_threads_hidden} kernel threads hidden` : "") +
+    (a.kernel_threads_hidden ? ` · ${count(a.kernel_threads_hidden, "kernel thread", "kernel threads")} hidden` : "") +
     ` · ${f.time ? new Date(f.time).toLocaleTimeString() : "–"}` +
     (first ? " · first frame: rates start with the next" : ` · over ${f.interval_seconds.toFixed(1)} s`);
   // The order the rows are really in, and why where it is not the one asked for.
@@ -605,7 +606,8 @@ function drawDetail(p: Page): void {
     d.threads.map((t) => [
       String(t.tid),
       t.comm,
-      first ? "–" : t.cpu_percent.toFixed(1),
+      // Over the time since the drill-down's previous reading: unknown (null) on its first.
+      t.cpu_percent === null ? "–" : t.cpu_percent.toFixed(1),
       t.cpu < 0 ? "–" : String(t.cpu),
       node(t.node),
       node(t.preferred_node),

@@ -278,6 +278,43 @@ test("contradictions of the tier order and of the rated order mark their cells, 
     ],
   );
   assert.equal(await page.textContent('#bench dd[data-fact="tier order"]'), "as measured: no contradiction");
+
+  // conditions.host_load, an object: listed in the words of bench's text output, as text; a
+  // field that is not a number (here markup) is "–", never parsed.
+  const loaded = structuredClone(src);
+  loaded.conditions.host_load = { other_runnable_mean: 2.46, other_runnable_max: 5, samples: 9, online_cpus: 16, loadavg_1m: `<img src=x onerror="window.__pwned=1">`, steal_percent: 3.25, busy: true };
+  const file3 = join(dir, "host-load.json");
+  writeFileSync(file3, JSON.stringify(loaded));
+  await page.setInputFiles("#file", file3);
+  await page.waitForFunction(() => document.querySelector("#mode")?.textContent === "bench host-load.json");
+  const load = page.locator('#bench dd[data-fact="host load"]');
+  assert.equal(await load.textContent(), "busy: 2.5 other tasks runnable on average (at most 5, 16 CPUs online), steal time 3.3% of the CPUs' time");
+  assert.equal(await load.getAttribute("class"), "warn");
+  loaded.conditions.host_load = { other_runnable_mean: 0, other_runnable_max: 0, samples: 3, online_cpus: 2, loadavg_1m: null, steal_percent: null, busy: false };
+  const file4 = join(dir, "host-quiet.json");
+  writeFileSync(file4, JSON.stringify(loaded));
+  await page.setInputFiles("#file", file4);
+  await page.waitForFunction(() => document.querySelector("#mode")?.textContent === "bench host-quiet.json");
+  assert.equal(await load.textContent(), "0.0 other tasks runnable on average (at most 0, 2 CPUs online), steal time not counted by this kernel");
+  assert.equal(await page.locator("#bench img").count(), 0);
+  assert.equal(await page.evaluate(() => window.__pwned), undefined);
+
+  // The tiers from numascope's topology.memory_tiers ("id"), or from an older file's top-level
+  // list ("tier"), where the nodes have no memory_tier.
+  const tiers = async (doc, name) => {
+    writeFileSync(join(dir, name), JSON.stringify(doc));
+    await page.setInputFiles("#file", join(dir, name));
+    await page.waitForFunction((n) => document.querySelector("#mode")?.textContent === `bench ${n}`, name);
+    return page.$$eval("#bench table.bmatrix[data-kind=latency] thead th[data-col]", (ths) => ths.map((th) => th.querySelector(".tier")?.textContent));
+  };
+  const untiered = structuredClone(src);
+  for (const n of untiered.topology.nodes) delete n.memory_tier;
+  const listed = structuredClone(untiered);
+  listed.topology.memory_tiers = [{ id: 4, nodes: [0, 1] }, { id: 22, nodes: [2] }];
+  assert.deepEqual(await tiers(listed, "tiers-topology.json"), ["tier 4", "tier 4", "tier 22"]);
+  const legacy = structuredClone(untiered);
+  legacy.memory_tiers = [{ tier: 5, nodes: [0, 1] }, { tier: 21, nodes: [2] }];
+  assert.deepEqual(await tiers(legacy, "tiers-legacy.json"), ["tier 5", "tier 5", "tier 21"]);
 });
 
 test("view on what numascope bench writes here: the heatmaps have its shape and values", async (t) => {
@@ -303,6 +340,9 @@ test("view on what numascope bench writes here: the heatmaps have its shape and 
   const ids = real.topology.nodes.map((n) => n.id);
   assert.deepEqual(real.topology.distances, real.topology.nodes.map((a) => ids.map((b) => a.distances[String(b)] ?? null)));
   assert.equal(await page.textContent('#bench dd[data-fact="THP"]'), real.conditions.thp || "–");
+  // What else ran: bench measures it on every run, and the page says it.
+  assert.ok(real.conditions.host_load, "bench wrote no conditions.host_load");
+  assert.match(await page.textContent('#bench dd[data-fact="host load"]'), /^(busy: )?\d+\.\d other tasks runnable on average \(at most \d+, \d+ CPUs online(; load average \d+\.\d\d at the start)?\), steal time /);
   // --kind all measures loaded latency: a curve per pair whose node has a CPU to inject beside the
   // chaser's, the others listed with their reason.
   assert.ok(real.loaded && real.peak_injection_mbs, "bench (--kind all) wrote no loaded section or peak injection");

@@ -6,20 +6,20 @@ import assert from "node:assert/strict";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { execFileSync } from "node:child_process";
-import { repo, artifacts, binary, tempDir, serve, browser } from "./util.mjs";
+import { repo, artifacts, binary, tempDir, serve, browser, countingRoot } from "./util.mjs";
 
 const twonode = join(repo, "internal/sensor/testdata/twonode");
 
 // Two factors, two replications: 8 runs of a few ms each. a changes the wall time (10 or 40 ms);
 // b changes nothing. The fixture gives every run the same per-node MemFree: node 0 3431772160
-// bytes, node 1 3628085248.
-const spec = `name = "tiny"
-command = "sleep 0.0{a}; : {b}"
+// bytes, node 1 3628085248; the command adds 1000 × a to its pgfault (countingRoot).
+const spec = (bump) => `name = "tiny"
+command = "sleep 0.0{a}; sh ${bump} {a}; : {b}"
 replications = 2
 seed = 3
 interval = "5ms"
-events = ["node.*.numa_hit", "node.*.MemFree"]
-responses = ["wall_time", "rate:node.MemFree"]
+events = ["node.*.numa_hit", "node.*.MemFree", "vmstat.pgfault"]
+responses = ["wall_time", "rate:vmstat.pgfault"]
 
 [[factor]]
 name = "a"
@@ -32,8 +32,9 @@ levels = ["x", "y"]
 
 /** experiment runs the tiny experiment in dir and returns numascope's JSON analysis of it. */
 function experiment(dir) {
-  writeFileSync(join(dir, "tiny.toml"), spec);
-  const run = (...args) => execFileSync(binary, ["--root", twonode, "experiment", "tiny.toml", ...args], { cwd: dir, encoding: "utf8", stdio: ["ignore", "pipe", "pipe"] });
+  const { root, bump } = countingRoot(dir);
+  writeFileSync(join(dir, "tiny.toml"), spec(bump));
+  const run = (...args) => execFileSync(binary, ["--root", root, "experiment", "tiny.toml", ...args], { cwd: dir, encoding: "utf8", stdio: ["ignore", "pipe", "pipe"] });
   run();
   const json = run("--analyze", "--format", "json");
   writeFileSync(join(dir, "tiny.analysis.json"), json);
@@ -43,7 +44,7 @@ function experiment(dir) {
 /** checkResponses asserts that every response's ANOVA table, verdicts, effect bars, QQ and residual points match the analysis. */
 async function checkResponses(page, analysis) {
   const sections = await page.$$eval("#report section.response", (ss) => ss.map((s) => s.dataset.response));
-  assert.deepEqual(sections, ["wall_time", "rate:node.MemFree"]);
+  assert.deepEqual(sections, ["wall_time", "rate:vmstat.pgfault"]);
   for (const ra of analysis.responses) {
     const res = ra.anova;
     assert.ok(res, `no ANOVA for ${ra.response}: ${ra.error}`);
@@ -91,7 +92,7 @@ async function checkResponses(page, analysis) {
 test("experiment --web: effects, boxplots, QQ plot, ANOVA table and verdicts", async (t) => {
   const dir = tempDir(t);
   const analysis = experiment(dir);
-  const { url } = await serve(t, ["--root", twonode, "experiment", "tiny.toml", "--analyze", "--web", "--listen", "127.0.0.1:0"], dir);
+  const { url } = await serve(t, ["--root", join(dir, "root"), "experiment", "tiny.toml", "--analyze", "--web", "--listen", "127.0.0.1:0"], dir);
   const page = await browser(t, { width: 1300, height: 900 });
   await page.goto(url);
   await page.waitForSelector("#report section.response");
@@ -148,16 +149,17 @@ test("an experiment's JSON analysis loads from disk without a server", async (t)
 test("experiment page: long effect and run labels are not clipped, and wall_time has its unit", async (t) => {
   const dir = tempDir(t);
   // Long factor and level names: the interaction's label is "policy:mb = first-touch:4".
+  const { root, bump } = countingRoot(dir);
   writeFileSync(
     join(dir, "long.toml"),
-    spec.replace('name = "tiny"', 'name = "long"').replace("sleep 0.0{a}; : {b}", "sleep 0.0{mb}; : {policy}").replace('name = "a"', 'name = "mb"').replace('name = "b"\nlevels = ["x", "y"]', 'name = "policy"\nlevels = ["first-touch", "interleave"]'),
+    spec(bump).replace('name = "tiny"', 'name = "long"').replaceAll("{a}", "{mb}").replace("{b}", "{policy}").replace('name = "a"', 'name = "mb"').replace('name = "b"\nlevels = ["x", "y"]', 'name = "policy"\nlevels = ["first-touch", "interleave"]'),
   );
-  execFileSync(binary, ["--root", twonode, "experiment", "long.toml"], { cwd: dir, stdio: "pipe" });
-  const { url } = await serve(t, ["--root", twonode, "experiment", "long.toml", "--analyze", "--web", "--listen", "127.0.0.1:0"], dir);
+  execFileSync(binary, ["--root", root, "experiment", "long.toml"], { cwd: dir, stdio: "pipe" });
+  const { url } = await serve(t, ["--root", root, "experiment", "long.toml", "--analyze", "--web", "--listen", "127.0.0.1:0"], dir);
   const page = await browser(t, { width: 1300, height: 900 });
   await page.goto(url);
   await page.waitForSelector("#report section.response");
-  assert.deepEqual(await page.$$eval("#report section.response h3", (hs) => hs.map((h) => h.textContent)), ["wall_time (s)", "rate:node.MemFree (/s)"]);
+  assert.deepEqual(await page.$$eval("#report section.response h3", (hs) => hs.map((h) => h.textContent)), ["wall_time (s)", "rate:vmstat.pgfault (/s)"]);
   const labels = await page.$$eval("#report svg.chart text.label", (ts) => ts.map((e) => e.textContent));
   assert.ok(labels.includes("mb:policy = 4:first-touch") && labels.includes("mb=1 policy=first-touch #1"), `labels ${JSON.stringify(labels)}`);
   // Every label, tick and axis title lies inside its chart: nothing is cut at its edges.

@@ -8,10 +8,9 @@ import assert from "node:assert/strict";
 import { readFileSync, writeFileSync, mkdirSync } from "node:fs";
 import { join } from "node:path";
 import { execFileSync } from "node:child_process";
-import { repo, binary, tempDir, serve, browser } from "./util.mjs";
+import { repo, binary, tempDir, serve, browser, countingRoot } from "./util.mjs";
 
 const dist = "file://" + join(repo, "internal/web/dist/index.html");
-const twonode = join(repo, "internal/sensor/testdata/twonode");
 
 // The payloads set self.__pwned and document.title when run. They hold no dots (event names
 // have none) and, where they name files, no slashes.
@@ -273,14 +272,15 @@ function experiment(dir) {
   const { H, all } = payloads();
   const name = H("experiment", "img");
   const levels = [H("level1", "svg"), H("level2", "table")];
+  const { root, bump } = countingRoot(dir);
   const spec = [
     `name = ${JSON.stringify(name)}`,
-    `command = ${JSON.stringify("sleep 0.0{a}\ncat >/dev/null <<'EOF'\n{b}\nEOF\n")}`,
+    `command = ${JSON.stringify(`sleep 0.0{a}\nsh ${bump} {a}\ncat >/dev/null <<'EOF'\n{b}\nEOF\n`)}`,
     "replications = 2",
     "seed = 3",
     'interval = "5ms"',
-    'events = ["node.*.numa_hit", "node.*.MemFree"]',
-    'responses = ["wall_time", "rate:node.MemFree"]',
+    'events = ["node.*.numa_hit", "node.*.MemFree", "vmstat.pgfault"]',
+    'responses = ["wall_time", "rate:vmstat.pgfault"]',
     "",
     "[[factor]]",
     'name = "a"',
@@ -292,7 +292,7 @@ function experiment(dir) {
     "",
   ].join("\n");
   writeFileSync(join(dir, "x.toml"), spec);
-  const run = (...args) => execFileSync(binary, ["--root", twonode, "experiment", "x.toml", ...args], { cwd: dir, encoding: "utf8", stdio: ["ignore", "pipe", "pipe"] });
+  const run = (...args) => execFileSync(binary, ["--root", root, "experiment", "x.toml", ...args], { cwd: dir, encoding: "utf8", stdio: ["ignore", "pipe", "pipe"] });
   run();
   return { want: all, json: run("--analyze", "--format", "json") };
 }
@@ -300,7 +300,7 @@ function experiment(dir) {
 test("an experiment report with HTML in its names, served by experiment --web and opened from disk", async (t) => {
   const dir = tempDir(t);
   const { want, json } = experiment(dir);
-  const { url } = await serve(t, ["--root", twonode, "experiment", "x.toml", "--analyze", "--web", "--listen", "127.0.0.1:0"], dir);
+  const { url } = await serve(t, ["--root", join(dir, "root"), "experiment", "x.toml", "--analyze", "--web", "--listen", "127.0.0.1:0"], dir);
   const page = await browser(t);
   await page.goto(url);
   await page.waitForSelector("#report section.response");
@@ -312,7 +312,7 @@ test("an experiment report with HTML in its names, served by experiment --web an
   const resp = "rate:" + H("report-response", "script");
   all.set("report-response", resp);
   const factor = H("report-factor", "table");
-  const rename = (s) => s.replaceAll('"rate:node.MemFree"', JSON.stringify(resp)).replaceAll('"node.MemFree"', JSON.stringify(ev));
+  const rename = (s) => s.replaceAll('"rate:vmstat.pgfault"', JSON.stringify(resp)).replaceAll('"node.MemFree"', JSON.stringify(ev));
   const analysis = JSON.parse(rename(json));
   for (const f of analysis.factors) if ((f.name ?? f.Name) === "b") f.name = f.Name = factor;
   for (const r of analysis.responses) for (const term of r.anova?.terms ?? []) term.name = term.name.replace(/\bb\b/, factor);

@@ -67,7 +67,7 @@ test("processes page: rows, sorting by header, filter, node view, source, drill-
   // Default: remote faults first, the kernel thread (PID 5) hidden and counted; the note says the order.
   await page.waitForFunction(() => !document.querySelector("#proc-count").textContent.includes("first frame"));
   await waitOrder(page, [4242, 77, 666], "sorted by remote faults, no kernel thread");
-  await page.waitForSelector("#proc-count:has-text('1 kernel threads hidden')");
+  await page.waitForSelector("#proc-count:has-text('1 kernel thread hidden')");
   assert.equal(await page.textContent("#proc-sort-note"), "In remote order, largest first.");
   assert.equal(await page.getAttribute('#proc-table th[data-sort="remote"]', "class"), "num sortable sorted");
   // The checkbox shows it; it has no fault source, so it is last and its rates are "–".
@@ -139,7 +139,7 @@ test("processes page: rows, sorting by header, filter, node view, source, drill-
   assert.equal(await page.textContent("#proc-detail .hint"), "90% of its memory is on node 0 while its threads run on node 1");
   const threads = await page.$$eval("#proc-detail table.threads tbody tr", (trs) => trs.map((tr) => [...tr.children].map((td) => td.textContent)));
   assert.equal(threads.length, 4);
-  assert.deepEqual(threads[1].slice(0, 2), ["4243", "worker-1"]);
+  assert.deepEqual(threads[1].slice(0, 3), ["4243", "worker-1", "60.0"]);
   assert.deepEqual(threads[1].slice(3, 6), ["2", "1", "0"]);
   assert.equal(threads[3][5], "–", "a thread without a preferred node");
   const areas = await page.$$eval("#proc-detail table.areas tbody tr", (trs) => trs.map((tr) => [...tr.children].map((td) => td.textContent)));
@@ -254,7 +254,7 @@ test("processes page reads this machine's processes", async (t) => {
   assert.deepEqual(await aboveBusy(), [], "a kernel thread above a busy process");
   const hidden = await page.$$eval("#proc-table tbody tr[data-kthread]", (trs) => trs.length);
   assert.equal(hidden, 0, "kernel threads shown by default");
-  const kthreads = Number((await page.textContent("#proc-count")).match(/(\d+) kernel threads hidden/)?.[1] ?? 0);
+  const kthreads = Number((await page.textContent("#proc-count")).match(/(\d+) kernel threads? hidden/)?.[1] ?? 0);
   await page.check("#proc-kthreads");
   if (kthreads > 0) await page.waitForSelector("#proc-table tbody tr[data-kthread]");
   assert.deepEqual(await aboveBusy(), [], "with the kernel threads shown, one above a busy process");
@@ -264,8 +264,22 @@ test("processes page reads this machine's processes", async (t) => {
   await page.fill("#proc-filter", String(sleeper.pid));
   await waitOrder(page, [sleeper.pid], "the filter by the sleep's PID");
   assert.equal(await cell(page, sleeper.pid, "command"), "sleep");
+  // The drill-down's thread CPU% is a rate over two of its readings: the first shows it
+  // unknown ("–"), never 0.0; the next measures the sleep's 0.0. An observer keeps the
+  // first drawing's cell, which the next poll may replace before a check here could read it.
+  await page.evaluate(() => {
+    const box = document.getElementById("proc-detail");
+    new MutationObserver((_, obs) => {
+      const td = box.querySelector("table.threads tbody tr td:nth-child(3)");
+      if (!td) return;
+      window["__firstThreadCPU"] = td.textContent;
+      obs.disconnect();
+    }).observe(box, { childList: true, subtree: true });
+  });
   await page.click(`#proc-table tr[data-pid="${sleeper.pid}"]`);
   await page.waitForSelector("#proc-detail:has-text('Threads (1)')", { timeout: 10000 });
+  assert.equal(await page.evaluate(() => window["__firstThreadCPU"]), "–", "the first reading's thread CPU%");
+  await page.waitForFunction(() => document.querySelector("#proc-detail table.threads tbody tr td:nth-child(3)")?.textContent === "0.0", null, { timeout: 10000 });
   const source = await page.textContent("#proc-source");
   assert.match(source, /memory per node/, "the Source block names the memory source");
   assert.match(source, /faults/, "the Source block names the fault source or says it is missing");

@@ -9,10 +9,9 @@
 import { spawn, execFileSync } from "node:child_process";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { repo, binary, tempDir, serve, browser } from "./util.mjs";
+import { repo, binary, tempDir, serve, browser, countingRoot } from "./util.mjs";
 
 const img = process.env.NUMASCOPE_IMG_DIR || join(repo, "docs/img");
-const twonode = join(repo, "internal/sensor/testdata/twonode");
 
 // What serve, tempDir and browser expect of node:test's t: cleanups, run at the end.
 const cleanups = [];
@@ -102,15 +101,16 @@ async function processes() {
 
 async function experiment() {
   const dir = tempDir(t);
+  const { root, bump } = countingRoot(dir);
   writeFileSync(
     join(dir, "tiny.toml"),
     `name = "tiny"
-command = "sleep 0.0{mb}; : {policy}"
+command = "sleep 0.0{mb}; sh ${bump} {mb}; : {policy}"
 replications = 2
 seed = 3
 interval = "5ms"
-events = ["node.*.numa_hit", "node.*.MemFree"]
-responses = ["wall_time", "rate:node.MemFree"]
+events = ["node.*.numa_hit", "node.*.MemFree", "vmstat.pgfault"]
+responses = ["wall_time", "rate:vmstat.pgfault"]
 
 [[factor]]
 name = "policy"
@@ -121,8 +121,8 @@ name = "mb"
 levels = [1, 4]
 `,
   );
-  execFileSync(binary, ["--root", twonode, "experiment", "tiny.toml"], { cwd: dir, stdio: "pipe" });
-  const { url } = await serve(t, ["--root", twonode, "experiment", "tiny.toml", "--analyze", "--web", "--listen", "127.0.0.1:0"], dir);
+  execFileSync(binary, ["--root", root, "experiment", "tiny.toml"], { cwd: dir, stdio: "pipe" });
+  const { url } = await serve(t, ["--root", root, "experiment", "tiny.toml", "--analyze", "--web", "--listen", "127.0.0.1:0"], dir);
   const page = await browser(t, { width: 1300, height: 900 });
   await page.goto(url);
   await page.waitForSelector("#report section.response");

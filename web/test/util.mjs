@@ -1,7 +1,7 @@
 // Helpers for the browser tests: start numascope, launch Debian's chromium
 // through playwright-core.
 import { spawn } from "node:child_process";
-import { mkdtempSync, mkdirSync, rmSync } from "node:fs";
+import { cpSync, mkdtempSync, mkdirSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, dirname } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -11,6 +11,21 @@ export const webDir = join(dirname(fileURLToPath(import.meta.url)), "..");
 export const repo = join(webDir, "..");
 export const artifacts = join(webDir, "test-artifacts");
 mkdirSync(artifacts, { recursive: true });
+
+/**
+ * countingRoot copies the two-node /sys and /proc fixture to dir/root and writes dir/bump.sh,
+ * which adds 1000 × its argument to the copy's vmstat pgfault, in place (the sensor keeps the
+ * file open). An experiment whose command runs `sh BUMP {a}` under `--root ROOT` has a counter
+ * that moves with a: its response rate:vmstat.pgfault varies (experiment refuses a rate of a
+ * gauge such as node.MemFree, and the fixture's counters do not move by themselves).
+ */
+export function countingRoot(dir) {
+  const root = join(dir, "root");
+  cpSync(join(repo, "internal/sensor/testdata/twonode"), root, { recursive: true });
+  const bump = join(dir, "bump.sh");
+  writeFileSync(bump, `f=${root}/proc/vmstat\nawk -v d="$((1000 * $1))" '$1 == "pgfault" { $2 += d } 1' "$f" >"$f.new"\ndd if="$f.new" of="$f" conv=notrunc status=none\n`);
+  return { root, bump };
+}
 
 /** binary is the numascope to test: $NUMASCOPE or bin/numascope. */
 export const binary = process.env.NUMASCOPE || join(repo, "bin", "numascope");

@@ -42,6 +42,9 @@ type fakeFeed struct {
 	// source: no fault rates, no pages migrated, four missing sources.
 	kthreads int
 	noFaults bool
+	// drilled is the PIDs Detail has read: as the collector, the first
+	// drill-down of a process has no thread CPU% yet (nil), the next ones 1%.
+	drilled map[int]bool
 }
 
 func newFakeFeed() *fakeFeed { return &fakeFeed{sort: top.SortRemote} }
@@ -152,15 +155,23 @@ func (f *fakeFeed) Detail(pid int) (*top.Detail, error) {
 		return nil, errors.New("process 999 has exited")
 	}
 	p := fakeProcesses()[i]
+	var cpu *float64
+	if f.drilled[pid] {
+		cpu = f64(1)
+	}
+	if f.drilled == nil {
+		f.drilled = map[int]bool{}
+	}
+	f.drilled[pid] = true
 	d := &top.Detail{PID: pid, Comm: p.Comm,
-		Threads: []top.Thread{{TID: pid, Comm: p.Comm, CPUPercent: 1, CPU: 0, Node: 0, PreferredNode: p.PreferredNode}},
+		Threads: []top.Thread{{TID: pid, Comm: p.Comm, CPUPercent: cpu, CPU: 0, Node: 0, PreferredNode: p.PreferredNode}},
 		Areas: []top.Area{{Start: 0x55d0c0de0000, Kind: "heap", Policy: "default",
 			BytesByNode: map[string]uint64{"0": 64 << 20}}},
 	}
 	if pid == 4242 {
 		for w := 1; w <= 3; w++ {
 			d.Threads = append(d.Threads, top.Thread{TID: pid + w, Comm: "worker-" + string(rune('0'+w)),
-				CPUPercent: 99.5, CPU: 4 * w, Node: w, PreferredNode: 0,
+				CPUPercent: f64(99.5), CPU: 4 * w, Node: w, PreferredNode: 0,
 				NUMAFaults: &top.Faults{Local: 10, Remote: 3000}})
 		}
 		d.Areas = append(d.Areas,

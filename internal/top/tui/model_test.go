@@ -422,6 +422,36 @@ func TestDrillDown(t *testing.T) {
 	}
 }
 
+// TestDrillDownOneThread: a process of one thread and one area is
+// counted in the singular, and its thread's CPU% is "-" (unknown) on the
+// first reading, a rate needing two, then measured.
+func TestDrillDownOneThread(t *testing.T) {
+	h := newHarness(t, Options{}, 200, 50)
+	h.feed.kthreads = 1
+	h.tick()
+	h.contains("1 kernel thread hidden (K)")
+	h.press("/", "cpuhog", "enter", "enter")
+	h.contains("process 1717 (cpuhog): 1 thread, 1 memory area")
+	h.lacks("1 threads", "1 memory areas")
+	row := func() string { return strings.Join(strings.Fields(h.line(" cpuhog")), " ") }
+	if r := row(); !strings.HasPrefix(r, "1717 - 0 0 ") {
+		t.Errorf("first reading's thread row %q: want CPU%% -", r)
+	}
+	h.tick()
+	if r := row(); !strings.HasPrefix(r, "1717 1.0 0 0 ") {
+		t.Errorf("second reading's thread row %q: want CPU%% 1.0", r)
+	}
+
+	// A drill-down opened on the first frame: its threads' fault rates are
+	// the frame's, not measured yet ("-", not 0).
+	h = newHarness(t, Options{}, 200, 50)
+	firstPID(t, h, 4242)
+	h.press("enter")
+	if f := strings.Fields(h.line("worker-2")); strings.Join(f[5:7], " ") != "- -" {
+		t.Errorf("worker-2 on the first frame %q: want its faults -", f)
+	}
+}
+
 func TestSelectionFollowsProcess(t *testing.T) {
 	h := newHarness(t, Options{}, 200, 50)
 	h.tick()

@@ -99,17 +99,17 @@ func (m *model) header() []string {
 	}
 	short := slices.Clone(head)
 	if f != nil {
-		n := plural(len(m.procs), "process", "processes")
+		n := term.Plural(len(m.procs), "process", "processes")
 		kt := ""
 		switch {
 		case m.hidden > 0:
-			kt = ", " + plural(m.hidden, "kernel thread", "kernel threads") + " hidden (K)"
+			kt = ", " + term.Plural(m.hidden, "kernel thread", "kernel threads") + " hidden (K)"
 		case m.kthreads:
 			kt = " with kernel threads (K)"
 		}
 		cg := ""
 		if m.view == viewCgroups || len(f.Cgroups) > 0 {
-			cg = fmt.Sprintf(", %d cgroups", len(m.cgroups))
+			cg = ", " + term.Plural(len(m.cgroups), "cgroup", "cgroups")
 		}
 		head = append(head, n+cg+kt)
 		// Narrow: the cgroups count only in their view.
@@ -160,14 +160,6 @@ func (m *model) header() []string {
 		lines = append(lines, m.fit(l))
 	}
 	return lines[:min(len(lines), maxHeader)]
-}
-
-// plural is "1 process", "2 processes".
-func plural(n int, one, many string) string {
-	if n == 1 {
-		return "1 " + one
-	}
-	return strconv.Itoa(n) + " " + many
 }
 
 // shownSort is the key the rows are in: the one asked for until a frame
@@ -438,6 +430,15 @@ func percent(f *top.Frame, v float64) string {
 	return cpuPercent(v)
 }
 
+// threadCPU is a drill-down thread's CPU%: "-" where it is not measured
+// yet (a rate needs two readings; the first is unknown, not 0).
+func threadCPU(v *float64) string {
+	if v == nil {
+		return "-"
+	}
+	return cpuPercent(*v)
+}
+
 // cpuPercent is a CPU% in at most 5 characters: a process on 128 CPUs
 // shows 12800.
 func cpuPercent(v float64) string {
@@ -643,7 +644,7 @@ func (m *model) processLines(rows int) []string {
 			return m.wrap(fmt.Sprintf("no process matches %q (/ changes the filter)", clean(m.filter)), "")
 		}
 		if m.hidden > 0 {
-			return m.wrap(fmt.Sprintf("no processes but %d kernel threads (K shows them)", m.hidden), "")
+			return m.wrap("no processes but "+term.Plural(m.hidden, "kernel thread", "kernel threads")+" (K shows them)", "")
 		}
 		return []string{"no processes"}
 	}
@@ -782,7 +783,7 @@ func (m *model) detailLines(rows int) []string {
 	title := fmt.Sprintf("process %d (%s)", d.pid, clean(d.comm))
 	var lines []string
 	if dt := d.detail; dt != nil {
-		title += fmt.Sprintf(": %d threads, %d memory areas", len(dt.Threads), len(dt.Areas))
+		title += ": " + term.Plural(len(dt.Threads), "thread", "threads") + ", " + term.Plural(len(dt.Areas), "memory area", "memory areas")
 		if dt.Hint != "" {
 			lines = append(lines, m.clip("hint: "+clean(dt.Hint)))
 		}
@@ -816,10 +817,11 @@ func (m *model) threadLines(d *top.Detail) []string {
 	lines := []string{m.clip(fmt.Sprintf("THREADS (%d)", len(d.Threads))), m.styled(sgrBold, row(cols, headings(cols)))}
 	for _, t := range d.Threads {
 		local, remote := "-", "-"
-		if t.NUMAFaults != nil {
+		// The faults are the frame's interval's: none in the first frame.
+		if t.NUMAFaults != nil && m.frame != nil && m.frame.Interval > 0 {
 			local, remote = term.Human(t.NUMAFaults.Local, ""), term.Human(t.NUMAFaults.Remote, "")
 		}
-		lines = append(lines, m.clip(row(cols, []string{strconv.Itoa(t.TID), cpuPercent(t.CPUPercent),
+		lines = append(lines, m.clip(row(cols, []string{strconv.Itoa(t.TID), threadCPU(t.CPUPercent),
 			node(t.CPU), node(t.Node), node(t.PreferredNode), local, remote, clean(t.Comm)})))
 	}
 	return lines

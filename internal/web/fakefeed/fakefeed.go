@@ -183,10 +183,10 @@ func (f *Feed) Detail(pid int) (*top.Detail, error) {
 	case 4242:
 		return &top.Detail{PID: pid, Comm: "serial-init",
 			Threads: []top.Thread{
-				{TID: 4242, Comm: "serial-init", CPUPercent: 1, CPU: 0, Node: 0, PreferredNode: 0, NUMAFaults: &top.Faults{Local: 100, Remote: 0}},
-				{TID: 4243, Comm: "worker-1", CPUPercent: 60, CPU: 2, Node: 1, PreferredNode: 0, NUMAFaults: &top.Faults{Remote: 3000}},
-				{TID: 4244, Comm: "worker-2", CPUPercent: 60, CPU: 3, Node: 1, PreferredNode: 0, NUMAFaults: &top.Faults{Remote: 3000}},
-				{TID: 4245, Comm: "worker-3", CPUPercent: 59, CPU: 3, Node: 1, PreferredNode: -1},
+				{TID: 4242, Comm: "serial-init", CPUPercent: f64(1), CPU: 0, Node: 0, PreferredNode: 0, NUMAFaults: &top.Faults{Local: 100, Remote: 0}},
+				{TID: 4243, Comm: "worker-1", CPUPercent: f64(60), CPU: 2, Node: 1, PreferredNode: 0, NUMAFaults: &top.Faults{Remote: 3000}},
+				{TID: 4244, Comm: "worker-2", CPUPercent: f64(60), CPU: 3, Node: 1, PreferredNode: 0, NUMAFaults: &top.Faults{Remote: 3000}},
+				{TID: 4245, Comm: "worker-3", CPUPercent: f64(59), CPU: 3, Node: 1, PreferredNode: -1},
 			},
 			Areas: []top.Area{
 				{Start: 0x7f0000000000, Kind: "anon", Policy: "default", BytesByNode: map[string]uint64{"0": 1800 * mib, "1": 200 * mib}},
