@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -403,5 +404,38 @@ func TestC2CMatchesReference(t *testing.T) {
 			t.Errorf("%s CPU %d <-> CPU %d: numascope %.1f ns is %.0f%% off the independent reference's %.1f ns; want within %.0f%% (5%%, or the reference's own spread on a loaded host)",
 				class, pr[0], pr[1], n, 100*(ratio-1), rm, 100*tol)
 		}
+	}
+}
+
+// TestOnCPULeavesProcessAffinity: after pinned measurements, the
+// process's CPU set (/proc/self/status, the main thread's) is what it
+// was. The runtime parks the main thread rather than end it when a
+// goroutine locked to it exits, so a pinning left in place became the
+// process's: a later discovery in the same process saw one CPU, and the
+// c2c fidelity test found no pair to measure.
+func TestOnCPULeavesProcessAffinity(t *testing.T) {
+	topo := liveTopology(t)
+	allowed := func() string {
+		b, err := os.ReadFile("/proc/self/status")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, l := range strings.Split(string(b), "\n") {
+			if strings.HasPrefix(l, "Cpus_allowed_list:") {
+				return strings.TrimSpace(strings.TrimPrefix(l, "Cpus_allowed_list:"))
+			}
+		}
+		t.Fatal("no Cpus_allowed_list in /proc/self/status")
+		return ""
+	}
+	before := allowed()
+	cpu := usableCPUs(topo)[topo.CPUs[0].Node][0]
+	for range 200 {
+		if err := onCPU([]int{cpu}, func() error { return nil }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if after := allowed(); after != before {
+		t.Errorf("the process's CPUs were %s, are %s after 200 pinned runs on CPU %d", before, after, cpu)
 	}
 }
