@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -28,6 +29,7 @@ type benchFlags struct {
 	isa, chain                                string
 	// pairs and lineNode are c2c's --pairs and --line-node.
 	pairs, lineNode string
+	pairBudget      time.Duration
 	threads, repeat int
 	noHuge, force   bool
 	// mix is --mix; kernelSet says --kernel was given (they exclude
@@ -88,7 +90,10 @@ func (f benchFlags) parse() (benchConfig, error) {
 	if (f.pairs != "all" && f.pairs != "" || f.lineNode != "") && !c.opt.Kinds.C2C {
 		return c, fmt.Errorf("--pairs and --line-node are for --kind c2c; --kind %s does not measure core-to-core latency", f.kind)
 	}
-	c.opt.Pairs, c.opt.LineNode = f.pairs, f.lineNode
+	if f.pairBudget < 0 {
+		return c, fmt.Errorf("--pair-budget %s: want a positive duration, e.g. 250ms or 5s", f.pairBudget)
+	}
+	c.opt.Pairs, c.opt.LineNode, c.opt.C2CPairBudget = f.pairs, f.lineNode, f.pairBudget
 	if f.format != "text" && f.format != "json" {
 		return c, fmt.Errorf("unknown --format %q: use text or json", f.format)
 	}
@@ -191,6 +196,7 @@ e.g. --kind latency,c2c. See docs/bench.md.`,
 	fl := cmd.Flags()
 	fl.StringVar(&f.kind, "kind", "all", "what to measure: latency, bandwidth, loaded (loaded latency and peak injection bandwidth), c2c (core-to-core latency) or all (the memory kinds); or a comma list, e.g. latency,c2c")
 	fl.StringVar(&f.pairs, "pairs", "all", `c2c: the CPU pairs to measure: all, or "sample N" (N pairs spread over the classes and node pairs)`)
+	fl.DurationVar(&f.pairBudget, "pair-budget", 0, "c2c: the most one pair may take; a pair past it keeps the windows it finished, or is skipped (default 250ms; more in an emulator or on a busy host)")
 	fl.StringVar(&f.lineNode, "line-node", "", "c2c: the node the contended line's memory is bound to (default: each pair's first CPU's node)")
 	fl.StringVar(&f.from, "from", "", "initiator nodes, with CPUs (list like 0-1; default: all)")
 	fl.StringVar(&f.to, "to", "", "target nodes, with memory (list like 0-3; default: all, CPU-less ones included)")
