@@ -314,16 +314,8 @@ func TestC2CBadOptions(t *testing.T) {
 // whole round trip instead of half of it is off by 100% and fails either
 // way.
 func TestC2CMatchesReference(t *testing.T) {
-	gcc, err := exec.LookPath("gcc")
-	if err != nil {
-		testutil.SkipUnless(t, testutil.VMRequired, "no gcc to build testdata/bench/refc2c.c")
-	}
 	topo := liveTopology(t)
-	bin := filepath.Join(t.TempDir(), "refc2c")
-	src := filepath.Join(testutil.RepoRoot(t), "testdata", "bench", "refc2c.c")
-	if out, err := exec.Command(gcc, "-O2", "-static", "-pthread", "-o", bin, src).CombinedOutput(); err != nil {
-		t.Fatalf("gcc -static refc2c.c: %v\n%s", err, out)
-	}
+	bin := buildReference(t, "refc2c.c", "-static", "-pthread")
 	ini, err := Initiators("", topo)
 	if err != nil {
 		t.Fatal(err)
@@ -368,12 +360,7 @@ func TestC2CMatchesReference(t *testing.T) {
 			if err != nil {
 				t.Fatalf("refc2c: %v", err)
 			}
-			fields := map[string]float64{}
-			for _, f := range strings.Fields(string(out)) {
-				if k, v, ok := strings.Cut(f, "="); ok {
-					fields[k], _ = strconv.ParseFloat(v, 64)
-				}
-			}
+			fields := keyValues(out)
 			if fields["min_ns"] <= 0 {
 				t.Fatalf("refc2c printed %q", out)
 			}
