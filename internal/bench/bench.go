@@ -534,22 +534,34 @@ func median(s []float64) float64 {
 	return (s[n/2-1] + s[n/2]) / 2
 }
 
-// onCPU runs f on a thread of its own pinned to cpus. The thread is never
-// unlocked: it exits with its goroutine, so its affinity never reaches
-// another goroutine. Its affinity is put back all the same before it
-// exits: the runtime does not end the process's main thread, on which the
-// goroutine may have run, but parks it for good, and the kernel reports
-// that thread's affinity as the process's (/proc/self/status), which a
-// later topology discovery in the same process would take for its cpuset.
+// lockPinned locks the calling goroutine to its thread for good and pins
+// the thread to cpus; the caller defers the returned restore. The thread
+// exits with its goroutine, so its affinity never reaches another
+// goroutine; restore puts the affinity back all the same, because the
+// runtime does not end the process's main thread, on which the goroutine
+// may have run, but parks it for good, and the kernel reports that
+// thread's affinity as the process's (/proc/self/status), which a later
+// topology discovery in the same process would take for its cpuset.
+func lockPinned(cpus []int) (restore func(), err error) {
+	runtime.LockOSThread()
+	restore = func() {}
+	var was unix.CPUSet
+	if unix.SchedGetaffinity(0, &was) == nil {
+		restore = func() { _ = unix.SchedSetaffinity(0, &was) }
+	}
+	if err := placement.SetAffinity(cpus); err != nil {
+		return restore, err
+	}
+	return restore, nil
+}
+
+// onCPU runs f on a thread of its own pinned to cpus (lockPinned).
 func onCPU(cpus []int, f func() error) error {
 	ch := make(chan error, 1)
 	go func() {
-		runtime.LockOSThread()
-		var was unix.CPUSet
-		if err := unix.SchedGetaffinity(0, &was); err == nil {
-			defer func() { _ = unix.SchedSetaffinity(0, &was) }()
-		}
-		if err := placement.SetAffinity(cpus); err != nil {
+		restore, err := lockPinned(cpus)
+		defer restore()
+		if err != nil {
 			ch <- fmt.Errorf("pinning to CPU %s: %w", sysfs.FormatCPUList(cpus), err)
 			return
 		}

@@ -425,4 +425,14 @@ func TestOnCPULeavesProcessAffinity(t *testing.T) {
 	if after := allowed(); after != before {
 		t.Errorf("the process's CPUs were %s, are %s after 200 pinned runs on CPU %d", before, after, cpu)
 	}
+	// Every kind pins threads of its own: the bandwidth threads, the
+	// injectors and the chaser, the ping-pong's two.
+	for range 5 {
+		if _, err := Run(Options{Topology: topo, Kinds: Kinds{Bandwidth: true, Loaded: true, C2C: true}, Size: 4 << 20, Repeat: 1, Loads: 1 << 12, C2CTrips: 64, C2CPairBudget: 10 * time.Second}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if after := allowed(); after != before {
+		t.Errorf("the process's CPUs were %s, are %s after runs of every kind", before, after)
+	}
 }
