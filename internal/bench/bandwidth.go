@@ -2,10 +2,7 @@ package bench
 
 import (
 	"fmt"
-	"runtime"
 	"time"
-
-	"github.com/numascope/numascope/internal/placement"
 )
 
 // worker is one bandwidth thread: its part of each array, and the sum the
@@ -62,8 +59,9 @@ func (p *plan) bandwidth(cpus []int, initiator, target int) (samples []float64, 
 		workers[w] = wk
 		go func() {
 			// Locked for good: the pinned thread exits with the goroutine.
-			runtime.LockOSThread()
-			if err := placement.SetAffinity([]int{cpu}); err != nil {
+			restore, err := lockPinned([]int{cpu})
+			defer restore()
+			if err != nil {
 				ready <- fmt.Errorf("pinning a bandwidth thread to CPU %d: %w", cpu, err)
 				return
 			}

@@ -26,6 +26,8 @@ import (
 	"time"
 	"unsafe"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/numascope/numascope/internal/knob"
 	"github.com/numascope/numascope/internal/placement"
 	"github.com/numascope/numascope/internal/sysfs"
@@ -61,6 +63,17 @@ type Options struct {
 	// Loads is the dependent loads per latency repeat; 0: DefaultLoads.
 	// Tests make it smaller, to keep their runs short.
 	Loads int
+	// Pairs is --pairs (c2c): "all" or "sample N"; "": all.
+	Pairs string
+	// LineNode is --line-node (c2c): the node the contended line's page
+	// is bound to; "": each pair's first CPU's node.
+	LineNode string
+	// C2CTrips is the round trips per c2c repeat; 0 calibrates them per
+	// pair to a window of about a millisecond. Tests fix it, to compare
+	// like with like with a reference.
+	C2CTrips int
+	// C2CPairBudget bounds one c2c pair's time; 0: c2cPairBudget.
+	C2CPairBudget time.Duration
 	// Progress, when not nil, is called before each measurement.
 	Progress func(done, total int, what string)
 }
@@ -147,12 +160,16 @@ type Result struct {
 	Bandwidth *Matrix `json:"bandwidth_mbs,omitempty"`
 	// PeakInjection is every bandwidth thread of the initiator at full
 	// rate, with the injectors' kernel (--kind loaded).
-	PeakInjection *Matrix    `json:"peak_injection_mbs,omitempty"`
-	Loaded        *Loaded    `json:"loaded,omitempty"`
-	Placement     Placement  `json:"placement"`
-	Rated         *Rated     `json:"rated"`
-	Conditions    Conditions `json:"conditions"`
-	Skipped       []Skip     `json:"skipped"`
+	PeakInjection *Matrix `json:"peak_injection_mbs,omitempty"`
+	Loaded        *Loaded `json:"loaded,omitempty"`
+	// C2C is the core-to-core latency, CPU by CPU, and C2CNode its node
+	// × node roll-up (--kind c2c).
+	C2C        *C2C           `json:"c2c_ns,omitempty"`
+	C2CNode    *C2CNodeMatrix `json:"c2c_node_ns,omitempty"`
+	Placement  Placement      `json:"placement"`
+	Rated      *Rated         `json:"rated"`
+	Conditions Conditions     `json:"conditions"`
+	Skipped    []Skip         `json:"skipped"`
 	// Topology is the machine's nodes, distances and tiers, to label
 	// the matrices with (topology.go).
 	Topology *Nodes `json:"topology,omitempty"`
@@ -180,6 +197,8 @@ type plan struct {
 	// succ is the random chain's scratch, reused from pair to pair (the
 	// garbage collector is off during a run).
 	succ []uint32
+	// c2c is the core-to-core part (nil: not asked).
+	c2c *c2cPlan
 }
 
 // newPlan resolves the options against the topology, checking everything that
@@ -187,8 +206,8 @@ type plan struct {
 // whether each target has the free memory the buffers need.
 func newPlan(opt Options) (*plan, error) {
 	topo := opt.Topology
-	if !opt.Kinds.Latency && !opt.Kinds.Bandwidth && !opt.Kinds.Loaded {
-		return nil, errors.New("nothing to measure: give --kind latency, bandwidth, loaded or all")
+	if !opt.Kinds.memory() && !opt.Kinds.C2C {
+		return nil, errors.New("nothing to measure: give --kind latency, bandwidth, loaded, c2c or all")
 	}
 	if opt.Repeat < 1 {
 		return nil, fmt.Errorf("--repeat %d: want at least 1", opt.Repeat)
@@ -209,6 +228,14 @@ func newPlan(opt Options) (*plan, error) {
 	}
 	if p.initiators, err = Initiators(opt.From, topo); err != nil {
 		return nil, err
+	}
+	if opt.Kinds.C2C {
+		if err := p.planC2C(); err != nil {
+			return nil, err
+		}
+	}
+	if !opt.Kinds.memory() {
+		return p, nil
 	}
 	if p.targets, err = Targets(opt.To, topo); err != nil {
 		return nil, err
@@ -345,6 +372,9 @@ func Run(opt Options) (*Result, error) {
 	if opt.Kinds.Loaded {
 		total += len(p.initiators) * len(p.targets)
 	}
+	if p.c2c != nil {
+		total += len(p.c2c.pairs)
+	}
 	done := 0
 	var current string
 	progress := func(kind string, i, t int) {
@@ -417,13 +447,31 @@ func Run(opt Options) (*Result, error) {
 	if opt.Kinds.Loaded {
 		p.measureLoaded(res, measure, status)
 	}
+	if p.c2c != nil {
+		p.runC2C(res, func(what string) {
+			load.sample()
+			current = what
+			if opt.Progress != nil {
+				opt.Progress(done, total, current)
+			}
+			done++
+		}, func(x Pair, low string) {
+			res.Placement.Pairs = append(res.Placement.Pairs, x)
+			minFrac = min(minFrac, x.FractionOnTarget)
+			if x.FractionOnTarget < minPlaced {
+				res.Notes = append(res.Notes, low+": the figure is partly another node's")
+			}
+		})
+	}
 	load.sample()
 	res.Conditions.HostLoad = load.finish()
 	res.Notes = append(res.Notes, res.honestyNotes()...)
 	if minFrac <= 1 {
 		res.Placement.MinFractionOnTarget = &minFrac
 	}
-	res.Rated = Rate(opt.Topology, res)
+	if opt.Kinds.memory() {
+		res.Rated = Rate(opt.Topology, res)
+	}
 	if len(res.Placement.Pairs) == 0 {
 		why := "nothing"
 		if len(res.Skipped) > 0 {
@@ -486,14 +534,34 @@ func median(s []float64) float64 {
 	return (s[n/2-1] + s[n/2]) / 2
 }
 
-// onCPU runs f on a thread of its own pinned to cpus. The thread is never
-// unlocked: it exits with its goroutine, so its affinity never reaches
-// another goroutine.
+// lockPinned locks the calling goroutine to its thread for good and pins
+// the thread to cpus; the caller defers the returned restore. The thread
+// exits with its goroutine, so its affinity never reaches another
+// goroutine; restore puts the affinity back all the same, because the
+// runtime does not end the process's main thread, on which the goroutine
+// may have run, but parks it for good, and the kernel reports that
+// thread's affinity as the process's (/proc/self/status), which a later
+// topology discovery in the same process would take for its cpuset.
+func lockPinned(cpus []int) (restore func(), err error) {
+	runtime.LockOSThread()
+	restore = func() {}
+	var was unix.CPUSet
+	if unix.SchedGetaffinity(0, &was) == nil {
+		restore = func() { _ = unix.SchedSetaffinity(0, &was) }
+	}
+	if err := placement.SetAffinity(cpus); err != nil {
+		return restore, err
+	}
+	return restore, nil
+}
+
+// onCPU runs f on a thread of its own pinned to cpus (lockPinned).
 func onCPU(cpus []int, f func() error) error {
 	ch := make(chan error, 1)
 	go func() {
-		runtime.LockOSThread()
-		if err := placement.SetAffinity(cpus); err != nil {
+		restore, err := lockPinned(cpus)
+		defer restore()
+		if err != nil {
 			ch <- fmt.Errorf("pinning to CPU %s: %w", sysfs.FormatCPUList(cpus), err)
 			return
 		}

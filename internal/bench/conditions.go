@@ -19,6 +19,11 @@ type Conditions struct {
 	// Governors are the cpufreq governors of the CPUs used, sorted;
 	// empty when the kernel has no cpufreq (common in VMs).
 	Governors []string `json:"governors"`
+	// SMT is the kernel's SMT control (/sys/devices/system/cpu/smt/control:
+	// on, off, forceoff, notsupported or notimplemented), "" when unknown:
+	// with SMT on, two CPUs may be one core's threads, and a figure taken on
+	// one is slowed by its sibling's work.
+	SMT string `json:"smt"`
 	// THP is transparent_hugepage/enabled's chosen mode (always, madvise
 	// or never), "" when unknown.
 	THP string `json:"thp"`
@@ -49,8 +54,9 @@ type Conditions struct {
 // conditionPaths are where the conditions are read; tests point them at
 // files of their own.
 var conditionPaths = struct {
-	cpuinfo, thp, balancing, dmi, hypervisor, cpufreq, stat, loadavg string
+	cpuinfo, thp, balancing, dmi, hypervisor, cpufreq, stat, loadavg, smt string
 }{
+	smt:        "/sys/devices/system/cpu/smt/control",
 	cpuinfo:    "/proc/cpuinfo",
 	thp:        "/sys/kernel/mm/transparent_hugepage/enabled",
 	balancing:  "/proc/sys/kernel/numa_balancing",
@@ -101,6 +107,7 @@ func readConditions(cpus []int) Conditions {
 		c.THP = m[1]
 	}
 	c.NUMABalancing = readTrim(conditionPaths.balancing)
+	c.SMT = readTrim(conditionPaths.smt)
 	c.SysVendor = readTrim(conditionPaths.dmi + "/sys_vendor")
 	c.Product = readTrim(conditionPaths.dmi + "/product_name")
 	c.Hypervisor = readTrim(conditionPaths.hypervisor)

@@ -91,16 +91,8 @@ func TestRandomChainIsOneCycle(t *testing.T) {
 // holds all the same, since both chase the same size the same way, and the
 // page-local chain still measures a third of it.
 func TestIdleLatencyMatchesReference(t *testing.T) {
-	gcc, err := exec.LookPath("gcc")
-	if err != nil {
-		testutil.SkipUnless(t, testutil.VMRequired, "no gcc to build testdata/bench/refchase.c")
-	}
 	topo := liveTopology(t)
-	bin := filepath.Join(t.TempDir(), "refchase")
-	src := filepath.Join(testutil.RepoRoot(t), "testdata", "bench", "refchase.c")
-	if out, err := exec.Command(gcc, "-O2", "-o", bin, src).CombinedOutput(); err != nil {
-		t.Fatalf("gcc refchase.c: %v\n%s", err, out)
-	}
+	bin := buildReference(t, "refchase.c")
 	ini, err := Initiators("", topo)
 	if err != nil {
 		t.Fatal(err)
@@ -124,12 +116,7 @@ func TestIdleLatencyMatchesReference(t *testing.T) {
 		if err != nil {
 			t.Fatalf("refchase: %v", err)
 		}
-		fields := map[string]float64{}
-		for _, f := range strings.Fields(string(out)) {
-			if k, v, ok := strings.Cut(f, "="); ok {
-				fields[k], _ = strconv.ParseFloat(v, 64)
-			}
-		}
+		fields := keyValues(out)
 		if fields["min_ns"] <= 0 || fields["median_ns"] <= 0 {
 			t.Fatalf("refchase printed %q", out)
 		}
@@ -154,4 +141,35 @@ func TestIdleLatencyMatchesReference(t *testing.T) {
 		t.Errorf("numascope's idle latency %.1f ns is %.0f%% off the independent reference's %.1f ns (medians over %d interleaved rounds of each round's best repeat: numascope %.1f, reference %.1f); want within 10%%",
 			n, 100*(ratio-1), c, rounds, ours, ref)
 	}
+}
+
+// buildReference builds testdata/bench/NAME, a C reference, with gcc -O2
+// (static and with threads: a static binary runs the same in a VM and
+// on the host). Without gcc the test is skipped, unless
+// NUMASCOPE_VM_REQUIRED makes it a failure (the profiler's tests need gcc
+// too).
+func buildReference(t *testing.T, name string, flags ...string) string {
+	t.Helper()
+	gcc, err := exec.LookPath("gcc")
+	if err != nil {
+		testutil.SkipUnless(t, testutil.VMRequired, "no gcc to build testdata/bench/%s", name)
+	}
+	bin := filepath.Join(t.TempDir(), strings.TrimSuffix(name, ".c"))
+	src := filepath.Join(testutil.RepoRoot(t), "testdata", "bench", name)
+	args := append(append([]string{"-O2"}, flags...), "-o", bin, src)
+	if out, err := exec.Command(gcc, args...).CombinedOutput(); err != nil {
+		t.Fatalf("gcc %s: %v\n%s", name, err, out)
+	}
+	return bin
+}
+
+// keyValues reads a reference's "key=value ..." line.
+func keyValues(out []byte) map[string]float64 {
+	fields := map[string]float64{}
+	for _, f := range strings.Fields(string(out)) {
+		if k, v, ok := strings.Cut(f, "="); ok {
+			fields[k], _ = strconv.ParseFloat(v, 64)
+		}
+	}
+	return fields
 }

@@ -281,6 +281,9 @@ func (r *Result) honestyNotes() []string {
 			}
 		}
 	}
+	if d, _ := r.C2C.spread(); d != "" && r.C2C.Repeat > 1 {
+		spreads = append(spreads, "core-to-core "+d)
+	}
 	spread := "the repeats' widest spread: " + strings.Join(spreads, "; ")
 	if len(spreads) == 0 {
 		spread = "one repeat, so no spread to judge by (give --repeat 3 or more)"

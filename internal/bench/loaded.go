@@ -10,8 +10,6 @@ import (
 	"sync/atomic"
 	"time"
 	"unsafe"
-
-	"github.com/numascope/numascope/internal/placement"
 )
 
 // Loaded latency and peak injection bandwidth, as Intel MLC measures them.
@@ -214,8 +212,9 @@ func (c *crew) timed(o order, self *injector) {
 // inject is an injector's thread: pinned, it first-touches its part, then
 // follows orders until its channel closes. It never unlocks its thread.
 func (c *crew) inject(w *injector, ready chan<- error) {
-	runtime.LockOSThread()
-	if err := placement.SetAffinity([]int{w.cpu}); err != nil {
+	restore, err := lockPinned([]int{w.cpu})
+	defer restore()
+	if err != nil {
 		ready <- fmt.Errorf("pinning an injector to CPU %d: %w", w.cpu, err)
 		return
 	}
@@ -241,8 +240,9 @@ func (c *crew) inject(w *injector, ready chan<- error) {
 // follow is the chaser's thread: pinned to cpu, it builds the chain in buf
 // (the one idle latency follows) and warms it up, then chases as ordered.
 func (c *crew) follow(p *plan, cpu int, buf *buffer, ready chan<- error) {
-	runtime.LockOSThread()
-	if err := placement.SetAffinity([]int{cpu}); err != nil {
+	restore, err := lockPinned([]int{cpu})
+	defer restore()
+	if err != nil {
 		ready <- fmt.Errorf("pinning the chaser to CPU %d: %w", cpu, err)
 		return
 	}

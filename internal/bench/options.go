@@ -18,9 +18,32 @@ type Kinds struct {
 	Latency, Bandwidth bool
 	// Loaded is loaded latency and peak injection bandwidth.
 	Loaded bool
+	// C2C is the core-to-core latency of a contended cache line (c2c.go).
+	C2C bool
 }
 
-// ParseKind parses --kind: latency, bandwidth, loaded or all.
+// memory says whether a kind that measures memory (buffers bound to
+// targets) is asked.
+func (k Kinds) memory() bool { return k.Latency || k.Bandwidth || k.Loaded }
+
+// ParseKinds parses --kind: one kind (latency, bandwidth, loaded, c2c or
+// all) or several separated by commas, e.g. latency,c2c to have the node
+// matrix of core-to-core latency beside the memory latency.
+func ParseKinds(s string) (Kinds, error) {
+	var k Kinds
+	for _, part := range strings.Split(s, ",") {
+		one, err := ParseKind(strings.TrimSpace(part))
+		if err != nil {
+			return Kinds{}, err
+		}
+		k.Latency, k.Bandwidth, k.Loaded, k.C2C = k.Latency || one.Latency, k.Bandwidth || one.Bandwidth, k.Loaded || one.Loaded, k.C2C || one.C2C
+	}
+	return k, nil
+}
+
+// ParseKind parses one --kind: latency, bandwidth, loaded, c2c or all
+// (the memory kinds: c2c is asked by name, since on a big machine it
+// measures thousands of CPU pairs).
 func ParseKind(s string) (Kinds, error) {
 	switch s {
 	case "latency":
@@ -29,10 +52,12 @@ func ParseKind(s string) (Kinds, error) {
 		return Kinds{Bandwidth: true}, nil
 	case "loaded":
 		return Kinds{Loaded: true}, nil
+	case "c2c":
+		return Kinds{C2C: true}, nil
 	case "all", "":
 		return Kinds{Latency: true, Bandwidth: true, Loaded: true}, nil
 	}
-	return Kinds{}, fmt.Errorf("--kind %q: want latency, bandwidth, loaded or all", s)
+	return Kinds{}, fmt.Errorf("--kind %q: want latency, bandwidth, loaded, c2c or all (or a comma list, e.g. latency,c2c)", s)
 }
 
 // ParseSize parses a size such as 64M, 1G, 512KiB or 1048576 (bytes);

@@ -35,6 +35,7 @@ func (r *Result) WriteText(w io.Writer) error {
 		writeSpread(&b, m, 0)
 	}
 	r.writeLoaded(&b)
+	r.writeC2C(&b)
 	b.WriteString("\n")
 	if f := r.Placement.MinFractionOnTarget; f != nil {
 		fmt.Fprintf(&b, "Placement: at least %.2f%% of every buffer's pages on its target (%d buffers checked with move_pages)\n", 100**f, len(r.Placement.Pairs))
@@ -49,7 +50,7 @@ func (r *Result) WriteText(w io.Writer) error {
 		virt = "virtual machine (" + orUnknown(c.Hypervisor) + ")"
 	}
 	gov := strings.Join(c.Governors, ",")
-	fmt.Fprintf(&b, "Conditions: %s; kernel %s; THP %s; governor %s; %s; %s\n", orNone(c.CPUModel), orNone(c.Kernel), orNone(c.THP), orNone(gov), bal, virt)
+	fmt.Fprintf(&b, "Conditions: %s; kernel %s; THP %s; governor %s; SMT %s; %s; %s\n", orNone(c.CPUModel), orNone(c.Kernel), orNone(c.THP), orNone(gov), orNone(c.SMT), bal, virt)
 	r.writeRated(&b)
 	for _, s := range r.Skipped {
 		fmt.Fprintf(&b, "Not measured: %s node %d -> node %d: %s\n", s.Kind, s.Initiator, s.Target, s.Reason)

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -26,8 +27,11 @@ type benchConfig struct {
 type benchFlags struct {
 	kind, from, to, size, kernel, format, out string
 	isa, chain                                string
-	threads, repeat                           int
-	noHuge, force                             bool
+	// pairs and lineNode are c2c's --pairs and --line-node.
+	pairs, lineNode string
+	pairBudget      time.Duration
+	threads, repeat int
+	noHuge, force   bool
 	// mix is --mix; kernelSet says --kernel was given (they exclude
 	// each other).
 	mix       string
@@ -39,7 +43,7 @@ type benchFlags struct {
 func (f benchFlags) parse() (benchConfig, error) {
 	var c benchConfig
 	var err error
-	if c.opt.Kinds, err = bench.ParseKind(f.kind); err != nil {
+	if c.opt.Kinds, err = bench.ParseKinds(f.kind); err != nil {
 		return c, err
 	}
 	if c.opt.Kernel, err = bench.ParseKernel(f.kernel); err != nil {
@@ -80,6 +84,16 @@ func (f benchFlags) parse() (benchConfig, error) {
 	if f.threads < 0 {
 		return c, fmt.Errorf("--threads %d: want a positive count (0: every CPU of the node)", f.threads)
 	}
+	if _, err := bench.ParseC2CPairs(f.pairs); err != nil {
+		return c, err
+	}
+	if (f.pairs != "all" && f.pairs != "" || f.lineNode != "") && !c.opt.Kinds.C2C {
+		return c, fmt.Errorf("--pairs and --line-node are for --kind c2c; --kind %s does not measure core-to-core latency", f.kind)
+	}
+	if f.pairBudget < 0 {
+		return c, fmt.Errorf("--pair-budget %s: want a positive duration, e.g. 250ms or 5s", f.pairBudget)
+	}
+	c.opt.Pairs, c.opt.LineNode, c.opt.C2CPairBudget = f.pairs, f.lineNode, f.pairBudget
 	if f.format != "text" && f.format != "json" {
 		return c, fmt.Errorf("unknown --format %q: use text or json", f.format)
 	}
@@ -91,7 +105,7 @@ func (f benchFlags) parse() (benchConfig, error) {
 func newBenchCmd(g *globals) *cobra.Command {
 	var f benchFlags
 	cmd := &cobra.Command{
-		Use:   "bench [--kind latency|bandwidth|loaded|all] [--from NODES] [--to NODES] [--size SIZE] [--chain random|page-local] [--kernel KERNEL | --mix R:W] [--isa ISA] [--format text|json] [-o FILE]",
+		Use:   "bench [--kind latency|bandwidth|loaded|c2c|all] [--from NODES] [--to NODES] [--size SIZE] [--chain random|page-local] [--kernel KERNEL | --mix R:W] [--isa ISA] [--format text|json] [-o FILE]",
 		Short: "Measure memory latency, bandwidth and loaded latency from every node with CPUs to every node with memory",
 		Long: `Measure what memory costs on this machine, node to node: the idle latency of a dependent load,
 the bandwidth of a streaming kernel, the latency under load and the peak injection bandwidth,
@@ -117,11 +131,21 @@ stepped rates, from idle to full; peak injection bandwidth is all of them at ful
 is the memory per measurement (default: 4x the last-level cache, at least 64M per array); below
 4x the last-level cache it is flagged, as are a busy host (other runnable tasks, steal time, next
 to the spread of the repeats), a loaded-latency curve that is not monotonic and a peak injection
-far from the bandwidth. See docs/bench.md.`,
+far from the bandwidth.
+
+--kind c2c measures core-to-core latency: two threads pinned to a pair of CPUs take turns to
+compare-and-swap one cache line, and half the round trip is the figure, per pair the median of
+--repeat windows, as Intel MLC's --c2c_latency and the core-to-core-latency tools measure it.
+Every pair of CPUs is measured, or --pairs "sample N" of them spread over the classes (SMT
+siblings, same last-level cache, same node, cross node) and node pairs; the text gives each
+class, the node x node matrix and the CPU x CPU matrix. --line-node N binds the line's page to
+node N (default: the node of each pair's first CPU). Give a comma list to measure several kinds,
+e.g. --kind latency,c2c. See docs/bench.md.`,
 		Example: `  numascope bench
   numascope bench --kind latency --to 2 --size 256M
   numascope bench --kind bandwidth --kernel triad --format json -o bench.json
-  numascope bench --kind loaded --mix 3:1 --from 0`,
+  numascope bench --kind loaded --mix 3:1 --from 0
+  numascope bench --kind c2c --pairs "sample 2000" --line-node 1`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			f.kernelSet = cmd.Flags().Changed("kernel")
@@ -170,7 +194,10 @@ far from the bandwidth. See docs/bench.md.`,
 		},
 	}
 	fl := cmd.Flags()
-	fl.StringVar(&f.kind, "kind", "all", "what to measure: latency, bandwidth, loaded (loaded latency and peak injection bandwidth) or all")
+	fl.StringVar(&f.kind, "kind", "all", "what to measure: latency, bandwidth, loaded (loaded latency and peak injection bandwidth), c2c (core-to-core latency) or all (the memory kinds); or a comma list, e.g. latency,c2c")
+	fl.StringVar(&f.pairs, "pairs", "all", `c2c: the CPU pairs to measure: all, or "sample N" (N pairs spread over the classes and node pairs)`)
+	fl.DurationVar(&f.pairBudget, "pair-budget", 0, "c2c: the most one pair may take; a pair past it keeps the windows it finished, or is skipped (default 250ms; more in an emulator or on a busy host)")
+	fl.StringVar(&f.lineNode, "line-node", "", "c2c: the node the contended line's memory is bound to (default: each pair's first CPU's node)")
 	fl.StringVar(&f.from, "from", "", "initiator nodes, with CPUs (list like 0-1; default: all)")
 	fl.StringVar(&f.to, "to", "", "target nodes, with memory (list like 0-3; default: all, CPU-less ones included)")
 	fl.StringVar(&f.size, "size", "", "memory per measurement, e.g. 256M or 1G (default: 4x the last-level cache, at least 64M per array)")

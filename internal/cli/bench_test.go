@@ -29,14 +29,16 @@ func TestBenchFlagsParse(t *testing.T) {
 		t.Errorf("--chain page-local: %v, %v", c.opt.Chain, err)
 	}
 	bad := map[string]func(*benchFlags){
-		"--kind":        func(f *benchFlags) { f.kind = "speed" },
-		"loaded or all": func(f *benchFlags) { f.kind = "load" },
-		"--kernel":      func(f *benchFlags) { f.kernel = "scale" },
-		"--size":        func(f *benchFlags) { f.size = "12X" },
-		"--repeat":      func(f *benchFlags) { f.repeat = 0 },
-		"--threads":     func(f *benchFlags) { f.threads = -1 },
-		"--format":      func(f *benchFlags) { f.format = "csv" },
-		"--mix":         func(f *benchFlags) { f.mix = "3/1" },
+		"--kind":             func(f *benchFlags) { f.kind = "speed" },
+		"loaded, c2c or all": func(f *benchFlags) { f.kind = "load" },
+		"--pairs \"half\"":   func(f *benchFlags) { f.kind, f.pairs = "c2c", "half" },
+		"--pairs and --line-node are for --kind c2c": func(f *benchFlags) { f.lineNode = "1" },
+		"--kernel":  func(f *benchFlags) { f.kernel = "scale" },
+		"--size":    func(f *benchFlags) { f.size = "12X" },
+		"--repeat":  func(f *benchFlags) { f.repeat = 0 },
+		"--threads": func(f *benchFlags) { f.threads = -1 },
+		"--format":  func(f *benchFlags) { f.format = "csv" },
+		"--mix":     func(f *benchFlags) { f.mix = "3/1" },
 		"--mix 3:1 and --kernel triad: give one of them": func(f *benchFlags) { f.mix, f.kernel, f.kernelSet = "3:1", "triad", true },
 		"--isa":          func(f *benchFlags) { f.isa = "avx1024" },
 		"--chain":        func(f *benchFlags) { f.chain = "stride" },
@@ -48,6 +50,17 @@ func TestBenchFlagsParse(t *testing.T) {
 		if _, err := f.parse(); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%s: error %v, want one naming %s", want, err, want)
 		}
+	}
+}
+
+// TestBenchFlagsC2C: --kind c2c (alone or in a list) with --pairs and
+// --line-node reach the options.
+func TestBenchFlagsC2C(t *testing.T) {
+	f := defaultBenchFlags()
+	f.kind, f.pairs, f.lineNode = "latency,c2c", "sample 500", "1"
+	c, err := f.parse()
+	if err != nil || !c.opt.Kinds.C2C || !c.opt.Kinds.Latency || c.opt.Kinds.Bandwidth || c.opt.Pairs != "sample 500" || c.opt.LineNode != "1" {
+		t.Errorf("options %+v, %v", c.opt, err)
 	}
 }
 

@@ -38,9 +38,10 @@ path's suffixes (for /build/src/a.c, DIR/build/src/a.c, DIR/src/a.c, DIR/a.c). W
 debug info anyone can forge, so they never choose what is read.
 
 A bench document written by numascope bench --format json (a JSON object with "latency_ns",
-"bandwidth_mbs" or "loaded") opens the bench page: both matrices as heatmaps with their spread,
-the distances and memory tiers where the document has them, the placement and the conditions
-of the run, and the loaded-latency curves when present.
+"bandwidth_mbs", "loaded" or "c2c_ns") opens the bench page: both matrices as heatmaps with their
+spread, the distances and memory tiers where the document has them, the placement and the
+conditions of the run, the loaded-latency curves and the core-to-core latency (a CPU x CPU
+heatmap sorted by node, LLC and core) when present.
 
 Several recordings (numascope view a.jsonl.zst b.jsonl.zst ..., e.g. the hosts of one MPI job,
 recorded with -o run.%h.jsonl.zst) open one page of small multiples, a plot per recording
@@ -230,7 +231,7 @@ func isProfileFile(path string) (bool, error) {
 
 // documentKindOf tells a profile (one JSON object with an "access_matrix"
 // key, docs/profile.md) and a bench document (one JSON object with a
-// "latency_ns", "bandwidth_mbs" or "loaded" key, docs/bench.md) from a
+// "latency_ns", "bandwidth_mbs", "loaded" or "c2c_ns" key, docs/bench.md) from a
 // recording (JSON Lines starting with a header object, zstd-compressed or
 // not, or a JSON array). Only the first JSON value's top-level keys are
 // read, so a large recording is not decoded twice.
@@ -280,7 +281,7 @@ func documentKind(r io.Reader) (string, error) {
 		switch key {
 		case "access_matrix":
 			return docProfile, nil
-		case "latency_ns", "bandwidth_mbs", "loaded":
+		case "latency_ns", "bandwidth_mbs", "loaded", "c2c_ns":
 			return docBench, nil
 		case "type":
 			// A recording's records all have a "type"; a profile or bench document has none.

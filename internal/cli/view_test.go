@@ -207,6 +207,7 @@ func TestViewTellsBenchDocuments(t *testing.T) {
 		write("lat.json", "{\n  \"latency_ns\": {\"initiators\": [0]}}"):            docBench,
 		write("bw.json", `{"bandwidth_mbs": {}, "placement": {}}`):                  docBench,
 		write("loaded.json", `{"placement": {}, "loaded": {"pairs": []}}`):          docBench,
+		filepath.Join("..", "..", "testdata", "bench", "view", "c2c-6cpu.json"):     docBench,
 		write("hdr.jsonl", `{"type":"header","latency_ns":{}}`+"\n"):                docRecording,
 		write("nested.json", `{"conditions": {"latency_ns": 1}}`):                   docRecording,
 	}

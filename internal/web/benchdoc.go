@@ -78,8 +78,8 @@ func ReadBench(path string) ([]byte, error) {
 // NewBench prepares serving the bench document body, read from file. It
 // checks what the client draws from: one JSON object with a latency_ns or
 // bandwidth_mbs matrix (integer node ids; a row per initiator, a number or
-// null per target) or a loaded section (per pair, a latency for every
-// bandwidth), so that a broken file is a clear error here rather than an
+// null per target), a loaded section (per pair, a latency for every
+// bandwidth) or a c2c_ns matrix (a row and a column per CPU), so that a broken file is a clear error here rather than an
 // empty page. Names and other fields are sent as the file has them; the
 // client shows them as text.
 func NewBench(opt Options, file string, body []byte) (*Bench, error) {
@@ -104,6 +104,7 @@ func checkBench(body []byte) error {
 		Latency   json.RawMessage `json:"latency_ns"`
 		Bandwidth json.RawMessage `json:"bandwidth_mbs"`
 		Loaded    json.RawMessage `json:"loaded"`
+		C2C       json.RawMessage `json:"c2c_ns"`
 	}
 	if err := json.Unmarshal(body, &doc); err != nil {
 		var te *json.UnmarshalTypeError
@@ -113,8 +114,26 @@ func checkBench(body []byte) error {
 		return err
 	}
 	present := func(r json.RawMessage) bool { return len(r) > 0 && string(r) != "null" }
-	if !present(doc.Latency) && !present(doc.Bandwidth) && !present(doc.Loaded) {
-		return errors.New(`it has none of "latency_ns", "bandwidth_mbs" and "loaded"`)
+	if !present(doc.Latency) && !present(doc.Bandwidth) && !present(doc.Loaded) && !present(doc.C2C) {
+		return errors.New(`it has none of "latency_ns", "bandwidth_mbs", "loaded" and "c2c_ns"`)
+	}
+	if present(doc.C2C) {
+		// The CPU x CPU heatmap: a row and a column per CPU.
+		var c struct {
+			CPUs   []int        `json:"cpus"`
+			Matrix [][]*float64 `json:"matrix"`
+		}
+		if err := json.Unmarshal(doc.C2C, &c); err != nil {
+			return fmt.Errorf("c2c_ns: %v", err)
+		}
+		if len(c.Matrix) != len(c.CPUs) {
+			return fmt.Errorf("c2c_ns: the matrix has %d rows for %d CPUs", len(c.Matrix), len(c.CPUs))
+		}
+		for i, row := range c.Matrix {
+			if len(row) != len(c.CPUs) {
+				return fmt.Errorf("c2c_ns: row %d (CPU %d) has %d values for %d CPUs", i, c.CPUs[i], len(row), len(c.CPUs))
+			}
+		}
 	}
 	for _, m := range []struct {
 		key string

@@ -144,10 +144,13 @@ func TestBenchFixtureLoads(t *testing.T) {
 // naming the file and what is wrong, before anything is served.
 func TestNewBenchRefusesMalformed(t *testing.T) {
 	for body, want := range map[string]string{
-		``:                     "not valid JSON",
-		`{"latency_ns": {`:     "not valid JSON",
-		`[1, 2]`:               "want one JSON object",
-		`{"placement": {}}`:    `none of "latency_ns", "bandwidth_mbs" and "loaded"`,
+		``:                  "not valid JSON",
+		`{"latency_ns": {`:  "not valid JSON",
+		`[1, 2]`:            "want one JSON object",
+		`{"placement": {}}`: `none of "latency_ns", "bandwidth_mbs", "loaded" and "c2c_ns"`,
+		`{"c2c_ns": {"cpus": [0, 1], "matrix": [[null, 1]]}}`:      "c2c_ns: the matrix has 1 rows for 2 CPUs",
+		`{"c2c_ns": {"cpus": [0, 1], "matrix": [[null, 1], [1]]}}`: "c2c_ns: row 1 (CPU 1) has 1 values for 2 CPUs",
+		`{"c2c_ns": {"cpus": ["<b>0</b>"], "matrix": [[null]]}}`:   "c2c_ns: json: cannot unmarshal string",
 		`{"latency_ns": null}`: `none of "latency_ns"`,
 		`{"latency_ns": [1]}`:  "latency_ns: json: cannot unmarshal array",
 		`{"latency_ns": {"initiators": [0, 1], "targets": [0], "matrix": [[1]]}}`:                            "latency_ns: the matrix has 1 rows for 2 initiators",

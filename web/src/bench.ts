@@ -4,8 +4,8 @@
 // colour scale (viridis, yellow = better), with the NUMA distance, memory
 // tier and CPU-less targets labelled where the document has them, the rated
 // values beside the measured ones, the spread on hover; the placement and
-// the conditions of the run; and the loaded-latency curves (uPlot) when the
-// document has a loaded section. Every name is the document's, so it goes
+// the conditions of the run; the core-to-core latency (src/c2c.ts) and the
+// loaded-latency curves (uPlot) when the document has them. Every name is the document's, so it goes
 // into the page as text (src/dom.ts). The page shown is this module's own
 // state.
 
@@ -14,6 +14,7 @@ import type { BenchDocument, BenchMatrix, BenchNode, BenchRated, BenchSkip, Cell
 import { el } from "./dom";
 import { bytes, int, num, percent, ranges, si } from "./format";
 import { distinctColors } from "./colors";
+import { c2cSection } from "./c2c";
 
 /** The bench page: the document shown, its file, and the loaded-latency plot drawn from it (destroyed when the page is redrawn). */
 interface BenchPage {
@@ -183,6 +184,9 @@ function renderBench(root: HTMLElement, page: BenchPage): void {
   const grid = el("div", { class: "bgrid" });
   for (const k of KINDS) grid.append(matrixFigure(k, doc, look));
   root.append(grid);
+  // Core-to-core latency, when measured: beside the memory matrices, on their colour scale.
+  const c2c = c2cSection(doc, viridis);
+  if (c2c) root.append(c2c);
   root.append(runPanel(doc));
   root.append(loadedSection(page));
 }
@@ -403,7 +407,7 @@ function runPanel(doc: BenchDocument): HTMLElement {
   if (doc.notes.length) box.append(el("h3", {}, "Notes"), el("ul", { class: "hints notes" }, ...doc.notes.map((n) => el("li", {}, n))));
   if (doc.skipped.length) {
     const tb = el("tbody");
-    for (const s of doc.skipped) tb.append(el("tr", {}, el("td", {}, s.kind), el("td", {}, `node ${s.initiator} → node ${s.target}`), el("td", { class: "reason" }, s.reason)));
+    for (const s of doc.skipped) tb.append(el("tr", {}, el("td", {}, s.kind), el("td", {}, s.kind === "c2c" ? `CPU ${s.initiator} ↔ CPU ${s.target}` : `node ${s.initiator} → node ${s.target}`), el("td", { class: "reason" }, s.reason)));
     box.append(el("h3", {}, "Not measured"), el("table", { class: "skipped" }, el("thead", {}, el("tr", {}, el("th", {}, "kind"), el("th", {}, "pair"), el("th", {}, "why"))), tb));
   }
   return box;

@@ -548,6 +548,53 @@ export interface BenchLoaded {
   pairs: LoadedPair[];
 }
 
+/** One CPU pair of core-to-core latency (`numascope bench --kind c2c`). */
+export interface C2CPair {
+  a: NodeID;
+  b: NodeID;
+  class: string;
+  line_node?: NodeID;
+  median_ns: number | null;
+  min_ns: number | null;
+  max_ns: number | null;
+  samples: number[];
+}
+
+/** One class of pairs (SMT siblings, same LLC, same node, cross node): the median of its pairs' medians, and their range. */
+export interface C2CClass {
+  class: string;
+  pairs: number;
+  median_ns: number | null;
+  min_ns: number | null;
+  max_ns: number | null;
+}
+
+/** Core-to-core latency, CPU by CPU (c2c_ns): the matrix in the order of cpus, symmetric, null on the diagonal and where not measured. */
+export interface BenchC2C {
+  cpus: NodeID[];
+  /** each CPU's node, last-level cache (index) and package:core, in the order of cpus (absent: unknown) */
+  nodes: (NodeID | undefined)[];
+  llcs: (NodeID | undefined)[];
+  cores: (NodeID | undefined)[];
+  matrix: Cells;
+  classes: C2CClass[];
+  pairs: C2CPair[];
+  /** the node the contended line was bound to; null: each pair's first CPU's node */
+  line_node: NodeID | null;
+  repeat?: number;
+  sample?: number;
+  pairs_total?: number;
+  method?: string;
+}
+
+/** The node × node roll-up of core-to-core latency (c2c_node_ns). */
+export interface BenchC2CNodes {
+  initiators: NodeID[];
+  targets: NodeID[];
+  matrix: Cells;
+  line_node: NodeID | null;
+}
+
 /** A document written by `numascope bench --format json` (docs/bench.md). */
 export interface BenchDocument {
   latency_ns?: BenchMatrix;
@@ -560,6 +607,8 @@ export interface BenchDocument {
   /** the nodes with their distances and tiers, when the document has them */
   topology?: BenchNode[];
   loaded?: BenchLoaded;
+  c2c_ns?: BenchC2C;
+  c2c_node_ns?: BenchC2CNodes;
 }
 
 const nodeID = (v: unknown): NodeID | undefined => J.scalar(v);
@@ -709,10 +758,45 @@ function asLoaded(v: unknown): BenchLoaded | undefined {
   };
 }
 
-/** asBench recognises a bench document (an object with latency_ns, bandwidth_mbs or loaded, and no access matrix) and reads it; null otherwise. */
+/** asC2C reads c2c_ns: the lists per CPU are aligned with cpus (what a list lacks is undefined). */
+function asC2C(v: unknown): BenchC2C | undefined {
+  if (!J.isObj(v)) return undefined;
+  const cpus = nodeIDs(v.cpus);
+  const per = (x: unknown): (NodeID | undefined)[] => {
+    const l = Array.isArray(x) ? x : [];
+    return cpus.map((_, k) => nodeID(l[k]));
+  };
+  return {
+    cpus,
+    nodes: per(v.nodes),
+    llcs: per(v.llcs),
+    cores: per(v.cores),
+    matrix: cells(v.matrix),
+    classes: J.list(v.classes, (c) => (J.isObj(c) ? { class: J.strOr(c.class, ""), pairs: J.numOr(c.pairs, 0), median_ns: J.numOrNull(c.median_ns), min_ns: J.numOrNull(c.min_ns), max_ns: J.numOrNull(c.max_ns) } : undefined)),
+    pairs: J.list(v.pairs, (p) => {
+      if (!J.isObj(p)) return undefined;
+      const a = nodeID(p.a),
+        b = nodeID(p.b);
+      if (a === undefined || b === undefined) return undefined;
+      return { a, b, class: J.strOr(p.class, ""), line_node: nodeID(p.line_node), median_ns: J.numOrNull(p.median_ns), min_ns: J.numOrNull(p.min_ns), max_ns: J.numOrNull(p.max_ns), samples: J.numbers(p.samples) };
+    }),
+    line_node: nodeID(v.line_node) ?? null,
+    repeat: J.num(v.repeat),
+    sample: J.num(v.sample),
+    pairs_total: J.num(v.pairs_total),
+    method: J.str(v.method),
+  };
+}
+
+function asC2CNodes(v: unknown): BenchC2CNodes | undefined {
+  if (!J.isObj(v)) return undefined;
+  return { initiators: nodeIDs(v.initiators), targets: nodeIDs(v.targets), matrix: cells(v.matrix), line_node: nodeID(v.line_node) ?? null };
+}
+
+/** asBench recognises a bench document (an object with latency_ns, bandwidth_mbs, loaded or c2c_ns, and no access matrix) and reads it; null otherwise. */
 export function asBench(v: unknown): BenchDocument | null {
   if (!J.isObj(v) || J.isObj(v.access_matrix)) return null;
-  if (!J.isObj(v.latency_ns) && !J.isObj(v.bandwidth_mbs) && !J.isObj(v.loaded)) return null;
+  if (!J.isObj(v.latency_ns) && !J.isObj(v.bandwidth_mbs) && !J.isObj(v.loaded) && !J.isObj(v.c2c_ns)) return null;
   return readBench(v);
 }
 
@@ -745,5 +829,7 @@ export function readBench(x: unknown): BenchDocument {
     notes: J.strings(v.notes),
     topology: asBenchNodes(v.topology, v.memory_tiers),
     loaded: asLoaded(v.loaded),
+    c2c_ns: asC2C(v.c2c_ns),
+    c2c_node_ns: asC2CNodes(v.c2c_node_ns),
   };
 }
