@@ -282,37 +282,41 @@ func generate(t *testing.T) (string, facts) {
 		"Floor 0 imports no numascope package; a package on floor N imports one on floor N-1 and none on N or above. "+
 		"Imports from tests are not counted. \"What\" is the first sentence of the package's doc comment.\n\n", len(list), n, arrows)
 	fmt.Fprintf(&b, "| floor | package | lines | imports (numascope packages) | what |\n|---|---|---|---|---|\n")
+	var rows []string
 	for _, p := range list {
 		var deps []string
 		for _, d := range p.deps {
 			deps = append(deps, "`"+pkgs[d].short()+"`")
 		}
-		row := fmt.Sprintf("| %d | `%s` | %d | %s | %s |", p.floor, p.short(), p.lines, strings.Join(deps, " "), firstSentence(p.Doc))
-		b.WriteString(row + "\n")
-		k, v := splitRow(row)
-		fs[secPackages][k] = v
+		rows = append(rows, fmt.Sprintf("| %d | `%s` | %d | %s | %s |", p.floor, p.short(), p.lines, strings.Join(deps, " "), firstSentence(p.Doc)))
 	}
+	addRows(&b, fs[secPackages], rows, len(rows))
 	fmt.Fprintf(&b, "\n%s\n\nThe %d longest functions and methods (lines from `func` to the closing brace; tests left out).\n\n", secFunctions, top)
 	fmt.Fprintf(&b, "| function | package | lines |\n|---|---|---|\n")
-	for i, f := range funcs {
-		row := fmt.Sprintf("| `%s` | `%s` | %d |", f.name, f.pkg, f.lines)
-		if i < top {
-			b.WriteString(row + "\n")
-		}
-		k, v := splitRow(row)
-		fs[secFunctions][k] = v
+	rows = nil
+	for _, f := range funcs {
+		rows = append(rows, fmt.Sprintf("| `%s` | `%s` | %d |", f.name, f.pkg, f.lines))
 	}
+	addRows(&b, fs[secFunctions], rows, top)
 	fmt.Fprintf(&b, "\n%s\n\nThe %d named types with the most lines of methods (struct fields counted where the type is a struct).\n\n", secTypes, top)
 	fmt.Fprintf(&b, "| type | package | methods | lines of methods | fields |\n|---|---|---|---|---|\n")
-	for i, d := range types {
-		row := fmt.Sprintf("| `%s` | `%s` | %d | %d | %d |", d.name, d.pkg, d.method, d.lines, d.fields)
-		if i < top {
+	rows = nil
+	for _, d := range types {
+		rows = append(rows, fmt.Sprintf("| `%s` | `%s` | %d | %d | %d |", d.name, d.pkg, d.method, d.lines, d.fields))
+	}
+	addRows(&b, fs[secTypes], rows, top)
+	return b.String(), fs
+}
+
+// addRows writes the first n rows to b and records every row in fs.
+func addRows(b *strings.Builder, fs map[string][]int, rows []string, n int) {
+	for i, row := range rows {
+		if i < n {
 			b.WriteString(row + "\n")
 		}
 		k, v := splitRow(row)
-		fs[secTypes][k] = v
+		fs[k] = v
 	}
-	return b.String(), fs
 }
 
 // splitRow splits a table row into its key (the cells that are not
