@@ -3,9 +3,12 @@ package memtrim
 import (
 	"bufio"
 	"os"
+	"runtime"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 )
 
 // residentOfExe returns the KiB of the test binary resident in its
@@ -88,5 +91,35 @@ func TestReadOnlyMappings(t *testing.T) {
 	want := []mapping{{0x400000, 0xd2e000}, {0xd2e000, 0x166b000}}
 	if len(got) != len(want) || got[0] != want[0] || got[1] != want[1] {
 		t.Fatalf("readOnlyMappings = %#v, want %#v (code and read-only data, private, of that file only)", got, want)
+	}
+}
+
+// TestAfterEachGC: the hook runs after a garbage collection, and again
+// after the next one (it re-arms itself).
+func TestAfterEachGC(t *testing.T) {
+	var n atomic.Int32
+	afterEachGC(func() { n.Add(1) })
+	for want := int32(1); want <= 2; want++ {
+		deadline := time.Now().Add(10 * time.Second)
+		for n.Load() < want {
+			if time.Now().After(deadline) {
+				t.Fatalf("after %d collections the hook ran %d times", want, n.Load())
+			}
+			runtime.GC()
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+}
+
+func TestThrottle(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	th := &throttle{every: time.Minute, last: t0}
+	for _, c := range []struct {
+		after time.Duration
+		want  bool
+	}{{time.Second, false}, {59 * time.Second, false}, {60 * time.Second, true}, {61 * time.Second, false}, {121 * time.Second, true}} {
+		if got := th.due(t0.Add(c.after)); got != c.want {
+			t.Errorf("due at +%v = %v, want %v", c.after, got, c.want)
+		}
 	}
 }
