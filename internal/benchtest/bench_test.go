@@ -604,3 +604,65 @@ func TestBareTop(t *testing.T) {
 		t.Fatalf("baretop: %v", err)
 	}
 }
+
+// TestPlainSampler checks scripts/bench-scale's independent floor
+// (testdata/bench/plainsampler.c): one line per sample of the time and each
+// counter's change, the labels SIGUSR1 asks for, and as many samples between
+// them as the time between the signals holds at its interval.
+func TestPlainSampler(t *testing.T) {
+	bin := build(t, "plainsampler")
+	cmd := exec.Command(bin, append([]string{"10000000"}, events...)...) // 10 ms
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	time.Sleep(300 * time.Millisecond)
+	if err := cmd.Process.Signal(syscall.SIGUSR1); err != nil {
+		t.Fatal(err)
+	}
+	t0 := time.Now()
+	time.Sleep(600 * time.Millisecond)
+	if err := cmd.Process.Signal(syscall.SIGUSR1); err != nil {
+		t.Fatal(err)
+	}
+	span := time.Since(t0)
+	time.Sleep(100 * time.Millisecond)
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("plainsampler after SIGTERM: %v\n%s", err, stderr.Bytes())
+	}
+	marks, between := 0, 0
+	for _, line := range strings.Split(strings.TrimSuffix(stdout.String(), "\n"), "\n") {
+		if strings.HasPrefix(line, "# label: m") {
+			marks++
+			if line != fmt.Sprintf("# label: m%d", marks) {
+				t.Fatalf("label line %q, want m%d", line, marks)
+			}
+			continue
+		}
+		f := strings.Fields(line)
+		if len(f) != 1+len(events) {
+			t.Fatalf("sample line %q: want the time and %d counters", line, len(events))
+		}
+		for _, v := range f {
+			if _, err := strconv.ParseFloat(v, 64); err != nil {
+				t.Fatalf("sample line %q: %v", line, err)
+			}
+		}
+		if marks == 1 {
+			between++
+		}
+	}
+	if marks != 2 {
+		t.Fatalf("%d labels, want 2:\n%s", marks, stdout.String())
+	}
+	// At 10 ms the span holds span/10ms samples; a loaded machine wakes it
+	// late (a late wake-up starts again from now), never early.
+	if want := int(span / (10 * time.Millisecond)); between > want+2 || between < want/3 {
+		t.Errorf("%d samples between the labels %v apart, want about %d", between, span, want)
+	}
+}

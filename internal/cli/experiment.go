@@ -11,9 +11,9 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/numascope/numascope/internal/experiment"
-	"github.com/numascope/numascope/internal/live"
 	"github.com/numascope/numascope/internal/sampler"
 	"github.com/numascope/numascope/internal/topology"
+	"github.com/numascope/numascope/internal/web"
 )
 
 func newExperimentCmd(g *globals) *cobra.Command {
@@ -83,7 +83,7 @@ With --web, the report is then served to the web client.
 // interrupted.
 func serveReport(w *webFlags, file string, report *experiment.WebReport) error {
 	stderr := &lockedWriter{w: os.Stderr}
-	srv, err := live.NewReport(w.options(stderr), file, report)
+	srv, err := web.NewReport(w.options(stderr), file, report)
 	if err != nil {
 		return err
 	}

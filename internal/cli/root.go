@@ -70,6 +70,11 @@ func Main(args []string) int {
 	}
 	root := newRoot()
 	root.SetArgs(args)
+	// The commands whose steady work is one sampler run on the one P they
+	// sample on from the start (sampler.SamplingProcess).
+	if cmd, _, err := root.Find(args); err == nil && (cmd.Name() == "stat" || cmd.Name() == "record") {
+		sampler.SamplingProcess()
+	}
 	return exitStatus(root.Execute(), os.Stderr)
 }
 
@@ -154,7 +159,7 @@ func (g *globals) open() (sensor.Env, *sampler.Catalog, error) {
 	}
 	perf := g.perf
 	perf.Events = specs
-	return env, sampler.OpenWith(env, []sensor.Sensor{sensor.NewPerf(perf), sensor.NewUncore(perf)}), nil
+	return env, sampler.OpenWith(env, sensor.Options{Perf: perf}), nil
 }
 
 // env discovers the topology and returns what sensors need.

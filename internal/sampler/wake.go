@@ -154,6 +154,24 @@ var procs struct {
 	fixed   bool
 }
 
+// SamplingProcess gives a process whose steady work is one sampler (numascope
+// stat, record) the single P it will sample on from its very start, rather
+// than from Run on: the Go runtime's default is one P per CPU the process may
+// run on, and what start-up does on them grows with the machine, not with the
+// work. Start-up's garbage collection (and the FreeOSMemory a session makes
+// before sampling) starts a mark worker on every idle P, each on a thread of
+// its own, and the threads it creates stay for the process's life: on a
+// 300-CPU machine, hundreds of threads and the CPU to start and stop them for
+// a loop that needs one (docs/performance.md, "Cost against the number of
+// CPUs"). A GOMAXPROCS set in the environment is the user's and wins, here
+// and in Run.
+func SamplingProcess() {
+	if _, set := os.LookupEnv("GOMAXPROCS"); set {
+		return
+	}
+	runtime.GOMAXPROCS(1)
+}
+
 // RawFilesFrom is the shortest interval at which files are written raw
 // while a sampler runs (see procs).
 const RawFilesFrom = 10 * time.Millisecond
