@@ -114,7 +114,7 @@ func TestLayering(t *testing.T) {
 	floors(t, pkgs)
 	cli := module + "/internal/cli"
 	bin := module + "/cmd/numascope"
-	helpers := []string{"/internal/testutil", "/internal/vmtest", "/internal/benchtest", "/conntest", "/fakefeed"}
+	helpers := []string{"/internal/testutil", "/internal/vmtest", "/internal/benchtest", "/conntest", "/fakefeed", "/webtest"}
 	for _, p := range pkgs {
 		for _, d := range p.deps {
 			if pkgs[d].floor >= p.floor {
