@@ -105,6 +105,7 @@ var docExampleRules = map[string]docRule{
 	"docs/performance.md: scripts/bench-top":                                                       {why: "6 min"},
 	"docs/performance.md: scripts/bench --quick; scripts/bench-ep --quick":                         {why: "1-2 min each, of timing"},
 	"docs/performance.md: sudo scripts/bench-misses":                                               {why: "4 min of scheduler tracing"},
+	"docs/performance.md: scripts/bench-rss":                                                       {why: "10 min of resident-memory readings, 150 s per arm"},
 	"docs/performance.md: scripts/bench-profile --reps 11":                                         {why: "11 reps of minutes"},
 	"docs/performance.md: scripts/bench-profile --reps 3 --threads 1,2,4,8":                        {why: "minutes of timing"},
 	"docs/performance.md: scripts/bench-profile --reps 3 --threads 8,32 --consumers 1,2":           {why: "minutes of timing"},

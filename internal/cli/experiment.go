@@ -1,26 +1,18 @@
 package cli
 
 import (
-	"bufio"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"os"
-	"os/signal"
 	"path/filepath"
-	"strings"
-	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
 
-	"github.com/numascope/numascope/internal/beneath"
 	"github.com/numascope/numascope/internal/experiment"
-	"github.com/numascope/numascope/internal/placement"
-	"github.com/numascope/numascope/internal/sensor"
-	"github.com/numascope/numascope/internal/term"
+	"github.com/numascope/numascope/internal/sampler"
+	"github.com/numascope/numascope/internal/topology"
 	"github.com/numascope/numascope/internal/web"
 )
 
@@ -53,114 +45,28 @@ With --web, the report is then served to the web client.
 			if err := wf.check(); web && err != nil {
 				return err
 			}
-			if format != "text" && format != "markdown" && format != "json" {
-				return fmt.Errorf("--format %q: want text, markdown or json", format)
-			}
-			spec, err := experiment.Load(args[0])
-			if err != nil {
+			var err error
+			cfg := experiment.CommandConfig{Spec: args[0], DryRun: dryRun, AnalyzeOnly: analyzeOnly, Report: report}
+			if cfg.Format, err = experiment.ParseFormat(format); err != nil {
 				return err
 			}
-			self, err := os.Executable()
-			if err != nil {
+			if cfg.Self, err = os.Executable(); err != nil {
 				return fmt.Errorf("cannot find numascope's own binary (to run the regimes): %w", err)
 			}
-			if err := checkRegimes(g, spec); err != nil {
+			done, err := experiment.RunCommand(cfg, experiment.Host{
+				Runner:   &sessionRunner{g: g},
+				Topology: func() (*topology.Topology, error) { _, topo, err := g.discover(); return topo, err },
+				Catalog:  func() (*sampler.Catalog, error) { _, cat, err := g.open(); return cat, err },
+				Stdout:   os.Stdout,
+				Stderr:   os.Stderr,
+			})
+			switch {
+			case errors.Is(err, experiment.ErrInterrupted):
+				return exitError{130} // RunCommand said how far it got
+			case err != nil || done == nil || !web:
 				return err
 			}
-			if spec.DefaultEvents {
-				// Keep the default events this machine has (a kernel without
-				// NUMA balancing has no hinting-fault counters).
-				_, cat, err := g.open()
-				if err != nil {
-					return err
-				}
-				var keep []string
-				for _, p := range spec.Events {
-					if _, err := cat.Select([]string{p}, true); err == nil {
-						keep = append(keep, p)
-					}
-				}
-				cat.Close()
-				if len(keep) == 0 {
-					return fmt.Errorf("%s: none of the default events is available here; name some with events = [...] (see numascope events)", spec.Path)
-				}
-				spec.Events = keep
-			}
-			if !analyzeOnly {
-				if err := checkResponses(g, spec); err != nil {
-					return err
-				}
-			}
-			plan := spec.Plan()
-			if dryRun {
-				// Printed as it is built, one run at a time. Levels come
-				// from the spec, which may not be the user's own: the
-				// output is cleaned (term.Clean) on its way out.
-				factors := spec.AllFactors()
-				cw := term.NewWriter(os.Stdout)
-				w := bufio.NewWriter(cw)
-				for id := range plan.Len() {
-					r := plan.Run(id)
-					kind := fmt.Sprintf("rep %d", r.Rep)
-					if r.Warmup {
-						kind = "warm-up"
-					}
-					argv := spec.Argv(self, r)
-					fmt.Fprintf(w, "run %d (%s, %s): %q\n", r.ID, r.Label(factors), kind, argv)
-				}
-				fmt.Fprintf(w, "%d runs; results to %s, recordings in %s\n", plan.Len(), spec.Results, spec.RunsDir)
-				if err := w.Flush(); err != nil {
-					return err
-				}
-				return cw.Flush()
-			}
-			if !analyzeOnly {
-				rf, err := experiment.OpenResults(spec.Results, spec, plan.Len())
-				if err != nil {
-					return err
-				}
-				ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-				err = experiment.Execute(ctx, spec, rf, &sessionRunner{g: g}, experiment.Options{Self: self, Progress: term.NewWriter(os.Stderr)})
-				stop()
-				done := len(rf.Done)
-				rf.Close()
-				if errors.Is(err, experiment.ErrInterrupted) {
-					fmt.Fprintf(os.Stderr, "numascope: interrupted: %d of %d runs done (in %s); run the same command again to resume\n",
-						done, plan.Len(), spec.Results)
-					return exitError{130}
-				}
-				if err != nil {
-					return err
-				}
-			}
-			_, results, err := experiment.LoadResults(spec.Results)
-			if err != nil {
-				return err
-			}
-			a := experiment.Analyze(spec, results)
-			if err := writeAnalysis(os.Stdout, a, format); err != nil {
-				return err
-			}
-			if report != "" {
-				// As every output: through no other user's symbolic
-				// link, never onto a link, FIFO or hard-linked file.
-				f, err := beneath.CreateOutput(report, true, 0o644)
-				if err != nil {
-					return beneath.OutputError("the report", report, err)
-				}
-				if err := writeAnalysis(f, a, "markdown"); err != nil {
-					f.Close()
-					return err
-				}
-				if err := f.Close(); err != nil {
-					return fmt.Errorf("writing the report: %w", err)
-				}
-				fmt.Fprintf(os.Stderr, "numascope: markdown report written to %s\n", report)
-			}
-			if web {
-				return serveReport(&wf, spec.Results, experiment.NewWebReport(a, results))
-			}
-			return nil
+			return serveReport(&wf, done.Spec.Results, experiment.NewWebReport(done.Analysis, done.Results))
 		},
 	}
 	f := cmd.Flags()
@@ -171,36 +77,6 @@ With --web, the report is then served to the web client.
 	f.BoolVar(&web, "web", false, "then serve the report in the web client (effects, boxplots, QQ plot, ANOVA) until Ctrl-C; see --listen")
 	wf.register(cmd)
 	return cmd
-}
-
-// writeAnalysis writes an experiment's analysis in format (text, markdown
-// or json). Levels, factor and response names come from the spec and the
-// results file: the text is cleaned (term.Clean) and the JSON escaped so
-// that none of their control or bidi characters reaches a terminal.
-func writeAnalysis(out io.Writer, a *experiment.Analysis, format string) error {
-	if format == "json" {
-		b, err := json.MarshalIndent(a, "", "  ")
-		if err != nil {
-			return err
-		}
-		_, err = out.Write(append(term.EscapeJSON(b), '\n'))
-		return err
-	}
-	cw := term.NewWriter(out)
-	w := bufio.NewWriter(cw)
-	var err error
-	if format == "markdown" {
-		err = a.WriteMarkdown(w)
-	} else {
-		err = a.WriteText(w)
-	}
-	if err != nil {
-		return err
-	}
-	if err := w.Flush(); err != nil {
-		return err
-	}
-	return cw.Flush()
 }
 
 // serveReport serves an experiment's report to the web client until
@@ -249,61 +125,4 @@ func (r *sessionRunner) Run(ctx context.Context, req experiment.RunRequest) (exp
 	}
 	out.ExitStatus, _, err = run.status()
 	return out, err
-}
-
-// checkResponses checks the spec's responses against the events its runs
-// will record on this machine (resolved as the run's session resolves them),
-// before anything runs: the dry run checks what the real run checks.
-func checkResponses(g *globals, spec *experiment.Spec) error {
-	_, cat, err := g.open()
-	if err != nil {
-		return err
-	}
-	defer cat.Close()
-	patterns, err := cat.ExpandPresets(spec.Events)
-	if err != nil {
-		return fmt.Errorf("%s: events: %w", spec.Path, err)
-	}
-	cols, err := cat.Select(patterns, true) // the runs record discrete columns
-	if err != nil {
-		return fmt.Errorf("%s: events: %w", spec.Path, err)
-	}
-	recorded, gauges := map[string][]string{}, map[string]string{}
-	for _, c := range cols {
-		key := c.Sensor + "." + c.Event.Name
-		if c.Event.Kind == sensor.Gauge {
-			gauges[key] = c.Event.Unit
-		}
-		if c.Name != key && len(c.Sources) == 1 && c.Sources[0] != "" && strings.HasPrefix(c.Name, c.Sensor+"."+c.Sources[0]+".") {
-			recorded[key] = append(recorded[key], c.Sources[0])
-		} else if _, ok := recorded[key]; !ok {
-			recorded[key] = nil
-		}
-	}
-	if err := spec.CheckRates(gauges); err != nil {
-		return err
-	}
-	return spec.CheckResponses(recorded)
-}
-
-// checkRegimes checks every regime's nodes and CPUs against this machine
-// before anything runs: a typo would otherwise fail the first run of that
-// regime, possibly hours into the experiment.
-func checkRegimes(g *globals, spec *experiment.Spec) error {
-	if len(spec.Regimes) == 0 {
-		return nil
-	}
-	_, topo, err := g.discover()
-	if err != nil {
-		return err
-	}
-	for _, r := range spec.Regimes {
-		if _, err := placement.ParsePolicy(r.Policy, topo); err != nil {
-			return fmt.Errorf("%s:%d: regime %s: %w", spec.Path, r.Line, r.Name, err)
-		}
-		if _, err := placement.ResolveCPUs(r.CPUs, r.Nodes, r.ThreadsPerNode, topo); err != nil {
-			return fmt.Errorf("%s:%d: regime %s: %w", spec.Path, r.Line, r.Name, err)
-		}
-	}
-	return nil
 }

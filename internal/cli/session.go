@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"runtime/debug"
 	"strconv"
 	"sync"
 	"time"
@@ -15,6 +14,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/numascope/numascope/internal/ctl"
+	"github.com/numascope/numascope/internal/memtrim"
 	"github.com/numascope/numascope/internal/recorder"
 	"github.com/numascope/numascope/internal/recording"
 	"github.com/numascope/numascope/internal/sampler"
@@ -320,8 +320,9 @@ func (s *session) run(ctx context.Context) error {
 	go func() { recDone <- s.rec.Run() }()
 	// Start-up (flag parsing, the topology, opening every sensor) leaves
 	// garbage that steady-state sampling, which allocates nothing, would
-	// never collect: hand it back to the system now (2 MiB of RSS).
-	debug.FreeOSMemory()
+	// never collect, and pages of the binary that it will not touch
+	// again: hand both back to the system now (package memtrim).
+	_, _ = memtrim.AfterStartup()
 	err := s.smp.Run(ctx)
 	recErr := <-recDone
 	if s.ctlSrv != nil {

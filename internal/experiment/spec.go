@@ -262,37 +262,16 @@ func Load(path string) (*Spec, error) {
 }
 
 // Parse checks a spec's text; path is for messages and relative paths.
+// Each step below checks one part of the spec and fills its part of the
+// Spec; the first error stops the parse.
 func Parse(path string, data []byte) (*Spec, error) {
-	var raw rawSpec
-	md, err := toml.NewDecoder(bytes.NewReader(data)).Decode(&raw)
+	raw, md, err := decodeSpec(path, data)
 	if err != nil {
-		var pe toml.ParseError
-		if errors.As(err, &pe) {
-			line := pe.Position.Line
-			if strings.Contains(pe.Message, `got '\n'`) && line > 1 {
-				line-- // the parser stood on the next line when it found the end of this one
-			}
-			return nil, specError(path, line, "%s", strings.ReplaceAll(pe.Message, "\n", `\n`))
-		}
-		// Type errors carry "line N" in their text.
-		msg := strings.TrimPrefix(err.Error(), "toml: ")
-		if m := tomlLineRE.FindStringSubmatch(msg); m != nil {
-			line, _ := strconv.Atoi(m[1])
-			msg = strings.TrimSpace(strings.Replace(msg, m[0], "", 1))
-			return nil, specError(path, line, "%s", msg)
-		}
-		return nil, specError(path, 0, "%s", msg)
+		return nil, err
 	}
-	loc := newLocator(data)
-	if und := md.Undecoded(); len(und) > 0 {
-		k := und[0]
-		line := 0
-		if len(k) == 1 {
-			line = loc.key("", 0, k[0])
-		} else {
-			line = loc.text(1, k[len(k)-1])
-		}
-		return nil, specError(path, line, "unknown key %q (known: name, command, replications, warmup, seed, interval, events, responses, confidence, log, timeout, results, runs, [[factor]], [[regime]])", k.String())
+	p := &specParser{path: path, raw: raw, md: md, loc: newLocator(data), factorLine: map[string]int{}, vars: map[string]bool{}}
+	if err := p.undecoded(); err != nil {
+		return nil, err
 	}
 	abs, err := filepath.Abs(path)
 	if err != nil {
@@ -302,223 +281,340 @@ func Parse(path string, data []byte) (*Spec, error) {
 		Warmup: raw.Warmup, Confidence: raw.Confidence, Log: raw.Log, Events: raw.Events}
 	sum := sha256.Sum256(data)
 	s.Hash = hex.EncodeToString(sum[:8])
+	for _, step := range []func(*Spec) error{p.scalars, p.factors, p.regimes, p.design, p.template, p.responses} {
+		if err := step(s); err != nil {
+			return nil, err
+		}
+	}
+	p.outputs(s)
+	return s, nil
+}
+
+// decodeSpec decodes the TOML, turning the decoder's errors into one line
+// naming the spec's line.
+func decodeSpec(path string, data []byte) (*rawSpec, toml.MetaData, error) {
+	raw := &rawSpec{}
+	md, err := toml.NewDecoder(bytes.NewReader(data)).Decode(raw)
+	if err == nil {
+		return raw, md, nil
+	}
+	var pe toml.ParseError
+	if errors.As(err, &pe) {
+		line := pe.Position.Line
+		if strings.Contains(pe.Message, `got '\n'`) && line > 1 {
+			line-- // the parser stood on the next line when it found the end of this one
+		}
+		return nil, md, specError(path, line, "%s", strings.ReplaceAll(pe.Message, "\n", `\n`))
+	}
+	// Type errors carry "line N" in their text.
+	msg := strings.TrimPrefix(err.Error(), "toml: ")
+	if m := tomlLineRE.FindStringSubmatch(msg); m != nil {
+		line, _ := strconv.Atoi(m[1])
+		msg = strings.TrimSpace(strings.Replace(msg, m[0], "", 1))
+		return nil, md, specError(path, line, "%s", msg)
+	}
+	return nil, md, specError(path, 0, "%s", msg)
+}
+
+// specParser carries what the checks of a spec share: the decoded TOML,
+// the locator for line numbers, and the names the factor and regime
+// checks find, which the template check needs.
+type specParser struct {
+	path       string
+	raw        *rawSpec
+	md         toml.MetaData // for the keys rawSpec does not know
+	loc        *locator
+	factorLine map[string]int  // factor name -> line of its definition
+	vars       map[string]bool // regime variable names
+}
+
+// errAt is specError for this spec.
+func (p *specParser) errAt(line int, format string, args ...any) error {
+	return specError(p.path, line, format, args...)
+}
+
+// undecoded refuses keys the spec format does not know.
+func (p *specParser) undecoded() error {
+	und := p.md.Undecoded()
+	if len(und) == 0 {
+		return nil
+	}
+	k := und[0]
+	line := 0
+	if len(k) == 1 {
+		line = p.loc.key("", 0, k[0])
+	} else {
+		line = p.loc.text(1, k[len(k)-1])
+	}
+	return p.errAt(line, "unknown key %q (known: name, command, replications, warmup, seed, interval, events, responses, confidence, log, timeout, results, runs, [[factor]], [[regime]])", k.String())
+}
+
+// scalars checks the top-level settings and fills in their defaults.
+func (p *specParser) scalars(s *Spec) error {
+	raw, top := p.raw, func(key string) int { return p.loc.key("", 0, key) }
 	if s.Name == "" {
-		s.Name = strings.TrimSuffix(filepath.Base(path), filepath.Ext(path))
+		s.Name = strings.TrimSuffix(filepath.Base(p.path), filepath.Ext(p.path))
 	}
 	if s.Command == "" {
-		return nil, specError(path, loc.key("", 0, "command"), "no command: give the command template, e.g. command = \"./app --size {size}\"")
+		return p.errAt(top("command"), "no command: give the command template, e.g. command = \"./app --size {size}\"")
 	}
 	if raw.Replications == nil {
-		return nil, specError(path, 0, "no replications: say how many times to run each combination, e.g. replications = 3")
+		return p.errAt(0, "no replications: say how many times to run each combination, e.g. replications = 3")
 	}
 	if s.Replications = *raw.Replications; s.Replications < 1 {
-		return nil, specError(path, loc.key("", 0, "replications"), "replications = %d: every combination must run at least once", s.Replications)
+		return p.errAt(top("replications"), "replications = %d: every combination must run at least once", s.Replications)
 	}
 	if s.Replications > MaxReplications {
-		return nil, specError(path, loc.key("", 0, "replications"), "replications = %d: more than the limit of %d replications of each combination; a handful (3 to 10) is usual", s.Replications, MaxReplications)
+		return p.errAt(top("replications"), "replications = %d: more than the limit of %d replications of each combination; a handful (3 to 10) is usual", s.Replications, MaxReplications)
 	}
 	if s.Warmup < 0 {
-		return nil, specError(path, loc.key("", 0, "warmup"), "warmup = %d: cannot be negative", s.Warmup)
+		return p.errAt(top("warmup"), "warmup = %d: cannot be negative", s.Warmup)
 	}
 	if s.Warmup > MaxWarmup {
-		return nil, specError(path, loc.key("", 0, "warmup"), "warmup = %d: more than the limit of %d warm-up runs", s.Warmup, MaxWarmup)
+		return p.errAt(top("warmup"), "warmup = %d: more than the limit of %d warm-up runs", s.Warmup, MaxWarmup)
 	}
+	s.Seed = 1
 	if raw.Seed != nil {
 		s.Seed = uint64(*raw.Seed)
-	} else {
-		s.Seed = 1
 	}
 	s.Interval = 200 * time.Millisecond
 	if raw.Interval != "" {
+		var err error
 		if s.Interval, err = sampler.ParseInterval(raw.Interval); err != nil {
-			return nil, specError(path, loc.key("", 0, "interval"), "interval %q: %v", raw.Interval, err)
+			return p.errAt(top("interval"), "interval %q: %v", raw.Interval, err)
 		}
 	}
 	if raw.Timeout != "" {
+		var err error
 		if s.Timeout, err = time.ParseDuration(raw.Timeout); err != nil || s.Timeout <= 0 {
-			return nil, specError(path, loc.key("", 0, "timeout"), "timeout %q: want a duration such as 10m", raw.Timeout)
+			return p.errAt(top("timeout"), "timeout %q: want a duration such as 10m", raw.Timeout)
 		}
 	}
 	if s.Confidence == 0 {
 		s.Confidence = 0.90
 	}
 	if !(s.Confidence > 0 && s.Confidence < 1) {
-		return nil, specError(path, loc.key("", 0, "confidence"), "confidence = %v: want a level in (0, 1), e.g. 0.90", s.Confidence)
+		return p.errAt(top("confidence"), "confidence = %v: want a level in (0, 1), e.g. 0.90", s.Confidence)
 	}
 	if len(s.Events) == 0 {
 		s.Events, s.DefaultEvents = DefaultEvents, true
 	}
-	// Factors.
-	seen := map[string]int{}
-	for i, f := range raw.Factor {
-		line := loc.key("factor", i, "name")
+	return nil
+}
+
+// reserved reports whether name is one of the built-in template names.
+func reserved(name string) bool { return name == RegimeFactor || name == "rep" || name == "run" }
+
+// factors checks the [[factor]] tables: names, and levels as strings.
+func (p *specParser) factors(s *Spec) error {
+	for i, f := range p.raw.Factor {
+		line := p.loc.key("factor", i, "name")
 		if line == 0 {
-			line = loc.key("factor", i, "")
+			line = p.loc.key("factor", i, "")
 		}
 		if !nameRE.MatchString(f.Name) {
-			return nil, specError(path, line, "factor name %q: want a name of letters, digits and _", f.Name)
+			return p.errAt(line, "factor name %q: want a name of letters, digits and _", f.Name)
 		}
-		if f.Name == RegimeFactor || f.Name == "rep" || f.Name == "run" {
-			return nil, specError(path, line, "factor name %q is reserved (regimes go in [[regime]] tables)", f.Name)
+		if reserved(f.Name) {
+			return p.errAt(line, "factor name %q is reserved (regimes go in [[regime]] tables)", f.Name)
 		}
-		if _, dup := seen[f.Name]; dup {
-			return nil, specError(path, line, "factor %q is defined twice", f.Name)
+		if _, dup := p.factorLine[f.Name]; dup {
+			return p.errAt(line, "factor %q is defined twice", f.Name)
 		}
-		seen[f.Name] = line
-		ll := loc.key("factor", i, "levels")
+		p.factorLine[f.Name] = line
+		ll := p.loc.key("factor", i, "levels")
 		if ll == 0 {
 			ll = line
 		}
-		if len(f.Levels) < 2 {
-			return nil, specError(path, ll, "factor %s has %d level(s): a factor needs at least 2", f.Name, len(f.Levels))
-		}
-		if len(f.Levels) > MaxLevels {
-			return nil, specError(path, ll, "factor %s has %d levels: more than the limit of %d levels of a factor", f.Name, len(f.Levels), MaxLevels)
-		}
-		fac := Factor{Name: f.Name}
-		dup := map[string]bool{}
-		for _, v := range f.Levels {
-			var l string
-			switch v := v.(type) {
-			case string:
-				l = v
-			case int64:
-				l = strconv.FormatInt(v, 10)
-			case float64:
-				l = strconv.FormatFloat(v, 'g', -1, 64)
-			case bool:
-				l = strconv.FormatBool(v)
-			default:
-				return nil, specError(path, ll, "factor %s: level %v is not a string or number", f.Name, v)
-			}
-			if l == "" || dup[l] {
-				return nil, specError(path, ll, "factor %s: level %q is empty or repeated", f.Name, l)
-			}
-			dup[l] = true
-			fac.Levels = append(fac.Levels, l)
+		fac, err := p.levels(f.Name, f.Levels, ll)
+		if err != nil {
+			return err
 		}
 		s.Factors = append(s.Factors, fac)
 	}
-	// Regimes.
-	vars := map[string]bool{}
-	rseen := map[string]bool{}
-	for i, r := range raw.Regime {
-		line := loc.key("regime", i, "name")
-		if line == 0 {
-			line = loc.key("regime", i, "")
+	return nil
+}
+
+// levels turns one factor's TOML levels (strings, numbers or booleans)
+// into distinct non-empty strings; line is where they are written.
+func (p *specParser) levels(name string, levels []any, line int) (Factor, error) {
+	if len(levels) < 2 {
+		return Factor{}, p.errAt(line, "factor %s has %d level(s): a factor needs at least 2", name, len(levels))
+	}
+	if len(levels) > MaxLevels {
+		return Factor{}, p.errAt(line, "factor %s has %d levels: more than the limit of %d levels of a factor", name, len(levels), MaxLevels)
+	}
+	fac := Factor{Name: name}
+	dup := map[string]bool{}
+	for _, v := range levels {
+		var l string
+		switch v := v.(type) {
+		case string:
+			l = v
+		case int64:
+			l = strconv.FormatInt(v, 10)
+		case float64:
+			l = strconv.FormatFloat(v, 'g', -1, 64)
+		case bool:
+			l = strconv.FormatBool(v)
+		default:
+			return Factor{}, p.errAt(line, "factor %s: level %v is not a string or number", name, v)
 		}
-		if r.Name == "" || strings.ContainsAny(r.Name, ",\n\"") {
-			return nil, specError(path, line, "regime %d needs a name (no commas or quotes)", i+1)
+		if l == "" || dup[l] {
+			return Factor{}, p.errAt(line, "factor %s: level %q is empty or repeated", name, l)
 		}
-		if rseen[r.Name] {
-			return nil, specError(path, line, "regime %q is defined twice", r.Name)
-		}
-		rseen[r.Name] = true
-		reg := Regime{Line: loc.key("regime", i, ""), Name: r.Name, Policy: r.Policy, CPUs: r.CPUs, Nodes: r.Nodes, ThreadsPerNode: r.ThreadsPerNode, Vars: r.Vars}
-		if reg.Policy == "" {
-			reg.Policy = "first-touch"
-		}
-		if !validPolicySyntax(reg.Policy) {
-			pl := loc.key("regime", i, "policy")
-			return nil, specError(path, pl, "regime %s: policy %q: want first-touch, interleave[:NODES], bind:NODES, preferred:NODE or local", r.Name, reg.Policy)
-		}
-		if reg.CPUs != "" && reg.Nodes != "" {
-			return nil, specError(path, line, "regime %s: cpus and nodes are exclusive", r.Name)
-		}
-		if reg.ThreadsPerNode < 0 {
-			return nil, specError(path, loc.key("regime", i, "threads_per_node"), "regime %s: threads_per_node cannot be negative", r.Name)
-		}
-		for k := range reg.Vars {
-			if !nameRE.MatchString(k) {
-				return nil, specError(path, loc.text(line, k), "regime %s: variable name %q: want letters, digits and _", r.Name, k)
-			}
-			if _, clash := seen[k]; clash || k == RegimeFactor || k == "rep" || k == "run" {
-				return nil, specError(path, loc.text(line, k), "regime %s: variable %q has the name of a factor", r.Name, k)
-			}
-			vars[k] = true
+		dup[l] = true
+		fac.Levels = append(fac.Levels, l)
+	}
+	return fac, nil
+}
+
+// regimes checks the [[regime]] tables one by one, then that they are
+// at least two and each sets every variable that another sets: the
+// template would otherwise get a hole for some runs.
+func (p *specParser) regimes(s *Spec) error {
+	names := map[string]bool{}
+	for i := range p.raw.Regime {
+		reg, err := p.regime(i, names)
+		if err != nil {
+			return err
 		}
 		s.Regimes = append(s.Regimes, reg)
 	}
 	if len(s.Regimes) > MaxLevels {
-		return nil, specError(path, loc.key("regime", MaxLevels, ""), "%d [[regime]] tables: more than the limit of %d regimes", len(s.Regimes), MaxLevels)
+		return p.errAt(p.loc.key("regime", MaxLevels, ""), "%d [[regime]] tables: more than the limit of %d regimes", len(s.Regimes), MaxLevels)
 	}
 	if len(s.Regimes) == 1 {
-		return nil, specError(path, loc.key("regime", 0, ""), "one regime is no comparison: give at least 2 [[regime]] tables, or none")
+		return p.errAt(p.loc.key("regime", 0, ""), "one regime is no comparison: give at least 2 [[regime]] tables, or none")
 	}
-	// Every regime must set every variable the others set: the template
-	// would otherwise get a hole for some runs.
-	for k := range vars {
+	for k := range p.vars {
 		for i, r := range s.Regimes {
 			if _, ok := r.Vars[k]; !ok {
-				return nil, specError(path, loc.key("regime", i, ""), "regime %s does not set variable %q, which other regimes set", r.Name, k)
+				return p.errAt(p.loc.key("regime", i, ""), "regime %s does not set variable %q, which other regimes set", r.Name, k)
 			}
 		}
 	}
+	return nil
+}
+
+// regime checks the i-th [[regime]] table; names holds the names seen so far.
+func (p *specParser) regime(i int, names map[string]bool) (Regime, error) {
+	r := p.raw.Regime[i]
+	line := p.loc.key("regime", i, "name")
+	if line == 0 {
+		line = p.loc.key("regime", i, "")
+	}
+	if r.Name == "" || strings.ContainsAny(r.Name, ",\n\"") {
+		return Regime{}, p.errAt(line, "regime %d needs a name (no commas or quotes)", i+1)
+	}
+	if names[r.Name] {
+		return Regime{}, p.errAt(line, "regime %q is defined twice", r.Name)
+	}
+	names[r.Name] = true
+	reg := Regime{Line: p.loc.key("regime", i, ""), Name: r.Name, Policy: r.Policy, CPUs: r.CPUs, Nodes: r.Nodes, ThreadsPerNode: r.ThreadsPerNode, Vars: r.Vars}
+	if reg.Policy == "" {
+		reg.Policy = "first-touch"
+	}
+	if !validPolicySyntax(reg.Policy) {
+		return Regime{}, p.errAt(p.loc.key("regime", i, "policy"), "regime %s: policy %q: want first-touch, interleave[:NODES], bind:NODES, preferred:NODE or local", r.Name, reg.Policy)
+	}
+	if reg.CPUs != "" && reg.Nodes != "" {
+		return Regime{}, p.errAt(line, "regime %s: cpus and nodes are exclusive", r.Name)
+	}
+	if reg.ThreadsPerNode < 0 {
+		return Regime{}, p.errAt(p.loc.key("regime", i, "threads_per_node"), "regime %s: threads_per_node cannot be negative", r.Name)
+	}
+	for k := range reg.Vars {
+		if !nameRE.MatchString(k) {
+			return Regime{}, p.errAt(p.loc.text(line, k), "regime %s: variable name %q: want letters, digits and _", r.Name, k)
+		}
+		if _, clash := p.factorLine[k]; clash || reserved(k) {
+			return Regime{}, p.errAt(p.loc.text(line, k), "regime %s: variable %q has the name of a factor", r.Name, k)
+		}
+		p.vars[k] = true
+	}
+	return reg, nil
+}
+
+// design checks that there is something to vary and that the plan is not
+// too big to run.
+func (p *specParser) design(s *Spec) error {
 	if len(s.Factors) == 0 && len(s.Regimes) == 0 {
-		return nil, specError(path, 0, "no factors: give [[factor]] tables with name and levels, [[regime]] tables, or both")
+		return p.errAt(0, "no factors: give [[factor]] tables with name and levels, [[regime]] tables, or both")
 	}
-	if err := s.checkSize(); err != nil {
-		return nil, err
-	}
-	// The template may only name known things, and every factor must be
-	// used: a factor that changes nothing would be analysed as noise.
-	cl := loc.key("", 0, "command")
+	return s.checkSize()
+}
+
+// template checks that the command template names only known things and
+// uses every factor: a factor that changes nothing would be analysed as
+// noise.
+func (p *specParser) template(s *Spec) error {
+	cl := p.loc.key("", 0, "command")
 	used := map[string]bool{}
 	for _, m := range placeRE.FindAllStringSubmatch(s.Command, -1) {
 		name := m[1]
-		if _, ok := seen[name]; ok || vars[name] || name == RegimeFactor || name == "rep" || name == "run" {
+		if _, ok := p.factorLine[name]; ok || p.vars[name] || reserved(name) {
 			used[name] = true
 			continue
 		}
 		known := []string{RegimeFactor, "rep", "run"}
-		for k := range seen {
+		for k := range p.factorLine {
 			known = append(known, k)
 		}
-		for k := range vars {
+		for k := range p.vars {
 			known = append(known, k)
 		}
 		sort.Strings(known)
-		return nil, specError(path, cl, "the command template uses {%s}, which is not a factor or regime variable (known: %s)", name, strings.Join(known, ", "))
+		return p.errAt(cl, "the command template uses {%s}, which is not a factor or regime variable (known: %s)", name, strings.Join(known, ", "))
 	}
 	for _, f := range s.Factors {
 		if !used[f.Name] {
-			return nil, specError(path, seen[f.Name], "factor %s is not used in the command template: add {%s} to it", f.Name, f.Name)
+			return p.errAt(p.factorLine[f.Name], "factor %s is not used in the command template: add {%s} to it", f.Name, f.Name)
 		}
 	}
-	// Responses.
-	rl := loc.key("", 0, "responses")
-	if len(raw.Responses) == 0 {
+	return nil
+}
+
+// responses checks the responses list, wall time when it is empty.
+func (p *specParser) responses(s *Spec) error {
+	rl := p.loc.key("", 0, "responses")
+	if len(p.raw.Responses) == 0 {
 		s.Responses = []Response{{Name: "wall_time", Metric: WallTime}}
 	}
-	rseenResp := map[string]bool{}
-	for _, v := range raw.Responses {
+	seen := map[string]bool{}
+	for _, v := range p.raw.Responses {
 		str, ok := v.(string)
 		if !ok {
-			return nil, specError(path, rl, "response %v is not a string: want wall_time, exit_status, total:EVENT or rate:EVENT", v)
+			return p.errAt(rl, "response %v is not a string: want wall_time, exit_status, total:EVENT or rate:EVENT", v)
 		}
 		r, err := parseResponse(str)
 		if err != nil {
-			return nil, specError(path, loc.text(max(rl, 1), str), "%v", err)
+			return p.errAt(p.loc.text(max(rl, 1), str), "%v", err)
 		}
-		if rseenResp[r.Name] {
-			return nil, specError(path, loc.text(max(rl, 1), str), "response %s is listed twice", r.Name)
+		if seen[r.Name] {
+			return p.errAt(p.loc.text(max(rl, 1), str), "response %s is listed twice", r.Name)
 		}
-		rseenResp[r.Name] = true
+		seen[r.Name] = true
 		s.Responses = append(s.Responses, r)
 	}
-	resolve := func(p, def string) string {
-		if p == "" {
-			p = def
+	return nil
+}
+
+// outputs places the results file and the runs directory, relative paths
+// beside the spec.
+func (p *specParser) outputs(s *Spec) {
+	resolve := func(path, def string) string {
+		if path == "" {
+			path = def
 		}
-		if !filepath.IsAbs(p) {
-			p = filepath.Join(s.Dir, p)
+		if !filepath.IsAbs(path) {
+			path = filepath.Join(s.Dir, path)
 		}
-		return p
+		return path
 	}
-	base := strings.TrimSuffix(filepath.Base(path), filepath.Ext(path))
-	s.Results = resolve(raw.Results, base+".results.jsonl")
-	s.RunsDir = resolve(raw.Runs, base+".runs")
-	return s, nil
+	base := strings.TrimSuffix(filepath.Base(p.path), filepath.Ext(p.path))
+	s.Results = resolve(p.raw.Results, base+".results.jsonl")
+	s.RunsDir = resolve(p.raw.Runs, base+".runs")
 }
 
 // checkSize refuses a plan of more than MaxRuns runs, counting without

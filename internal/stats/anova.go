@@ -211,15 +211,73 @@ type Result struct {
 // order of first appearance. Every combination of levels must have the same
 // number of observations (at least one).
 func Analyze(factors []Factor, obs []Observation, opt Options) (*Result, error) {
+	opt, err := opt.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	d, err := newDesign(factors, obs)
+	if err != nil {
+		return nil, err
+	}
+	c, err := d.cells(obs, opt.Log)
+	if err != nil {
+		return nil, err
+	}
+	f, err := newFit(d, c, opt)
+	if err != nil {
+		return nil, err
+	}
+	res := &Result{Factors: d.fs, N: c.n, Replications: c.r, Log: opt.Log, Confidence: opt.Confidence, Mean: c.grand,
+		ErrorTerm: f.errorTerm}
+	res.Error = SSDoF{SS: f.sse, DoF: f.dofE, MS: f.mse, PercentVariation: f.pct(f.sse)}
+	res.Total = SSDoF{SS: c.sst, DoF: c.n - 1, MS: c.sst / float64(c.n-1), PercentVariation: 100}
+	res.MeanCI = f.interval(c.grand, f.se/math.Sqrt(float64(c.n)))
+	f.terms(res)
+	f.mainEffects(res)
+	for cell := 0; cell < d.ncells; cell++ {
+		res.Cells = append(res.Cells, Cell{Levels: cellLevels(d.fs, cell, d.stride, d.full()), Mean: c.mean[cell], N: c.r})
+	}
+	f.residuals(res)
+	res.Diagnostics.Notes = diagnosticNotes(res)
+	res.Verdicts = append(res.Verdicts, res.Diagnostics.Notes...)
+	return res, nil
+}
+
+// withDefaults fills in the default confidence and importance threshold
+// and checks the confidence level.
+func (opt Options) withDefaults() (Options, error) {
 	if opt.Confidence == 0 {
 		opt.Confidence = DefaultConfidence
 	}
 	if !(opt.Confidence > 0 && opt.Confidence < 1) {
-		return nil, fmt.Errorf("confidence %v: want a level in (0, 1), e.g. 0.90", opt.Confidence)
+		return opt, fmt.Errorf("confidence %v: want a level in (0, 1), e.g. 0.90", opt.Confidence)
 	}
 	if opt.ImportantPercent == 0 {
 		opt.ImportantPercent = DefaultImportantPercent
 	}
+	return opt, nil
+}
+
+// design is the shape of a full factorial: the factors with their levels,
+// and the cells (combinations of levels) numbered in mixed radix, the first
+// factor varying slowest. A term is a bitmask of factors.
+type design struct {
+	fs     []Factor
+	index  []map[string]int // factor -> level -> its position
+	nl     []int            // levels of each factor
+	stride []int            // cell-number stride of each factor
+	ncells int
+}
+
+// k is the number of factors.
+func (d *design) k() int { return len(d.fs) }
+
+// full is the term of all factors together, the highest interaction.
+func (d *design) full() int { return 1<<d.k() - 1 }
+
+// newDesign checks the factors and takes the levels of those given without
+// from the observations, in order of first appearance.
+func newDesign(factors []Factor, obs []Observation) (*design, error) {
 	k := len(factors)
 	if k == 0 {
 		return nil, errors.New("no factors: name at least one")
@@ -227,8 +285,7 @@ func Analyze(factors []Factor, obs []Observation, opt Options) (*Result, error) 
 	if k > 16 {
 		return nil, fmt.Errorf("%d factors: at most 16 are supported", k)
 	}
-	fs := make([]Factor, k)
-	index := make([]map[string]int, k)
+	d := &design{fs: make([]Factor, k), index: make([]map[string]int, k)}
 	seen := map[string]bool{}
 	for i, f := range factors {
 		if f.Name == "" {
@@ -238,107 +295,141 @@ func Analyze(factors []Factor, obs []Observation, opt Options) (*Result, error) 
 			return nil, fmt.Errorf("factor %q is named twice", f.Name)
 		}
 		seen[f.Name] = true
-		fs[i] = Factor{Name: f.Name, Levels: append([]string(nil), f.Levels...)}
-		index[i] = map[string]int{}
+		d.fs[i] = Factor{Name: f.Name, Levels: append([]string(nil), f.Levels...)}
+		d.index[i] = map[string]int{}
 		for j, l := range f.Levels {
-			if _, dup := index[i][l]; dup {
+			if _, dup := d.index[i][l]; dup {
 				return nil, fmt.Errorf("factor %s: level %q is listed twice", f.Name, l)
 			}
-			index[i][l] = j
+			d.index[i][l] = j
 		}
 	}
 	if len(obs) == 0 {
 		return nil, errors.New("no observations")
 	}
-	// Levels from the data, for factors given without.
-	for _, o := range obs {
-		if len(o.Levels) != k {
-			return nil, fmt.Errorf("an observation has %d levels for %d factors", len(o.Levels), k)
-		}
-		for i, l := range o.Levels {
-			if factors[i].Levels != nil {
-				if _, ok := index[i][l]; !ok {
-					return nil, fmt.Errorf("factor %s: level %q is not one of %s", fs[i].Name, l, strings.Join(fs[i].Levels, ", "))
-				}
-				continue
-			}
-			if _, ok := index[i][l]; !ok {
-				index[i][l] = len(fs[i].Levels)
-				fs[i].Levels = append(fs[i].Levels, l)
-			}
-		}
+	if err := d.levelsFromData(factors, obs); err != nil {
+		return nil, err
 	}
-	for _, f := range fs {
-		if len(f.Levels) < 2 {
-			return nil, fmt.Errorf("factor %s has %d level(s): a factor needs at least 2", f.Name, len(f.Levels))
-		}
-	}
-	// Cells in mixed radix, the first factor varying slowest.
-	nl := make([]int, k)
-	ncells := 1
-	for i, f := range fs {
-		nl[i] = len(f.Levels)
-		ncells *= nl[i]
-		if ncells > 1<<22 {
+	d.nl = make([]int, k)
+	d.ncells = 1
+	for i, f := range d.fs {
+		d.nl[i] = len(f.Levels)
+		d.ncells *= d.nl[i]
+		if d.ncells > 1<<22 {
 			return nil, errors.New("too many combinations of levels")
 		}
 	}
-	stride := make([]int, k)
+	d.stride = make([]int, k)
 	s := 1
 	for i := k - 1; i >= 0; i-- {
-		stride[i] = s
-		s *= nl[i]
+		d.stride[i] = s
+		s *= d.nl[i]
 	}
-	y := make([]float64, len(obs))
-	cellOf := make([]int, len(obs))
-	count := make([]int, ncells)
-	sum := make([]float64, ncells)
+	return d, nil
+}
+
+// levelsFromData checks every observation's levels against the factors
+// given with levels, adds the levels of those given without, and checks
+// that every factor has at least two.
+func (d *design) levelsFromData(factors []Factor, obs []Observation) error {
+	for _, o := range obs {
+		if len(o.Levels) != d.k() {
+			return fmt.Errorf("an observation has %d levels for %d factors", len(o.Levels), d.k())
+		}
+		for i, l := range o.Levels {
+			if factors[i].Levels != nil {
+				if _, ok := d.index[i][l]; !ok {
+					return fmt.Errorf("factor %s: level %q is not one of %s", d.fs[i].Name, l, strings.Join(d.fs[i].Levels, ", "))
+				}
+				continue
+			}
+			if _, ok := d.index[i][l]; !ok {
+				d.index[i][l] = len(d.fs[i].Levels)
+				d.fs[i].Levels = append(d.fs[i].Levels, l)
+			}
+		}
+	}
+	for _, f := range d.fs {
+		if len(f.Levels) < 2 {
+			return fmt.Errorf("factor %s has %d level(s): a factor needs at least 2", f.Name, len(f.Levels))
+		}
+	}
+	return nil
+}
+
+// cellData is the responses placed in the design's cells.
+type cellData struct {
+	y          []float64 // responses (ln y under Log), in observation order
+	cellOf     []int     // each observation's cell
+	n, r       int       // observations, and replications of every cell
+	mean       []float64 // cell means
+	grand      float64   // grand mean
+	sst        float64   // total sum of squares about the grand mean
+	minY, maxY float64
+}
+
+// cells places the observations in their cells, transformed under log,
+// and checks that the responses are finite and the design balanced.
+func (d *design) cells(obs []Observation, log bool) (*cellData, error) {
+	c := &cellData{y: make([]float64, len(obs)), cellOf: make([]int, len(obs)), n: len(obs)}
+	count := make([]int, d.ncells)
+	sum := make([]float64, d.ncells)
 	for n, o := range obs {
 		v := o.Value
 		if math.IsNaN(v) || math.IsInf(v, 0) {
-			return nil, fmt.Errorf("observation %d (%s) is %v: responses must be finite numbers", n+1, levelsString(fs, o.Levels), v)
+			return nil, fmt.Errorf("observation %d (%s) is %v: responses must be finite numbers", n+1, levelsString(d.fs, o.Levels), v)
 		}
-		if opt.Log {
+		if log {
 			if v <= 0 {
-				return nil, fmt.Errorf("observation %d (%s) is %v: the log transform needs positive responses", n+1, levelsString(fs, o.Levels), v)
+				return nil, fmt.Errorf("observation %d (%s) is %v: the log transform needs positive responses", n+1, levelsString(d.fs, o.Levels), v)
 			}
 			v = math.Log(v)
 		}
-		c := 0
+		cell := 0
 		for i, l := range o.Levels {
-			c += index[i][l] * stride[i]
+			cell += d.index[i][l] * d.stride[i]
 		}
-		y[n], cellOf[n] = v, c
-		count[c]++
-		sum[c] += v
+		c.y[n], c.cellOf[n] = v, cell
+		count[cell]++
+		sum[cell] += v
 	}
-	r := count[0]
-	for c, n := range count {
-		if n != r {
+	c.r = count[0]
+	for cell, n := range count {
+		if n != c.r {
 			return nil, fmt.Errorf("unbalanced design: cell %s has %d observation(s), cell %s has %d: every combination of levels needs the same number of replications",
-				cellString(fs, c, stride), n, cellString(fs, 0, stride), r)
+				cellString(d.fs, cell, d.stride), n, cellString(d.fs, 0, d.stride), c.r)
 		}
 	}
-	N := len(obs)
-	cellMean := make([]float64, ncells)
-	grand := 0.0
-	for c := range cellMean {
-		cellMean[c] = sum[c] / float64(r)
-		grand += cellMean[c]
+	c.mean = make([]float64, d.ncells)
+	for cell := range c.mean {
+		c.mean[cell] = sum[cell] / float64(c.r)
+		c.grand += c.mean[cell]
 	}
-	grand /= float64(ncells)
+	c.grand /= float64(d.ncells)
+	c.minY, c.maxY = math.Inf(1), math.Inf(-1)
+	for _, v := range c.y {
+		dv := v - c.grand
+		c.sst += dv * dv
+		c.minY, c.maxY = math.Min(c.minY, v), math.Max(c.maxY, v)
+	}
+	if math.IsInf(c.sst, 0) || math.IsNaN(c.sst) {
+		return nil, fmt.Errorf("the responses' squares overflow (values up to %g): rescale them, e.g. to other units", math.Max(math.Abs(c.minY), math.Abs(c.maxY)))
+	}
+	return c, nil
+}
 
-	// Effects of every term T (a bitmask of factors), by inclusion-exclusion
-	// over the marginal means: effect_T = sum over S in T of
-	// (-1)^|T\S| mean_S. They are indexed by full cell for simplicity.
-	nterms := 1 << k
+// effects returns the effect of every term T, by inclusion-exclusion over
+// the marginal means: effect_T = sum over S in T of (-1)^|T\S| mean_S.
+// They are indexed by full cell for simplicity.
+func (d *design) effects(cellMean []float64) [][]float64 {
+	nterms := 1 << d.k()
 	effect := make([][]float64, nterms)
 	marg := make([][]float64, nterms)
 	for m := 0; m < nterms; m++ {
-		marg[m] = marginal(cellMean, m, nl, stride)
+		marg[m] = marginal(cellMean, m, d.nl, d.stride)
 	}
 	for m := 1; m < nterms; m++ {
-		e := make([]float64, ncells)
+		e := make([]float64, d.ncells)
 		for sub := m; ; sub = (sub - 1) & m {
 			sign := 1.0
 			if popcount(m^sub)%2 == 1 {
@@ -353,22 +444,28 @@ func Analyze(factors []Factor, obs []Observation, opt Options) (*Result, error) 
 		}
 		effect[m] = e
 	}
-	full := nterms - 1
-	sst := 0.0
-	minY, maxY := math.Inf(1), math.Inf(-1)
-	for _, v := range y {
-		d := v - grand
-		sst += d * d
-		minY, maxY = math.Min(minY, v), math.Max(maxY, v)
+	return effect
+}
+
+// dof is a term's degrees of freedom: the product of its factors' levels
+// less one.
+func (d *design) dof(m int) int {
+	dof := 1
+	for i := 0; i < d.k(); i++ {
+		if m&(1<<i) != 0 {
+			dof *= d.nl[i] - 1
+		}
 	}
-	if math.IsInf(sst, 0) || math.IsNaN(sst) {
-		return nil, fmt.Errorf("the responses' squares overflow (values up to %g): rescale them, e.g. to other units", math.Max(math.Abs(minY), math.Abs(maxY)))
-	}
-	res := &Result{Factors: fs, N: N, Replications: r, Log: opt.Log, Confidence: opt.Confidence, Mean: grand}
-	// Terms in the order main effects, two-factor interactions, ...
+	return dof
+}
+
+// termOrder lists the terms to test: main effects, then two-factor
+// interactions, and so on; without replications the highest interaction
+// is the error and is left out.
+func (d *design) termOrder(r int) []int {
 	var masks []int
-	for m := 1; m < nterms; m++ {
-		if r == 1 && m == full {
+	for m := 1; m <= d.full(); m++ {
+		if r == 1 && m == d.full() {
 			continue
 		}
 		masks = append(masks, m)
@@ -378,134 +475,162 @@ func Analyze(factors []Factor, obs []Observation, opt Options) (*Result, error) 
 		if pa != pb {
 			return pa < pb
 		}
-		return lexLess(masks[a], masks[b], k)
+		return lexLess(masks[a], masks[b], d.k())
 	})
-	ssOf := func(m int) float64 {
-		// Each cell's effect stands for r observations.
-		s := 0.0
-		for _, e := range effect[m] {
-			s += e * e
+	return masks
+}
+
+// fit is the fitted model: the effects, the error term and what the
+// confidence intervals need.
+type fit struct {
+	*design
+	*cellData
+	opt       Options
+	effect    [][]float64
+	sse, mse  float64
+	dofE      int
+	errorTerm string    // the interaction used as the error, without replications
+	predicted []float64 // the model's value for each cell
+	se        float64   // standard deviation of the errors
+	tq        float64   // the two-sided Student t quantile at the confidence level
+}
+
+// newFit computes the effects and the error: the spread within cells with
+// replications, the highest interaction without.
+func newFit(d *design, c *cellData, opt Options) (*fit, error) {
+	f := &fit{design: d, cellData: c, opt: opt, effect: d.effects(c.mean), predicted: make([]float64, d.ncells)}
+	if c.r > 1 {
+		for n, v := range c.y {
+			dv := v - c.mean[c.cellOf[n]]
+			f.sse += dv * dv
 		}
-		return s * float64(r)
-	}
-	dofOf := func(m int) int {
-		d := 1
-		for i := 0; i < k; i++ {
-			if m&(1<<i) != 0 {
-				d *= nl[i] - 1
-			}
-		}
-		return d
-	}
-	var sse float64
-	var dofE int
-	predicted := make([]float64, ncells)
-	if r > 1 {
-		for n, v := range y {
-			d := v - cellMean[cellOf[n]]
-			sse += d * d
-		}
-		dofE = N - ncells
-		copy(predicted, cellMean)
+		f.dofE = c.n - d.ncells
+		copy(f.predicted, c.mean)
 	} else {
-		if k == 1 {
+		if d.k() == 1 {
 			return nil, errors.New("one factor without replications leaves no degrees of freedom for the error: replicate the runs")
 		}
-		sse, dofE = ssOf(full), dofOf(full)
-		res.ErrorTerm = termName(fs, full)
-		for c := range predicted {
-			predicted[c] = cellMean[c] - effect[full][c]
+		full := d.full()
+		f.sse, f.dofE = f.ss(full), d.dof(full)
+		f.errorTerm = termName(d.fs, full)
+		for cell := range f.predicted {
+			f.predicted[cell] = c.mean[cell] - f.effect[full][cell]
 		}
 	}
-	mse := sse / float64(dofE)
-	pct := func(ss float64) float64 {
-		if sst == 0 {
-			return 0
-		}
-		return 100 * ss / sst
+	f.mse = f.sse / float64(f.dofE)
+	f.se = math.Sqrt(f.mse)
+	f.tq = distuv.StudentsT{Mu: 0, Sigma: 1, Nu: float64(f.dofE)}.Quantile(1 - (1-opt.Confidence)/2)
+	return f, nil
+}
+
+// ss is a term's sum of squares; each cell's effect stands for r
+// observations.
+func (f *fit) ss(m int) float64 {
+	s := 0.0
+	for _, e := range f.effect[m] {
+		s += e * e
 	}
-	res.Error = SSDoF{SS: sse, DoF: dofE, MS: mse, PercentVariation: pct(sse)}
-	res.Total = SSDoF{SS: sst, DoF: N - 1, MS: sst / float64(N-1), PercentVariation: 100}
-	se := math.Sqrt(mse)
-	tq := distuv.StudentsT{Mu: 0, Sigma: 1, Nu: float64(dofE)}.Quantile(1 - (1-opt.Confidence)/2)
-	interval := func(est, stderr float64) Interval {
-		iv := Interval{Estimate: est, StdErr: stderr, Low: est - tq*stderr, High: est + tq*stderr}
-		iv.Significant = iv.Low > 0 || iv.High < 0
-		return iv
+	return s * float64(f.r)
+}
+
+// pct is a sum of squares as a percentage of the total.
+func (f *fit) pct(ss float64) float64 {
+	if f.sst == 0 {
+		return 0
 	}
-	res.MeanCI = interval(grand, se/math.Sqrt(float64(N)))
-	for _, m := range masks {
-		ss, dof := ssOf(m), dofOf(m)
-		t := Term{Name: termName(fs, m), Factors: termFactors(fs, m), SS: ss, DoF: dof, MS: ss / float64(dof),
-			PercentVariation: pct(ss)}
-		fd := distuv.F{D1: float64(dof), D2: float64(dofE)}
-		t.FCrit = Num(fd.Quantile(opt.Confidence))
-		switch {
-		case mse > 0:
-			f := t.MS / mse
-			t.F, t.P = Num(f), Num(fSurvival(f, float64(dof), float64(dofE)))
-		case t.MS > 0:
-			t.F, t.P = Num(math.Inf(1)), 0
-		default:
-			t.F, t.P = Num(math.NaN()), Num(math.NaN())
-		}
-		t.Significant = float64(t.F) > float64(t.FCrit)
-		// Important: a real effect (significant) that also matters (a large
-		// enough share of the variation). A large share that is not
-		// significant is noise that happened to line up.
-		t.Important = t.Significant && t.PercentVariation >= opt.ImportantPercent
-		t.Verdict = verdict(t, opt)
+	return 100 * ss / f.sst
+}
+
+// interval is the confidence interval of an estimate.
+func (f *fit) interval(est, stderr float64) Interval {
+	iv := Interval{Estimate: est, StdErr: stderr, Low: est - f.tq*stderr, High: est + f.tq*stderr}
+	iv.Significant = iv.Low > 0 || iv.High < 0
+	return iv
+}
+
+// terms fills the ANOVA table, each term's verdict and the effects of its
+// level combinations.
+func (f *fit) terms(res *Result) {
+	for _, m := range f.termOrder(f.r) {
+		t := f.term(m)
 		res.Terms = append(res.Terms, t)
 		res.Verdicts = append(res.Verdicts, t.Verdict)
 		// Effects of the term's level combinations: var = sigma^2 dof/N.
 		te := TermEffects{Term: t.Name}
-		stderr := se * math.Sqrt(float64(dof)/float64(N))
-		for _, c := range representatives(m, nl, stride) {
-			te.Effects = append(te.Effects, LevelEffect{Levels: cellLevels(fs, c, stride, m), Interval: interval(effect[m][c], stderr)})
+		stderr := f.se * math.Sqrt(float64(t.DoF)/float64(f.n))
+		for _, c := range representatives(m, f.nl, f.stride) {
+			te.Effects = append(te.Effects, LevelEffect{Levels: cellLevels(f.fs, c, f.stride, m), Interval: f.interval(f.effect[m][c], stderr)})
 		}
 		res.TermEffects = append(res.TermEffects, te)
 	}
-	// Main effects as a map, and contrasts between the levels of each factor.
+}
+
+// term is one row of the ANOVA table with its F test and verdict.
+func (f *fit) term(m int) Term {
+	ss, dof := f.ss(m), f.dof(m)
+	t := Term{Name: termName(f.fs, m), Factors: termFactors(f.fs, m), SS: ss, DoF: dof, MS: ss / float64(dof),
+		PercentVariation: f.pct(ss)}
+	fd := distuv.F{D1: float64(dof), D2: float64(f.dofE)}
+	t.FCrit = Num(fd.Quantile(f.opt.Confidence))
+	switch {
+	case f.mse > 0:
+		fv := t.MS / f.mse
+		t.F, t.P = Num(fv), Num(fSurvival(fv, float64(dof), float64(f.dofE)))
+	case t.MS > 0:
+		t.F, t.P = Num(math.Inf(1)), 0
+	default:
+		t.F, t.P = Num(math.NaN()), Num(math.NaN())
+	}
+	t.Significant = float64(t.F) > float64(t.FCrit)
+	// Important: a real effect (significant) that also matters (a large
+	// enough share of the variation). A large share that is not
+	// significant is noise that happened to line up.
+	t.Important = t.Significant && t.PercentVariation >= f.opt.ImportantPercent
+	t.Verdict = verdict(t, f.opt)
+	return t
+}
+
+// mainEffects fills the main effects as a map, and the contrasts between
+// the levels of each factor.
+func (f *fit) mainEffects(res *Result) {
 	res.Effects = map[string]map[string]float64{}
-	for i, f := range fs {
+	for i, fac := range f.fs {
 		m := 1 << i
 		lv := map[string]float64{}
-		for j, l := range f.Levels {
-			lv[l] = effect[m][j*stride[i]]
+		for j, l := range fac.Levels {
+			lv[l] = f.effect[m][j*f.stride[i]]
 		}
-		res.Effects[f.Name] = lv
+		res.Effects[fac.Name] = lv
 		// Each level's marginal mean averages N/levels observations.
-		stderr := se * math.Sqrt(2*float64(nl[i])/float64(N))
-		for a := 0; a < nl[i]; a++ {
-			for b := a + 1; b < nl[i]; b++ {
-				d := effect[m][a*stride[i]] - effect[m][b*stride[i]]
-				res.Contrasts = append(res.Contrasts, Contrast{Factor: f.Name, A: f.Levels[a], B: f.Levels[b], Interval: interval(d, stderr)})
+		stderr := f.se * math.Sqrt(2*float64(f.nl[i])/float64(f.n))
+		for a := 0; a < f.nl[i]; a++ {
+			for b := a + 1; b < f.nl[i]; b++ {
+				d := f.effect[m][a*f.stride[i]] - f.effect[m][b*f.stride[i]]
+				res.Contrasts = append(res.Contrasts, Contrast{Factor: fac.Name, A: fac.Levels[a], B: fac.Levels[b], Interval: f.interval(d, stderr)})
 			}
 		}
 	}
-	for c := 0; c < ncells; c++ {
-		res.Cells = append(res.Cells, Cell{Levels: cellLevels(fs, c, stride, full), Mean: cellMean[c], N: r})
-	}
-	// Residuals and their QQ plot.
+}
+
+// residuals fills the residuals, their normal QQ plot and the numbers the
+// diagnostics judge.
+func (f *fit) residuals(res *Result) {
 	maxAbs := 0.0
-	resid := make([]float64, N)
-	for n, v := range y {
-		p := predicted[cellOf[n]]
+	resid := make([]float64, f.n)
+	for n, v := range f.y {
+		p := f.predicted[f.cellOf[n]]
 		resid[n] = v - p
 		maxAbs = math.Max(maxAbs, math.Abs(resid[n]))
-		res.Residuals = append(res.Residuals, Residual{Levels: cellLevels(fs, cellOf[n], stride, full), Observed: v, Predicted: p, Residual: resid[n]})
+		res.Residuals = append(res.Residuals, Residual{Levels: cellLevels(f.fs, f.cellOf[n], f.stride, f.full()), Observed: v, Predicted: p, Residual: resid[n]})
 	}
 	sorted := append([]float64(nil), resid...)
 	sort.Float64s(sorted)
-	qx := make([]float64, N)
+	qx := make([]float64, f.n)
 	for i, v := range sorted {
-		qx[i] = distuv.UnitNormal.Quantile((float64(i) + 0.5) / float64(N))
+		qx[i] = distuv.UnitNormal.Quantile((float64(i) + 0.5) / float64(f.n))
 		res.QQ = append(res.QQ, QQPoint{Normal: qx[i], Residual: v})
 	}
-	res.Diagnostics = Diagnostics{QQCorrelation: Num(correlation(qx, sorted)), MaxAbsResidual: maxAbs, ResponseRange: maxY - minY}
-	res.Diagnostics.Notes = diagnosticNotes(res)
-	res.Verdicts = append(res.Verdicts, res.Diagnostics.Notes...)
-	return res, nil
+	res.Diagnostics = Diagnostics{QQCorrelation: Num(correlation(qx, sorted)), MaxAbsResidual: maxAbs, ResponseRange: f.maxY - f.minY}
 }
 
 // fSurvival is P(F > f) for an F(d1, d2) variable, computed as the

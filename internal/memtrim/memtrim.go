@@ -1,0 +1,164 @@
+// Package memtrim hands back to the system, once start-up is over, the
+// memory that a long-running command touched to start and does not need to
+// keep sampling.
+//
+// Most of numascope's resident memory after start-up is not its own data
+// but pages of its binary: start-up runs every package's initialisation,
+// parses flags, discovers the topology and opens the sensors, touching code
+// and read-only data all over a 20 MB executable, and the kernel maps 64 KiB
+// around every page it faults in (fault-around). Those pages stay mapped,
+// and counted in the process's RSS, until memory pressure reclaims them,
+// though the sampling loop needs a small part of them: measured, 13 MiB of
+// the binary resident after start-up, under 2 MiB of it touched again in
+// the steady state (docs/performance.md, "Resident memory").
+//
+// Dropping the mappings (MADV_DONTNEED) costs nothing the steady state
+// pays for: the pages stay in the page cache, and the few the loop touches
+// come back with a minor fault each, once. It is safe for code and
+// read-only data because they are never written: their contents are the
+// file's, which is what a refault reads. (An executable overwritten in
+// place while it runs would break it, but the kernel's own reclaim already
+// refaults the same pages under memory pressure.)
+package memtrim
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"os"
+	"runtime"
+	"runtime/debug"
+	"strconv"
+	"sync"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// Settle is when the executable's pages are dropped a second time after
+// AfterStartup: the first samples run code that start-up did not (the
+// recording's header, the first row's layout, the first write's buffers),
+// 2 MiB of it for record, and never again.
+const Settle = 3 * time.Second
+
+// AfterGCEvery is the least time between two drops that follow a garbage
+// collection. The runtime forces a collection every two minutes even in a
+// process that allocates nothing, and its stack scan reads the binary's
+// tables of every function on a stack: measured, 2 MiB of read-only data
+// and 1 MiB more in all that sampling does not touch in between. Dropped
+// after each, they come back at the next one (some hundred minor faults
+// every two minutes). A process that collects often is held to one drop a
+// minute, so that it does not fault its hot code back in after every cycle.
+const AfterGCEvery = time.Minute
+
+var gcDrops sync.Once
+
+// AfterStartup returns start-up's garbage (debug.FreeOSMemory) and drops
+// the mappings of the executable's code and read-only data that start-up
+// left resident: now, once more after Settle, and after later garbage
+// collections (AfterGCEvery). It returns the bytes of the executable it
+// unmapped now. An error means only that the pages stay resident; the
+// caller goes on.
+func AfterStartup() (int64, error) {
+	debug.FreeOSMemory()
+	n, err := dropExecutable()
+	if err != nil {
+		return n, err
+	}
+	time.AfterFunc(Settle, func() { _, _ = dropExecutable() })
+	gcDrops.Do(func() {
+		t := &throttle{every: AfterGCEvery, last: time.Now()}
+		afterEachGC(func() {
+			if t.due(time.Now()) {
+				_, _ = dropExecutable()
+			}
+		})
+	})
+	return n, err
+}
+
+// throttle lets an action through at most once every every.
+type throttle struct {
+	mu    sync.Mutex
+	every time.Duration
+	last  time.Time
+}
+
+func (t *throttle) due(now time.Time) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if now.Sub(t.last) < t.every {
+		return false
+	}
+	t.last = now
+	return true
+}
+
+// gcSentinel is big enough (16 bytes) to get an allocation of its own:
+// the tiny allocator batches smaller pointer-free objects, which would
+// delay the finalizer until the whole batch is garbage.
+type gcSentinel struct{ _ [2]uintptr }
+
+// afterEachGC calls f in the finalizer goroutine after each garbage
+// collection: an unreachable object's finalizer runs after the cycle that
+// finds it, and arms the next one. It costs no wake-up of its own.
+func afterEachGC(f func()) {
+	runtime.SetFinalizer(new(gcSentinel), func(*gcSentinel) {
+		f()
+		afterEachGC(f)
+	})
+}
+
+// dropExecutable drops the read-only private mappings of the running
+// executable. The read-write ones (its data) are never touched: dropping
+// them would lose what the program wrote.
+func dropExecutable() (int64, error) {
+	exe, err := os.Readlink("/proc/self/exe")
+	if err != nil {
+		return 0, fmt.Errorf("finding the executable: %w", err)
+	}
+	maps, err := os.ReadFile("/proc/self/maps")
+	if err != nil {
+		return 0, fmt.Errorf("reading the mappings: %w", err)
+	}
+	var dropped int64
+	for _, m := range readOnlyMappings(maps, exe) {
+		if _, _, e := unix.Syscall(unix.SYS_MADVISE, m.start, m.end-m.start, unix.MADV_DONTNEED); e != 0 {
+			return dropped, fmt.Errorf("dropping %#x-%#x of %s: %w", m.start, m.end, exe, e)
+		}
+		dropped += int64(m.end - m.start)
+	}
+	return dropped, nil
+}
+
+type mapping struct{ start, end uintptr }
+
+// readOnlyMappings returns the private mappings of path in a
+// /proc/PID/maps text that are readable and not writable (code and
+// read-only data).
+func readOnlyMappings(maps []byte, path string) []mapping {
+	var out []mapping
+	sc := bufio.NewScanner(bytes.NewReader(maps))
+	for sc.Scan() {
+		// start-end perms offset dev inode   path
+		f := bytes.Fields(sc.Bytes())
+		if len(f) < 6 || string(bytes.Join(f[5:], []byte(" "))) != path {
+			continue
+		}
+		perms := f[1]
+		if len(perms) != 4 || perms[0] != 'r' || perms[1] != '-' || perms[3] != 'p' {
+			continue
+		}
+		se := bytes.SplitN(f[0], []byte("-"), 2)
+		if len(se) != 2 {
+			continue
+		}
+		start, err1 := strconv.ParseUint(string(se[0]), 16, 64)
+		end, err2 := strconv.ParseUint(string(se[1]), 16, 64)
+		if err1 != nil || err2 != nil || end <= start {
+			continue
+		}
+		out = append(out, mapping{uintptr(start), uintptr(end)})
+	}
+	return out
+}
