@@ -53,9 +53,10 @@ var docExampleRules = map[string]docRule{
 	"README.md: scripts/test": {why: "the whole suite, this test included (CI runs it)"},
 
 	// docs/bench.md
-	"docs/bench.md: numascope bench --kind latency --to 2 --size 256M": {why: "needs a node 2 with memory: runs in the 4-node NUMA VM: internal/vmtest TestDocExamplesInVM"},
-	"docs/bench.md: MOVQ (AX), CX":                                     {why: "Go assembly the compiler emits, not a command"},
-	`docs/bench.md: "latency_ns": {"initiators": [0,1,2], "targets": [0,1,2,3], "matrix": [[..],[..],[..]],`: {keysOf: "numascope bench --mix 3:1 --format json -o bench-all.json --force",
+	"docs/bench.md: numascope bench --kind latency --to 2 --size 256M":                {why: "needs a node 2 with memory: runs in the 4-node NUMA VM: internal/vmtest TestDocExamplesInVM"},
+	"docs/bench.md: numascope bench --kind c2c --pairs \"sample 2000\" --line-node 1": {why: "needs a node 1: internal/vmtest TestBenchC2C runs --kind c2c with --line-node in a 3-node VM"},
+	"docs/bench.md: MOVQ (AX), CX":                                                    {why: "Go assembly the compiler emits, not a command"},
+	`docs/bench.md: "latency_ns": {"initiators": [0,1,2], "targets": [0,1,2,3], "matrix": [[..],[..],[..]],`: {keysOf: "numascope bench --kind all,c2c --mix 3:1 --format json -o bench-all.json --force",
 		absent: []string{
 			// tier_order and rated_order contradictions: only where the
 			// measured order contradicts the tiers or HMAT (two nodes).
