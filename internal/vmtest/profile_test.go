@@ -135,14 +135,23 @@ func markedLine(t *testing.T, file, mark string) int {
 // builds the workloads without it), for --add.
 func buildProfnumaG(t *testing.T) string {
 	t.Helper()
+	return buildStaticC(t, filepath.Join("testdata", "workloads", "profnuma.c"), "profnuma-g", "-g", "-O1", "-Wall", "-pthread")
+}
+
+// buildStaticC builds the C program src (a path from the repository's
+// root) static with gcc and flags, as name, for --add: the VM has no C
+// library.
+func buildStaticC(t *testing.T, src, name string, flags ...string) string {
+	t.Helper()
 	gcc, err := exec.LookPath("gcc")
 	if err != nil {
-		t.Fatal("gcc is needed to build profnuma with debug information (scripts/install-test-deps)")
+		t.Fatalf("gcc is needed to build %s for the VM (scripts/install-test-deps)", src)
 	}
-	bin := filepath.Join(t.TempDir(), "profnuma-g")
-	src := filepath.Join("..", "..", "testdata", "workloads", "profnuma.c")
-	if out, err := exec.Command(gcc, "-static", "-g", "-O1", "-Wall", "-pthread", "-o", bin, src).CombinedOutput(); err != nil {
-		t.Fatalf("gcc -static -g %s: %v: %s", src, err, out)
+	bin := filepath.Join(t.TempDir(), name)
+	src = filepath.Join("..", "..", src)
+	args := append(append([]string{"-static"}, flags...), "-o", bin, src)
+	if out, err := exec.Command(gcc, args...).CombinedOutput(); err != nil {
+		t.Fatalf("gcc %s: %v: %s", strings.Join(args, " "), err, out)
 	}
 	return bin
 }
