@@ -722,6 +722,33 @@ func TestHugeChecksBounded(t *testing.T) {
 	}
 }
 
+// TestHugeFaultStillInProgress: the sample of a fault is written as the
+// fault begins, and a thread starved of CPU can take many rounds to zero
+// the huge page it places. Until the faulting page is present the check
+// waits, without using up its tries: after thpTries rounds the region was
+// given up, unchecked, and first touches came out 511 pages low per huge
+// page (TestHugePages under load, issue 29).
+func TestHugeFaultStillInProgress(t *testing.T) {
+	const pid, base, pfn = 4242, 0x7f0000000000, 1 << 20
+	a := newAnalyzer([]int{0}, []int{0}, []int{-1, 0})
+	k := useFakeKernel(a)
+	k.setAffinity(pid, pid, "0")
+	k.maps[pid] = fmt.Sprintf("%x-%x rw-p 00000000 00:00 0 \n", base, base+hugeSize)
+	k.frames, k.frameNodes, k.thp = map[pageKey]uint64{}, map[uint64]int{}, map[uint64]bool{}
+	a.record(faultRecord(pid, 1, base, 0))
+	for round := 0; round < 3*thpTries; round++ {
+		a.handleBatch() // the fault is not done: no page yet
+	}
+	k.frames[pageKey{pid, base}] = pfn
+	k.frames[pageKey{pid, base + hugeSize - a.pageSize}] = pfn + 511
+	k.thp[pfn] = true
+	a.handleBatch()
+	if a.hugePages != 1 || a.thp.unchecked != 0 || a.totals.FirstTouch != hugeSize/a.pageSize {
+		t.Errorf("%d huge pages, %d unchecked, %d first touches; want 1, 0 and %d",
+			a.hugePages, a.thp.unchecked, a.totals.FirstTouch, hugeSize/a.pageSize)
+	}
+}
+
 // TestAccessAfterMigrationNotStale: a remote access's hinting fault
 // migrates the page toward the accessor, inside the fault. When the
 // end-of-round query comes before the migration (a profiler or a vCPU
