@@ -66,6 +66,13 @@ const (
 	maxTHPWaiting = 4096
 )
 
+// thpChecked, when set (by tests, before Run), is told after each round's
+// exact huge-page checks how many huge pages were found so far and how many
+// candidates still wait: a test's program can then live until its pages
+// have been looked at, rather than for a time a busy machine may not give
+// the profiler (TestHugePages).
+var thpChecked func(found uint64, waiting int)
+
 // openTHP prepares the huge-page checks for the live system under sysRoot.
 func openTHP(sysRoot string) thpState {
 	st := thpState{}
@@ -135,6 +142,9 @@ func (a *analyzer) probeHuge() {
 		keep = keep[:copy(keep, keep[n:])] // the oldest go
 	}
 	a.thp.flagged = keep
+	if thpChecked != nil {
+		thpChecked(a.hugePages, len(a.thp.flagged))
+	}
 
 	if len(a.thp.fresh) == 0 {
 		return
