@@ -238,18 +238,50 @@ func TestConnWaitsForASlowReader(t *testing.T) {
 }
 
 // TestConnHonoursDeadlines: a write that cannot complete before the write
-// deadline fails with os.ErrDeadlineExceeded, as an ordinary one does.
+// deadline fails with os.ErrDeadlineExceeded, as an ordinary one does, and
+// says how much it wrote. The deadline is set once the write has begun
+// (bytes wait in the peer's receive queue): set 100 ms ahead before the
+// Write, it had passed before the Write began on a loaded machine, which
+// then wrote nothing (issue 29).
 func TestConnHonoursDeadlines(t *testing.T) {
-	_, server := tcpPair(t)
+	client, server := tcpPair(t)
 	w := WrapConn(server)
-	w.SetWriteDeadline(time.Now().Add(100 * time.Millisecond))
-	t0 := time.Now()
-	n, err := w.Write(make([]byte, 64<<20)) // nobody reads
-	if !errors.Is(err, os.ErrDeadlineExceeded) {
-		t.Fatalf("Write past the deadline: %d, %v", n, err)
+	type result struct {
+		n   int
+		err error
 	}
-	if n == 0 || n >= 64<<20 {
-		t.Errorf("wrote %d bytes before the deadline", n)
+	done := make(chan result, 1)
+	go func() {
+		n, err := w.Write(make([]byte, 64<<20)) // nobody reads
+		done <- result{n, err}
+	}()
+	rc, err := client.(*net.TCPConn).SyscallConn()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
+		queued := 0
+		rc.Control(func(fd uintptr) { queued, _ = unix.IoctlGetInt(int(fd), unix.SIOCINQ) })
+		if queued > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the write sent nothing in 10 s")
+		}
+	}
+	t0 := time.Now()
+	w.SetWriteDeadline(t0)
+	var r result
+	select {
+	case r = <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the write went on 10 s past its deadline")
+	}
+	if !errors.Is(r.err, os.ErrDeadlineExceeded) {
+		t.Fatalf("Write past the deadline: %d, %v", r.n, r.err)
+	}
+	if r.n == 0 || r.n >= 64<<20 {
+		t.Errorf("wrote %d bytes before the deadline", r.n)
 	}
 	if d := time.Since(t0); d > 5*time.Second {
 		t.Errorf("the deadline took %v to act", d)
