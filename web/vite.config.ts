@@ -33,7 +33,7 @@ export default defineConfig({
   base: "./",
   plugins: [inline()],
   build: {
-    outDir: "../internal/live/dist",
+    outDir: "../internal/web/dist",
     emptyOutDir: true,
     assetsInlineLimit: 100000000,
     cssCodeSplit: false,

@@ -175,15 +175,7 @@ func TestEmptyEventListRefused(t *testing.T) {
 		{"record", "-n", "1", "-i", "10ms", "-o", filepath.Join(dir, "r.jsonl"), "-e=,,,", "--", "true"},
 		{"live", "--listen", "127.0.0.1:0", "-e", ",,,"},
 	} {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		cmd := exec.CommandContext(ctx, binary, c...)
-		cmd.Env = append(os.Environ(), "XDG_RUNTIME_DIR="+t.TempDir())
-		var errb bytes.Buffer
-		cmd.Stderr = &errb
-		err := cmd.Run()
-		timedOut := ctx.Err() != nil
-		cancel()
-		errs := errb.String()
+		errs, timedOut, err := runBounded(t, c...)
 		if err == nil || timedOut || !strings.Contains(errs, "-e: no event given") || strings.Count(strings.TrimSpace(errs), "\n") != 0 {
 			t.Errorf("numascope %q: %v, stderr %q; want a one-line error \"-e: no event given\"", c, err, errs)
 		}
@@ -194,6 +186,40 @@ func TestEmptyEventListRefused(t *testing.T) {
 	// Leaving -e out still means the defaults.
 	if _, errs, code := run(t, "stat", "-n", "1", "-i", "10ms"); code != 0 {
 		t.Errorf("stat without -e: exit %d: %s", code, errs)
+	}
+}
+
+// runBounded runs numascope with args for at most 10 s, with a FIFO
+// directory of its own, and returns its stderr, whether it ran out of time
+// (a command that should have refused to start serves until killed) and
+// its error.
+func runBounded(t *testing.T, args ...string) (stderr string, timedOut bool, err error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, binary, args...)
+	cmd.Env = append(os.Environ(), "XDG_RUNTIME_DIR="+t.TempDir())
+	var errb bytes.Buffer
+	cmd.Stderr = &errb
+	err = cmd.Run()
+	return errb.String(), ctx.Err() != nil, err
+}
+
+// TestLiveRefusesSamplingFlagsItCannotHonour: live shares the sampling
+// flags of stat and record, and builds its session the same way; -n and
+// --per, which its endless, per-second stream cannot honour, are one-line
+// errors before anything is served, never silently ignored.
+func TestLiveRefusesSamplingFlagsItCannotHonour(t *testing.T) {
+	for flag, want := range map[string][]string{
+		"-n":    {"-n", "1"},
+		"--per": {"--per", "cpu.user"},
+	} {
+		args := append([]string{"live", "--listen", "127.0.0.1:0"}, want...)
+		errs, timedOut, err := runBounded(t, args...)
+		errs = strings.TrimSpace(errs)
+		if err == nil || timedOut || !strings.Contains(errs, flag) || !strings.Contains(errs, "does not apply") || strings.Contains(errs, "\n") {
+			t.Errorf("numascope %q: %v, stderr %q; want a one-line error saying %s does not apply", args, err, errs, flag)
+		}
 	}
 }
 

@@ -118,43 +118,11 @@ func quickstartLines(t *testing.T, readme string) []string {
 	}
 	var lines []string
 	for _, l := range strings.Split(block, "\n") {
-		if l = strings.TrimSpace(stripComment(l)); l != "" {
+		if l = strings.TrimSpace(testutil.StripComment(l)); l != "" {
 			lines = append(lines, l)
 		}
 	}
 	return lines
-}
-
-// stripComment cuts a shell comment: a # at the start or after white
-// space, outside quotes.
-func stripComment(l string) string {
-	var quote rune
-	for i, r := range l {
-		switch {
-		case quote != 0:
-			if r == quote {
-				quote = 0
-			}
-		case r == '\'' || r == '"':
-			quote = r
-		case r == '#' && (i == 0 || l[i-1] == ' ' || l[i-1] == '\t'):
-			return l[:i]
-		}
-	}
-	return l
-}
-
-func TestQuickstartStripComment(t *testing.T) {
-	for in, want := range map[string]string{
-		"bin/numascope stat   # one line":             "bin/numascope stat   ",
-		"   # only a comment":                         "   ",
-		`bin/numascope ctl label "phase #2"  # steer`: `bin/numascope ctl label "phase #2"  `,
-		"bin/numascope stat -e 'a#b' -o prof.%h.json": "bin/numascope stat -e 'a#b' -o prof.%h.json",
-	} {
-		if got := stripComment(in); got != want {
-			t.Errorf("stripComment(%q) = %q, want %q", in, got, want)
-		}
-	}
 }
 
 // TestQuickstart runs the README's Quickstart top to bottom, as written,
@@ -216,7 +184,7 @@ func TestQuickstart(t *testing.T) {
 			// The ctl line steers whichever numascope holds the default
 			// FIFO: wait until that is the one started here, not another
 			// test's, and see that ctl names it.
-			fifo := quickstartHoldsDefaultFIFO(t, b.Process.Pid, env)
+			fifo := quickstartHoldsDefaultFIFO(t, b.Process.Pid, env, os.Geteuid() == 0)
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			c := exec.CommandContext(ctx, "sh", "-c", "exec "+line)
 			c.Dir, c.Env = dir, env
@@ -243,13 +211,14 @@ func TestQuickstart(t *testing.T) {
 }
 
 // quickstartRun runs a line that ends by itself and fails t unless it
-// succeeds within 5 minutes (bench and experiment take the longest).
-func quickstartRun(t *testing.T, cmd *exec.Cmd, line string) {
+// succeeds within 5 minutes (bench and experiment take the longest); it
+// returns what the line printed.
+func quickstartRun(t *testing.T, cmd *exec.Cmd, line string) string {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	c := exec.CommandContext(ctx, cmd.Args[0], cmd.Args[1:]...)
-	c.Dir, c.Env = cmd.Dir, cmd.Env
+	c.Dir, c.Env, c.SysProcAttr = cmd.Dir, cmd.Env, cmd.SysProcAttr
 	start := time.Now()
 	out, err := c.CombinedOutput()
 	if ctx.Err() != nil {
@@ -259,6 +228,7 @@ func quickstartRun(t *testing.T, cmd *exec.Cmd, line string) {
 	} else {
 		t.Logf("%s: ok (%.1f s)", line, time.Since(start).Seconds())
 	}
+	return string(out)
 }
 
 func tail(b []byte) string {
@@ -274,6 +244,14 @@ var urlRE = regexp.MustCompile(`http://[^ ]+`)
 // works as how says, and returns what stops it (also run at the end of the
 // test). It fails t if the line does not work within 60 s.
 func quickstartStart(t *testing.T, cmd *exec.Cmd, how untilStopped, line string) (stop func()) {
+	t.Helper()
+	stop, _ = startUntilStopped(t, cmd, how, line)
+	return stop
+}
+
+// startUntilStopped is quickstartStart, and also returns the line that
+// showed it working (the URL line, the first sample).
+func startUntilStopped(t *testing.T, cmd *exec.Cmd, how untilStopped, line string) (stop func(), shown string) {
 	t.Helper()
 	pr, pw := io.Pipe()
 	cmd.Stdout, cmd.Stderr = pw, pw
@@ -322,16 +300,16 @@ func quickstartStart(t *testing.T, cmd *exec.Cmd, how untilStopped, line string)
 				default:
 					t.Logf("%s: ok: http://127.0.0.1:9864/metrics answers", line)
 				}
-				return stop
+				return stop, ""
 			}
 			select {
 			case err := <-exited:
 				exited <- err
 				t.Errorf("%s: ended (%v) before its metrics were served", line, err)
-				return stop
+				return stop, ""
 			case <-deadline:
 				t.Errorf("%s: /metrics did not answer in 60 s (last: %d)", line, code)
-				return stop
+				return stop, ""
 			case <-time.After(200 * time.Millisecond):
 			}
 		}
@@ -342,7 +320,7 @@ func quickstartStart(t *testing.T, cmd *exec.Cmd, how untilStopped, line string)
 		case l, ok := <-lines:
 			if !ok {
 				t.Errorf("%s: ended before it worked:\n%s", line, strings.Join(seen, "\n"))
-				return stop
+				return stop, ""
 			}
 			seen = append(seen, l)
 			switch how {
@@ -353,30 +331,31 @@ func quickstartStart(t *testing.T, cmd *exec.Cmd, how untilStopped, line string)
 					} else {
 						t.Logf("%s: ok: %s answers", line, u)
 					}
-					return stop
+					return stop, l
 				}
 			case printsLines:
 				if f := strings.Fields(l); len(f) > 1 && f[0] != "time" && !strings.HasPrefix(l, "numascope:") {
 					if samples++; samples >= 1 {
 						t.Logf("%s: ok: %q", line, l)
-						return stop
+						return stop, l
 					}
 				}
 			}
 		case <-deadline:
 			t.Errorf("%s: did not work within 60 s:\n%s", line, strings.Join(seen, "\n"))
-			return stop
+			return stop, ""
 		}
 	}
 }
 
 // quickstartHoldsDefaultFIFO waits until process pid holds the default
 // control FIFO (another numascope, of a test running beside this one, may
-// hold it for a while) and returns its path.
-func quickstartHoldsDefaultFIFO(t *testing.T, pid int, env []string) string {
+// hold it for a while) and returns its path. root: the process runs as
+// root, whose default FIFO is not in XDG_RUNTIME_DIR.
+func quickstartHoldsDefaultFIFO(t *testing.T, pid int, env []string, root bool) string {
 	t.Helper()
 	fifo := "/run/numascope-ctl"
-	if os.Geteuid() != 0 {
+	if !root {
 		for _, kv := range env {
 			if v, ok := strings.CutPrefix(kv, "XDG_RUNTIME_DIR="); ok {
 				fifo = filepath.Join(v, "numascope-ctl")
@@ -410,7 +389,13 @@ func quickstartGet(u string) (int, string) {
 // a screen with a few lines on it, and quits it with q.
 func quickstartTerminal(t *testing.T, dir string, env []string, line string) {
 	t.Helper()
-	tm := testutil.StartTmux(t, 80, 24, []string{"XDG_RUNTIME_DIR=" + t.TempDir()}, "sh", "-c", fmt.Sprintf("cd %q && exec %s", dir, line))
+	extra := []string{"XDG_RUNTIME_DIR=" + t.TempDir()}
+	for _, kv := range env { // the PATH the line's numascope is found on
+		if strings.HasPrefix(kv, "PATH=") {
+			extra = append(extra, kv)
+		}
+	}
+	tm := testutil.StartTmux(t, 80, 24, extra, "sh", "-c", fmt.Sprintf("cd %q && exec %s", dir, line))
 	tm.WaitFor(line+" drawing its screen", func(s string) bool {
 		n := 0
 		for _, l := range strings.Split(s, "\n") {

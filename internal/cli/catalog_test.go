@@ -14,6 +14,8 @@ import (
 
 	"github.com/numascope/numascope/internal/live"
 	"github.com/numascope/numascope/internal/sampler"
+	"github.com/numascope/numascope/internal/sampling"
+	"github.com/numascope/numascope/internal/web"
 )
 
 // TestCatalogDescribedAlike: `events --format json`, the live hello's
@@ -125,8 +127,8 @@ func TestCatalogDescribedAlike(t *testing.T) {
 func liveHello(t *testing.T, cat *sampler.Catalog) map[string]any {
 	t.Helper()
 	events := cat.Available([]string{"cpu.user"})
-	srv, err := live.NewLive(live.Options{Listen: "127.0.0.1:0", Batch: 50 * time.Millisecond, Log: func(string) {}},
-		live.LiveConfig{Catalog: cat, Events: events, Interval: 50 * time.Millisecond})
+	srv, err := live.NewLive(web.Options{Listen: "127.0.0.1:0", Batch: 50 * time.Millisecond, Log: func(string) {}},
+		sampling.Config{Catalog: cat, Events: events, Interval: 50 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -18,9 +18,9 @@ import (
 
 	"github.com/numascope/numascope/internal/beneath"
 	"github.com/numascope/numascope/internal/experiment"
-	"github.com/numascope/numascope/internal/live"
 	"github.com/numascope/numascope/internal/placement"
 	"github.com/numascope/numascope/internal/term"
+	"github.com/numascope/numascope/internal/web"
 )
 
 func newExperimentCmd(g *globals) *cobra.Command {
@@ -206,7 +206,7 @@ func writeAnalysis(out io.Writer, a *experiment.Analysis, format string) error {
 // interrupted.
 func serveReport(w *webFlags, file string, report *experiment.WebReport) error {
 	stderr := &lockedWriter{w: os.Stderr}
-	srv, err := live.NewReport(w.options(stderr), file, report)
+	srv, err := web.NewReport(w.options(stderr), file, report)
 	if err != nil {
 		return err
 	}

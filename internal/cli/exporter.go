@@ -13,7 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/numascope/numascope/internal/exporter"
-	"github.com/numascope/numascope/internal/live"
+	"github.com/numascope/numascope/internal/loopback"
 	"github.com/numascope/numascope/internal/sampler"
 )
 
@@ -141,7 +141,7 @@ func runExporter(ctx context.Context, g *globals, cfg exporterConfig) error {
 	if err != nil {
 		return err
 	}
-	if !live.IsLoopback(srv.Addr().String()) && cfg.webConfig == "" {
+	if !loopback.Only(srv.Addr().String()) && cfg.webConfig == "" {
 		stderr.printf("listening on %s, which is not loopback, without --web.config.file: anyone who can reach it can read the metrics (they hold no secret; docs/exporter.md)", srv.Addr())
 	}
 	scheme := "http"

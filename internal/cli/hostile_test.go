@@ -24,7 +24,7 @@ const hostileJSON = `\u001b]2;PWNED\u0007\u001b[2J\u0007\u202e\u0000`
 // hostileCommands feeds every command that prints text from a file hostile
 // names. Each case writes its files into dir and returns the arguments.
 // view serves a page rather than printing: its crafted-recording test is
-// internal/live's TestViewCraftedRecording.
+// internal/web's TestViewCraftedRecording.
 var hostileCommands = map[string][]struct {
 	name string
 	args func(t *testing.T, dir string) []string
@@ -88,7 +88,7 @@ var cleanByConstruction = map[string]string{
 	"live":         "serves a page; labels are cleaned on their way in (internal/live TestWebsocketLabelCleaned)",
 	"exporter":     "serves Prometheus metrics under numascope's own names",
 	"top":          "process and cgroup names from /proc are cleaned by term.Clean (internal/top tests)",
-	"view":         "serves a page; a crafted recording's names and labels are tested in internal/live TestViewCraftedRecording",
+	"view":         "serves a page; a crafted recording's names and labels are tested in internal/web TestViewCraftedRecording",
 	"run":          "runs the user's own command",
 	"profile":      "writes a profile; its names are printed by report, tested here",
 	"bench":        "prints numascope's own benchmark names",

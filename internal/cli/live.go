@@ -12,7 +12,8 @@ import (
 
 	"github.com/numascope/numascope/internal/exporter"
 	"github.com/numascope/numascope/internal/live"
-	"github.com/numascope/numascope/internal/sampler"
+	"github.com/numascope/numascope/internal/loopback"
+	"github.com/numascope/numascope/internal/web"
 )
 
 // webFlags are the flags of the commands that serve the web client.
@@ -46,15 +47,15 @@ func (w *webFlags) register(cmd *cobra.Command) {
 	fl.StringVar(&w.listen, "listen", "127.0.0.1:8080", "HOST:PORT to serve on (0.0.0.0:PORT: every interface)")
 	fl.StringVar(&w.token, "token", "", "token clients must present (default: $"+tokenEnv+", else generated and printed in the URL); visible to every local user in /proc/PID/cmdline, so prefer $"+tokenEnv)
 	fl.BoolVar(&w.noToken, "no-token", false, "serve without a token (loopback --listen only): any local user can then connect")
-	fl.IntVar(&w.maxClients, "max-clients", live.DefaultMaxClients, "browsers served at a time; more are refused with HTTP 503")
+	fl.IntVar(&w.maxClients, "max-clients", web.DefaultMaxClients, "browsers served at a time; more are refused with HTTP 503")
 }
 
-func (w *webFlags) options(stderr *lockedWriter) live.Options {
+func (w *webFlags) options(stderr *lockedWriter) web.Options {
 	tok := w.token
 	if tok == "" {
 		tok = os.Getenv(tokenEnv)
 	}
-	return live.Options{
+	return web.Options{
 		Listen: w.listen, Token: tok, NoToken: w.noToken, Batch: w.batch, MaxClients: w.maxClients,
 		Log: func(s string) { stderr.printf("%s", s) },
 	}
@@ -69,10 +70,10 @@ func (w *webFlags) check() error {
 }
 
 // announce prints where to point a browser.
-func announce(stderr *lockedWriter, srv *live.Server) {
+func announce(stderr *lockedWriter, srv *web.Server) {
 	if srv.Token() == "" {
 		stderr.printf("serving without a token (--no-token): every local user can connect to %s", srv.Addr())
-	} else if !live.IsLoopback(srv.Addr().String()) {
+	} else if !loopback.Only(srv.Addr().String()) {
 		stderr.printf("listening on %s, which is not loopback: anyone with the URL (it carries the token) can connect", srv.Addr())
 	}
 	fmt.Fprintf(os.Stdout, "numascope: open %s in a browser (Ctrl-C stops)\n", srv.URL())
@@ -112,14 +113,14 @@ The websocket protocol is documented in docs/live-protocol.md.`,
 			if f.count != 0 {
 				return fmt.Errorf("live samples until interrupted; -n does not apply (use record -n)")
 			}
-			patterns, err := f.eventPatterns()
+			if f.per != "" {
+				return fmt.Errorf("--per does not apply to live: the web client shows rates per second (use stat --per)")
+			}
+			cfg, err := f.config()
 			if err != nil {
 				return err
 			}
-			interval, err := sampler.ParseInterval(f.interval)
-			if err != nil {
-				return fmt.Errorf("-i: %w", err)
-			}
+			cfg.record, cfg.force = out, force
 			if err := w.check(); err != nil {
 				return err
 			}
@@ -132,10 +133,7 @@ The websocket protocol is documented in docs/live-protocol.md.`,
 			}
 			stderr := &lockedWriter{w: os.Stderr}
 			defer cat.Close()
-			if len(patterns) == 0 {
-				patterns = cat.Available(sampler.DefaultEvents)
-			}
-			pin, err := pinCPUs(env, f.samplerNode, g.root != "")
+			sc, err := cfg.resolve(g, env, cat, stderr)
 			if err != nil {
 				return err
 			}
@@ -160,12 +158,8 @@ The websocket protocol is documented in docs/live-protocol.md.`,
 			} else {
 				opts.ProcessesReason = "numascope live was started with --processes=false"
 			}
-			h := baseHeader(env.Topology, cat, nil)
-			srv, err := live.NewLive(opts, live.LiveConfig{
-				Catalog: cat, Events: patterns, Discrete: f.discrete, Interval: interval, PinCPUs: pin,
-				Header: h, Record: out, Force: force, RecordDir: recordDir,
-				Errors: func(err error) { stderr.printf("%v", err) }, Notices: func(m string) { stderr.printf("%s", m) },
-			})
+			opts.RecordDir = recordDir
+			srv, err := live.NewLive(opts, sc)
 			if err != nil {
 				return err
 			}
@@ -182,7 +176,7 @@ The websocket protocol is documented in docs/live-protocol.md.`,
 			}
 			if fifo != nil {
 				defer fifo.Close()
-				go fifo.Serve(srv)
+				go srv.Control(fifo)
 			}
 			announce(stderr, srv.Server)
 			return srv.Run(ctx)

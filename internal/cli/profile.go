@@ -20,7 +20,7 @@ import (
 func newProfileCmd(g *globals) *cobra.Command {
 	var out, format, capture string
 	var scanRate time.Duration
-	var stackCopy, consumers int
+	var stackCopy, consumers, ringKB int
 	var force bool
 	cmd := &cobra.Command{
 		Use:   "profile [-o FILE] [--format json] -- CMD [ARGS...]",
@@ -72,6 +72,9 @@ it ends.`,
 			if err := profile.CheckStackCopy(stackCopy); err != nil {
 				return fmt.Errorf("--stack-copy %w", err)
 			}
+			if ringKB < 0 || ringKB > profile.MaxRingBytes>>10 {
+				return fmt.Errorf("--ring-kb %d: give 0 (the default) to %d", ringKB, profile.MaxRingBytes>>10)
+			}
 			if consumers < 0 || consumers > profile.MaxConsumers {
 				return fmt.Errorf("--consumers %d: give 1 (one goroutine reads and handles the rings) to %d, or 0 to choose by the CPU count", consumers, profile.MaxConsumers)
 			}
@@ -105,7 +108,7 @@ it ends.`,
 				copyOpt = -1 // none
 			}
 			opt := profile.Options{Topology: topo, Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr,
-				ScanRate: scanRate, Closer: closer, StackCopy: copyOpt, Consumers: consumers,
+				ScanRate: scanRate, Closer: closer, StackCopy: copyOpt, Consumers: consumers, RingBytes: ringKB << 10,
 				Host: vars.Host, Rank: vars.Rank}
 			if capture != "" {
 				// A new file, readable by its owner only, reached as
@@ -155,6 +158,8 @@ it ends.`,
 		"0 turns it off; more reaches through libc's own frames (256: calloc's) but fills the ring buffers sooner")
 	cmd.Flags().IntVar(&consumers, "consumers", 0, "goroutines that consume the perf ring buffers: 1 reads and handles them on one; N > 1 adds N-1 that drain and decode them while the first handles the round before "+
 		"(0: 1 below 16 CPUs, from 16 one more per 64 CPUs; see docs/profile.md)")
+	cmd.Flags().IntVar(&ringKB, "ring-kb", 0, "each CPU's perf ring buffer in KiB, rounded down to a power of two pages (0: 128 MiB shared by the CPUs, 512 KiB to 32 MiB each), for measuring how deep a ring a fault rate needs")
+	_ = cmd.Flags().MarkHidden("ring-kb") // a developer's tool
 	cmd.Flags().DurationVar(&scanRate, "scan-rate", 0, "as root, run the NUMA balancing scanner every DURATION (e.g. 100ms) during the run; the previous settings are restored after, even if numascope is killed")
 	return cmd
 }

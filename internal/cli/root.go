@@ -154,7 +154,7 @@ func (g *globals) open() (sensor.Env, *sampler.Catalog, error) {
 	}
 	perf := g.perf
 	perf.Events = specs
-	return env, sampler.OpenWith(env, []sensor.Sensor{sensor.NewPerf(perf), sensor.NewUncore(perf)}), nil
+	return env, sampler.OpenWith(env, sensor.Options{Perf: perf}), nil
 }
 
 // env discovers the topology and returns what sensors need.

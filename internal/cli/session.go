@@ -18,6 +18,7 @@ import (
 	"github.com/numascope/numascope/internal/recorder"
 	"github.com/numascope/numascope/internal/recording"
 	"github.com/numascope/numascope/internal/sampler"
+	"github.com/numascope/numascope/internal/sampling"
 	"github.com/numascope/numascope/internal/sensor"
 	"github.com/numascope/numascope/internal/topology"
 )
@@ -89,7 +90,9 @@ func (l *lockedWriter) printf(format string, args ...any) {
 
 // sessionConfig is what a sampling session needs, typed: a command builds
 // it once from its flags (sampleFlags.config), experiment from its spec, so
-// that nothing is formatted into a flag string to be parsed again.
+// that nothing is formatted into a flag string to be parsed again. newSession
+// resolves it to the sampling.Config that stat, record, experiment and live
+// share.
 type sessionConfig struct {
 	patterns    []string // the events; nil: the default events
 	interval    time.Duration
@@ -134,45 +137,18 @@ func newSession(g *globals, cfg sessionConfig) (_ *session, err error) {
 		}
 	}()
 	s := &session{env: env, cat: cat, stderr: &lockedWriter{w: os.Stderr}}
-	patterns := cfg.patterns
-	if len(patterns) == 0 {
-		patterns = cat.Available(sampler.DefaultEvents)
-	}
-	if patterns, err = cat.ExpandPresets(patterns); err != nil {
-		return nil, err
-	}
-	cols, err := cat.Select(patterns, cfg.discrete)
-	if err == nil && cfg.per != "" {
-		err = cat.Per(cols, cfg.per)
-	}
+	sc, err := cfg.resolve(g, env, cat, s.stderr)
 	if err != nil {
 		return nil, err
 	}
-	pin, err := pinCPUs(env, cfg.samplerNode, g.root != "")
-	if err != nil {
-		return nil, err
-	}
-	s.smp, err = sampler.New(cols, sampler.Config{
-		Interval: cfg.interval,
-		Count:    cfg.count,
-		PinCPUs:  pin,
-		Errors:   func(err error) { s.stderr.printf("%v", err) },
-		Notices:  func(m string) { s.stderr.printf("%s", m) },
-	})
-	if err != nil {
-		return nil, err
-	}
-
 	// The recorder is always attached, so that `ctl record FILE` can start a
 	// recording in any sampling mode.
-	sink := s.smp.AddSink("recording", sampler.SinkDepth(cfg.interval))
-	s.rec = recorder.New(s.smp, sink, s.header(cfg.command), cfg.force,
-		func(err error) { s.stderr.printf("%v", err) }, func(m string) { s.stderr.printf("%s", m) })
-	if cfg.record != "" {
-		if err := s.rec.Create(cfg.record); err != nil {
-			return nil, err
-		}
+	sc.Sink = "recording"
+	ss, err := sampling.New(sc)
+	if err != nil {
+		return nil, err
 	}
+	s.smp, s.rec = ss.Sampler, ss.Recorder
 
 	if err := s.listen(cfg.ctl); err != nil {
 		return nil, err
@@ -186,6 +162,23 @@ func newSession(g *globals, cfg sessionConfig) (_ *session, err error) {
 		})
 	}
 	return s, nil
+}
+
+// resolve makes cfg the sampling.Config of this machine, for newSession
+// and for live: the sampler's CPUs from --sampler-node, the header
+// template from the topology and the catalog, problems reported on stderr.
+func (cfg sessionConfig) resolve(g *globals, env sensor.Env, cat *sampler.Catalog, stderr *lockedWriter) (sampling.Config, error) {
+	pin, err := pinCPUs(env, cfg.samplerNode, g.root != "")
+	if err != nil {
+		return sampling.Config{}, err
+	}
+	return sampling.Config{
+		Catalog: cat, Events: cfg.patterns, Discrete: cfg.discrete, Per: cfg.per,
+		Interval: cfg.interval, Count: cfg.count, PinCPUs: pin,
+		Header: baseHeader(env.Topology, cat, cfg.command), Record: cfg.record, Force: cfg.force,
+		Errors:  func(err error) { stderr.printf("%v", err) },
+		Notices: func(m string) { stderr.printf("%s", m) },
+	}, nil
 }
 
 // pinCPUs resolves --sampler-node to a CPU set. On a captured tree (--root)
@@ -235,13 +228,6 @@ func pinCPUs(env sensor.Env, spec string, captured bool) ([]int, error) {
 		return nil, fmt.Errorf("--sampler-node %d: the node has no CPU this process may use; pick another or none", id)
 	}
 	return cpus, nil
-}
-
-// header is the template of every recording's header.
-func (s *session) header(command []string) recording.Header {
-	h := baseHeader(s.env.Topology, s.cat, command)
-	h.Columns = recorder.Columns(s.smp.Columns())
-	return h
 }
 
 // baseHeader is a recording header without columns: this machine, its

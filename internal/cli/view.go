@@ -13,9 +13,9 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/numascope/numascope/internal/live"
 	"github.com/numascope/numascope/internal/profile"
 	"github.com/numascope/numascope/internal/recording"
+	"github.com/numascope/numascope/internal/web"
 )
 
 func newViewCmd(g *globals) *cobra.Command {
@@ -111,7 +111,7 @@ chooses what every plot shows.
 			if len(rec.Samples) == 0 {
 				stderr.printf("%s: the recording holds no samples", args[0])
 			}
-			return serveUntilSignal(stderr, live.NewView(w.options(stderr), rec, args[0]).Server)
+			return serveUntilSignal(stderr, web.NewView(w.options(stderr), rec, args[0]).Server)
 		},
 	}
 	w.register(cmd)
@@ -121,7 +121,7 @@ chooses what every plot shows.
 }
 
 // newProfileServer loads the profile at file and prepares serving it.
-func newProfileServer(opt live.Options, file string, search []string) (*live.Profile, error) {
+func newProfileServer(opt web.Options, file string, search []string) (*web.Profile, error) {
 	p, err := profile.Load(file)
 	if err != nil {
 		return nil, err
@@ -130,14 +130,14 @@ func newProfileServer(opt live.Options, file string, search []string) (*live.Pro
 	if err != nil {
 		return nil, err
 	}
-	return live.NewProfile(opt, file, body, p, search)
+	return web.NewProfile(opt, file, body, p, search)
 }
 
 // newHostsServer loads several hosts' recordings for one page. Each file
 // must be a recording: profiles of ranks are merged by numascope report.
-func newHostsServer(opt live.Options, stderr *lockedWriter, files []string) (*live.Hosts, error) {
-	if len(files) > live.MaxHosts {
-		return nil, fmt.Errorf("%d recordings, at most %d on one page; view fewer at a time", len(files), live.MaxHosts)
+func newHostsServer(opt web.Options, stderr *lockedWriter, files []string) (*web.Hosts, error) {
+	if len(files) > web.MaxHosts {
+		return nil, fmt.Errorf("%d recordings, at most %d on one page; view fewer at a time", len(files), web.MaxHosts)
 	}
 	recs := make([]*recording.Recording, len(files))
 	for i, f := range files {
@@ -160,7 +160,7 @@ func newHostsServer(opt live.Options, stderr *lockedWriter, files []string) (*li
 		}
 		recs[i] = rec
 	}
-	return live.NewHosts(opt, recs, files)
+	return web.NewHosts(opt, recs, files)
 }
 
 // sourceDirs splits and checks the --source-path values: each entry must
@@ -198,13 +198,13 @@ func unwrapPath(err error) error {
 }
 
 // newBenchServer reads the bench document at file (at most
-// live.MaxBenchBytes) and prepares serving it.
-func newBenchServer(opt live.Options, file string) (*live.Bench, error) {
-	body, err := live.ReadBench(file)
+// web.MaxBenchBytes) and prepares serving it.
+func newBenchServer(opt web.Options, file string) (*web.Bench, error) {
+	body, err := web.ReadBench(file)
 	if err != nil {
 		return nil, err
 	}
-	return live.NewBench(opt, file, body)
+	return web.NewBench(opt, file, body)
 }
 
 // The kinds of JSON document view tells apart by their keys; anything
@@ -296,7 +296,7 @@ func documentKind(r io.Reader) (string, error) {
 
 // serveUntilSignal binds srv, prints the URL to open and serves until SIGINT
 // or SIGTERM: what view and experiment --web share.
-func serveUntilSignal(stderr *lockedWriter, srv *live.Server) error {
+func serveUntilSignal(stderr *lockedWriter, srv *web.Server) error {
 	if err := srv.Listen(); err != nil {
 		return err
 	}

@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/numascope/numascope/internal/live"
 	"github.com/numascope/numascope/internal/recording"
+	"github.com/numascope/numascope/internal/web"
 )
 
 // TestViewTellsProfilesFromRecordings: view opens the profile pages for a
@@ -125,7 +125,7 @@ func TestViewProfileErrors(t *testing.T) {
 	}
 }
 
-func webOptionsForTest() live.Options { return live.Options{Listen: "127.0.0.1:0"} }
+func webOptionsForTest() web.Options { return web.Options{Listen: "127.0.0.1:0"} }
 
 // TestViewCommandRefusesMissingSourcePath: the whole command stops before
 // serving when --source-path names no directory.
@@ -167,7 +167,7 @@ func TestWebTokenFlags(t *testing.T) {
 	if o := w.options(stderr); o.Token != "from-flag" {
 		t.Errorf("--token and $%s: token %q, want the flag's", tokenEnv, o.Token)
 	}
-	srv := live.NewView(webFlags{listen: "127.0.0.1:0", maxClients: 1}.optionsFor(t), &recording.Recording{}, "x")
+	srv := web.NewView(webFlags{listen: "127.0.0.1:0", maxClients: 1}.optionsFor(t), &recording.Recording{}, "x")
 	if err := srv.Listen(); err != nil {
 		t.Fatal(err)
 	}
@@ -184,7 +184,7 @@ func TestWebTokenFlags(t *testing.T) {
 	}
 }
 
-func (w webFlags) optionsFor(t *testing.T) live.Options {
+func (w webFlags) optionsFor(t *testing.T) web.Options {
 	t.Helper()
 	return w.options(&lockedWriter{w: os.Stderr})
 }
@@ -267,7 +267,7 @@ func TestViewBenchErrors(t *testing.T) {
 	if err := os.WriteFile(huge, []byte(`{"latency_ns": `), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.Truncate(huge, live.MaxBenchBytes+1); err != nil {
+	if err := os.Truncate(huge, web.MaxBenchBytes+1); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := newBenchServer(webOptionsForTest(), huge); err == nil || !strings.Contains(err.Error(), "over the 8 MiB limit for a bench document") {

@@ -51,3 +51,8 @@ func (s *Server) Serve(t Target) {
 		}
 	}
 }
+
+// Report reports err as Serve reports a command that fails, for a Target
+// that carries out the commands of Commands elsewhere (the live server's
+// hub, in order with its clients' requests).
+func (s *Server) Report(err error) { s.onError(err) }

@@ -123,7 +123,7 @@ var nodeFiles = []string{"numastat", "vmstat", "meminfo"}
 func nodeCollectors(env sensor.Env) ([]collector, error) {
 	var cs []collector
 	for _, file := range nodeFiles {
-		s, ok := sensor.New("node")
+		s, ok := sensor.New("node", sensor.Options{})
 		if !ok {
 			return cs, errors.New("exporter: the node sensor is not registered")
 		}
@@ -219,7 +219,7 @@ func nodeSpec(file string, i int, ev sensor.Event) metricSpec {
 // numascope_vmstat_<name>_total for counters, numascope_vmstat_<name> for
 // the nr_* levels (pages).
 func vmstatCollector(env sensor.Env) (collector, error) {
-	s, ok := sensor.New("vmstat")
+	s, ok := sensor.New("vmstat", sensor.Options{})
 	if !ok {
 		return nil, errors.New("exporter: the vmstat sensor is not registered")
 	}

@@ -5,6 +5,8 @@ import (
 	"math"
 	"testing"
 	"time"
+
+	"github.com/numascope/numascope/internal/web"
 )
 
 // BenchmarkBatchSample is the web path's cost per sample in the hub (not
@@ -46,7 +48,7 @@ func TestBatchEncoding(t *testing.T) {
 // the web path: the row into the pending batch, the values into the
 // history for later clients, and a flush every 400 samples (no clients).
 func BenchmarkHubSample(b *testing.B) {
-	l := &Live{clients: map[*client]bool{}}
+	l := &Live{clients: map[*web.Client]bool{}}
 	vals := make([]float64, 50)
 	names := make([]string, len(vals))
 	for i := range vals {

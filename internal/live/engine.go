@@ -1,3 +1,9 @@
+// Package live is `numascope live`'s sampling hub: one sampling session
+// shared by every browser, served through internal/web. The sampler never
+// waits for a browser: the hub drains one sampler sink, encodes each batch
+// once and hands it to every client's bounded queue, keeps the recent
+// history a new client is sent, and carries out the control commands, the
+// FIFO's and the browsers', through ctl.Dispatch.
 package live
 
 import (
@@ -11,54 +17,38 @@ import (
 	"strings"
 	"time"
 
+	"github.com/numascope/numascope/internal/ctl"
 	"github.com/numascope/numascope/internal/recorder"
 	"github.com/numascope/numascope/internal/recording"
 	"github.com/numascope/numascope/internal/sampler"
+	"github.com/numascope/numascope/internal/sampling"
+	"github.com/numascope/numascope/internal/web"
 )
-
-// LiveConfig is what `numascope live` samples.
-type LiveConfig struct {
-	Catalog  *sampler.Catalog
-	Events   []string // patterns for Catalog.Select
-	Discrete bool
-	Interval time.Duration
-	PinCPUs  []int
-	// Header is the template for recordings: host, kernel, topology,
-	// sensors. Columns, Start and Interval are filled in.
-	Header recording.Header
-	// Record, when set, is recorded from the start (like -o); Force
-	// overwrites it if it exists.
-	Record string
-	Force  bool
-	// RecordDir is where client-requested recordings go; client paths are
-	// relative to it and may not leave it. Default: the working directory.
-	RecordDir string
-	// Errors receives sampler and recording problems; Notices, their news
-	// that is not a problem (see sampler.Config). Either may be nil.
-	Errors  func(error)
-	Notices func(string)
-}
 
 // Live is the `numascope live` server: one sampler shared by every client.
 type Live struct {
-	*Server
-	cfg  LiveConfig
+	*web.Server
+	cfg  sampling.Config
+	opt  web.Options // the server's, defaults filled in
 	cmds chan command
-	reg  chan *client
-	unr  chan *client
+	reg  chan *web.Client
+	unr  chan *web.Client
 	done chan struct{}
 
 	// Owned by the hub goroutine (run).
-	clients map[*client]bool
+	clients map[*web.Client]bool
+	// ss is the sampling session; smp, sink, rec and cols are its current
+	// sampler, sink, recorder and columns.
+	ss      *sampling.Session
 	smp     *sampler.Sampler
 	sink    *sampler.Sink
 	runDone chan error
 	cols    []recording.Column
 	lastT   time.Duration // time of the latest record
-	state   State
+	state   web.State
 	batch   []byte
 	nbatch  int
-	catalog []SensorCatalog
+	catalog []web.SensorCatalog
 	// rec records (when asked to) and keeps the timeline: every sampler
 	// the hub starts hands it its records, and its time is the clients'.
 	rec      *recorder.Recorder
@@ -79,153 +69,120 @@ type Live struct {
 	since         [][]byte
 	sinceBytes    int
 	replayEncodes int // for tests
-	// recDir is RecordDir, absolute and with symlinks resolved, beneath
-	// which client recordings are created.
+	// recDir is web.Options.RecordDir, absolute and with symlinks resolved,
+	// beneath which client recordings are created.
 	recDir string
 }
 
 // batchPrefix starts every batch message.
 const batchPrefix = `{"type":"batch","samples":[`
 
-// command is a request for the hub: from a client (c set) or the FIFO.
+// command is a request for the hub: a client's (c and req set) or the
+// control FIFO's (fifo and ctl set).
 type command struct {
-	c   *client
-	req *request
+	c    *web.Client
+	req  *web.Request
+	fifo *ctl.Server
+	ctl  ctl.Command
 }
 
-// NewLive prepares a live server; nothing runs until Run.
-func NewLive(opt Options, cfg LiveConfig) (*Live, error) {
+// NewLive prepares a live server sampling as cfg says (its Record is
+// recorded from the start, like -o); nothing runs until Run.
+func NewLive(opt web.Options, cfg sampling.Config) (*Live, error) {
 	if cfg.Errors == nil {
 		cfg.Errors = func(error) {}
 	}
 	if cfg.Notices == nil {
 		cfg.Notices = func(string) {}
 	}
-	recDir, err := recorder.ResolveDir(cfg.RecordDir)
+	cfg.Sink = "web"
+	recDir, err := recorder.ResolveDir(opt.RecordDir)
 	if err != nil {
-		return nil, fmt.Errorf("--record-dir %s: %v (give an existing directory)", cmp.Or(cfg.RecordDir, "."), err)
+		return nil, fmt.Errorf("--record-dir %s: %v (give an existing directory)", cmp.Or(opt.RecordDir, "."), err)
+	}
+	ss, err := sampling.New(cfg)
+	if err != nil {
+		return nil, err
 	}
 	l := &Live{
 		cfg:     cfg,
 		cmds:    make(chan command, 64),
-		reg:     make(chan *client),
-		unr:     make(chan *client, 16),
+		reg:     make(chan *web.Client),
+		unr:     make(chan *web.Client, 16),
 		done:    make(chan struct{}),
-		clients: map[*client]bool{},
+		clients: map[*web.Client]bool{},
 		recDir:  recDir,
+		ss:      ss,
+		rec:     ss.Recorder,
 	}
 	l.recFlush = time.NewTimer(time.Hour)
 	l.recFlush.Stop()
 	l.batchDue = time.NewTimer(time.Hour)
 	l.batchDue.Stop()
-	l.Server = newServer(opt, l)
-	l.state = State{Interval: cfg.Interval.Seconds(), Discrete: cfg.Discrete, Events: append([]string(nil), cfg.Events...)}
-	l.catalog = catalogOf(cfg.Catalog.Describe())
-	if err := l.startSampler(cfg.Events, cfg.Discrete); err != nil {
-		return nil, err
-	}
-	if cfg.Record != "" {
-		if err := l.rec.Create(cfg.Record); err != nil {
-			l.smp.Abort()
-			l.drain(l.sink)
-			<-l.runDone // the caller may close the catalog now
-			return nil, err
-		}
-		l.state.Recording = cfg.Record
-	}
+	l.Server = web.NewServer(opt, l)
+	l.opt = l.Server.Options()
+	l.state = web.State{Interval: cfg.Interval.Seconds(), Discrete: cfg.Discrete, Events: append([]string(nil), ss.Events()...), Recording: cfg.Record}
+	l.catalog = web.CatalogOf(cfg.Catalog.Describe())
+	l.rec.OnStop(l.recordingStopped)
+	l.started()
 	return l, nil
 }
 
-// Label, Pause, Resume, SetInterval and Record are the control FIFO's
-// commands; they reach every client like a client's own.
-func (l *Live) Label(text string) { l.post(&request{Type: "label", Text: text}) }
-func (l *Live) Pause()            { l.post(&request{Type: "pause"}) }
-func (l *Live) Resume()           { l.post(&request{Type: "resume"}) }
-
-// SetInterval changes the shared sampling interval. It is carried out by
-// the hub: an error is reported there, like a client's.
-func (l *Live) SetInterval(d time.Duration) error {
-	l.post(&request{Type: "interval", Interval: d.String()})
-	return nil
-}
-
-// Record switches recording to path (an absolute path or relative to the
-// working directory, as the FIFO's user typed it).
-func (l *Live) Record(path string) { l.post(&request{Type: "fifo_record", Path: path}) }
-
-func (l *Live) post(r *request) {
-	select {
-	case l.cmds <- command{req: r}:
-	case <-l.done:
+// Control carries out the commands of the control FIFO until it is closed:
+// each goes to the hub as it was parsed, in order with the clients'
+// requests, and reaches every client like a client's own. A command that
+// fails is reported as stat and record report it (fifo.Report).
+func (l *Live) Control(fifo *ctl.Server) {
+	for c := range fifo.Commands() {
+		select {
+		case l.cmds <- command{fifo: fifo, ctl: c}:
+		case <-l.done:
+		}
 	}
 }
 
-func (l *Live) attach(c *client) {
+// Attach, Detach and Request make the live hub a web.Backend.
+func (l *Live) Attach(c *web.Client) {
 	select {
 	case l.reg <- c:
 	case <-l.done:
-		c.drop(1001, "numascope: the server is shutting down")
+		c.Drop(1001, "numascope: the server is shutting down")
 		return
 	}
 	// The hub queues the hello; until then nothing the client sends is
 	// read, so no reply can overtake it.
 	select {
-	case <-c.ready:
-	case <-c.done:
+	case <-c.Ready():
+	case <-c.Done():
 	case <-l.done:
 	}
 }
 
-func (l *Live) detach(c *client) {
+func (l *Live) Detach(c *web.Client) {
 	select {
 	case l.unr <- c:
 	case <-l.done:
 	}
 }
 
-func (l *Live) request(c *client, r *request) {
+func (l *Live) Request(c *web.Client, r *web.Request) {
 	select {
 	case l.cmds <- command{c: c, req: r}:
 	case <-l.done:
 	}
 }
 
-// startSampler creates and starts a sampler for the patterns. Called with
-// no sampler running.
-func (l *Live) startSampler(patterns []string, discrete bool) error {
-	cols, err := l.cfg.Catalog.Select(patterns, discrete)
-	if err != nil {
-		return err
-	}
-	interval := time.Duration(l.state.Interval * float64(time.Second))
-	smp, err := sampler.New(cols, sampler.Config{
-		Interval: interval,
-		PinCPUs:  l.cfg.PinCPUs,
-		Errors:   l.cfg.Errors,
-		Notices:  l.cfg.Notices,
-	})
-	if err != nil {
-		return err
-	}
-	l.sink = smp.AddSink("web", sampler.SinkDepth(interval))
-	l.smp = smp
-	l.cols = recorder.Columns(cols)
-	if l.rec == nil {
-		h := l.cfg.Header
-		h.Columns = l.cols
-		l.rec = recorder.New(smp, l.sink, h, l.cfg.Force, l.cfg.Errors, l.cfg.Notices)
-		l.rec.OnStop(l.recordingStopped)
-	} else {
-		l.rec.Attach(smp, l.sink)
-	}
+// started takes the session's new sampler as the hub's and runs it.
+func (l *Live) started() {
+	l.smp, l.sink, l.cols = l.ss.Sampler, l.ss.Sink, l.ss.Columns
 	l.hist.setColumns(l.cols)
 	l.dropReplay()
 	if l.state.Paused {
-		smp.Pause()
+		l.smp.Pause()
 	}
 	l.runDone = make(chan error, 1)
+	smp := l.smp
 	go func() { l.runDone <- smp.Run(context.Background()) }()
-	return nil
 }
 
 // Abort undoes NewLive when Run will not be called (e.g. Listen failed): it
@@ -252,7 +209,7 @@ func (l *Live) drain(sink *sampler.Sink) {
 
 // Run runs the hub and the HTTP server until ctx is done.
 func (l *Live) Run(ctx context.Context) error {
-	if l.ln == nil {
+	if !l.Listening() {
 		if err := l.Listen(); err != nil {
 			l.Abort()
 			return err
@@ -305,18 +262,24 @@ func (l *Live) hub(ctx context.Context) error {
 		case <-l.batchDue.C:
 			l.flush()
 		case c := <-l.cmds:
+			if c.fifo != nil {
+				if err := ctl.Dispatch(hubTarget{l}, c.ctl); err != nil {
+					c.fifo.Report(err)
+				}
+				continue
+			}
 			l.command(c)
 		case c := <-l.reg:
 			l.flush()
 			l.clients[c] = true
-			c.reply(hello{
-				Type: "hello", Protocol: ProtocolVersion, Mode: "live",
+			c.Reply(web.Hello{
+				Type: "hello", Protocol: web.ProtocolVersion, Mode: "live",
 				Host: l.cfg.Header.Host, Kernel: l.cfg.Header.Kernel, Start: l.rec.Start(),
 				Topology: l.cfg.Header.Topology, Catalog: l.catalog, Columns: l.cols,
 				State: l.state, BatchMS: float64(l.opt.Batch) / 1e6,
 			})
 			l.replayTo(c)
-			close(c.ready)
+			c.MarkReady()
 		case c := <-l.unr:
 			delete(l.clients, c)
 		}
@@ -330,7 +293,7 @@ func (l *Live) shutdown() {
 	<-l.runDone
 	l.rec.Stop()
 	for c := range l.clients {
-		c.drop(1001, "numascope: the server stopped")
+		c.Drop(1001, "numascope: the server stopped")
 	}
 }
 
@@ -347,7 +310,7 @@ func (l *Live) handle(r *sampler.Record) {
 		l.appendSample(t, r.Values)
 		l.hist.add(t, r.Values)
 	case sampler.KindLabel, sampler.KindInterval, sampler.KindPause, sampler.KindResume:
-		m := markMsg{Type: "mark", T: round6(t.Seconds()), Text: r.Text}
+		m := web.MarkMsg{Type: "mark", T: round6(t.Seconds()), Text: r.Text}
 		switch r.Kind {
 		case sampler.KindLabel:
 			m.Mark = recording.MarkLabel
@@ -362,7 +325,7 @@ func (l *Live) handle(r *sampler.Record) {
 			l.state.Paused = false
 		}
 		l.flush()
-		mb := mustJSON(m)
+		mb := web.MustJSON(m)
 		l.hist.mark(t, mb)
 		l.broadcast(mb)
 		if r.Kind != sampler.KindLabel {
@@ -389,10 +352,10 @@ func (l *Live) appendSample(t time.Duration, values []float64) {
 // appendRow appends one sample row of a batch: [t, values...].
 func appendRow(b []byte, t time.Duration, values []float64) []byte {
 	b = append(b, '[')
-	b = appendTime(b, t)
+	b = web.AppendTime(b, t)
 	for _, v := range values {
 		b = append(b, ',')
-		b = appendNumber(b, v)
+		b = web.AppendNumber(b, v)
 	}
 	return append(b, ']')
 }
@@ -431,82 +394,54 @@ func (l *Live) dropReplay() {
 // replayTo sends a new client the recent past: one batch with every
 // current column's remembered samples (encoded once for every client that
 // connects until it goes stale), the batches since, then the marks.
-func (l *Live) replayTo(c *client) {
+func (l *Live) replayTo(c *web.Client) {
 	if l.replay == nil {
 		l.replay = l.hist.batch()
 		l.since, l.sinceBytes = nil, 0
 		l.replayEncodes++
 	}
 	if l.replay != nil {
-		c.enqueueShared(l.replay)
+		c.EnqueueShared(l.replay)
 		for _, b := range l.since {
-			c.enqueueShared(b)
+			c.EnqueueShared(b)
 		}
 	}
 	marks := l.hist.recentMarks()
 	for i, m := range marks {
-		if len(marks)-i > cap(c.send)/2 {
+		if len(marks)-i > c.QueueCap()/2 {
 			continue // only the latest marks fit the queue
 		}
-		c.enqueue(m)
+		c.Enqueue(m)
 	}
 }
 
 func (l *Live) broadcast(msg []byte) {
 	for c := range l.clients {
-		if !c.enqueue(msg) {
+		if !c.Enqueue(msg) {
 			delete(l.clients, c)
 		}
 	}
 }
 
 func (l *Live) broadcastState() {
-	l.broadcast(mustJSON(stateMsg{Type: "state", State: l.state}))
+	l.broadcast(web.MustJSON(web.StateMsg{Type: "state", State: l.state}))
 }
 
-// command carries out a client's or the FIFO's request.
+// command carries out a client's request.
 func (l *Live) command(cm command) {
 	r := cm.req
-	fail := func(err error) {
-		if cm.c != nil {
-			cm.c.fail(r.ID, err)
-		} else {
-			l.cfg.Errors(err)
-		}
-	}
-	ok := func() {
-		if cm.c != nil {
-			cm.c.reply(okMsg{Type: "ok", ID: r.ID, Op: r.Type})
-		}
-	}
+	fail := func(err error) { cm.c.Fail(r.ID, err) }
+	ok := func() { cm.c.Reply(web.OKMsg{Type: "ok", ID: r.ID, Op: r.Type}) }
 	switch r.Type {
-	case "interval":
-		d, err := sampler.ParseInterval(r.Interval)
+	case "interval", "pause", "resume", "label":
+		c, err := controlOf(r)
+		if err == nil {
+			err = ctl.Dispatch(hubTarget{l}, c)
+		}
 		if err != nil {
-			fail(fmt.Errorf("interval: %w", err))
+			fail(err)
 			return
 		}
-		if err := l.smp.SetInterval(d); err != nil {
-			fail(fmt.Errorf("interval: %w", err))
-			return
-		}
-		ok()
-	case "pause":
-		l.smp.Pause()
-		ok()
-	case "resume":
-		l.smp.Resume()
-		ok()
-	case "label":
-		// The same cleaning as every other way a label arrives (the FIFO,
-		// numascope ctl): no escapes, BEL or bidi controls reach the
-		// recording, the clients or a terminal.
-		text, err := recording.CleanLabel(r.Text)
-		if err != nil {
-			fail(err) // names the label and what is wrong
-			return
-		}
-		l.smp.Label(text)
 		ok()
 	case "events", "enable", "disable", "discrete":
 		events, discrete := append([]string(nil), l.state.Events...), l.state.Discrete
@@ -548,26 +483,13 @@ func (l *Live) command(cm command) {
 		}
 		ok()
 	case "record":
-		if cm.c == nil {
-			return // the FIFO's recordings are fifo_record
-		}
 		path, err := l.rec.Switch(recorder.Dest{Path: r.Path, Dir: l.recDir})
 		if err != nil {
 			fail(fmt.Errorf("record: %w", err))
 			return
 		}
 		l.recordingChanged()
-		cm.c.reply(okMsg{Type: "ok", ID: r.ID, Op: r.Type, Path: path})
-	case "fifo_record":
-		if cm.c != nil {
-			fail(unknownType(r.Type, "numascope live", liveTypes))
-			return
-		}
-		if _, err := l.rec.Switch(recorder.Dest{Path: r.Path}); err != nil {
-			fail(fmt.Errorf("ctl record: %w", err))
-			return
-		}
-		l.recordingChanged()
+		cm.c.Reply(web.OKMsg{Type: "ok", ID: r.ID, Op: r.Type, Path: path})
 	case "record_stop":
 		if l.rec.Path() == "" {
 			fail(errors.New("record_stop: not recording"))
@@ -581,8 +503,57 @@ func (l *Live) command(cm command) {
 	case "source":
 		fail(fmt.Errorf("%s: only `numascope view` on a profile serves this", r.Type))
 	default:
-		fail(unknownType(r.Type, "numascope live", liveTypes))
+		fail(web.UnknownType(r.Type, "numascope live", web.LiveTypes))
 	}
+}
+
+// controlOf types a client's interval, pause, resume or label request as
+// the control command it is, so that both reach the sampler through the
+// one ctl.Dispatch. A label is cleaned as every other way a label arrives
+// (the FIFO, numascope ctl): no escapes, BEL or bidi controls reach the
+// recording, the clients or a terminal.
+func controlOf(r *web.Request) (ctl.Command, error) {
+	switch r.Type {
+	case "interval":
+		d, err := sampler.ParseInterval(r.Interval)
+		if err != nil {
+			return ctl.Command{}, fmt.Errorf("interval: %w", err)
+		}
+		return ctl.Command{Op: ctl.OpInterval, Interval: d}, nil
+	case "pause":
+		return ctl.Command{Op: ctl.OpPause}, nil
+	case "resume":
+		return ctl.Command{Op: ctl.OpResume}, nil
+	case "label":
+		text, err := recording.CleanLabel(r.Text)
+		if err != nil {
+			return ctl.Command{}, err // names the label and what is wrong
+		}
+		return ctl.Command{Op: ctl.OpLabel, Arg: text}, nil
+	}
+	return ctl.Command{}, web.UnknownType(r.Type, "numascope live", web.LiveTypes)
+}
+
+// hubTarget is the hub as the ctl.Target of every control command, the
+// FIFO's and a client's: only the hub goroutine uses it. Pause, resume,
+// labels and intervals go to the sampler, which puts them in order with
+// the samples; the clients learn of them from its marks (handle).
+type hubTarget struct{ l *Live }
+
+func (h hubTarget) Label(text string)                 { h.l.smp.Label(text) }
+func (h hubTarget) Pause()                            { h.l.smp.Pause() }
+func (h hubTarget) Resume()                           { h.l.smp.Resume() }
+func (h hubTarget) SetInterval(d time.Duration) error { return h.l.smp.SetInterval(d) }
+
+// Record switches recording to path (an absolute path or relative to the
+// working directory, as the FIFO's user typed it; a client's recordings
+// go beneath --record-dir and are its "record" request).
+func (h hubTarget) Record(path string) {
+	if _, err := h.l.rec.Switch(recorder.Dest{Path: path}); err != nil {
+		h.l.cfg.Errors(fmt.Errorf("ctl record: %w", err))
+		return
+	}
+	h.l.recordingChanged()
 }
 
 // restart replaces the sampler with one for the new event set. Samples
@@ -590,7 +561,7 @@ func (l *Live) command(cm command) {
 // interval); clients get a columns message and an active recording a
 // columns mark. A bad event set leaves the running sampler alone.
 func (l *Live) restart(events []string, discrete bool) error {
-	if _, err := l.cfg.Catalog.Select(events, discrete); err != nil {
+	if _, err := l.ss.Select(events, discrete); err != nil {
 		return err
 	}
 	old, oldSink, oldDone := l.smp, l.sink, l.runDone
@@ -598,22 +569,26 @@ func (l *Live) restart(events []string, discrete bool) error {
 	l.drain(oldSink)
 	<-oldDone
 	l.flush()
-	if err := l.startSampler(events, discrete); err != nil {
+	interval := time.Duration(l.state.Interval * float64(time.Second))
+	if err := l.ss.Replace(events, discrete, interval); err != nil {
 		// Select succeeded above, so this is an Enable failure: go back.
-		if err2 := l.startSampler(l.state.Events, l.state.Discrete); err2 != nil {
+		if err2 := l.ss.Replace(l.state.Events, l.state.Discrete, interval); err2 != nil {
 			l.cfg.Errors(fmt.Errorf("cannot restart sampling: %v", err2))
+			return err
 		}
+		l.started()
 		return err
 	}
+	l.started()
 	l.state.Events, l.state.Discrete = append([]string(nil), events...), discrete
 	t := l.lastT
 	if start := l.rec.Start(); !start.IsZero() {
 		t = max(t, time.Since(start))
 	}
 	// A client that connects later sees where the column set changed.
-	l.hist.mark(t, mustJSON(markMsg{Type: "mark", Mark: recording.MarkColumns, T: round6(t.Seconds())}))
+	l.hist.mark(t, web.MustJSON(web.MarkMsg{Type: "mark", Mark: recording.MarkColumns, T: round6(t.Seconds())}))
 	l.rec.SetColumns(t, l.cols)
-	l.broadcast(mustJSON(columnsMsg{Type: "columns", T: round6(t.Seconds()), Columns: l.cols, State: l.state}))
+	l.broadcast(web.MustJSON(web.ColumnsMsg{Type: "columns", T: round6(t.Seconds()), Columns: l.cols, State: l.state}))
 	return nil
 }
 
@@ -627,6 +602,6 @@ func (l *Live) recordingChanged() {
 // recording stopped (the recorder has reported it on stderr).
 func (l *Live) recordingStopped(err error) {
 	l.state.Recording = ""
-	l.broadcast(mustJSON(errorMsg{Type: "error", Error: "recording stopped: " + err.Error()}))
+	l.broadcast(web.MustJSON(web.ErrorMsg{Type: "error", Error: "recording stopped: " + err.Error()}))
 	l.broadcastState()
 }

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/numascope/numascope/internal/connlimit/conntest"
+	"github.com/numascope/numascope/internal/sampling"
+	"github.com/numascope/numascope/internal/web"
 )
 
 func TestHoldIdleHelper(t *testing.T) { conntest.Helper(t) }
@@ -21,7 +23,7 @@ func TestHoldIdleHelper(t *testing.T) { conntest.Helper(t) }
 func TestTokenHolderThroughIdleConnections(t *testing.T) {
 	const held, noFile = 10000, 4096
 	conntest.LimitNoFile(t, noFile)
-	l, _ := startLive(t, Options{}, LiveConfig{})
+	l, _ := startLive(t, web.Options{}, sampling.Config{})
 	addr := l.Addr().String()
 	h := conntest.HoldIdle(t, "TestHoldIdleHelper", addr, held)
 	t.Logf("%d idle connections held (%s); the token holder connects", h.N, h.Stopped)
@@ -37,15 +39,15 @@ func TestTokenHolderThroughIdleConnections(t *testing.T) {
 		t.Errorf("loading the page while %d idle connections are held: HTTP %d", h.N, resp.StatusCode)
 	}
 	ws := dial(t, l.Server, "")
-	ws.next("hello", typeIs("hello"))
-	ws.next("batch", typeIs("batch"))
+	ws.Next("hello", typeIs("hello"))
+	ws.Next("batch", typeIs("batch"))
 	if took := time.Since(start); took > 3*time.Second {
 		t.Errorf("the page and the stream took %v while %d idle connections were held", took, h.N)
 	}
 	if h.N != held {
 		t.Errorf("the attacker could open only %d of %d connections: %s", h.N, held, h.Stopped)
 	}
-	lim := l.connLimiter()
+	lim := l.ConnLimiter()
 	if open := lim.Open(); open > lim.Cap() {
 		t.Errorf("%d connections open, over the cap of %d", open, lim.Cap())
 	}
@@ -58,13 +60,13 @@ func TestTokenHolderThroughIdleConnections(t *testing.T) {
 // the deadline, and batches keep coming long after it.
 func TestWebsocketOutlivesWriteTimeout(t *testing.T) {
 	const wt = 300 * time.Millisecond
-	l, _ := startLive(t, Options{WriteTimeout: wt}, LiveConfig{})
+	l, _ := startLive(t, web.Options{WriteTimeout: wt}, sampling.Config{})
 	ws := dial(t, l.Server, "")
-	ws.next("hello", typeIs("hello"))
+	ws.Next("hello", typeIs("hello"))
 	time.Sleep(4 * wt)
 	// A batch sampled after 4 write timeouts: one written before the
 	// deadline, and read late, would not do.
-	ws.next("a batch sampled after 4 write timeouts", func(m map[string]any) bool {
+	ws.Next("a batch sampled after 4 write timeouts", func(m map[string]any) bool {
 		if m["type"] != "batch" {
 			return false
 		}

@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"github.com/numascope/numascope/internal/recording"
+	"github.com/numascope/numascope/internal/sampling"
+	"github.com/numascope/numascope/internal/web"
 )
 
 // TestWebsocketLabelCleaned: a label sent by a websocket client with a
@@ -16,23 +18,23 @@ import (
 func TestWebsocketLabelCleaned(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "labels.jsonl")
-	l, _ := startLive(t, Options{}, LiveConfig{RecordDir: dir, Record: path})
+	l, _ := startLive(t, web.Options{RecordDir: dir}, sampling.Config{Record: path})
 	c := dial(t, l.Server, "")
-	c.next("hello", typeIs("hello"))
+	c.Next("hello", typeIs("hello"))
 
 	const want = "a[2Jbcd\uFFFDef g"
-	c.send("{\"type\":\"label\",\"text\":\"a\\u001b[2Jb\\u0007c\\u202Ed\xffe\\u200ff \\u061c \\t g\\u200e\"}")
-	m := c.next("label", func(m map[string]any) bool { return m["type"] == "mark" && m["mark"] == "label" })
+	c.Send("{\"type\":\"label\",\"text\":\"a\\u001b[2Jb\\u0007c\\u202Ed\xffe\\u200ff \\u061c \\t g\\u200e\"}")
+	m := c.Next("label", func(m map[string]any) bool { return m["type"] == "mark" && m["mark"] == "label" })
 	if m["text"] != want {
 		t.Errorf("label mark to the clients = %q, want %q", m["text"], want)
 	}
-	c.send(`{"type":"label","text":"\u001b\u0007\u202e","id":"bad"}`)
-	e := c.next("error", typeIs("error"))
+	c.Send(`{"type":"label","text":"\u001b\u0007\u202e","id":"bad"}`)
+	e := c.Next("error", typeIs("error"))
 	if msg, _ := e["error"].(string); !strings.Contains(msg, "no printable text") {
 		t.Errorf("label of control characters only: error %q, want one saying it has no printable text", msg)
 	}
-	c.send(`{"type":"record_stop"}`)
-	c.next("stopped", func(m map[string]any) bool {
+	c.Send(`{"type":"record_stop"}`)
+	c.Next("stopped", func(m map[string]any) bool {
 		return m["type"] == "state" && m["state"].(map[string]any)["recording"] == ""
 	})
 	rec, err := recording.Load(path)

@@ -18,11 +18,14 @@ import (
 
 	"github.com/coder/websocket"
 
+	"github.com/numascope/numascope/internal/ctl"
 	"github.com/numascope/numascope/internal/recording"
 	"github.com/numascope/numascope/internal/sampler"
+	"github.com/numascope/numascope/internal/sampling"
 	"github.com/numascope/numascope/internal/sensor"
 	"github.com/numascope/numascope/internal/sysfs"
 	"github.com/numascope/numascope/internal/topology"
+	"github.com/numascope/numascope/internal/web"
 )
 
 // twonode is a real capture of a two-node machine's /sys and /proc.
@@ -45,14 +48,14 @@ func (l *logBuf) has(sub string) bool {
 	return false
 }
 
-func startLive(t *testing.T, opt Options, cfg LiveConfig) (*Live, *logBuf) {
+func startLive(t *testing.T, opt web.Options, cfg sampling.Config) (*Live, *logBuf) {
 	t.Helper()
 	l, logs, _ := runLive(t, opt, cfg)
 	return l, logs
 }
 
 // runLive starts a live server; stop ends it (and waits), as cleanup does.
-func runLive(t *testing.T, opt Options, cfg LiveConfig) (*Live, *logBuf, func()) {
+func runLive(t *testing.T, opt web.Options, cfg sampling.Config) (*Live, *logBuf, func()) {
 	t.Helper()
 	fs := sysfs.New(twonode)
 	topo, err := topology.Discover(fs)
@@ -102,69 +105,6 @@ func runLive(t *testing.T, opt Options, cfg LiveConfig) (*Live, *logBuf, func())
 	return l, logs, stop
 }
 
-type wsClient struct {
-	t    *testing.T
-	conn *websocket.Conn
-}
-
-func wsURL(s *Server, token string) string {
-	u := "ws://" + s.Addr().String() + "/ws"
-	if token != "" {
-		u += "?token=" + token
-	}
-	return u
-}
-
-// dial connects with token, or with the server's own when token is "".
-func dial(t *testing.T, s *Server, token string) *wsClient {
-	t.Helper()
-	if token == "" {
-		token = s.Token()
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	conn, _, err := websocket.Dial(ctx, wsURL(s, token), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	conn.SetReadLimit(64 << 20)
-	t.Cleanup(func() { conn.CloseNow() })
-	return &wsClient{t: t, conn: conn}
-}
-
-func (c *wsClient) send(msg string) {
-	c.t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	if err := c.conn.Write(ctx, websocket.MessageText, []byte(msg)); err != nil {
-		c.t.Fatal(err)
-	}
-}
-
-// next reads messages until one satisfies want, failing after 10 s.
-func (c *wsClient) next(what string, want func(m map[string]any) bool) map[string]any {
-	c.t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	for {
-		_, b, err := c.conn.Read(ctx)
-		if err != nil {
-			c.t.Fatalf("waiting for %s: %v", what, err)
-		}
-		var m map[string]any
-		if err := json.Unmarshal(b, &m); err != nil {
-			c.t.Fatalf("server sent invalid JSON %q: %v", b, err)
-		}
-		if want(m) {
-			return m
-		}
-	}
-}
-
-func typeIs(typ string) func(map[string]any) bool {
-	return func(m map[string]any) bool { return m["type"] == typ }
-}
-
 func columnNames(v any) []string {
 	var out []string
 	for _, c := range v.([]any) {
@@ -174,10 +114,10 @@ func columnNames(v any) []string {
 }
 
 func TestHelloAndBatches(t *testing.T) {
-	l, _ := startLive(t, Options{}, LiveConfig{})
+	l, _ := startLive(t, web.Options{}, sampling.Config{})
 	c := dial(t, l.Server, "")
-	h := c.next("hello", typeIs("hello"))
-	if h["protocol"].(float64) != ProtocolVersion || h["mode"] != "live" {
+	h := c.Next("hello", typeIs("hello"))
+	if h["protocol"].(float64) != web.ProtocolVersion || h["mode"] != "live" {
 		t.Fatalf("hello = %v", h)
 	}
 	if got := columnNames(h["columns"]); strings.Join(got, ",") != "node.numa_hit,node.numa_miss,vmstat.pgfault" {
@@ -186,7 +126,7 @@ func TestHelloAndBatches(t *testing.T) {
 	if topo := h["topology"].(map[string]any); len(topo["nodes"].([]any)) != 2 {
 		t.Fatalf("topology has %d nodes, want 2", len(topo["nodes"].([]any)))
 	}
-	b := c.next("batch", typeIs("batch"))
+	b := c.Next("batch", typeIs("batch"))
 	rows := b["samples"].([]any)
 	if len(rows) == 0 {
 		t.Fatal("empty batch")
@@ -201,32 +141,32 @@ func TestHelloAndBatches(t *testing.T) {
 }
 
 func TestSeveralClientsShareInterval(t *testing.T) {
-	l, _ := startLive(t, Options{}, LiveConfig{Interval: 20 * time.Millisecond})
+	l, _ := startLive(t, web.Options{}, sampling.Config{Interval: 20 * time.Millisecond})
 	var cs []*wsClient
 	for i := 0; i < 3; i++ {
 		c := dial(t, l.Server, "")
-		h := c.next("hello", typeIs("hello"))
+		h := c.Next("hello", typeIs("hello"))
 		if iv := h["state"].(map[string]any)["interval_s"].(float64); iv != 0.02 {
 			t.Fatalf("client %d: interval %v, want 0.02", i, iv)
 		}
 		cs = append(cs, c)
 	}
-	cs[1].send(`{"type":"interval","interval":"5ms","id":7}`)
-	ok := cs[1].next("ok", func(m map[string]any) bool { return m["type"] == "ok" || m["type"] == "error" })
+	cs[1].Send(`{"type":"interval","interval":"5ms","id":7}`)
+	ok := cs[1].Next("ok", func(m map[string]any) bool { return m["type"] == "ok" || m["type"] == "error" })
 	if ok["type"] != "ok" || ok["id"].(float64) != 7 {
 		t.Fatalf("reply = %v", ok)
 	}
 	for i, c := range cs {
-		m := c.next("interval mark", func(m map[string]any) bool { return m["type"] == "mark" && m["mark"] == "interval" })
+		m := c.Next("interval mark", func(m map[string]any) bool { return m["type"] == "mark" && m["mark"] == "interval" })
 		if m["interval_s"].(float64) != 0.005 {
 			t.Fatalf("client %d: mark %v", i, m)
 		}
-		st := c.next("state", typeIs("state"))
+		st := c.Next("state", typeIs("state"))
 		if st["state"].(map[string]any)["interval_s"].(float64) != 0.005 {
 			t.Fatalf("client %d: state %v", i, st)
 		}
 		// Samples after the change are 5 ms apart.
-		b := c.next("batch", func(m map[string]any) bool { return m["type"] == "batch" && len(m["samples"].([]any)) >= 3 })
+		b := c.Next("batch", func(m map[string]any) bool { return m["type"] == "batch" && len(m["samples"].([]any)) >= 3 })
 		rows := b["samples"].([]any)
 		dt := rows[2].([]any)[0].(float64) - rows[1].([]any)[0].(float64)
 		if dt > 0.015 {
@@ -239,9 +179,9 @@ func TestSeveralClientsShareInterval(t *testing.T) {
 }
 
 func TestMalformedMessagesKeepConnection(t *testing.T) {
-	l, _ := startLive(t, Options{}, LiveConfig{})
+	l, _ := startLive(t, web.Options{}, sampling.Config{})
 	c := dial(t, l.Server, "")
-	c.next("hello", typeIs("hello"))
+	c.Next("hello", typeIs("hello"))
 	cases := []struct{ msg, want string }{
 		{`not json`, "malformed message"},
 		{`{"type":"interval","interval":"1y"}`, "interval"},
@@ -253,26 +193,26 @@ func TestMalformedMessagesKeepConnection(t *testing.T) {
 		{`{"type":"disable","event":"node.numa_foreign"}`, "not enabled"},
 		{`{"type":"record","path":"../escape.jsonl"}`, "no absolute paths"},
 		{`{"type":"record","path":"/tmp/abs.jsonl"}`, "no absolute paths"},
-		{`{"type":"label","text":"` + strings.Repeat("x", MaxMessage) + `"}`, "message too large"},
+		{`{"type":"label","text":"` + strings.Repeat("x", web.MaxMessage) + `"}`, "message too large"},
 	}
 	for _, tc := range cases {
-		c.send(tc.msg)
-		m := c.next("error", func(m map[string]any) bool { return m["type"] == "error" || m["type"] == "ok" })
+		c.Send(tc.msg)
+		m := c.Next("error", func(m map[string]any) bool { return m["type"] == "error" || m["type"] == "ok" })
 		if m["type"] != "error" || !strings.Contains(m["error"].(string), tc.want) {
 			t.Errorf("%.60q: reply %v, want an error containing %q", tc.msg, m, tc.want)
 		}
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	if err := c.conn.Write(ctx, websocket.MessageBinary, []byte{1, 2, 3}); err != nil {
+	if err := c.Conn.Write(ctx, websocket.MessageBinary, []byte{1, 2, 3}); err != nil {
 		t.Fatal(err)
 	}
-	if m := c.next("error", typeIs("error")); !strings.Contains(m["error"].(string), "binary") {
+	if m := c.Next("error", typeIs("error")); !strings.Contains(m["error"].(string), "binary") {
 		t.Errorf("binary message: %v", m)
 	}
 	// The connection still works.
-	c.send(`{"type":"label","text":"still here","id":"x"}`)
-	m := c.next("label", func(m map[string]any) bool { return m["type"] == "mark" && m["mark"] == "label" })
+	c.Send(`{"type":"label","text":"still here","id":"x"}`)
+	m := c.Next("label", func(m map[string]any) bool { return m["type"] == "mark" && m["mark"] == "label" })
 	if m["text"] != "still here" {
 		t.Fatalf("label mark %v", m)
 	}
@@ -284,7 +224,7 @@ func TestMalformedMessagesKeepConnection(t *testing.T) {
 
 func mustCols(l *Live) any {
 	var v any
-	_ = json.Unmarshal(mustJSON(l.cols), &v)
+	_ = json.Unmarshal(web.MustJSON(l.cols), &v)
 	return v
 }
 
@@ -320,10 +260,10 @@ func slowConn(t *testing.T, addr, token string) net.Conn {
 }
 
 func TestSlowClientIsDropped(t *testing.T) {
-	l, logs := startLive(t, Options{Queue: 4, SendBuffer: 8192, Batch: 20 * time.Millisecond, WriteTimeout: time.Second},
-		LiveConfig{Interval: time.Millisecond, Events: []string{"node.*", "vmstat.*"}, Discrete: true})
+	l, logs := startLive(t, web.Options{Queue: 4, SendBuffer: 8192, Batch: 20 * time.Millisecond, WriteTimeout: time.Second},
+		sampling.Config{Interval: time.Millisecond, Events: []string{"node.*", "vmstat.*"}, Discrete: true})
 	fast := dial(t, l.Server, "")
-	fast.next("hello", typeIs("hello"))
+	fast.Next("hello", typeIs("hello"))
 	slowConn(t, l.Addr().String(), l.Token())
 	before := l.smp.Stats().Samples
 	deadline := time.Now().Add(20 * time.Second)
@@ -332,10 +272,10 @@ func TestSlowClientIsDropped(t *testing.T) {
 			t.Fatalf("the stalled client was not dropped; log: %v", logs.lines)
 		}
 		// The healthy client keeps getting batches meanwhile.
-		fast.next("batch", typeIs("batch"))
+		fast.Next("batch", typeIs("batch"))
 	}
 	// Sampling went on at full rate: the fast client still gets fresh batches.
-	b := fast.next("batch", typeIs("batch"))
+	b := fast.Next("batch", typeIs("batch"))
 	if len(b["samples"].([]any)) == 0 {
 		t.Fatal("empty batch after the drop")
 	}
@@ -348,7 +288,7 @@ func TestSlowClientIsDropped(t *testing.T) {
 }
 
 func TestTokenRequiredOffLoopback(t *testing.T) {
-	l, _ := startLive(t, Options{Listen: "0.0.0.0:0"}, LiveConfig{})
+	l, _ := startLive(t, web.Options{Listen: "0.0.0.0:0"}, sampling.Config{})
 	if !l.GeneratedToken || len(l.Token()) < 32 {
 		t.Fatalf("binding 0.0.0.0 generated no token (%q)", l.Token())
 	}
@@ -364,14 +304,14 @@ func TestTokenRequiredOffLoopback(t *testing.T) {
 		}
 	}
 	c := dial(t, l.Server, l.Token())
-	c.next("hello", typeIs("hello"))
+	c.Next("hello", typeIs("hello"))
 }
 
 // TestTokenRequiredOnLoopback: other local users reach 127.0.0.1 too, so a
 // loopback server generates a token and refuses a websocket without it or
 // with a wrong one; the printed URL carries it.
 func TestTokenRequiredOnLoopback(t *testing.T) {
-	l, _ := startLive(t, Options{}, LiveConfig{})
+	l, _ := startLive(t, web.Options{}, sampling.Config{})
 	if !l.GeneratedToken || len(l.Token()) < 32 || !strings.Contains(l.URL(), "?token="+l.Token()) {
 		t.Fatalf("loopback server: token %q, URL %s", l.Token(), l.URL())
 	}
@@ -392,7 +332,7 @@ func TestTokenRequiredOnLoopback(t *testing.T) {
 	if r.StatusCode != http.StatusUnauthorized {
 		t.Fatalf("GET /ws without a token: %s", r.Status)
 	}
-	dial(t, l.Server, "").next("hello", typeIs("hello"))
+	dial(t, l.Server, "").Next("hello", typeIs("hello"))
 }
 
 // TestNoTokenCookie (issue 28, finding 1): cookies are per host, not per
@@ -401,7 +341,7 @@ func TestTokenRequiredOnLoopback(t *testing.T) {
 // holding anything, and a request is never authenticated by one: the token
 // in a cookie, under the old name or any other, gets 401.
 func TestNoTokenCookie(t *testing.T) {
-	l, _ := startLive(t, Options{}, LiveConfig{})
+	l, _ := startLive(t, web.Options{}, sampling.Config{})
 	_, port, _ := net.SplitHostPort(l.Addr().String())
 	base := "http://" + l.Addr().String()
 	tok := l.Token()
@@ -463,32 +403,32 @@ func TestNoTokenCookie(t *testing.T) {
 // "Authorization: Bearer" on fetches; the server echoes only the plain
 // subprotocol, never the token; a wrong token is refused either way.
 func TestTokenInHeaderAndSubprotocol(t *testing.T) {
-	l, _ := startLive(t, Options{}, LiveConfig{})
+	l, _ := startLive(t, web.Options{}, sampling.Config{})
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	tok := l.Token()
-	conn, resp, err := websocket.Dial(ctx, wsURL(l.Server, ""), &websocket.DialOptions{Subprotocols: []string{Subprotocol, TokenSubprotocolPrefix + tok}})
+	conn, resp, err := websocket.Dial(ctx, wsURL(l.Server, ""), &websocket.DialOptions{Subprotocols: []string{web.Subprotocol, web.TokenSubprotocolPrefix + tok}})
 	if err != nil {
 		t.Fatalf("websocket with the token's subprotocol: %v", err)
 	}
-	if got := resp.Header.Values("Sec-WebSocket-Protocol"); conn.Subprotocol() != Subprotocol || len(got) != 1 || got[0] != Subprotocol {
-		t.Fatalf("chosen subprotocol %q (header %q); want %q alone", conn.Subprotocol(), got, Subprotocol)
+	if got := resp.Header.Values("Sec-WebSocket-Protocol"); conn.Subprotocol() != web.Subprotocol || len(got) != 1 || got[0] != web.Subprotocol {
+		t.Fatalf("chosen subprotocol %q (header %q); want %q alone", conn.Subprotocol(), got, web.Subprotocol)
 	}
 	conn.SetReadLimit(64 << 20)
-	(&wsClient{t: t, conn: conn}).next("hello", typeIs("hello"))
+	(&wsClient{T: t, Conn: conn}).Next("hello", typeIs("hello"))
 	conn.CloseNow()
 	conn, _, err = websocket.Dial(ctx, wsURL(l.Server, ""), &websocket.DialOptions{HTTPHeader: http.Header{"Authorization": {"Bearer " + tok}}})
 	if err != nil {
 		t.Fatalf("websocket with Authorization: Bearer: %v", err)
 	}
 	conn.SetReadLimit(64 << 20)
-	(&wsClient{t: t, conn: conn}).next("hello", typeIs("hello"))
+	(&wsClient{T: t, Conn: conn}).Next("hello", typeIs("hello"))
 	conn.CloseNow()
 	for _, o := range []*websocket.DialOptions{
-		{Subprotocols: []string{Subprotocol, TokenSubprotocolPrefix + "wrong"}},
-		{Subprotocols: []string{Subprotocol, TokenSubprotocolPrefix + tok[1:]}},
-		{Subprotocols: []string{Subprotocol, TokenSubprotocolPrefix}},
-		{Subprotocols: []string{Subprotocol, tok}},
+		{Subprotocols: []string{web.Subprotocol, web.TokenSubprotocolPrefix + "wrong"}},
+		{Subprotocols: []string{web.Subprotocol, web.TokenSubprotocolPrefix + tok[1:]}},
+		{Subprotocols: []string{web.Subprotocol, web.TokenSubprotocolPrefix}},
+		{Subprotocols: []string{web.Subprotocol, tok}},
 		{HTTPHeader: http.Header{"Authorization": {"Bearer wrong"}}},
 		{HTTPHeader: http.Header{"Authorization": {"Bearer "}}},
 		{HTTPHeader: http.Header{"Authorization": {"Basic " + tok}}},
@@ -502,7 +442,7 @@ func TestTokenInHeaderAndSubprotocol(t *testing.T) {
 }
 
 func TestExplicitTokenOnLoopback(t *testing.T) {
-	l, _ := startLive(t, Options{Token: "s3cret"}, LiveConfig{})
+	l, _ := startLive(t, web.Options{Token: "s3cret"}, sampling.Config{})
 	if l.GeneratedToken {
 		t.Fatal("generated a token although one was given")
 	}
@@ -511,40 +451,39 @@ func TestExplicitTokenOnLoopback(t *testing.T) {
 	if _, resp, err := websocket.Dial(ctx, wsURL(l.Server, ""), nil); err == nil || resp.StatusCode != 401 {
 		t.Fatalf("no token: err %v", err)
 	}
-	dial(t, l.Server, "s3cret").next("hello", typeIs("hello"))
+	dial(t, l.Server, "s3cret").Next("hello", typeIs("hello"))
 }
 
 // TestNoToken: --no-token serves without a token on loopback (with the
 // DNS-rebinding Host check), and is refused on any other bind.
 func TestNoToken(t *testing.T) {
 	for _, addr := range []string{"0.0.0.0:0", ":0", "[::]:0"} {
-		s := newServer(Options{Listen: addr, NoToken: true}, &Report{})
+		s := web.NewServer(web.Options{Listen: addr, NoToken: true}, &web.Report{})
 		err := s.Listen()
 		if err == nil {
-			s.ln.Close()
 			t.Fatalf("--no-token on %s accepted", addr)
 		}
 		if !strings.Contains(err.Error(), "--no-token") || !strings.Contains(err.Error(), "loopback") {
 			t.Errorf("--no-token on %s: %v", addr, err)
 		}
 	}
-	if err := newServer(Options{Listen: "127.0.0.1:0", NoToken: true, Token: "x"}, &Report{}).Listen(); err == nil {
+	if err := web.NewServer(web.Options{Listen: "127.0.0.1:0", NoToken: true, Token: "x"}, &web.Report{}).Listen(); err == nil {
 		t.Error("--no-token with a token accepted")
 	}
-	if err := newServer(Options{Listen: "127.0.0.1:0", Token: "a b"}, &Report{}).Listen(); err == nil || !strings.Contains(err.Error(), "letters, digits") {
+	if err := web.NewServer(web.Options{Listen: "127.0.0.1:0", Token: "a b"}, &web.Report{}).Listen(); err == nil || !strings.Contains(err.Error(), "letters, digits") {
 		t.Errorf("a token with a space: %v", err)
 	}
-	l, _ := startLive(t, Options{NoToken: true}, LiveConfig{})
+	l, _ := startLive(t, web.Options{NoToken: true}, sampling.Config{})
 	if l.Token() != "" || strings.Contains(l.URL(), "token") {
 		t.Fatalf("--no-token: token %q, URL %s", l.Token(), l.URL())
 	}
-	dial(t, l.Server, "").next("hello", typeIs("hello"))
+	dial(t, l.Server, "").Next("hello", typeIs("hello"))
 	// The page offers the subprotocol without a token part: it is echoed.
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	conn, _, err := websocket.Dial(ctx, wsURL(l.Server, ""), &websocket.DialOptions{Subprotocols: []string{Subprotocol}})
-	if err != nil || conn.Subprotocol() != Subprotocol {
-		t.Fatalf("--no-token, subprotocol %q offered: %v", Subprotocol, err)
+	conn, _, err := websocket.Dial(ctx, wsURL(l.Server, ""), &websocket.DialOptions{Subprotocols: []string{web.Subprotocol}})
+	if err != nil || conn.Subprotocol() != web.Subprotocol {
+		t.Fatalf("--no-token, subprotocol %q offered: %v", web.Subprotocol, err)
 	}
 	conn.CloseNow()
 	// DNS rebinding: a foreign Host name is refused without a token.
@@ -561,7 +500,7 @@ func TestNoToken(t *testing.T) {
 }
 
 func TestOriginAndHostChecked(t *testing.T) {
-	l, _ := startLive(t, Options{}, LiveConfig{})
+	l, _ := startLive(t, web.Options{}, sampling.Config{})
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	h := http.Header{"Origin": {"http://evil.example"}}
@@ -585,58 +524,42 @@ func TestOriginAndHostChecked(t *testing.T) {
 	}
 }
 
-func TestLoopbackByDefault(t *testing.T) {
-	var o Options
-	o.defaults()
-	if !IsLoopback(o.Listen) {
-		t.Fatalf("default listen %s is not loopback", o.Listen)
-	}
-	for addr, want := range map[string]bool{
-		"127.0.0.1:80": true, "localhost:1": true, "[::1]:8080": true, "127.9.9.9:1": true,
-		"0.0.0.0:80": false, ":8080": false, "[::]:80": false, "10.0.0.1:80": false, "example.com:80": false, "nonsense": false,
-	} {
-		if got := IsLoopback(addr); got != want {
-			t.Errorf("IsLoopback(%q) = %v, want %v", addr, got, want)
-		}
-	}
-}
-
 func TestEventsDiscreteAndRecording(t *testing.T) {
 	dir := t.TempDir()
-	l, _ := startLive(t, Options{}, LiveConfig{RecordDir: dir})
+	l, _ := startLive(t, web.Options{RecordDir: dir}, sampling.Config{})
 	c := dial(t, l.Server, "")
-	c.next("hello", typeIs("hello"))
-	c.send(`{"type":"record","path":"r.jsonl"}`)
-	c.next("recording state", func(m map[string]any) bool {
+	c.Next("hello", typeIs("hello"))
+	c.Send(`{"type":"record","path":"r.jsonl"}`)
+	c.Next("recording state", func(m map[string]any) bool {
 		return m["type"] == "state" && m["state"].(map[string]any)["recording"] == filepath.Join(dir, "r.jsonl")
 	})
-	c.next("batch", typeIs("batch"))
-	c.send(`{"type":"disable","event":"node.numa_miss"}`)
-	m := c.next("columns", typeIs("columns"))
+	c.Next("batch", typeIs("batch"))
+	c.Send(`{"type":"disable","event":"node.numa_miss"}`)
+	m := c.Next("columns", typeIs("columns"))
 	if got := strings.Join(columnNames(m["columns"]), ","); got != "node.numa_hit,vmstat.pgfault" {
 		t.Fatalf("after disable: %s", got)
 	}
-	c.send(`{"type":"discrete","discrete":true}`)
-	m = c.next("columns", typeIs("columns"))
+	c.Send(`{"type":"discrete","discrete":true}`)
+	m = c.Next("columns", typeIs("columns"))
 	if got := strings.Join(columnNames(m["columns"]), ","); got != "node.0.numa_hit,node.1.numa_hit,vmstat.pgfault" {
 		t.Fatalf("discrete: %s", got)
 	}
 	if !m["state"].(map[string]any)["discrete"].(bool) {
 		t.Fatal("state.discrete not set")
 	}
-	b := c.next("batch", typeIs("batch"))
+	b := c.Next("batch", typeIs("batch"))
 	if n := len(b["samples"].([]any)[0].([]any)); n != 4 {
 		t.Fatalf("discrete sample has %d fields, want 4", n)
 	}
-	c.send(`{"type":"label","text":"phase 2"}`)
-	c.next("label", func(m map[string]any) bool { return m["type"] == "mark" && m["mark"] == "label" })
-	c.send(`{"type":"pause"}`)
-	c.next("pause", func(m map[string]any) bool { return m["type"] == "mark" && m["mark"] == "pause" })
-	c.send(`{"type":"resume"}`)
-	c.next("resume", func(m map[string]any) bool { return m["type"] == "mark" && m["mark"] == "resume" })
-	c.next("batch", typeIs("batch"))
-	c.send(`{"type":"record_stop"}`)
-	c.next("stopped", func(m map[string]any) bool {
+	c.Send(`{"type":"label","text":"phase 2"}`)
+	c.Next("label", func(m map[string]any) bool { return m["type"] == "mark" && m["mark"] == "label" })
+	c.Send(`{"type":"pause"}`)
+	c.Next("pause", func(m map[string]any) bool { return m["type"] == "mark" && m["mark"] == "pause" })
+	c.Send(`{"type":"resume"}`)
+	c.Next("resume", func(m map[string]any) bool { return m["type"] == "mark" && m["mark"] == "resume" })
+	c.Next("batch", typeIs("batch"))
+	c.Send(`{"type":"record_stop"}`)
+	c.Next("stopped", func(m map[string]any) bool {
 		return m["type"] == "state" && m["state"].(map[string]any)["recording"] == ""
 	})
 	rec, err := recording.Load(filepath.Join(dir, "r.jsonl"))
@@ -676,18 +599,22 @@ func TestEventsDiscreteAndRecording(t *testing.T) {
 
 func TestFIFOCommandsReachEveryClient(t *testing.T) {
 	dir := t.TempDir()
-	l, _ := startLive(t, Options{}, LiveConfig{})
+	l, _ := startLive(t, web.Options{}, sampling.Config{})
+	fifo, _ := controlFIFO(t, l)
 	a, b := dial(t, l.Server, ""), dial(t, l.Server, "")
-	a.next("hello", typeIs("hello"))
-	b.next("hello", typeIs("hello"))
-	l.Label("from the fifo")
+	a.Next("hello", typeIs("hello"))
+	b.Next("hello", typeIs("hello"))
 	path := filepath.Join(dir, "fifo.jsonl.zst")
-	l.Record(path)
+	for _, line := range []string{"label from the fifo", "record " + path} {
+		if err := ctl.Send(fifo, line); err != nil {
+			t.Fatal(err)
+		}
+	}
 	for _, c := range []*wsClient{a, b} {
 		// The label comes back from the sampler, the state at once: any order.
 		var label, rec bool
 		for !label || !rec {
-			c.next("label and recording state", func(m map[string]any) bool {
+			c.Next("label and recording state", func(m map[string]any) bool {
 				switch {
 				case m["type"] == "mark" && m["mark"] == "label" && m["text"] == "from the fifo":
 					label = true
@@ -706,24 +633,24 @@ func TestFIFOCommandsReachEveryClient(t *testing.T) {
 }
 
 func TestNewClientGetsRecentHistory(t *testing.T) {
-	l, _ := startLive(t, Options{Batch: 20 * time.Millisecond}, LiveConfig{Interval: 5 * time.Millisecond})
+	l, _ := startLive(t, web.Options{Batch: 20 * time.Millisecond}, sampling.Config{Interval: 5 * time.Millisecond})
 	a := dial(t, l.Server, "")
-	a.next("hello", typeIs("hello"))
-	a.send(`{"type":"label","text":"before b"}`)
-	a.next("label", func(m map[string]any) bool { return m["type"] == "mark" && m["mark"] == "label" })
+	a.Next("hello", typeIs("hello"))
+	a.Send(`{"type":"label","text":"before b"}`)
+	a.Next("label", func(m map[string]any) bool { return m["type"] == "mark" && m["mark"] == "label" })
 	var last float64
 	for last < 0.3 {
-		rows := a.next("batch", typeIs("batch"))["samples"].([]any)
+		rows := a.Next("batch", typeIs("batch"))["samples"].([]any)
 		last = rows[len(rows)-1].([]any)[0].(float64)
 	}
 	b := dial(t, l.Server, "")
-	b.next("hello", typeIs("hello"))
+	b.Next("hello", typeIs("hello"))
 	// The history is the replay batch, encoded once when a first client
 	// connected (a may have come before any sample, or after a few), the
 	// batches since, then the marks: every row before the first mark.
 	var hist []any
-	m := b.next("history", func(m map[string]any) bool { return m["type"] == "batch" || m["type"] == "mark" })
-	for ; m["type"] == "batch"; m = b.next("history", func(m map[string]any) bool { return m["type"] == "batch" || m["type"] == "mark" }) {
+	m := b.Next("history", func(m map[string]any) bool { return m["type"] == "batch" || m["type"] == "mark" })
+	for ; m["type"] == "batch"; m = b.Next("history", func(m map[string]any) bool { return m["type"] == "batch" || m["type"] == "mark" }) {
 		hist = append(hist, m["samples"].([]any)...)
 	}
 	if len(hist) < 20 || hist[0].([]any)[0].(float64) > 0.1 {
@@ -743,7 +670,7 @@ func TestAbortRemovesEmptyRecording(t *testing.T) {
 	}
 	cat := sampler.Open(sensor.Env{FS: fs, Topology: topo})
 	defer cat.Close()
-	l, err := NewLive(Options{Listen: "127.0.0.1:0"}, LiveConfig{
+	l, err := NewLive(web.Options{Listen: "127.0.0.1:0"}, sampling.Config{
 		Catalog: cat, Events: []string{"node.numa_hit"}, Interval: time.Hour, Record: path,
 	})
 	if err != nil {
@@ -760,7 +687,7 @@ func TestAbortRemovesEmptyRecording(t *testing.T) {
 	if err := os.WriteFile(path, []byte("keep"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := NewLive(Options{}, LiveConfig{Catalog: cat, Events: []string{"node.numa_hit"}, Interval: time.Hour, Record: path}); err == nil {
+	if _, err := NewLive(web.Options{}, sampling.Config{Catalog: cat, Events: []string{"node.numa_hit"}, Interval: time.Hour, Record: path}); err == nil {
 		t.Fatal("NewLive overwrote an existing recording")
 	}
 	if b, _ := os.ReadFile(path); string(b) != "keep" {
@@ -774,9 +701,9 @@ func TestAbortRemovesEmptyRecording(t *testing.T) {
 // it was added), not the removed column, and the same values the first
 // client saw.
 func TestNewClientGetsFullHistoryAfterChanges(t *testing.T) {
-	l, _ := startLive(t, Options{Batch: 20 * time.Millisecond}, LiveConfig{Interval: 5 * time.Millisecond})
+	l, _ := startLive(t, web.Options{Batch: 20 * time.Millisecond}, sampling.Config{Interval: 5 * time.Millisecond})
 	a := dial(t, l.Server, "")
-	h := a.next("hello", typeIs("hello"))
+	h := a.Next("hello", typeIs("hello"))
 	names := columnNames(h["columns"])
 	seen := map[string]map[float64]any{} // column -> t -> value, as client a got them
 	var last float64
@@ -794,7 +721,7 @@ func TestNewClientGetsFullHistoryAfterChanges(t *testing.T) {
 	}
 	until := func(what string, done func() bool) {
 		for !done() {
-			m := a.next(what, func(m map[string]any) bool { return m["type"] == "batch" || m["type"] == "columns" })
+			m := a.Next(what, func(m map[string]any) bool { return m["type"] == "batch" || m["type"] == "columns" })
 			if m["type"] == "columns" {
 				names = columnNames(m["columns"])
 				continue
@@ -803,19 +730,19 @@ func TestNewClientGetsFullHistoryAfterChanges(t *testing.T) {
 		}
 	}
 	until("samples", func() bool { return last > 0.3 })
-	a.send(`{"type":"enable","event":"node.MemFree"}`)
+	a.Send(`{"type":"enable","event":"node.MemFree"}`)
 	until("the new column", func() bool { return len(names) == 4 })
-	a.send(`{"type":"disable","event":"node.numa_miss"}`)
+	a.Send(`{"type":"disable","event":"node.numa_miss"}`)
 	until("numa_miss removed", func() bool { return len(names) == 3 })
 	changed := last
 	until("samples after the changes", func() bool { return last > changed+0.2 })
 
 	b := dial(t, l.Server, "")
-	hb := b.next("hello", typeIs("hello"))
+	hb := b.Next("hello", typeIs("hello"))
 	if got := strings.Join(columnNames(hb["columns"]), ","); got != "node.numa_hit,vmstat.pgfault,node.MemFree" {
 		t.Fatalf("hello columns %s", got)
 	}
-	rows := b.next("history", typeIs("batch"))["samples"].([]any)
+	rows := b.Next("history", typeIs("batch"))["samples"].([]any)
 	first := rows[0].([]any)
 	if len(first) != 4 {
 		t.Fatalf("history row %v: want t and the 3 current columns (not the removed one)", first)
@@ -865,7 +792,7 @@ func TestNewClientGetsFullHistoryAfterChanges(t *testing.T) {
 	if matched < before {
 		t.Fatalf("history has %d of the %d samples of node.numa_hit client a got", matched, before)
 	}
-	cm := b.next("columns mark", typeIs("mark"))
+	cm := b.Next("columns mark", typeIs("mark"))
 	if cm["mark"] != recording.MarkColumns || cm["t"].(float64) > memFreeFrom {
 		t.Fatalf("first replayed mark %v: want the columns change before %v s", cm, memFreeFrom)
 	}
@@ -878,7 +805,7 @@ func TestNewClientGetsFullHistoryAfterChanges(t *testing.T) {
 func TestCompressedRecordingIsReadableWithinTheFlushBound(t *testing.T) {
 	const interval = 10 * time.Millisecond
 	path := filepath.Join(t.TempDir(), "live.jsonl.zst")
-	_, logs, stop := runLive(t, Options{Batch: 10 * time.Second}, LiveConfig{Interval: interval, Record: path})
+	_, logs, stop := runLive(t, web.Options{Batch: 10 * time.Second}, sampling.Config{Interval: interval, Record: path})
 	time.Sleep(1200 * time.Millisecond)
 	readAt := time.Now()
 	r, _ := recording.Load(path) // still being written: the frame is open
@@ -904,13 +831,13 @@ func TestLiveRecordingSwitch(t *testing.T) {
 		t.Fatal(err)
 	}
 	a := filepath.Join(dir, "a.jsonl")
-	l, logs, stop := runLive(t, Options{}, LiveConfig{Interval: 5 * time.Millisecond, Record: a, RecordDir: dir})
+	l, logs, stop := runLive(t, web.Options{RecordDir: dir}, sampling.Config{Interval: 5 * time.Millisecond, Record: a})
 	c := dial(t, l.Server, "")
-	c.next("hello", typeIs("hello"))
+	c.Next("hello", typeIs("hello"))
 	time.Sleep(150 * time.Millisecond)
-	c.send(`{"type":"record","id":1,"path":"b.jsonl.zst"}`)
+	c.Send(`{"type":"record","id":1,"path":"b.jsonl.zst"}`)
 	b := filepath.Join(dir, "b.jsonl.zst")
-	if m := c.next("record reply", func(m map[string]any) bool { return m["id"] == float64(1) }); m["type"] != "ok" || m["path"] != b {
+	if m := c.Next("record reply", func(m map[string]any) bool { return m["id"] == float64(1) }); m["type"] != "ok" || m["path"] != b {
 		t.Fatalf("record: %v", m)
 	}
 	time.Sleep(150 * time.Millisecond)

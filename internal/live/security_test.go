@@ -2,7 +2,6 @@ package live
 
 import (
 	"bufio"
-	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -10,17 +9,18 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"regexp"
 	"runtime"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/coder/websocket"
-
+	"github.com/numascope/numascope/internal/ctl"
 	"github.com/numascope/numascope/internal/profile"
 	"github.com/numascope/numascope/internal/recording"
+	"github.com/numascope/numascope/internal/sampling"
 	"github.com/numascope/numascope/internal/testutil"
+	"github.com/numascope/numascope/internal/web"
+	"github.com/numascope/numascope/internal/web/webtest"
 )
 
 // TestClientRecordingStaysInRecordDir: a recording a client asks for is
@@ -46,13 +46,13 @@ func TestClientRecordingStaysInRecordDir(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "old.jsonl"), []byte("keep\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	l, _ := startLive(t, Options{}, LiveConfig{RecordDir: dir})
+	l, _ := startLive(t, web.Options{RecordDir: dir}, sampling.Config{})
 	c := dial(t, l.Server, "")
-	c.next("hello", typeIs("hello"))
+	c.Next("hello", typeIs("hello"))
 	reply := func(id int, path string) map[string]any {
 		b, _ := json.Marshal(map[string]any{"type": "record", "id": id, "path": path})
-		c.send(string(b))
-		return c.next("record reply", func(m map[string]any) bool {
+		c.Send(string(b))
+		return c.Next("record reply", func(m map[string]any) bool {
 			return (m["type"] == "ok" || m["type"] == "error") && m["id"] == float64(id)
 		})
 	}
@@ -94,161 +94,26 @@ func TestClientRecordingStaysInRecordDir(t *testing.T) {
 
 // TestRecordDirMustExist: --record-dir is checked at start.
 func TestRecordDirMustExist(t *testing.T) {
-	_, err := NewLive(Options{}, LiveConfig{RecordDir: filepath.Join(t.TempDir(), "nope")})
+	_, err := NewLive(web.Options{RecordDir: filepath.Join(t.TempDir(), "nope")}, sampling.Config{})
 	if err == nil || !strings.Contains(err.Error(), "--record-dir") {
 		t.Fatalf("missing --record-dir: %v", err)
 	}
 }
 
-// TestHelloAlwaysFirst: on every kind of server, a client that sends
-// something at once (before reading) still gets the hello first, never
-// the reply to its message.
+// TestHelloAlwaysFirst: on the live server, as on every other kind, a
+// client that sends something at once (before reading) still gets the
+// hello first, never the reply to its message.
 func TestHelloAlwaysFirst(t *testing.T) {
-	l, _ := startLive(t, Options{}, LiveConfig{})
-	recFile := filepath.Join(t.TempDir(), "r.jsonl")
-	writeRecording(t, recFile, 100)
-	v := startView(t, recFile)
-	pr := startProfile(t, fixtureProfile, nil)
-	rp := startReport(t)
-	bn := startBench(t, Options{}, "bench.json", benchResult())
-	for name, s := range map[string]*Server{"live": l.Server, "view": v.Server, "profile": pr.Server, "experiment": rp.Server, "bench": bn.Server} {
-		for i := range 30 {
-			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-			conn, _, err := websocket.Dial(ctx, wsURL(s, s.Token()), nil)
-			if err != nil {
-				cancel()
-				t.Fatal(err)
-			}
-			conn.SetReadLimit(64 << 20)
-			for _, msg := range []string{`not json`, `{"type":"bogus"}`, `{"type":"pause"}`} {
-				if err := conn.Write(ctx, websocket.MessageText, []byte(msg)); err != nil {
-					t.Fatal(err)
-				}
-			}
-			_, b, err := conn.Read(ctx)
-			if err != nil {
-				t.Fatal(err)
-			}
-			var m map[string]any
-			_ = json.Unmarshal(b, &m)
-			if m["type"] != "hello" {
-				t.Fatalf("%s, connection %d: first message %.200s, want the hello", name, i, b)
-			}
-			conn.CloseNow()
-			cancel()
-		}
-	}
+	l, _ := startLive(t, web.Options{}, sampling.Config{})
+	webtest.HelloFirst(t, "live", l.Addr().String(), l.Token())
 }
 
-func startReport(t *testing.T) *Report {
-	t.Helper()
-	return serveReport(t, "e.toml", map[string]any{"analysis": map[string]any{}, "runs": []any{}})
-}
-
-// serveReport serves an experiment report of payload until the test ends.
-func serveReport(t *testing.T, name string, payload map[string]any) *Report {
-	t.Helper()
-	r, err := NewReport(Options{Listen: "127.0.0.1:0"}, name, payload)
-	if err != nil {
-		t.Fatal(err)
-	}
-	serveUntilCleanup(t, r)
-	return r
-}
-
-// TestUnknownTypeNeverListsItself: the error for a message type a server
-// does not answer lists the types it does, never that same type (nor the
-// FIFO's internal fifo_record).
+// TestUnknownTypeNeverListsItself: the error for a message type the live
+// server does not answer lists the types it does, never that same type.
 func TestUnknownTypeNeverListsItself(t *testing.T) {
-	l, _ := startLive(t, Options{}, LiveConfig{RecordDir: t.TempDir()})
-	recFile := filepath.Join(t.TempDir(), "r.jsonl")
-	writeRecording(t, recFile, 100)
-	v := startView(t, recFile)
-	pr := startProfile(t, fixtureProfile, nil)
-	types := append(strings.Split(requestTypes, ", "), "fifo_record", "bogus", "hello", "batch")
-	word := regexp.MustCompile(`[a-z_]+`)
-	for name, s := range map[string]*Server{"live": l.Server, "view": v.Server, "profile": pr.Server} {
-		c := dial(t, s, "")
-		c.next("hello", typeIs("hello"))
-		unknown := 0
-		for i, typ := range types {
-			c.send(fmt.Sprintf(`{"type":%q,"id":%d}`, typ, i))
-			m := c.next("reply", func(m map[string]any) bool { return m["id"] == float64(i) })
-			msg, _ := m["error"].(string)
-			k := strings.Index(msg, "unknown message type")
-			if k < 0 {
-				continue
-			}
-			unknown++
-			list := msg[k+len("unknown message type")+len(fmt.Sprintf(" %q", typ)):]
-			for _, w := range word.FindAllString(list, -1) {
-				if w == typ {
-					t.Errorf("%s: %q is unknown, yet listed among the valid ones: %s", name, typ, msg)
-				}
-			}
-			if strings.Contains(list, "fifo_record") {
-				t.Errorf("%s: the internal fifo_record is listed: %s", name, msg)
-			}
-		}
-		if unknown < 3 {
-			t.Errorf("%s: only %d of %d types were called unknown", name, unknown, len(types))
-		}
-	}
-}
-
-// TestViewNonFiniteValues: a recording holding 1e999 (beyond float64) and
-// 1e308 (whose sums overflow) loads with the 1e999 values reported as
-// skipped, and totals and range requests over it answer, with the
-// overflowed sums as null, instead of panicking the handler.
-func TestViewNonFiniteValues(t *testing.T) {
-	file := filepath.Join(t.TempDir(), "big.jsonl")
-	lines := []string{
-		`{"type":"header","format":"numascope","version":1,"host":"h","start":"2026-01-01T00:00:00Z","interval_s":1,` +
-			`"columns":[{"name":"a.x","sensor":"a","event":"x","kind":"counter"},{"name":"a.y","sensor":"a","event":"y","kind":"gauge"}]}`,
-		`[0,1e308,1e308]`,
-		`[1,1e308,1e999]`,
-		`[2,1e999,5]`,
-		`[3,1e308,1e308]`,
-		`{"type":"end","samples":4}`,
-	}
-	if err := os.WriteFile(file, []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	rec, err := recording.Load(file)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if rec.Header.Version == 0 {
-		t.Fatalf("header not read: %+v", rec.Header)
-	}
-	v := startView(t, file)
-	c := dial(t, v.Server, "")
-	h := c.next("hello", typeIs("hello"))
-	skipped := fmt.Sprint(h["skipped"])
-	for _, want := range []string{"line 3: the value of a.y is out of range", "line 4: the value of a.x is out of range"} {
-		if !strings.Contains(skipped, want) {
-			t.Errorf("hello skipped %s, want %q", skipped, want)
-		}
-	}
-	c.send(`{"type":"totals","id":1,"t0":0,"t1":3,"sums":[{"name":"both","columns":["a.x","a.y"]}]}`)
-	m := c.next("totals", func(m map[string]any) bool { return m["id"] == float64(1) })
-	if m["type"] != "totals" {
-		t.Fatalf("totals: %v", m)
-	}
-	cols := m["columns"].([]any)
-	x := cols[0].(map[string]any)
-	if x["n"] != float64(3) || x["count"] != nil || x["overflow"] != true || x["max"] != 1e308 {
-		t.Errorf("a.x totals %v: want 3 values, the count (overflowed) null, max 1e308", x)
-	}
-	sum := m["sums"].([]any)[0].(map[string]any)
-	if sum["max"] != nil || sum["overflow"] != true {
-		t.Errorf("sum totals %v: 1e308+1e308 overflows, want max null and overflow", sum)
-	}
-	c.send(`{"type":"range","id":2}`)
-	r := c.next("range", func(m map[string]any) bool { return m["id"] == float64(2) })
-	if r["type"] != "range" || len(r["samples"].([]any)) != 4 {
-		t.Errorf("range: %v", r)
-	}
+	l, _ := startLive(t, web.Options{RecordDir: t.TempDir()}, sampling.Config{})
+	types := append(strings.Split(web.RequestTypes, ", "), "fifo_record", "bogus", "hello", "batch")
+	webtest.UnknownTypesNotListed(t, "live", dial(t, l.Server, ""), types)
 }
 
 // stalledConn opens a websocket by hand and never reads from it; it
@@ -288,8 +153,8 @@ func TestStalledClientsCostNoSample(t *testing.T) {
 		t.Skip("runs for several seconds")
 	}
 	file := filepath.Join(t.TempDir(), "rec.jsonl")
-	l, logs, stop := runLive(t, Options{MaxClients: 16, QueueBytes: 256 << 10, Batch: 50 * time.Millisecond},
-		LiveConfig{Interval: 2 * time.Millisecond, Events: []string{"node.*", "vmstat.*"}, Discrete: true, Record: file})
+	l, logs, stop := runLive(t, web.Options{MaxClients: 16, QueueBytes: 256 << 10, Batch: 50 * time.Millisecond},
+		sampling.Config{Interval: 2 * time.Millisecond, Events: []string{"node.*", "vmstat.*"}, Discrete: true, Record: file})
 	// A long history first, as a server that has run a while has.
 	time.Sleep(3 * time.Second)
 	var refused int
@@ -337,17 +202,17 @@ func TestStalledClientsCostNoSample(t *testing.T) {
 // more bytes queued than QueueBytes is disconnected, with a message in the
 // log, while the others go on.
 func TestClientOverByteBoundIsDropped(t *testing.T) {
-	l, logs := startLive(t, Options{QueueBytes: 256 << 10, Queue: 1 << 12, Batch: 20 * time.Millisecond, SendBuffer: 4096},
-		LiveConfig{Interval: time.Millisecond, Events: []string{"node.*", "vmstat.*"}, Discrete: true})
+	l, logs := startLive(t, web.Options{QueueBytes: 256 << 10, Queue: 1 << 12, Batch: 20 * time.Millisecond, SendBuffer: 4096},
+		sampling.Config{Interval: time.Millisecond, Events: []string{"node.*", "vmstat.*"}, Discrete: true})
 	fast := dial(t, l.Server, "")
-	fast.next("hello", typeIs("hello"))
+	fast.Next("hello", typeIs("hello"))
 	stalledConn(t, l.Addr().String(), l.Token())
 	deadline := time.Now().Add(20 * time.Second)
 	for !logs.has("too much data queued") && !logs.has("MiB queued") {
 		if time.Now().After(deadline) {
 			t.Fatalf("the stalled client was not dropped; log: %v", logs.lines)
 		}
-		fast.next("batch", typeIs("batch"))
+		fast.Next("batch", typeIs("batch"))
 	}
 }
 
@@ -359,16 +224,16 @@ var _ = profile.Load // the profile fixture helpers live in profile_test.go
 // goes on.
 func TestFillingDiskStopsOnlyTheRecording(t *testing.T) {
 	path := filepath.Join(testutil.SmallFS(t, 6000), "r.jsonl")
-	l, logs, stop := runLive(t, Options{Batch: 20 * time.Millisecond}, LiveConfig{Interval: 2 * time.Millisecond, Record: path})
+	l, logs, stop := runLive(t, web.Options{Batch: 20 * time.Millisecond}, sampling.Config{Interval: 2 * time.Millisecond, Record: path})
 	c := dial(t, l.Server, "")
-	c.next("hello", typeIs("hello"))
-	c.next("recording stopped", func(m map[string]any) bool {
+	c.Next("hello", typeIs("hello"))
+	c.Next("recording stopped", func(m map[string]any) bool {
 		return m["type"] == "error" && strings.Contains(fmt.Sprint(m["error"]), "no space left")
 	})
-	c.next("state", func(m map[string]any) bool {
+	c.Next("state", func(m map[string]any) bool {
 		return m["type"] == "state" && m["state"].(map[string]any)["recording"] == ""
 	})
-	c.next("a batch after the recording stopped", typeIs("batch"))
+	c.Next("a batch after the recording stopped", typeIs("batch"))
 	stop()
 	var said string
 	for _, line := range logs.lines {
@@ -392,15 +257,18 @@ func TestFillingDiskStopsOnlyTheRecording(t *testing.T) {
 func TestRecordingSwitchOntoFullDiskKeepsTheCurrentFile(t *testing.T) {
 	full := testutil.SmallFS(t, 0)
 	cur := filepath.Join(t.TempDir(), "cur.jsonl")
-	l, logs, stop := runLive(t, Options{}, LiveConfig{Record: cur, RecordDir: full})
+	l, logs, stop := runLive(t, web.Options{RecordDir: full}, sampling.Config{Record: cur})
+	fifo, _ := controlFIFO(t, l)
 	c := dial(t, l.Server, "")
-	c.next("hello", typeIs("hello"))
-	c.send(`{"type":"record","id":1,"path":"new.jsonl"}`)
-	m := c.next("record reply", func(m map[string]any) bool { return m["id"] == float64(1) })
+	c.Next("hello", typeIs("hello"))
+	c.Send(`{"type":"record","id":1,"path":"new.jsonl"}`)
+	m := c.Next("record reply", func(m map[string]any) bool { return m["id"] == float64(1) })
 	if m["type"] != "error" || !strings.Contains(fmt.Sprint(m["error"]), "no space left") {
 		t.Errorf("record onto a full disk: %v, want an error saying so", m)
 	}
-	l.Record(filepath.Join(full, "fifo.jsonl"))
+	if err := ctl.Send(fifo, "record "+filepath.Join(full, "fifo.jsonl")); err != nil {
+		t.Fatal(err)
+	}
 	deadline := time.Now().Add(10 * time.Second)
 	for !logs.has("ctl record") {
 		if time.Now().After(deadline) {
@@ -413,8 +281,8 @@ func TestRecordingSwitchOntoFullDiskKeepsTheCurrentFile(t *testing.T) {
 			t.Errorf("%s was left on the full disk", name)
 		}
 	}
-	c.send(`{"type":"label","text":"after","id":2}`)
-	c.next("label", func(m map[string]any) bool { return m["type"] == "mark" && m["mark"] == "label" })
+	c.Send(`{"type":"label","text":"after","id":2}`)
+	c.Next("label", func(m map[string]any) bool { return m["type"] == "mark" && m["mark"] == "label" })
 	time.Sleep(200 * time.Millisecond)
 	stop()
 	if logs.has("recording stopped") {
@@ -458,13 +326,13 @@ func TestDefaultRecordingNameUnpredictable(t *testing.T) {
 		}
 	}
 	planted, _ := os.ReadDir(dir)
-	l, _ := startLive(t, Options{}, LiveConfig{RecordDir: dir})
+	l, _ := startLive(t, web.Options{RecordDir: dir}, sampling.Config{})
 	c := dial(t, l.Server, "")
-	c.next("hello", typeIs("hello"))
+	c.Next("hello", typeIs("hello"))
 	seen := map[string]bool{}
 	for id := range 2 {
-		c.send(fmt.Sprintf(`{"type":"record","id":%d}`, id))
-		m := c.next("record reply", func(m map[string]any) bool {
+		c.Send(fmt.Sprintf(`{"type":"record","id":%d}`, id))
+		m := c.Next("record reply", func(m map[string]any) bool {
 			return (m["type"] == "ok" || m["type"] == "error") && m["id"] == float64(id)
 		})
 		path, _ := m["path"].(string)

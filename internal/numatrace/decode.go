@@ -7,7 +7,7 @@ import (
 	"strings"
 
 	"github.com/numascope/numascope/internal/perfevent"
-	"github.com/numascope/numascope/internal/profile/perfring"
+	"github.com/numascope/numascope/internal/perfring"
 	"golang.org/x/sys/unix"
 )
 

@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/numascope/numascope/internal/perfring"
 )
 
 func readFormat(t testing.TB, name string) string {
@@ -243,9 +245,11 @@ func TestDecodeDoesNotAllocate(t *testing.T) {
 	d.flush(c)
 	tr := &Tracer{dec: d, cur: c, curEvs: evs}
 	tr.handler = tr.handle
+	var rr perfring.Record
 	if n := testing.AllocsPerRun(1000, func() {
 		for _, r := range recs {
-			tr.handler(r)
+			rr.Raw = r
+			tr.handler(&rr)
 		}
 		d.flush(c)
 	}); n != 0 {

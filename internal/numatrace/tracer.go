@@ -36,7 +36,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/numascope/numascope/internal/perfevent"
-	"github.com/numascope/numascope/internal/profile/perfring"
+	"github.com/numascope/numascope/internal/perfring"
 	"github.com/numascope/numascope/internal/sysfs"
 )
 
@@ -92,7 +92,7 @@ type Tracer struct {
 
 	// The record handler and what it works on, set for one Collect: a
 	// method value made once, so that draining allocates nothing.
-	handler func(rec []byte)
+	handler func(rec *perfring.Record)
 	cur     *Counts
 	curEvs  *events
 	closed  bool
@@ -249,25 +249,16 @@ func (t *Tracer) openRings(cpus []int, opts Options) string {
 		Sample_type: sampleType,
 		Bits:        unix.PerfBitWatermark,
 	}
-	for _, cpu := range cpus {
-		fd, err := unix.PerfEventOpen(&attr, -1, cpu, -1, unix.PERF_FLAG_FD_CLOEXEC)
-		if err != nil {
-			t.closeRings()
-			return perfRefused(fmt.Sprintf("perf_event_open(dummy, cpu %d)", cpu), err)
-		}
-		var mem []byte
-		for n := pages; n >= minRingPages; n /= 2 {
-			if mem, err = unix.Mmap(fd, 0, (1+n)*pg, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED); err == nil ||
-				(err != unix.EPERM && err != unix.ENOMEM) {
-				break
-			}
-		}
-		if err != nil {
-			unix.Close(fd)
-			t.closeRings()
-			return fmt.Sprintf("mapping the perf ring of cpu %d: %v (raise the locked-memory limit or kernel.perf_event_mlock_kb)", cpu, err)
-		}
-		t.rings = append(t.rings, &ring{r: perfring.NewRing(fd, cpu, mem, pg)})
+	rings, err := perfring.Open(&attr, -1, cpus, pages, minRingPages)
+	var oe *perfring.OpenError
+	if errors.As(err, &oe) && !oe.Map {
+		return perfRefused(fmt.Sprintf("perf_event_open(dummy, cpu %d)", oe.CPU), oe.Err)
+	}
+	if err != nil {
+		return err.Error()
+	}
+	for _, r := range rings {
+		t.rings = append(t.rings, &ring{r: r})
 	}
 	return ""
 }
@@ -548,7 +539,7 @@ func (t *Tracer) readHits(r *ring, c *Counts) uint64 {
 	return n
 }
 
-func (t *Tracer) handle(rec []byte) { t.dec.record(rec, t.curEvs, t.cur) }
+func (t *Tracer) handle(rec *perfring.Record) { t.dec.record(rec.Raw, t.curEvs, t.cur) }
 
 // Close closes the events and removes the kprobe.
 func (t *Tracer) Close() error {

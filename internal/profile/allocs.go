@@ -9,7 +9,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/numascope/numascope/internal/profile/perfring"
+	"github.com/numascope/numascope/internal/perfring"
 )
 
 // sysPending is a syscall entry waiting for its exit.
@@ -111,6 +111,28 @@ func (t *allocTracker) site(k siteKey, app bool) uint32 {
 	return i
 }
 
+// credit adds d to site's metrics.
+func (t *allocTracker) credit(site uint32, d *Metrics) { t.sites[site].metrics.add(d) }
+
+// kind is site's kind: "mmap", "stack" or "heap" ("" for none).
+func (t *allocTracker) kind(site uint32) string { return t.sites[site].kind }
+
+// generation changes whenever an answer of at may have.
+func (t *allocTracker) generation() uint64 { return t.gen }
+
+// forked says that a process forked: at may now look in its parent.
+func (t *allocTracker) forked() { t.gen++ }
+
+// setBrk records pid's program break and returns the one before, if known.
+func (t *allocTracker) setBrk(pid int32, brk uint64) (old uint64, known bool) {
+	old, known = t.brk[pid]
+	t.brk[pid] = brk
+	return old, known
+}
+
+// used returns the sites, [0] ("no site") left out.
+func (t *allocTracker) used() []allocSite { return t.sites[1:] }
+
 // forget drops what is known of a process's memory (it exec'd).
 func (t *allocTracker) forget(pid int32) {
 	delete(t.ranges, pid)
@@ -162,15 +184,16 @@ func (t *allocTracker) cut(pid int32, start, end uint64) {
 }
 
 // at returns the allocation site of addr in pid (0: none known), looking in
-// the parent (by parent) of a forked child that has not replaced the memory.
-func (t *allocTracker) at(pid int32, addr uint64, parent map[int32]int32) uint32 {
-	site, _, _ := t.span(pid, addr, parent)
+// the parent (as code knows it) of a forked child that has not replaced the
+// memory.
+func (t *allocTracker) at(pid int32, addr uint64, code *codeIndex) uint32 {
+	site, _, _ := t.span(pid, addr, code)
 	return site
 }
 
 // span is at, with the addresses [lo, hi) around addr that have the same
 // answer until gen changes.
-func (t *allocTracker) span(pid int32, addr uint64, parent map[int32]int32) (site uint32, lo, hi uint64) {
+func (t *allocTracker) span(pid int32, addr uint64, code *codeIndex) (site uint32, lo, hi uint64) {
 	hi = ^uint64(0)
 	for range 64 {
 		rs := t.ranges[pid]
@@ -185,35 +208,13 @@ func (t *allocTracker) span(pid int32, addr uint64, parent map[int32]int32) (sit
 		if i < len(rs) {
 			hi = min(hi, rs[i].start)
 		}
-		pp, ok := parent[pid]
+		pp, ok := code.parentOf(pid)
 		if !ok {
 			return 0, lo, hi
 		}
 		pid = pp
 	}
 	return 0, addr, addr + 1
-}
-
-// remap follows mremap: the pages of [old, old+oldLen) now live at
-// [addr, addr+newLen) with the same allocation site, and keep what is known
-// of them (they were moved, not touched).
-func (a *analyzer) remap(pid int32, old, oldLen, addr, newLen uint64) {
-	site := a.al.at(pid, old, a.code.parent)
-	if addr != old {
-		a.moved = a.moved[:0]
-		a.pg.free(pid, old&^(a.pageSize-1), old+oldLen, &a.moved)
-		a.al.cut(pid, old, old+oldLen)
-		for _, m := range a.moved {
-			a.pg.set(pageKey{pid, m.addr - old + addr}, m.ps)
-		}
-	} else if newLen < oldLen {
-		a.freeRange(pid, old+newLen, old+oldLen, true)
-	}
-	if site != 0 {
-		a.al.place(pid, addr, addr+newLen, site)
-	} else {
-		a.al.cut(pid, addr, addr+newLen)
-	}
 }
 
 // Allocation is an allocation site: the application line whose call made
@@ -241,8 +242,9 @@ func (a *analyzer) allocations() []Allocation {
 	}
 	agg := map[key]*Allocation{}
 	var order []key
-	for i := 1; i < len(a.al.sites); i++ {
-		st := &a.al.sites[i]
+	sites := a.al.used()
+	for i := range sites {
+		st := &sites[i]
 		if st.calls == 0 && st.metrics == (Metrics{}) {
 			continue
 		}

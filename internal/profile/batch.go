@@ -1,9 +1,58 @@
 package profile
 
+// The round's batch: the records handled in time order (faults, execs,
+// forks, syscalls), gathered from the rings, put in order, handled up to
+// the round's horizon, and the rest kept for the next round.
+
 import (
 	"cmp"
 	"slices"
+	"sort"
 )
+
+// roundBatch holds the records waiting to be handled in time order and the
+// buffers that order them. It is the analyzer's; nothing else touches its
+// fields.
+type roundBatch struct {
+	recs []rawSample
+	// masks are the CPU masks of the sched_setaffinity calls in the batch
+	// ([0] is none).
+	masks [][]byte
+	// sortBuf and runs are sort's buffers.
+	sortBuf []rawSample
+	runs    []int
+	// cut is where take stopped: the records from it wait for next round.
+	cut int
+}
+
+func newRoundBatch() roundBatch { return roundBatch{masks: [][]byte{nil}} }
+
+// add queues records.
+func (b *roundBatch) add(s ...rawSample) { b.recs = append(b.recs, s...) }
+
+// addMask keeps a copy of a CPU mask for a record and returns its index.
+func (b *roundBatch) addMask(m []byte) uint32 {
+	b.masks = append(b.masks, append([]byte(nil), m...))
+	return uint32(len(b.masks) - 1)
+}
+
+// mask is the CPU mask of index i (nil for 0, none).
+func (b *roundBatch) mask(i uint32) []byte { return b.masks[i] }
+
+// take puts the batch in time order and returns its records up to
+// horizon; keepRest then keeps the others for the next round.
+func (b *roundBatch) take(horizon uint64) []rawSample {
+	b.sort()
+	b.cut = sort.Search(len(b.recs), func(i int) bool { return b.recs[i].time > horizon })
+	return b.recs[:b.cut]
+}
+
+// keepRest drops the records take returned, and the masks only they used.
+func (b *roundBatch) keepRest() {
+	b.recs = b.recs[:copy(b.recs, b.recs[b.cut:])]
+	b.cut = 0
+	b.keepMasks()
+}
 
 // maxMergeRuns bounds the runs sortBatch merges; a batch in more pieces
 // than that is not the concatenation of a few ordered streams, and is
@@ -16,28 +65,28 @@ const maxMergeRuns = 256
 // order they happened). Merging the runs pairwise moves each record
 // log2(runs) times, where a general sort of records this size (some 100
 // bytes) spends a fifth of the consumer's time in a fault storm.
-func (a *analyzer) sortBatch() {
-	b := a.batch
-	runs := append(a.runs[:0], 0)
+func (rb *roundBatch) sort() {
+	b := rb.recs
+	runs := append(rb.runs[:0], 0)
 	for i := 1; i < len(b); i++ {
 		if b[i].time < b[i-1].time {
 			runs = append(runs, i)
 			if len(runs) > maxMergeRuns {
-				a.runs = runs[:0]
+				rb.runs = runs[:0]
 				slices.SortStableFunc(b, func(x, y rawSample) int { return cmp.Compare(x.time, y.time) })
 				return
 			}
 		}
 	}
 	runs = append(runs, len(b))
-	a.runs = runs
+	rb.runs = runs
 	if len(runs) <= 2 {
 		return // one run: in order already
 	}
-	if cap(a.sortBuf) < len(b) {
-		a.sortBuf = make([]rawSample, len(b), cap(b))
+	if cap(rb.sortBuf) < len(b) {
+		rb.sortBuf = make([]rawSample, len(b), cap(b))
 	}
-	src, dst := b, a.sortBuf[:len(b)]
+	src, dst := b, rb.sortBuf[:len(b)]
 	for len(runs) > 2 {
 		next := runs[:1]
 		for i := 0; i+1 < len(runs); i += 2 {
@@ -57,7 +106,7 @@ func (a *analyzer) sortBatch() {
 	// The sorted records are in src: make it the batch, and the other
 	// buffer the next round's scratch.
 	if &src[0] != &b[0] {
-		a.batch, a.sortBuf = src[:len(b):cap(src)], b[:0:cap(b)]
+		rb.recs, rb.sortBuf = src[:len(b):cap(src)], b[:0:cap(b)]
 	}
 }
 
@@ -86,20 +135,20 @@ const maxMasks = 1024
 // keepMasks drops the CPU masks no record in the batch refers to any more:
 // all of them when the batch is empty, else, once there are many, all but
 // those of the records left.
-func (a *analyzer) keepMasks() {
+func (b *roundBatch) keepMasks() {
 	switch {
-	case len(a.masks) == 1:
-	case len(a.batch) == 0:
-		clear(a.masks[1:])
-		a.masks = a.masks[:1]
-	case len(a.masks) > maxMasks:
+	case len(b.masks) == 1:
+	case len(b.recs) == 0:
+		clear(b.masks[1:])
+		b.masks = b.masks[:1]
+	case len(b.masks) > maxMasks:
 		kept := [][]byte{nil}
-		for i := range a.batch {
-			if s := &a.batch[i]; s.mask != 0 {
-				kept = append(kept, a.masks[s.mask])
+		for i := range b.recs {
+			if s := &b.recs[i]; s.mask != 0 {
+				kept = append(kept, b.masks[s.mask])
 				s.mask = uint32(len(kept) - 1)
 			}
 		}
-		a.masks = kept
+		b.masks = kept
 	}
 }

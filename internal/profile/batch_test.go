@@ -26,9 +26,9 @@ func TestSortBatch(t *testing.T) {
 			}
 			want := slices.Clone(b)
 			slices.SortStableFunc(want, func(x, y rawSample) int { return cmp.Compare(x.time, y.time) })
-			a.batch = b
-			a.sortBatch()
-			got := a.batch
+			a.batch.recs = b
+			a.batch.sort()
+			got := a.batch.recs
 			if len(got) != len(want) {
 				t.Fatalf("%d runs, round %d: %d records, want %d", runs, round, len(got), len(want))
 			}
@@ -47,23 +47,23 @@ func TestSortBatch(t *testing.T) {
 func TestKeepMasks(t *testing.T) {
 	a := newAnalyzer([]int{0}, []int{0}, []int{-1, 0})
 	for i := 1; i <= maxMasks+10; i++ {
-		a.masks = append(a.masks, []byte{byte(i), byte(i >> 8)})
+		a.batch.masks = append(a.batch.masks, []byte{byte(i), byte(i >> 8)})
 	}
-	a.batch = []rawSample{{time: 1, mask: 5}, {time: 2}, {time: 3, mask: maxMasks + 9}}
-	a.keepMasks()
-	if len(a.masks) != 3 || a.batch[0].mask != 1 || a.batch[1].mask != 0 || a.batch[2].mask != 2 {
+	a.batch.recs = []rawSample{{time: 1, mask: 5}, {time: 2}, {time: 3, mask: maxMasks + 9}}
+	a.batch.keepMasks()
+	if len(a.batch.masks) != 3 || a.batch.recs[0].mask != 1 || a.batch.recs[1].mask != 0 || a.batch.recs[2].mask != 2 {
 		t.Fatalf("after compaction: %d masks, record masks %d %d %d; want 3 masks (none, and the two kept), indices 1 0 2",
-			len(a.masks), a.batch[0].mask, a.batch[1].mask, a.batch[2].mask)
+			len(a.batch.masks), a.batch.recs[0].mask, a.batch.recs[1].mask, a.batch.recs[2].mask)
 	}
-	if m := a.masks[a.batch[0].mask]; m[0] != 5 || m[1] != 0 {
+	if m := a.batch.masks[a.batch.recs[0].mask]; m[0] != 5 || m[1] != 0 {
 		t.Errorf("first record's mask %v, want the 5th", m)
 	}
-	if m := a.masks[a.batch[2].mask]; int(m[0])|int(m[1])<<8 != maxMasks+9 {
+	if m := a.batch.masks[a.batch.recs[2].mask]; int(m[0])|int(m[1])<<8 != maxMasks+9 {
 		t.Errorf("third record's mask %v, want the %dth", m, maxMasks+9)
 	}
-	a.batch = a.batch[:0]
-	a.keepMasks()
-	if len(a.masks) != 1 || a.masks[0] != nil {
-		t.Errorf("with an empty batch: %d masks, want only the none entry", len(a.masks))
+	a.batch.recs = a.batch.recs[:0]
+	a.batch.keepMasks()
+	if len(a.batch.masks) != 1 || a.batch.masks[0] != nil {
+		t.Errorf("with an empty batch: %d masks, want only the none entry", len(a.batch.masks))
 	}
 }

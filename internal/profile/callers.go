@@ -10,7 +10,7 @@ import (
 	"encoding/binary"
 	"sync"
 
-	"github.com/numascope/numascope/internal/profile/perfring"
+	"github.com/numascope/numascope/internal/perfring"
 )
 
 // codeIndex is what the profile knows of the programs' code: each process's
@@ -30,6 +30,28 @@ type codeIndex struct {
 func newCodeIndex() codeIndex {
 	return codeIndex{maps: map[int32][]mapping{}, parent: map[int32]int32{}, sym: newSymbolizer()}
 }
+
+// addMapping records an executable mapping of pid.
+func (c *codeIndex) addMapping(pid int32, m mapping) { c.maps[pid] = append(c.maps[pid], m) }
+
+// setParent records that pid was forked by ppid.
+func (c *codeIndex) setParent(pid, ppid int32) { c.parent[pid] = ppid }
+
+// parentOf returns the process that forked pid, if known.
+func (c *codeIndex) parentOf(pid int32) (int32, bool) {
+	pp, ok := c.parent[pid]
+	return pp, ok
+}
+
+// loadSymbols reads the line tables of the binary at path now.
+func (c *codeIndex) loadSymbols(path string) { c.sym.load(path) }
+
+// compDirs returns the compilation directories the debug info names for
+// file.
+func (c *codeIndex) compDirs(file string) []string { return c.sym.compDirs(file) }
+
+// closeSymbols closes the binaries read.
+func (c *codeIndex) closeSymbols() { c.sym.close() }
 
 // resolve looks ip up in the process's mappings, then in its parent's (a
 // forked child that has not exec'd runs its parent's code).

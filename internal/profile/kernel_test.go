@@ -21,6 +21,8 @@ type fakeKernel struct {
 	thp        map[uint64]bool
 	// queries counts the pages asked of PageNodes.
 	queries int
+	// gone are the processes that have exited: nothing is known of them.
+	gone map[int32]bool
 	// frameDelay is how long each PageFrame takes (a contended mmap
 	// lock); frameReads counts them.
 	frameDelay time.Duration
@@ -51,6 +53,9 @@ func (k *fakeKernel) setAffinity(pid, tid int, cpus string) {
 
 func (k *fakeKernel) PageNodes(pid int32, pages []uint64, status []int32) bool {
 	k.queries += len(pages)
+	if k.gone[pid] {
+		return false
+	}
 	for i, p := range pages {
 		status[i] = -int32(unix.ENOENT)
 		if n, ok := k.nodes[pageKey{pid, p}]; ok {
@@ -63,6 +68,9 @@ func (k *fakeKernel) PageNodes(pid int32, pages []uint64, status []int32) bool {
 func (k *fakeKernel) PageFrame(pid int32, page uint64) (uint64, bool) {
 	k.frameReads++
 	time.Sleep(k.frameDelay)
+	if k.gone[pid] {
+		return 0, false
+	}
 	f, ok := k.frames[pageKey{pid, page}]
 	return f, ok
 }

@@ -44,6 +44,18 @@ type mappingTracker struct {
 	gen uint64
 }
 
+// credit adds d to Mapping idx's metrics.
+func (t *mappingTracker) credit(idx uint32, d *Metrics) { t.list[idx].Metrics.add(d) }
+
+// kind is Mapping idx's kind.
+func (t *mappingTracker) kind(idx uint32) string { return t.list[idx].Kind }
+
+// generation changes whenever an answer of of may have.
+func (t *mappingTracker) generation() uint64 { return t.gen }
+
+// all returns the Mappings.
+func (t *mappingTracker) all() []Mapping { return t.list }
+
 func newMappingTracker() mappingTracker {
 	return mappingTracker{
 		regions:  map[int32][]region{},
@@ -100,32 +112,6 @@ func (t *mappingTracker) unmap(pid int32, start, end uint64) {
 	}
 	t.regions[pid] = rs
 	t.gen++
-}
-
-// memoryOf returns the allocation site and the Mapping of the page at addr
-// of pid (page: its page address), faulted by thread t. Pages of a
-// thread's stack (an mmap with MAP_STACK) are in the stack mapping, which
-// /proc/PID/maps cannot tell from other anonymous memory. The answer is
-// kept in t for the addresses where both trackers' answers hold, until
-// either changes: a thread faults in runs through one range, and a storm's
-// threads take turns, each in its own.
-func (a *analyzer) memoryOf(t *threadState, pid int32, addr, page uint64) (site, mapping uint32) {
-	m := &t.mem
-	if m.pid == pid && addr >= m.lo && addr < m.hi && m.alGen == a.al.gen && m.mpGen == a.mp.gen &&
-		(m.round == 0 || m.round == a.stamp) {
-		return m.site, m.mapping
-	}
-	site, lo, hi := a.al.span(pid, addr, a.code.parent)
-	idx, mlo, mhi, thisRound := a.mp.of(a.kern, a.stamp, pid, page)
-	mapping = idx
-	if site != 0 && a.al.sites[site].kind == "stack" && a.mp.list[idx].Kind == "anon" {
-		mapping = a.mp.index(mapKey{kind: "stack"})
-	}
-	*m = memoryAnswer{pid: pid, lo: max(lo, mlo), hi: min(hi, mhi), alGen: a.al.gen, mpGen: a.mp.gen, site: site, mapping: mapping}
-	if thisRound { // in no known range: maps is read again next round
-		m.round = a.stamp
-	}
-	return site, mapping
 }
 
 // memoryAnswer is memoryOf's last answer for a thread: the allocation site

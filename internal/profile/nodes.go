@@ -20,7 +20,7 @@ type refreshQ struct {
 }
 
 // nodeQuery is a page whose node is asked at the end of a round: a first
-// touch (pend, its index in a.pending) or a sampled access (pend -1).
+// touch (pend, its index in nodeQueries.pending) or a sampled access (pend -1).
 type nodeQuery struct {
 	key  pageKey
 	pend int32
@@ -31,43 +31,87 @@ type nodeQuery struct {
 }
 
 // maxUnplacedRounds bounds how many rounds a page move_pages does not find
-// is asked again (see queryNodes).
+// is asked again (see round).
 const maxUnplacedRounds = 8
 
-// queryNodes asks move_pages(2) where the pages first touched or accessed
-// in this round are now, and hands the first touches that may have placed
-// a transparent huge page to the huge-page checks (thp.go).
-func (a *analyzer) queryNodes() {
-	a.decideHuge()
-	if len(a.pending) == 0 && len(a.refresh) == 0 && len(a.recheck) == 0 {
-		if len(a.thp.flagged) > 0 {
-			a.probeHuge() // those a slow round left over
-		}
+// nodeQueries asks the kernel where pages are: the pages of a round's
+// first touches and sampled accesses at its end, and one page at once
+// when an access must be judged against where its page really is. It
+// updates the page tracker with the answers and hands the first touches
+// that may have placed a huge page to the huge-page checks.
+type nodeQueries struct {
+	kern     kernel
+	pg       *pageTracker
+	thp      *thpChecker
+	pageSize uint64
+	// oneNode: every page is on the one node; nothing to ask move_pages.
+	oneNode bool
+
+	// pending are the round's first touches, refresh its sampled
+	// accesses.
+	pending []pendingFirst
+	refresh []refreshQ
+	// recheck are remotely accessed pages whose node did not change when
+	// asked, and pages not placed yet: asked again next round.
+	recheck []pageKey
+	// unplaced counts, for each page move_pages could not place yet, the
+	// rounds it was asked again.
+	unplaced map[pageKey]uint8
+	queries  []nodeQuery // round's buffer
+	pageBuf  []uint64    // lookup's and nodeNow's buffer
+	// statusBuf is movePages' buffer.
+	statusBuf []int32
+}
+
+func newNodeQueries(pg *pageTracker, thp *thpChecker, pageSize uint64, oneNode bool) nodeQueries {
+	return nodeQueries{pg: pg, thp: thp, pageSize: pageSize, oneNode: oneNode, unplaced: map[pageKey]uint8{}}
+}
+
+// setKernel makes k the kernel asked.
+func (nq *nodeQueries) setKernel(k kernel) { nq.kern = k }
+
+// first queues a first touch for the end of the round.
+func (nq *nodeQueries) first(p pendingFirst) { nq.pending = append(nq.pending, p) }
+
+// access queues a sampled access's page, accessed from node acc: its
+// hinting fault may migrate it.
+func (nq *nodeQueries) access(key pageKey, acc int) {
+	nq.refresh = append(nq.refresh, refreshQ{key: key, acc: int16(acc)})
+}
+
+// round runs at the end of a round, after its faults were handled: it asks
+// move_pages(2) where the pages first touched or accessed in it are now,
+// and hands the first touches that may have placed a transparent huge page
+// to the huge-page checks (thp.go), which it then runs.
+func (nq *nodeQueries) round(stamp uint64) {
+	nq.thp.decide()
+	if len(nq.pending) == 0 && len(nq.refresh) == 0 && len(nq.recheck) == 0 {
+		nq.thp.probe() // those a slow round left over, if any
 		return
 	}
-	q := a.queries[:0]
-	for i := range a.pending {
+	q := nq.queries[:0]
+	for i := range nq.pending {
 		// With one node there is nothing to ask of a first touch: only
 		// one that may have placed a huge page is looked at again.
-		if !a.oneNode || a.pending[i].maybeHuge {
-			q = append(q, nodeQuery{key: a.pending[i].key, pend: int32(i), acc: -1, node: -1})
+		if !nq.oneNode || nq.pending[i].maybeHuge {
+			q = append(q, nodeQuery{key: nq.pending[i].key, pend: int32(i), acc: -1, node: -1})
 		}
 	}
-	for _, r := range a.refresh {
+	for _, r := range nq.refresh {
 		q = append(q, nodeQuery{key: r.key, pend: -1, acc: r.acc, node: -1})
 	}
-	for _, k := range a.recheck {
+	for _, k := range nq.recheck {
 		q = append(q, nodeQuery{key: k, pend: -1, acc: -1, node: -1})
 	}
-	a.recheck = a.recheck[:0]
-	if !a.oneNode { // with one node every page is on it: nothing to ask
-		a.lookupNodes(q)
+	nq.recheck = nq.recheck[:0]
+	if !nq.oneNode { // with one node every page is on it: nothing to ask
+		nq.lookup(q)
 	}
 	for i := range q {
-		ps, ok := a.pg.get(q[i].key)
+		ps, ok := nq.pg.get(q[i].key)
 		if !ok {
-			if len(a.unplaced) > 0 {
-				delete(a.unplaced, q[i].key)
+			if len(nq.unplaced) > 0 {
+				delete(nq.unplaced, q[i].key)
 			}
 			continue // freed in the same round (munmap): nothing to update
 		}
@@ -81,7 +125,7 @@ func (a *analyzer) queryNodes() {
 			// counted remote: up to 1.9 times the kernel's remote
 			// hinting faults with the profiler starved of CPU (issue 29).
 			ps.node, ps.unsure = q[i].node, q[i].acc >= 0 && q[i].node != q[i].acc
-			a.pg.set(q[i].key, ps)
+			nq.pg.set(q[i].key, ps)
 		}
 		// The sample is written as the fault begins; a query that comes
 		// before the kernel has placed the page finds no page (under load,
@@ -90,17 +134,17 @@ func (a *analyzer) queryNodes() {
 		// memory bound elsewhere, so it is asked again next round, a few
 		// times.
 		switch {
-		case a.oneNode:
+		case nq.oneNode:
 		case q[i].node < 0:
-			if n := a.unplaced[q[i].key]; n < maxUnplacedRounds {
-				a.unplaced[q[i].key] = n + 1
-				a.recheck = append(a.recheck, q[i].key)
+			if n := nq.unplaced[q[i].key]; n < maxUnplacedRounds {
+				nq.unplaced[q[i].key] = n + 1
+				nq.recheck = append(nq.recheck, q[i].key)
 			} else {
-				delete(a.unplaced, q[i].key)
+				delete(nq.unplaced, q[i].key)
 			}
 		default:
-			if len(a.unplaced) > 0 {
-				delete(a.unplaced, q[i].key)
+			if len(nq.unplaced) > 0 {
+				delete(nq.unplaced, q[i].key)
 			}
 			// A hinting fault migrates the page toward the accessing
 			// node inside the fault, after the sample was written; under
@@ -109,40 +153,40 @@ func (a *analyzer) queryNodes() {
 			// against the old node. A page still not on the accessing
 			// node is asked again next round.
 			if q[i].acc >= 0 && ps.node != q[i].acc {
-				a.recheck = append(a.recheck, q[i].key)
+				nq.recheck = append(nq.recheck, q[i].key)
 			}
 		}
 		if q[i].pend >= 0 {
-			a.considerHuge(&a.pending[q[i].pend], &ps)
+			nq.thp.consider(&nq.pending[q[i].pend], &ps, stamp)
 		}
 	}
-	a.queries = q
-	a.probeHuge()
-	a.pending = a.pending[:0]
-	a.refresh = a.refresh[:0]
+	nq.queries = q
+	nq.thp.probe()
+	nq.pending = nq.pending[:0]
+	nq.refresh = nq.refresh[:0]
 }
 
-// lookupNodes fills in the node of each query's page, one move_pages call
+// lookup fills in the node of each query's page, one move_pages call
 // per process (in batches), with pagemap for the pages it does not report.
-func (a *analyzer) lookupNodes(q []nodeQuery) {
+func (nq *nodeQueries) lookup(q []nodeQuery) {
 	slices.SortFunc(q, func(x, y nodeQuery) int { return cmp.Compare(x.key.pid, y.key.pid) })
 	for start := 0; start < len(q); {
 		pid := q[start].key.pid
 		end := start
-		pages := a.pageBuf[:0]
+		pages := nq.pageBuf[:0]
 		for ; end < len(q) && q[end].key.pid == pid; end++ {
 			pages = append(pages, q[end].key.page)
 		}
-		a.pageBuf = pages
-		st := a.movePages(pid, pages)
+		nq.pageBuf = pages
+		st := nq.movePages(pid, pages)
 		for i := start; i < end; i++ {
 			n := -1
 			if st != nil {
 				n = int(st[i-start])
 			}
 			if n < 0 {
-				if a.pg.known(q[i].key) { // not for a page freed meanwhile
-					n = a.pagemapNode(pid, q[i].key.page)
+				if nq.pg.known(q[i].key) { // not for a page freed meanwhile
+					n = nq.pagemapNode(pid, q[i].key.page)
 				}
 			}
 			q[i].node = int16(n)
@@ -151,23 +195,30 @@ func (a *analyzer) lookupNodes(q []nodeQuery) {
 	}
 }
 
-// nodeNow asks where one page is now (lookupNodes for one page): -1 when
-// neither move_pages nor pagemap knows.
-func (a *analyzer) nodeNow(key pageKey) int {
-	a.oneQuery[0] = nodeQuery{key: key, pend: -1, acc: -1, node: -1}
-	a.lookupNodes(a.oneQuery[:])
-	return int(a.oneQuery[0].node)
+// nodeNow asks where one page, known to the profiler, is now (lookup for
+// one page): -1 when neither move_pages nor pagemap knows; gone when its
+// process has exited, so that nothing can be known of it any more.
+func (nq *nodeQueries) nodeNow(key pageKey) (node int, gone bool) {
+	nq.pageBuf = append(nq.pageBuf[:0], key.page)
+	st := nq.movePages(key.pid, nq.pageBuf)
+	switch {
+	case st == nil:
+		return -1, true
+	case st[0] >= 0:
+		return int(st[0]), false
+	}
+	return nq.pagemapNode(key.pid, key.page), false
 }
 
 // movePages returns the node of each page of pid, or a negative errno for a
 // page that is not present; nil when the process is gone. The result is
-// a.statusBuf, valid until the next call.
-func (a *analyzer) movePages(pid int32, pages []uint64) []int32 {
-	if cap(a.statusBuf) < len(pages) {
-		a.statusBuf = make([]int32, len(pages))
+// nq.statusBuf, valid until the next call.
+func (nq *nodeQueries) movePages(pid int32, pages []uint64) []int32 {
+	if cap(nq.statusBuf) < len(pages) {
+		nq.statusBuf = make([]int32, len(pages))
 	}
-	status := a.statusBuf[:len(pages)]
-	if !a.kern.PageNodes(pid, pages, status) {
+	status := nq.statusBuf[:len(pages)]
+	if !nq.kern.PageNodes(pid, pages, status) {
 		return nil
 	}
 	return status
@@ -176,10 +227,10 @@ func (a *analyzer) movePages(pid int32, pages []uint64) []int32 {
 // pagemapNode returns the node of a page from its physical frame, or -1:
 // the fallback of move_pages for a page NUMA balancing has just made
 // PROT_NONE, which move_pages does not report (see pfnNodes).
-func (a *analyzer) pagemapNode(pid int32, page uint64) int {
-	pfn, ok := a.kern.PageFrame(pid, page)
+func (nq *nodeQueries) pagemapNode(pid int32, page uint64) int {
+	pfn, ok := nq.kern.PageFrame(pid, page)
 	if !ok {
 		return -1
 	}
-	return a.kern.FrameNode(pfn)
+	return nq.kern.FrameNode(pfn)
 }

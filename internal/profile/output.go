@@ -6,12 +6,13 @@ package profile
 import (
 	"fmt"
 	"sort"
+	"strings"
 )
 
 // fill writes the analyzer's counts into p, symbolizing the locations.
 func (a *analyzer) fill(p *Profile) {
 	p.Samples, p.Lost, p.HugePages = a.samples, a.lost, a.hugePages
-	p.FaultsAfterLoss, p.RepeatFaults = a.afterLoss, a.repeats
+	p.FaultsAfterLoss, p.RepeatFaults, p.AccessesNodeUnknown = a.afterLoss, a.repeats, a.unknownNode
 	if a.lost > 0 {
 		p.Notes = append(p.Notes, fmt.Sprintf("the kernel dropped %d records because numascope fell behind: counts are low by about that much", a.lost))
 	}
@@ -19,13 +20,15 @@ func (a *analyzer) fill(p *Profile) {
 		p.Notes = append(p.Notes, fmt.Sprintf("%d faults on pages known from before records were lost are counted neither as first touches nor as accesses "+
 			"(an munmap may have been among the lost records, and the address reused): first touches and local/remote accesses are low by up to that much", a.afterLoss))
 	}
+	if a.unknownNode > 0 {
+		p.Notes = append(p.Notes, fmt.Sprintf("%d sampled accesses are counted neither local nor remote: numascope, short of CPU, handled them after the program had exited, "+
+			"and their pages may have been migrated by the access before; give numascope a CPU of its own (taskset) for exact counts", a.unknownNode))
+	}
 	// Candidates still waiting when the program ended cannot be checked
 	// any more (its pagemap is gone).
-	a.thp.unchecked += uint64(len(a.thp.flagged))
-	a.thp.flagged = a.thp.flagged[:0]
-	if a.thp.unchecked > 0 {
+	if n := a.thp.finish(); n > 0 {
 		p.Notes = append(p.Notes, fmt.Sprintf("%d first touches that may have placed a transparent huge page were not checked, the kernel being slow to answer "+
-			"(its mmap lock contended) or not showing the page: first touches may be low by up to 511 pages each", a.thp.unchecked))
+			"(its mmap lock contended) or not showing the page: first touches may be low by up to 511 pages each", n))
 	}
 	if a.repeats > 0 {
 		p.Notes = append(p.Notes, fmt.Sprintf("%d later faults on pages already touched are not accesses: without NUMA hinting faults here they are memory unmapped and mapped again, "+
@@ -34,7 +37,7 @@ func (a *analyzer) fill(p *Profile) {
 	p.Totals = a.totals
 	p.AccessMatrix = Matrix{ThreadNodes: a.threadNodes, PageNodes: p.Nodes, Counts: a.matrix}
 
-	defer a.code.sym.close()
+	defer a.code.closeSymbols()
 	agg := map[Frame]*Metrics{}
 	for k, m := range a.locs {
 		fr := a.code.symbolize(k)
@@ -63,7 +66,7 @@ func (a *analyzer) fill(p *Profile) {
 		p.Locations = []Location{}
 	}
 	p.Mappings = []Mapping{}
-	for _, m := range a.mp.list {
+	for _, m := range a.mp.all() {
 		if m.Metrics != (Metrics{}) {
 			p.Mappings = append(p.Mappings, m)
 		}
@@ -78,7 +81,7 @@ func (a *analyzer) fill(p *Profile) {
 	p.CompDirs = map[string][]string{}
 	note := func(file string) {
 		if _, done := p.CompDirs[file]; !done && file != "" {
-			if dirs := a.code.sym.compDirs(file); len(dirs) > 0 {
+			if dirs := a.code.compDirs(file); len(dirs) > 0 {
 				p.CompDirs[file] = dirs
 			}
 		}
@@ -100,4 +103,41 @@ func (a *analyzer) fill(p *Profile) {
 		}
 		p.Threads = append(p.Threads, th)
 	}
+}
+
+// lossNote says where lost records were lost: the rings the kernel found
+// full (each PERF_RECORD_LOST names its ring), and those only the events'
+// counts tell of (a ring still full when the program ended, so that no
+// PERF_RECORD_LOST could be written). "" when nothing was lost.
+func (st *ProfilerStats) lossNote(lost uint64) string {
+	if lost == 0 {
+		return ""
+	}
+	var b strings.Builder
+	var told uint64
+	for _, r := range st.Rings {
+		if r.Lost == 0 {
+			continue
+		}
+		if told == 0 {
+			b.WriteString("where records were lost: full rings (")
+		} else {
+			b.WriteString(", ")
+		}
+		told += r.Lost
+		fmt.Fprintf(&b, "cpu %d: %d of %d KiB, %d lost", r.CPU, r.HighWater>>10, r.Size>>10, r.Lost)
+	}
+	if told > 0 {
+		b.WriteString(")")
+	}
+	if lost > told {
+		if told > 0 {
+			b.WriteString("; ")
+		} else {
+			b.WriteString("where records were lost: ")
+		}
+		fmt.Fprintf(&b, "%d counted by the events and never read, the rings full when the program ended", lost-told)
+	}
+	b.WriteString(": the consumer fell behind the faulting threads (docs/profile.md, \"Lost records\")")
+	return b.String()
 }

@@ -292,13 +292,13 @@ func TestRemappedRange(t *testing.T) {
 	pg := a.pageSize
 	const base = 0x7f0000000000
 	step(sys(evMmapEnter, 8*pg, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS), sys(evMmapExit, base), fault(base), fault(base+pg))
-	first := a.al.at(rigPid, base, a.code.parent)
+	first := a.al.at(rigPid, base, &a.code)
 	// Unmapped, then mapped again by a call with the stack flag, which
 	// makes another site (kind stack).
 	step(sys(evMunmap, base, 8*pg),
 		sys(evMmapEnter, 8*pg, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS|unix.MAP_STACK), sys(evMmapExit, base),
 		fault(base), fault(base+2*pg))
-	second := a.al.at(rigPid, base, a.code.parent)
+	second := a.al.at(rigPid, base, &a.code)
 	if first == 0 || second == 0 || first == second {
 		t.Fatalf("sites %d and %d, want two sites", first, second)
 	}
@@ -358,7 +358,7 @@ func TestHugeRegionAfterLoss(t *testing.T) {
 	tm := uint64(10)
 	fault := func(addr uint64) {
 		tm++
-		a.batch = append(a.batch, rawSample{ip: 1, addr: addr, time: tm, pid: pid, tid: pid, cpu: 0})
+		a.batch.add(rawSample{ip: 1, addr: addr, time: tm, pid: pid, tid: pid, cpu: 0})
 		a.handleBatch()
 	}
 	a.pg.setHuge(pageKey{pid, huge}, hugeState{node: 0, epoch: a.lossEpoch})
@@ -414,7 +414,7 @@ func TestThreadCache(t *testing.T) {
 	tids := []int32{pid, pid + 256, pid + 512}
 	for i := range 30 {
 		tid := tids[i%len(tids)]
-		a.batch = append(a.batch, rawSample{ip: 1, addr: 0x7f0000000000 + uint64(i)<<12, time: uint64(10 + i), pid: pid, tid: tid})
+		a.batch.add(rawSample{ip: 1, addr: 0x7f0000000000 + uint64(i)<<12, time: uint64(10 + i), pid: pid, tid: tid})
 	}
 	a.handleBatch()
 	for _, tid := range tids {

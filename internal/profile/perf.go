@@ -7,13 +7,14 @@ package profile
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"os"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
 
-	"github.com/numascope/numascope/internal/profile/perfring"
+	"github.com/numascope/numascope/internal/perfring"
 )
 
 // maxStack bounds the user call chain of a syscall sample
@@ -66,10 +67,17 @@ const (
 	minRingBytes = 512 << 10
 )
 
+// MaxRingBytes bounds Options.RingBytes.
+const MaxRingBytes = 1 << 30
+
 // ringPagesFor is the size of each CPU's data area in pages, for ncpu
-// rings of pageSize pages.
-func ringPagesFor(ncpu, pageSize int) int {
-	b := min(max(ringBudget/max(ncpu, 1), minRingBytes), maxRingBytes)
+// rings of pageSize pages: bytes rounded down to a power of two pages, or,
+// for 0, the share of ringBudget above.
+func ringPagesFor(ncpu, pageSize, bytes int) int {
+	b := bytes
+	if b <= 0 {
+		b = min(max(ringBudget/max(ncpu, 1), minRingBytes), maxRingBytes)
+	}
 	n := 1
 	for n*2*pageSize <= b {
 		n *= 2
@@ -91,9 +99,9 @@ type perfSession struct {
 // openPerf opens the page-fault sampling event on pid, one per CPU in cpus.
 // The event is inherited by the threads and processes pid creates after this
 // call, so pid must not have started yet (see startStopped).
-func openPerf(pid int, cpus []int, stackCopy int) (*perfSession, error) {
+func openPerf(pid int, cpus []int, stackCopy, ringBytes int) (*perfSession, error) {
 	pg := os.Getpagesize()
-	ringPages := ringPagesFor(len(cpus), pg)
+	ringPages := max(ringPagesFor(len(cpus), pg, ringBytes), minRingPages)
 	attr := unix.PerfEventAttr{
 		Type:        unix.PERF_TYPE_SOFTWARE,
 		Size:        uint32(unsafe.Sizeof(unix.PerfEventAttr{})),
@@ -113,29 +121,15 @@ func openPerf(pid int, cpus []int, stackCopy int) (*perfSession, error) {
 		attr.Sample_type |= unix.PERF_SAMPLE_STACK_USER
 		attr.Sample_stack_user = uint32(stackCopy)
 	}
-	ps := &perfSession{}
-	for _, cpu := range cpus {
-		fd, err := unix.PerfEventOpen(&attr, pid, cpu, -1, unix.PERF_FLAG_FD_CLOEXEC)
-		if err != nil {
-			ps.close()
-			return nil, fmt.Errorf("perf_event_open(page-faults, pid %d, cpu %d): %w (needs root or kernel.perf_event_paranoid <= 1)", pid, cpu, err)
-		}
-		// Without CAP_IPC_LOCK the kernel caps the locked ring memory
-		// (kernel.perf_event_mlock_kb per CPU): halve until it fits.
-		var mem []byte
-		for n := ringPages; n >= minRingPages; n /= 2 {
-			if mem, err = unix.Mmap(fd, 0, (1+n)*pg, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED); err == nil ||
-				(err != unix.EPERM && err != unix.ENOMEM) {
-				break
-			}
-		}
-		if err != nil {
-			unix.Close(fd)
-			ps.close()
-			return nil, fmt.Errorf("mmap of the perf ring buffer of cpu %d: %w (raise the locked-memory limit or kernel.perf_event_mlock_kb)", cpu, err)
-		}
-		ps.rings = append(ps.rings, perfring.NewRing(fd, cpu, mem, pg))
+	rings, err := perfring.Open(&attr, pid, cpus, ringPages, minRingPages)
+	var oe *perfring.OpenError
+	if errors.As(err, &oe) && !oe.Map {
+		return nil, fmt.Errorf("perf_event_open(page-faults, pid %d, cpu %d): %w (needs root or kernel.perf_event_paranoid <= 1)", pid, oe.CPU, oe.Err)
 	}
+	if err != nil {
+		return nil, err
+	}
+	ps := &perfSession{rings: rings}
 	return ps, nil
 }
 
@@ -188,9 +182,20 @@ func hungUp(pfds []unix.PollFd) bool {
 }
 
 // drain hands every complete record of every ring to fn, then releases the
-// space. The record slice is only valid during the call.
-func (ps *perfSession) drain(fn func(rec []byte)) {
+// space. The record is only valid during the call.
+func (ps *perfSession) drain(fn func(rec *perfring.Record)) {
 	for _, r := range ps.rings {
 		r.Drain(fn)
 	}
+}
+
+// stats is the profiler's account of a run that took startNs to start and
+// afterNs after the program's exit. The rings' readers must be idle.
+func (ps *perfSession) stats(startNs, afterNs uint64) *ProfilerStats {
+	st := &ProfilerStats{StartS: float64(startNs) / 1e9, AfterExitS: float64(afterNs) / 1e9, Rings: make([]RingStats, 0, len(ps.rings))}
+	for _, r := range ps.rings {
+		s := r.Stats()
+		st.Rings = append(st.Rings, RingStats{CPU: r.CPU, Size: r.Size(), Records: s.Records, Lost: s.Lost, HighWater: s.HighWater, Drains: s.Drains})
+	}
+	return st
 }

@@ -29,7 +29,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/numascope/numascope/internal/perfevent"
-	"github.com/numascope/numascope/internal/profile/perfring"
+	"github.com/numascope/numascope/internal/perfring"
 	"github.com/numascope/numascope/internal/sigfwd"
 	"github.com/numascope/numascope/internal/topology"
 )
@@ -80,6 +80,42 @@ type Profile struct {
 	// that have one: where `numascope view` looks for a source file when
 	// given no --source-path (never elsewhere).
 	CompDirs map[string][]string `json:"comp_dirs,omitempty"`
+	// Profiler is what the profiler itself spent outside the program's
+	// run and how its rings fared, so that a slow or lossy profile says
+	// where the time and the records went (docs/profile.md, "What the
+	// profiler costs"). Absent in merged profiles.
+	Profiler *ProfilerStats `json:"profiler,omitempty"`
+
+	// AccessesNodeUnknown are sampled accesses counted neither local nor
+	// remote: handled after the program had exited (numascope short of
+	// CPU), to pages a hinting fault before may have migrated, which the
+	// kernel can no longer place.
+	AccessesNodeUnknown uint64 `json:"accesses_node_unknown"`
+}
+
+// ProfilerStats is the profiler's own account of a run.
+type ProfilerStats struct {
+	// StartS: from the profile's start to the program's release
+	// (perf events, rings, the syscall tracepoints, the first reads of
+	// /proc). AfterExitS: from the program's exit to the profile being
+	// complete (the last drain, the final move_pages queries,
+	// symbolization); writing the JSON comes after.
+	StartS     float64 `json:"start_s"`
+	AfterExitS float64 `json:"after_exit_s"`
+	// Rings, one per CPU, in CPU order.
+	Rings []RingStats `json:"rings"`
+}
+
+// RingStats is one CPU's ring: its size, what went through it, what the
+// kernel dropped from it because it was full, and the most a drain found
+// waiting in it (at Size, the consumer fell a whole ring behind).
+type RingStats struct {
+	CPU       int    `json:"cpu"`
+	Size      int    `json:"size_bytes"`
+	Records   uint64 `json:"records"`
+	Lost      uint64 `json:"lost"`
+	HighWater int    `json:"high_water_bytes"`
+	Drains    uint64 `json:"drains"`
 }
 
 // Matrix counts sampled accesses by the accessing thread's node (row; -1 for
@@ -151,6 +187,11 @@ type Options struct {
 	// ring readers; 0, defaultConsumers for the CPUs sampled. At most
 	// MaxConsumers.
 	Consumers int
+	// RingBytes is each CPU's ring size (0: the default share of a
+	// fixed budget, see ringBudget), rounded down to a power of two pages:
+	// for measuring how deep a ring a fault rate needs (docs/profile.md,
+	// "Lost records"). At most MaxRingBytes.
+	RingBytes int
 	// Host and Rank are recorded in the profile as they are (Profile.Host,
 	// Profile.Rank); "" when unknown.
 	Host, Rank string
@@ -164,6 +205,7 @@ const pollMs = 20
 // the program crashed. The error is about the profiler, never the program's
 // exit status, which is in the profile.
 func Run(args []string, opt Options) (*Profile, error) {
+	begun := monotonicNs()
 	if len(args) == 0 {
 		return nil, errors.New("no command to profile")
 	}
@@ -197,7 +239,7 @@ func Run(args []string, opt Options) (*Profile, error) {
 	kern := newProcKernel(procRoot, "/sys", a.pageSize)
 	defer kern.Close()
 	a.setKernel(kern)
-	a.thp = openTHP("/sys")
+	a.thp.disable(thpDisabled("/sys"))
 	p := &Profile{Host: opt.Host, Rank: opt.Rank, Command: args, Nodes: pageNodes}
 	p.NUMABalancing, a.hinting, p.Notes = balancingNotes(procRoot, topo)
 
@@ -230,7 +272,7 @@ func Run(args []string, opt Options) (*Profile, error) {
 	var capture *perfring.CaptureWriter
 	err = startStopped(cmd, func(pid int) error {
 		var err error
-		if ps, err = openPerf(pid, cpus, stackCopy); err != nil {
+		if ps, err = openPerf(pid, cpus, stackCopy, opt.RingBytes); err != nil {
 			return err
 		}
 		if evs, err := ps.openSyscalls(pid); err != nil {
@@ -259,6 +301,7 @@ func Run(args []string, opt Options) (*Profile, error) {
 		return nil, err
 	}
 	defer ps.close()
+	started := monotonicNs()
 
 	consumers := opt.Consumers
 	if consumers <= 0 {
@@ -276,6 +319,7 @@ func Run(args []string, opt Options) (*Profile, error) {
 	go func() { waited <- cmd.Wait() }()
 	var werr error
 	var pfds []unix.PollFd
+	var exited uint64
 	for running := true; running; {
 		select {
 		case sig := <-sigs:
@@ -306,17 +350,17 @@ func Run(args []string, opt Options) (*Profile, error) {
 		// in rings read earlier: they wait for the next pass.
 		horizon := monotonicNs() - horizonSlack
 		if !running {
-			horizon = ^uint64(0)
+			horizon, exited = ^uint64(0), horizon+horizonSlack
 		}
 		switch {
 		case capture != nil:
-			ps.drain(func(rec []byte) { capture.Record(rec); a.record(rec) })
+			ps.drain(func(r *perfring.Record) { capture.Record(r.Raw); a.record(r.Raw) })
 			capture.Pass(horizon)
 		case pl != nil:
 			pl.round(pl.pool.drainFn, pl.pool.hasFn, horizon)
 			continue
 		default:
-			ps.drain(a.record)
+			ps.drain(a.ringRecord)
 		}
 		a.handleUntil(horizon)
 	}
@@ -349,6 +393,10 @@ func Run(args []string, opt Options) (*Profile, error) {
 		p.Notes = append(p.Notes, fmt.Sprintf("%s was killed by %s; the profile covers it up to then", args[0], p.Signal))
 	}
 	a.fill(p)
+	p.Profiler = ps.stats(started-begun, monotonicNs()-exited)
+	if n := p.Profiler.lossNote(p.Lost); n != "" {
+		p.Notes = append(p.Notes, n)
+	}
 	if p.NUMABalancing && len(topo.Nodes) > 1 && p.Totals.Accesses() == 0 {
 		p.Notes = append(p.Notes, "NUMA balancing is on but took no hinting faults: the program ended before the scanner reached it (kernel.numa_balancing_scan_delay_ms, "+
 			"under /sys/kernel/debug/sched/numa_balancing/ on recent kernels) or its memory was not scanned; only first touches are reported")
@@ -414,12 +462,12 @@ func (a *analyzer) seed(pid int, name string) {
 	if maps, ok := a.kern.Maps(int32(pid)); ok {
 		for line := range strings.Lines(string(maps)) {
 			if m, ok := parseMapsLine(line); ok {
-				a.code.maps[int32(pid)] = append(a.code.maps[int32(pid)], m)
+				a.code.addMapping(int32(pid), m)
 				// Read the program's line tables now, while it is
 				// stopped: the first faults ask for them, and reading a
 				// large table while the program runs would let its rings
 				// overflow.
-				a.code.sym.load(m.file)
+				a.code.loadSymbols(m.file)
 			}
 		}
 	}
@@ -480,7 +528,7 @@ type capturedSyscall struct {
 // startCapture writes a capture's header for the stopped process pid.
 func startCapture(w io.Writer, a *analyzer, pid int) (*perfring.CaptureWriter, error) {
 	m := captureMeta{PID: int32(pid), CPUNode: a.cpuNode, PageNodes: a.pageNodes, ThreadNodes: a.threadNodes,
-		Hinting: a.hinting, THPOff: a.thp.off, PageSize: a.pageSize}
+		Hinting: a.hinting, THPOff: !a.thp.on(), PageSize: a.pageSize}
 	if maps, ok := a.kern.Maps(int32(pid)); ok {
 		m.Maps = string(maps)
 	}

@@ -16,7 +16,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/numascope/numascope/internal/profile/perfring"
+	"github.com/numascope/numascope/internal/perfring"
 )
 
 // MaxConsumers bounds Options.Consumers.
@@ -50,13 +50,13 @@ type ringReader struct {
 	ends    []int
 	samples uint64
 	// fn is record, bound once (a method value allocates).
-	fn   func(rec []byte)
+	fn   func(rec *perfring.Record)
 	pfds []unix.PollFd // follow's
 }
 
 func newRingReader(code *codeIndex, rings []*perfring.Ring) *ringReader {
 	rd := &ringReader{rings: rings, calls: newCallerCache(code)}
-	rd.fn = rd.record
+	rd.fn = func(r *perfring.Record) { rd.record(r.Raw) }
 	return rd
 }
 
@@ -288,7 +288,7 @@ func (a *analyzer) collect(p *readerPool) (records int) {
 			from = end
 		}
 		a.samples += rd.samples
-		a.batch = append(a.batch, rd.run...)
+		a.batch.add(rd.run...)
 		rd.run, rd.other, rd.ends, rd.samples = rd.run[:0], rd.other[:0], rd.ends[:0], 0
 	}
 	return records

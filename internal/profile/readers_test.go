@@ -12,7 +12,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/numascope/numascope/internal/profile/perfring"
+	"github.com/numascope/numascope/internal/perfring"
 )
 
 // replayPass is one drain of a capture, its records split among readers.
@@ -159,7 +159,7 @@ func BenchmarkReplayConsumers(b *testing.B) {
 					p = newReaderPool(&a.code, n-1)
 				}
 				if last != nil {
-					a.batch, a.sortBuf, a.pending, a.queries = last.batch[:0], last.sortBuf[:0], last.pending[:0], last.queries[:0]
+					a.batch.recs, a.batch.sortBuf, a.nodes.pending, a.nodes.queries = last.batch.recs[:0], last.batch.sortBuf[:0], last.nodes.pending[:0], last.nodes.queries[:0]
 					warmPages(&a.pg, &last.pg)
 					if p != nil {
 						for i, rd := range p.readers {

@@ -7,8 +7,11 @@ package profile
 import (
 	"golang.org/x/sys/unix"
 
-	"github.com/numascope/numascope/internal/profile/perfring"
+	"github.com/numascope/numascope/internal/perfring"
 )
+
+// ringRecord handles one record as a ring gives it.
+func (a *analyzer) ringRecord(r *perfring.Record) { a.record(r.Raw) }
 
 // record handles one perf record. Samples are buffered for handleBatch;
 // the rest (rare) are applied at once.
@@ -24,13 +27,13 @@ func (a *analyzer) record(rec []byte) {
 			return
 		}
 		a.samples++
-		a.batch = append(a.batch, a.calls.fault(s))
+		a.batch.add(a.calls.fault(s))
 	case unix.PERF_RECORD_MMAP2:
 		m := &a.dec.mmap
 		if !perfring.DecodeMmap2(rec, m) || m.Prot&unix.PROT_EXEC == 0 {
 			return
 		}
-		a.code.maps[m.PID] = append(a.code.maps[m.PID], mapping{start: m.Start, end: m.Start + m.Len, pgoff: m.Pgoff, file: string(m.File)})
+		a.code.addMapping(m.PID, mapping{start: m.Start, end: m.Start + m.Len, pgoff: m.Pgoff, file: string(m.File)})
 	case unix.PERF_RECORD_COMM:
 		c := &a.dec.comm
 		if !perfring.DecodeComm(rec, c) {
@@ -43,7 +46,7 @@ func (a *analyzer) record(rec []byte) {
 		if c.Exec {
 			// An exec: the process's old pages are gone. Forget them in
 			// time order, among the samples.
-			a.batch = append(a.batch, rawSample{kind: evExec, time: c.Time, pid: c.PID, tid: c.TID})
+			a.batch.add(rawSample{kind: evExec, time: c.Time, pid: c.PID, tid: c.TID})
 		}
 	case unix.PERF_RECORD_FORK:
 		f := &a.dec.task
@@ -55,15 +58,15 @@ func (a *analyzer) record(rec []byte) {
 			// looked up in the parent at symbolization time rather than
 			// copied now, since records from other CPUs' rings (the
 			// parent's last mmaps) may not have been read yet.
-			a.code.parent[f.PID] = f.PPID
-			a.al.gen++ // where allocation sites are looked up for it
+			a.code.setParent(f.PID, f.PPID)
+			a.al.forked() // where allocation sites are looked up for it
 		}
 		t := a.thread(f.PID, f.TID)
 		if p, ok := a.th.known(f.PTID); ok && t.comm == "" {
 			t.comm = p.comm // a new thread or process has its parent's name until it execs
 		}
 		// Its affinity is its parent's at that moment: set in time order.
-		a.batch = append(a.batch, rawSample{kind: evFork, time: f.Time, pid: f.PID, tid: f.TID, a0: uint64(f.PTID)})
+		a.batch.add(rawSample{kind: evFork, time: f.Time, pid: f.PID, tid: f.TID, a0: uint64(f.PTID)})
 	case unix.PERF_RECORD_EXIT:
 		e := &a.dec.task
 		if !perfring.DecodeTask(rec, e) {

@@ -22,7 +22,7 @@ import (
 	"github.com/klauspost/compress/zstd"
 	"golang.org/x/sys/unix"
 
-	"github.com/numascope/numascope/internal/profile/perfring"
+	"github.com/numascope/numascope/internal/perfring"
 )
 
 // stormCapture is the captured stream and the captured program's
@@ -83,7 +83,7 @@ func replayStart(capture []byte, exe string) (*analyzer, *perfring.Capture, erro
 		return nil, nil, err
 	}
 	a := newAnalyzer(m.CPUNode, m.PageNodes, m.ThreadNodes)
-	a.hinting, a.thp.off = m.Hinting, m.THPOff
+	a.hinting, a.thp.disabled = m.Hinting, m.THPOff
 	k := useFakeKernel(a)
 	k.maps[m.PID] = replaceExe(m.Maps, m.Comm, exe)
 	k.setAffinity(int(m.PID), int(m.PID), m.Affinity)
@@ -196,7 +196,7 @@ func BenchmarkReplay(b *testing.B) {
 					b.Fatal(err)
 				}
 				if warm && last != nil {
-					a.batch, a.sortBuf, a.pending, a.queries = last.batch[:0], last.sortBuf[:0], last.pending[:0], last.queries[:0]
+					a.batch.recs, a.batch.sortBuf, a.nodes.pending, a.nodes.queries = last.batch.recs[:0], last.batch.sortBuf[:0], last.nodes.pending[:0], last.nodes.queries[:0]
 					// The page table's freed nodes too, as a long run
 					// has them to reuse.
 					warmPages(&a.pg, &last.pg)

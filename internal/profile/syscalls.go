@@ -27,7 +27,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/numascope/numascope/internal/perfevent"
-	"github.com/numascope/numascope/internal/profile/perfring"
+	"github.com/numascope/numascope/internal/perfring"
 	"github.com/numascope/numascope/internal/sysfs"
 )
 
@@ -200,19 +200,18 @@ func (a *analyzer) syscallSample(s *perfring.Sample) {
 		if len(regs) == 8 && r.a1 > 0 && r.a1 <= 1024 {
 			sp := binary.LittleEndian.Uint64(regs)
 			if r.a2 >= sp && r.a2-sp+r.a1 <= uint64(len(stack)) {
-				a.masks = append(a.masks, append([]byte(nil), stack[r.a2-sp:r.a2-sp+r.a1]...))
-				r.mask = uint32(len(a.masks) - 1)
+				r.mask = a.batch.addMask(stack[r.a2-sp : r.a2-sp+r.a1])
 			}
 		}
 	}
-	a.batch = append(a.batch, r)
+	a.batch.add(r)
 }
 
 // handleSyscall applies one syscall event, in time order with the faults.
 func (a *analyzer) handleSyscall(s *rawSample) {
 	switch s.kind {
 	case evMmapEnter, evBrkEnter, evMremapEnter, evAffinityEnter:
-		a.sysPend[s.tid] = sysPending{kind: s.kind, a0: s.a0, a1: s.a1, a2: s.a2, site: s.site, mask: a.masks[s.mask]}
+		a.sysPend[s.tid] = sysPending{kind: s.kind, a0: s.a0, a1: s.a1, a2: s.a2, site: s.site, mask: a.batch.mask(s.mask)}
 		return
 	case evMunmap:
 		a.freeRange(s.pid, s.a0, s.a0+s.a1, true)
@@ -241,8 +240,7 @@ func (a *analyzer) handleSyscall(s *rawSample) {
 		if !ok || p.kind != evBrkEnter {
 			return
 		}
-		old, known := a.al.brk[s.pid]
-		a.al.brk[s.pid] = s.a0
+		old, known := a.al.setBrk(s.pid, s.a0)
 		switch {
 		case !known || s.a0 == old:
 		case s.a0 > old:
@@ -287,5 +285,27 @@ func (a *analyzer) freeRange(pid int32, start, end uint64, unmapped bool) {
 	if unmapped {
 		a.al.cut(pid, start, end)
 		a.mp.unmap(pid, start, end)
+	}
+}
+
+// remap follows mremap: the pages of [old, old+oldLen) now live at
+// [addr, addr+newLen) with the same allocation site, and keep what is known
+// of them (they were moved, not touched).
+func (a *analyzer) remap(pid int32, old, oldLen, addr, newLen uint64) {
+	site := a.al.at(pid, old, &a.code)
+	if addr != old {
+		a.moved = a.moved[:0]
+		a.pg.free(pid, old&^(a.pageSize-1), old+oldLen, &a.moved)
+		a.al.cut(pid, old, old+oldLen)
+		for _, m := range a.moved {
+			a.pg.set(pageKey{pid, m.addr - old + addr}, m.ps)
+		}
+	} else if newLen < oldLen {
+		a.freeRange(pid, old+newLen, old+oldLen, true)
+	}
+	if site != 0 {
+		a.al.place(pid, addr, addr+newLen, site)
+	} else {
+		a.al.cut(pid, addr, addr+newLen)
 	}
 }

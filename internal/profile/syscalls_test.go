@@ -13,7 +13,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/numascope/numascope/internal/perfevent"
-	"github.com/numascope/numascope/internal/profile/perfring"
+	"github.com/numascope/numascope/internal/perfring"
 	"github.com/numascope/numascope/internal/testutil"
 )
 
@@ -130,12 +130,12 @@ func TestFaultCaller(t *testing.T) {
 		r := faultRecordStack(pid, 1, 0x1000, 0, stack, DefaultStackCopy)
 		binary.LittleEndian.PutUint64(r[8:], ip)
 		binary.LittleEndian.PutUint32(r[20:], uint32(tid))
-		a.batch = a.batch[:0]
+		a.batch.recs = a.batch.recs[:0]
 		a.record(r)
-		if len(a.batch) != 1 {
-			t.Fatalf("%d samples kept, want 1", len(a.batch))
+		if len(a.batch.recs) != 1 {
+			t.Fatalf("%d samples kept, want 1", len(a.batch.recs))
 		}
-		return a.batch[0].caller
+		return a.batch.recs[0].caller
 	}
 	le := binary.LittleEndian
 	words := make([]byte, DefaultStackCopy) // a whole copy: a saved register, then the return address
@@ -279,7 +279,7 @@ func TestSyscallsFollowMemory(t *testing.T) {
 	if a.totals.FirstTouch != 9 || a.totals.Local != 4 {
 		t.Fatalf("after brk and mremap: %+v, want 9 first touches and 4 accesses", a.totals)
 	}
-	if got := a.al.at(pid, moved+3*pg, a.code.parent); got == 0 {
+	if got := a.al.at(pid, moved+3*pg, &a.code); got == 0 {
 		t.Error("the grown part of the remapped range has no allocation site")
 	}
 	// A failed mmap adds nothing.
@@ -312,7 +312,7 @@ func TestSyscallsFollowMemory(t *testing.T) {
 	// Shrinking the heap frees its pages: after it grows again, the touch
 	// is a first touch.
 	step(sys(evBrkEnter), sys(evBrkExit, heap), sys(evBrkEnter), sys(evBrkExit, heap+pg), fault(heap))
-	if hp = &a.al.sites[a.al.at(pid, heap, a.code.parent)]; hp.kind != "heap" || hp.calls != 2 || hp.metrics.FirstTouch != 3 || a.totals.Local != 4 {
+	if hp = &a.al.sites[a.al.at(pid, heap, &a.code)]; hp.kind != "heap" || hp.calls != 2 || hp.metrics.FirstTouch != 3 || a.totals.Local != 4 {
 		t.Errorf("after a shrink and regrowth: heap %+v, totals %+v", hp.metrics, a.totals)
 	}
 }
@@ -505,8 +505,8 @@ func FuzzSyscallRecord(f *testing.F) {
 		useFakeKernel(a)
 		fakeSyscalls(a)
 		a.record(b)
-		for i := range a.batch {
-			a.handle(&a.batch[i])
+		for i := range a.batch.recs {
+			a.handle(&a.batch.recs[i])
 		}
 	})
 }
@@ -642,20 +642,20 @@ func TestUnplacedPageAskedAgain(t *testing.T) {
 	a.record(faultRecord(pid, 1, page, 1))
 	a.record(faultRecord(pid, 2, freed, 1))
 	a.handleBatch()
-	if len(a.recheck) != 2 || pageNode(a, pid, page) != 1 {
+	if len(a.nodes.recheck) != 2 || pageNode(a, pid, page) != 1 {
 		t.Fatalf("after the first touches: recheck %v, page %+v; want both pages asked again, on the CPU's node meanwhile",
-			a.recheck, pageNode(a, pid, page))
+			a.nodes.recheck, pageNode(a, pid, page))
 	}
 	a.freeRange(pid, freed, freed+a.pageSize, true)
 	for round := 2; round <= maxUnplacedRounds; round++ {
 		a.handleBatch()
-		if len(a.recheck) != 1 || a.recheck[0] != (pageKey{pid, page}) {
-			t.Fatalf("round %d: recheck %v, want only the page still mapped", round, a.recheck)
+		if len(a.nodes.recheck) != 1 || a.nodes.recheck[0] != (pageKey{pid, page}) {
+			t.Fatalf("round %d: recheck %v, want only the page still mapped", round, a.nodes.recheck)
 		}
 	}
 	a.handleBatch()
-	if len(a.recheck) != 0 || len(a.unplaced) != 0 {
-		t.Errorf("after %d rounds: recheck %v, unplaced %v; want the page given up", maxUnplacedRounds+1, a.recheck, a.unplaced)
+	if len(a.nodes.recheck) != 0 || len(a.nodes.unplaced) != 0 {
+		t.Errorf("after %d rounds: recheck %v, unplaced %v; want the page given up", maxUnplacedRounds+1, a.nodes.recheck, a.nodes.unplaced)
 	}
 }
 

@@ -41,10 +41,13 @@ type thpCandidate struct {
 	probes [2]int
 }
 
-// thpState is the analyzer's huge-page bookkeeping.
-type thpState struct {
-	// off: THP is disabled on this system (transparent_hugepage=never).
-	off bool
+// thpChecker finds the first touches that placed a huge page. It reads
+// the page and mapping trackers, asks the kernel (through the node
+// queries for move_pages), and hands each huge page found to credit, the
+// analyzer's, which counts it.
+type thpChecker struct {
+	// disabled: THP is disabled on this system (transparent_hugepage=never).
+	disabled bool
 	// flagged wait for the pagemap/kpageflags check (root); probed have
 	// had their probes queried and wait for the next round (no root);
 	// fresh are this round's candidates for probing.
@@ -52,6 +55,30 @@ type thpState struct {
 	// unchecked counts the candidates given up: for want of time (see
 	// thpBudget), or not shown present in thpTries rounds.
 	unchecked uint64
+
+	kern     kernel
+	pg       *pageTracker
+	mp       *mappingTracker
+	nodes    *nodeQueries
+	pageSize uint64
+	credit   func(c *thpCandidate)
+}
+
+// setKernel makes k the kernel asked.
+func (h *thpChecker) setKernel(k kernel) { h.kern = k }
+
+// disable says whether THP is off here: then no first touch is a candidate.
+func (h *thpChecker) disable(off bool) { h.disabled = off }
+
+// on says whether THP may place huge pages here.
+func (h *thpChecker) on() bool { return !h.disabled }
+
+// finish gives up the candidates still waiting when the program ended (its
+// pagemap is gone) and returns how many were never checked.
+func (h *thpChecker) finish() uint64 {
+	h.unchecked += uint64(len(h.flagged))
+	h.flagged = h.flagged[:0]
+	return h.unchecked
 }
 
 // thpBudget bounds the time a round spends on the exact huge-page checks.
@@ -67,61 +94,63 @@ const (
 )
 
 // thpChecked, when set (by tests, before Run), is told after each round's
-// exact huge-page checks how many huge pages were found so far and how many
+// exact huge-page checks how many huge pages that round found and how many
 // candidates still wait: a test's program can then live until its pages
 // have been looked at, rather than for a time a busy machine may not give
 // the profiler (TestHugePages).
-var thpChecked func(found uint64, waiting int)
+var thpChecked func(found, waiting int)
 
-// openTHP prepares the huge-page checks for the live system under sysRoot.
-func openTHP(sysRoot string) thpState {
-	st := thpState{}
-	if b, err := os.ReadFile(sysRoot + "/kernel/mm/transparent_hugepage/enabled"); err == nil && strings.Contains(string(b), "[never]") {
-		st.off = true
-	}
-	return st
+// thpDisabled says whether THP is off on the live system under sysRoot.
+func thpDisabled(sysRoot string) bool {
+	b, err := os.ReadFile(sysRoot + "/kernel/mm/transparent_hugepage/enabled")
+	return err == nil && strings.Contains(string(b), "[never]")
 }
 
 func regionOf(k pageKey) pageKey { return pageKey{k.pid, k.page &^ (hugeSize - 1)} }
 
-// considerHuge looks at a first touch whose node and mapping are now known.
-func (a *analyzer) considerHuge(p *pendingFirst, ps *pageState) {
+// consider looks at a first touch whose node and mapping are now known,
+// in the round of the given stamp.
+func (h *thpChecker) consider(p *pendingFirst, ps *pageState, stamp uint64) {
 	rk := regionOf(p.key)
-	if a.thp.off || a.pg.firsts(rk) != 1 {
+	if h.disabled || h.pg.firsts(rk) != 1 {
 		return
 	}
-	if _, done := a.pg.hugeAt(rk); done || !a.mp.hugeCandidate(a.kern, a.stamp, p.key.pid, p.key.page) {
+	if _, done := h.pg.hugeAt(rk); done || !h.mp.hugeCandidate(h.kern, stamp, p.key.pid, p.key.page) {
 		return
 	}
 	c := thpCandidate{pendingFirst: *p, node: ps.node, mapping: ps.mapping, site: ps.site}
-	if a.kern.ExactTHP() {
-		a.thp.flagged = append(a.thp.flagged, c)
+	if h.kern.ExactTHP() {
+		h.flagged = append(h.flagged, c)
 	} else {
-		a.thp.fresh = append(a.thp.fresh, c)
+		h.fresh = append(h.fresh, c)
 	}
 }
 
-// probeHuge runs at the end of a round: the exact check of the flagged
+// probe runs at the end of a round: the exact check of the flagged
 // candidates, and the probes of the fresh ones (decided next round).
-func (a *analyzer) probeHuge() {
-	keep := a.thp.flagged[:0]
+func (h *thpChecker) probe() {
+	if len(h.flagged) == 0 && len(h.fresh) == 0 {
+		return
+	}
+	keep, found := h.flagged[:0], 0
 	deadline := monotonicNs() + uint64(thpBudget)
-	for i, c := range a.thp.flagged {
+	for i, c := range h.flagged {
 		if i > 0 && monotonicNs() > deadline {
 			// Out of time: the rest wait for the next round, untried.
 			// (Appending the list's own tail moves it down, a memmove.)
-			keep = append(keep, a.thp.flagged[i:]...)
+			keep = append(keep, h.flagged[i:]...)
 			break
 		}
 		rk := regionOf(c.key)
-		if _, done := a.pg.hugeAt(rk); done || a.pg.firsts(rk) == 0 {
+		if _, done := h.pg.hugeAt(rk); done || h.pg.firsts(rk) == 0 {
 			continue // freed meanwhile
 		}
-		huge, known := a.thpAt(c.key.pid, rk.page)
+		huge, known := h.thpAt(c.key.pid, rk.page)
 		switch {
 		case known && huge:
-			a.creditHuge(&c)
-		case !known && !a.present(c.key.pid, c.key.page):
+			h.credit(&c)
+			found++
+		case !known && !h.present(c.key.pid, c.key.page):
 			// The fault itself is not done: its sample is written as
 			// it begins, and a starved thread can take longer than
 			// thpTries rounds to zero a huge page (4 of 16 were given
@@ -134,29 +163,29 @@ func (a *analyzer) probeHuge() {
 		case !known:
 			// Still not answered: the profile says so rather than
 			// dropping it unsaid.
-			a.thp.unchecked++
+			h.unchecked++
 		}
 	}
 	if n := len(keep) - maxTHPWaiting; n > 0 {
-		a.thp.unchecked += uint64(n)
+		h.unchecked += uint64(n)
 		keep = keep[:copy(keep, keep[n:])] // the oldest go
 	}
-	a.thp.flagged = keep
+	h.flagged = keep
 	if thpChecked != nil {
-		thpChecked(a.hugePages, len(a.thp.flagged))
+		thpChecked(found, len(h.flagged))
 	}
 
-	if len(a.thp.fresh) == 0 {
+	if len(h.fresh) == 0 {
 		return
 	}
 	byPid := map[int32][]uint64{}
-	for _, c := range a.thp.fresh {
+	for _, c := range h.fresh {
 		rk := regionOf(c.key)
-		byPid[c.key.pid] = append(byPid[c.key.pid], rk.page, rk.page+hugeSize-a.pageSize)
+		byPid[c.key.pid] = append(byPid[c.key.pid], rk.page, rk.page+hugeSize-h.pageSize)
 	}
 	where := map[pageKey]int{}
 	for pid, pages := range byPid {
-		st := a.movePages(pid, pages)
+		st := h.nodes.movePages(pid, pages)
 		for i, p := range pages {
 			// Not pagemap: it also shows the shared zero page that a read
 			// of untouched memory maps, which would look like a placed page.
@@ -165,54 +194,38 @@ func (a *analyzer) probeHuge() {
 			}
 		}
 	}
-	for _, c := range a.thp.fresh {
+	for _, c := range h.fresh {
 		rk := regionOf(c.key)
 		n0, ok0 := where[rk]
-		n1, ok1 := where[pageKey{rk.pid, rk.page + hugeSize - a.pageSize}]
+		n1, ok1 := where[pageKey{rk.pid, rk.page + hugeSize - h.pageSize}]
 		if ok0 && ok1 {
 			c.probes = [2]int{n0, n1}
-			a.thp.probed = append(a.thp.probed, c)
+			h.probed = append(h.probed, c)
 		}
 	}
-	a.thp.fresh = a.thp.fresh[:0]
+	h.fresh = h.fresh[:0]
 }
 
-// decideHuge runs at the start of the next round's queries, after its
+// decide runs at the start of the next round's queries, after its
 // faults were handled: a probed region whose ends were present on the
 // fault's node, and that still has only that one fault, holds a huge page.
-func (a *analyzer) decideHuge() {
-	for i := range a.thp.probed {
-		c := &a.thp.probed[i]
+func (h *thpChecker) decide() {
+	for i := range h.probed {
+		c := &h.probed[i]
 		rk := regionOf(c.key)
-		if _, done := a.pg.hugeAt(rk); done || a.pg.firsts(rk) != 1 {
+		if _, done := h.pg.hugeAt(rk); done || h.pg.firsts(rk) != 1 {
 			continue
 		}
 		if n := int(c.node); c.probes[0] == n && c.probes[1] == n {
-			a.creditHuge(c)
+			h.credit(c)
 		}
 	}
-	a.thp.probed = a.thp.probed[:0]
-}
-
-// creditHuge records a huge page placed by candidate c's fault and credits
-// the region's base pages not counted yet to the fault's code, thread,
-// mapping and allocation site.
-func (a *analyzer) creditHuge(c *thpCandidate) {
-	rk := regionOf(c.key)
-	a.pg.setHuge(rk, hugeState{node: c.node, epoch: a.lossEpoch})
-	a.hugePages++
-	seen := uint64(a.pg.firsts(rk))
-	extra := hugeSize/a.pageSize - min(seen, hugeSize/a.pageSize)
-	d := Metrics{FirstTouch: extra}
-	if c.unpinned {
-		d.UnpinnedFirstTouch = extra
-	}
-	a.credit(a.th.byTID[c.tid], c.loc, c.mapping, c.site, &d)
+	h.probed = h.probed[:0]
 }
 
 // present says whether pid's page is present (its fault is done).
-func (a *analyzer) present(pid int32, page uint64) bool {
-	_, ok := a.kern.PageFrame(pid, page)
+func (h *thpChecker) present(pid int32, page uint64) bool {
+	_, ok := h.kern.PageFrame(pid, page)
 	return ok
 }
 
@@ -220,14 +233,14 @@ func (a *analyzer) present(pid int32, page uint64) bool {
 // huge page: its first and last base pages present, on frames 511 apart,
 // the first marked KPF_THP. known is false when the region's ends are not
 // present (not yet, or the frames are hidden).
-func (a *analyzer) thpAt(pid int32, region uint64) (huge, known bool) {
-	first, ok0 := a.kern.PageFrame(pid, region)
-	last, ok1 := a.kern.PageFrame(pid, region+hugeSize-a.pageSize)
+func (h *thpChecker) thpAt(pid int32, region uint64) (huge, known bool) {
+	first, ok0 := h.kern.PageFrame(pid, region)
+	last, ok1 := h.kern.PageFrame(pid, region+hugeSize-h.pageSize)
 	if !ok0 || !ok1 {
 		return false, false
 	}
-	if last != first+hugeSize/a.pageSize-1 {
+	if last != first+hugeSize/h.pageSize-1 {
 		return false, true
 	}
-	return a.kern.FrameTHP(first)
+	return h.kern.FrameTHP(first)
 }

@@ -54,6 +54,15 @@ func newThreadTracker(cpuNode []int, k kernel, startNs uint64) threadTracker {
 	return threadTracker{byTID: map[int32]*threadState{}, cpuNode: cpuNode, kern: k, startNs: startNs}
 }
 
+// setKernel makes k the kernel affinities are read from.
+func (tt *threadTracker) setKernel(k kernel) { tt.kern = k }
+
+// follow says whether the sched_setaffinity tracepoints are open.
+func (tt *threadTracker) follow(on bool) { tt.followed = on }
+
+// newRound starts the analyzer's round stamp.
+func (tt *threadTracker) newRound(stamp uint64) { tt.round = stamp }
+
 // get returns the thread tid, new if not known (of process pid).
 func (tt *threadTracker) get(pid, tid int32) *threadState {
 	slot := &tt.cache[uint32(tid)%uint32(len(tt.cache))]

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"path"
-	"slices"
 	"sort"
 	"strings"
 
@@ -43,23 +42,19 @@ type Catalog struct {
 // sensor that fails to open stays in the catalog as absent; it never stops the
 // others.
 func Open(env sensor.Env, names ...string) *Catalog {
-	return OpenWith(env, nil, names...)
+	return OpenWith(env, sensor.Options{}, names...)
 }
 
-// OpenWith is Open with some sensors made by the caller, each in place of
-// the registered sensor of its Name: sensors with options of their own
-// (sensor.NewPerf) get them this way rather than through the shared Env.
-func OpenWith(env sensor.Env, custom []sensor.Sensor, names ...string) *Catalog {
+// OpenWith is Open with the sensors made with opts (sensor.Options: the
+// settings that only some sensors read, such as the perf events to offer).
+func OpenWith(env sensor.Env, opts sensor.Options, names ...string) *Catalog {
 	if len(names) == 0 {
 		names = sensor.Names()
 	}
 	c := &Catalog{}
 	for _, name := range names {
 		e := &Entry{Name: name}
-		s, ok := sensor.New(name)
-		if i := slices.IndexFunc(custom, func(s sensor.Sensor) bool { return s.Name() == name }); i >= 0 {
-			s, ok = custom[i], true
-		}
+		s, ok := sensor.New(name, opts)
 		if !ok {
 			e.Err = fmt.Errorf("no sensor named %q (known: %s)", name, strings.Join(sensor.Names(), ", "))
 		} else if err := s.Open(env); err != nil {

@@ -10,7 +10,7 @@ import (
 	"github.com/numascope/numascope/internal/sysfs"
 )
 
-func init() { Register("cpu", func() Sensor { return &cpuSensor{} }) }
+func init() { Register("cpu", func(Options) Sensor { return &cpuSensor{} }) }
 
 // userHZ is the unit of the times in /proc/stat: clock ticks of USER_HZ,
 // which the kernel fixes at 100 per second for user space on every

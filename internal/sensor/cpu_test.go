@@ -222,7 +222,7 @@ func TestCPUGarbage(t *testing.T) {
 }
 
 func TestCPUAbsent(t *testing.T) {
-	s, _ := New("cpu")
+	s, _ := New("cpu", Options{})
 	topo := treeTopology(t, "testdata/missing")
 	if err := s.Open(Env{FS: fsAt("testdata/missing"), Topology: topo}); err == nil || !strings.Contains(err.Error(), "testdata/missing/proc/stat not found") {
 		t.Errorf("Open without proc/stat: %v", err)

@@ -169,7 +169,7 @@ func refStat(t testing.TB, path string) map[int][nCPUFields]uint64 {
 // openSensor opens the named sensor on the tree at root.
 func openSensor(t testing.TB, name, root string, topo *topology.Topology) Sensor {
 	t.Helper()
-	s, ok := New(name)
+	s, ok := New(name, Options{})
 	if !ok {
 		t.Fatalf("sensor %q not registered", name)
 	}

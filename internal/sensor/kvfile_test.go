@@ -12,7 +12,7 @@ import (
 func TestRegistered(t *testing.T) {
 	have := strings.Join(Names(), ",")
 	for _, n := range []string{"cpu", "node", "vmstat"} {
-		s, ok := New(n)
+		s, ok := New(n, Options{})
 		if !ok || s.Name() != n {
 			t.Errorf("sensor %q not registered (have %s)", n, have)
 		}

@@ -10,7 +10,7 @@ import (
 	"github.com/numascope/numascope/internal/sysfs"
 )
 
-func init() { Register("node", func() Sensor { return &nodeSensor{} }) }
+func init() { Register("node", func(Options) Sensor { return &nodeSensor{} }) }
 
 // nodeSensor offers per NUMA node (one source per node, named by node ID)
 // the node's numastat allocation counters, its vmstat and its meminfo, from

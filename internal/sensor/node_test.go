@@ -213,7 +213,7 @@ func TestNodeMissing(t *testing.T) {
 }
 
 func TestNodeAbsent(t *testing.T) {
-	s, _ := New("node")
+	s, _ := New("node", Options{})
 	if err := s.Open(Env{FS: fsAt("testdata/live1")}); err == nil || !strings.Contains(err.Error(), "topology") {
 		t.Errorf("Open without a topology: %v", err)
 	}

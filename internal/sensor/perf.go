@@ -16,15 +16,14 @@ import (
 	"github.com/numascope/numascope/internal/sysfs"
 )
 
+// The perf and uncore sensors are registered once; their options come with
+// every sensor the registry makes (Options.Perf).
 func init() {
-	Register("perf", func() Sensor { return NewPerf(PerfOptions{}) })
-	Register("uncore", func() Sensor { return NewUncore(PerfOptions{}) })
+	Register("perf", func(o Options) Sensor { return NewPerf(o.Perf) })
+	Register("uncore", func(o Options) Sensor { return NewUncore(o.Perf) })
 }
 
-// NewPerf returns a perf sensor with options of its own. The registered
-// "perf" sensor has only the environment's; a caller with options opens this
-// one in its place (sampler.OpenWith), so that the shared Env carries nothing
-// that only the perf sensors read.
+// NewPerf returns a perf sensor with opts, as the registry makes it.
 func NewPerf(opts PerfOptions) Sensor { return &perfSensor{opts: opts} }
 
 // NewUncore is NewPerf for the uncore sensor.
@@ -32,9 +31,9 @@ func NewUncore(opts PerfOptions) Sensor { return &perfSensor{uncore: true, opts:
 
 // PerfOptions configures the perf and uncore sensors. A sensor's event list
 // is fixed when it opens, so events beyond the defaults are named before the
-// catalog opens the sensors, with NewPerf and NewUncore (the CLI's
-// --perf-events, --presets and --perf-per-cpu), extended by the environment (NUMASCOPE_PERF_EVENTS,
-// NUMASCOPE_PRESETS, NUMASCOPE_PERF_PER_CPU).
+// catalog opens the sensors, in Options.Perf (the CLI's --perf-events,
+// --presets and --perf-per-cpu), extended by the environment
+// (NUMASCOPE_PERF_EVENTS, NUMASCOPE_PRESETS, NUMASCOPE_PERF_PER_CPU).
 type PerfOptions struct {
 	// Events are perf specifications to offer besides the defaults, e.g.
 	// "cpu/event=0xd3,umask=0x01,name=local_dram/" or "sched:sched_switch".

@@ -130,8 +130,18 @@ type FileOfEvent interface {
 	FileOf(event int) string
 }
 
-// Factory makes a new, unopened sensor.
-type Factory func() Sensor
+// Options are the settings that only some sensors read, given to every
+// factory when a sensor is made, so that the shared Env carries nothing that
+// only one sensor reads and no caller replaces a registered sensor to set
+// them.
+type Options struct {
+	// Perf configures the perf and uncore sensors (--perf-events,
+	// --presets, --perf-per-cpu).
+	Perf PerfOptions
+}
+
+// Factory makes a new, unopened sensor with opts.
+type Factory func(opts Options) Sensor
 
 var registry = map[string]Factory{}
 
@@ -154,13 +164,13 @@ func Names() []string {
 	return names
 }
 
-// New makes a new sensor by name.
-func New(name string) (Sensor, bool) {
+// New makes a new sensor by name, with opts.
+func New(name string, opts Options) (Sensor, bool) {
 	f, ok := registry[name]
 	if !ok {
 		return nil, false
 	}
-	return f(), true
+	return f(opts), true
 }
 
 // SourceError is what Read returns when some of a sensor's sources could not

@@ -9,7 +9,7 @@ import (
 	"github.com/numascope/numascope/internal/sysfs"
 )
 
-func init() { Register("vmstat", func() Sensor { return &vmstatSensor{} }) }
+func init() { Register("vmstat", func(Options) Sensor { return &vmstatSensor{} }) }
 
 // vmstatSensor offers every line of /proc/vmstat as an event of one source:
 // the machine-wide NUMA allocation counters (numa_hit, numa_miss, ...), the

@@ -214,7 +214,7 @@ func TestVmstatGarbage(t *testing.T) {
 }
 
 func TestVmstatAbsent(t *testing.T) {
-	s, _ := New("vmstat")
+	s, _ := New("vmstat", Options{})
 	err := s.Open(Env{FS: fsAt("testdata/missing")})
 	if err == nil || !strings.Contains(err.Error(), "testdata/missing/proc/vmstat not found") {
 		t.Errorf("Open on a tree without proc/vmstat: %v", err)

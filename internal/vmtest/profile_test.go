@@ -70,6 +70,10 @@ type profDoc struct {
 			Via   string  `json:"via"`
 		} `json:"binding_log"`
 	} `json:"threads"`
+	// AccessesUnknown are sampled accesses counted neither local nor
+	// remote (handled after the program exited, their pages' nodes
+	// unsure).
+	AccessesUnknown int64 `json:"accesses_node_unknown"`
 }
 
 // allocAt sums the allocation sites at file:line (base name).
@@ -163,10 +167,21 @@ func TestProfile(t *testing.T) {
 		"crash":    "--serial --crash",
 		// The serial run again through the pipelined consumer (two ring
 		// readers beside the analyzer), which by default only machines
-		// of 16 CPUs or more use.
+		// of 16 CPUs or more use, with a CPU hog beside it (below).
 		"consumers": "--serial",
 	}
 	for _, name := range []string{"serial", "parallel", "unpinned", "crash", "consumers"} {
+		if name == "consumers" {
+			// A CPU hog beside the workload: a busy loop on every vCPU,
+			// numascope's and each worker's, as on a shared machine.
+			// Each gets half its CPU or less, and numascope falls seconds
+			// behind the program (issue 30: the profile must still
+			// agree with the kernel). The hogs' memory is bound to node
+			// 0, which the balancing scanner skips: they take no
+			// hinting faults, and the kernel's counters stay the
+			// workload's.
+			fmt.Fprintf(&script, "HOGS=\nfor c in $(seq 0 %d); do taskset -c $c numascope run --policy bind:0 -- sh -c 'while :; do :; done' & HOGS=\"$HOGS $!\"; done\n", nodes-1)
+		}
 		fmt.Fprintf(&script, "sec prof.%s.vmstat0 grep ^numa_hint_faults /proc/vmstat\n", name)
 		// In the pinned runs numascope runs on CPU 0 (node 0), so that its
 		// own memory's hinting faults are local and the kernel's remote
@@ -205,6 +220,9 @@ func TestProfile(t *testing.T) {
 		fmt.Fprintf(&script, "sec prof.%s %snumascope run --policy bind:0 -- numascope profile %s-o /tmp/%s.json -- profnuma-g %s --mb %d --seconds 3 %s--lead 0 --linger 0\n",
 			name, taskset, scan, name, runs[name], mb, until)
 		fmt.Fprintf(&script, "sec prof.%s.vmstat1 grep ^numa_hint_faults /proc/vmstat\n", name)
+		if name == "consumers" {
+			fmt.Fprintf(&script, "kill $HOGS; wait $HOGS\n")
+		}
 		fmt.Fprintf(&script, "sec prof.%s.json cat /tmp/%s.json\n", name, name)
 	}
 	// --scan-rate: the scanner's settings during the run, and after
@@ -273,20 +291,8 @@ func TestProfile(t *testing.T) {
 		}
 		within(t, "serial: remote accesses at the compute line", float64(comp.Remote),
 			0.9*float64((nodes-1)*pages), 3*float64((nodes-1)*pages)+50)
-		// The kernel counts the same thing: hinting faults, local when the
-		// page is on the faulting CPU's node. Its counters cover the whole
-		// VM (numascope's own few hinting faults too). numascope learns
-		// where a page went only at the end of its round: when the VM's
-		// vCPUs starve it and a round stretches over two scans of the same
-		// page, the access after a migration is still classified against
-		// the old node (docs/profile.md). Seen up to 6.4 % over in CI.
-		hint, hintLocal := hintDeltas(t, r, "serial")
-		within(t, "serial: remote accesses vs the kernel's numa_hint_faults - numa_hint_faults_local",
-			float64(p.Totals.Remote), 0.95*float64(hint-hintLocal)-20, 1.08*float64(hint-hintLocal)+20)
-		// The kernel's total also has the few hinting faults of the VM's
-		// other processes (numascope's memory is not scanned: bound above).
-		within(t, "serial: sampled accesses vs the kernel's numa_hint_faults",
-			float64(p.Totals.Local+p.Totals.Remote), 0.9*float64(hint)-20, 1.02*float64(hint)+200)
+		// The kernel counts the same thing (agreesWithKernel).
+		agreesWithKernel(t, r, "serial", p)
 		within(t, "serial: share of all remote accesses at the compute line", float64(comp.Remote),
 			0.98*float64(p.Totals.Remote), float64(p.Totals.Remote))
 		// The buffers are anonymous mmaps: their remote accesses are there.
@@ -367,27 +373,15 @@ func TestProfile(t *testing.T) {
 			within(t, fmt.Sprintf("consumers: accesses by node %d's worker to node 0's pages", k),
 				float64(p.cell(t, k, 0)), 0.9*float64(pages), 3*float64(pages)+50)
 		}
-		// The bound is serial's, derived there: numascope may see fewer
-		// than the kernel's remote hinting faults by what it missed (5 %),
-		// more only by the accesses after a migration that a starved
-		// round still judges against the old node (8 %, docs/profile.md).
-		// It is not widened: when it failed (CI run 1 of issue 29, 7 997
-		// against the kernel's 6 156) the profile really over-counted.
-		// Starved on purpose (NUMAVM_ACCEL=tcg,thread=single, or a host
-		// at load average 20), serial counted up to 1.6 times the
-		// kernel's remote faults and this pipelined consumer 1.94 times
-		// (matrix cells of 4 097 for 2 048 pages): an end-of-round query
-		// that came before a hinting fault's migration left the page on
-		// its old node, and its next access, local for the kernel, was
-		// counted remote again. internal/profile now keeps such a page
-		// unsure until its recheck (TestAccessAfterMigrationNotStale),
-		// which brought one run at load average 20 within the bound
-		// (6 506); another at the same load still counted 9 903 against
-		// 6 150, so a second path remains under such starvation (open,
-		// issue 30). This bound is what catches it.
-		hint, hintLocal := hintDeltas(t, r, "consumers")
-		within(t, "consumers: remote accesses vs the kernel's numa_hint_faults - numa_hint_faults_local",
-			float64(p.Totals.Remote), 0.95*float64(hint-hintLocal)-20, 1.08*float64(hint-hintLocal)+20)
+		// With a CPU hog on every vCPU: when TestProfile/consumers failed
+		// this (CI run 1 of issue 29, 7 997 against the kernel's 6 156)
+		// the profile really over-counted, and with the hog it counted
+		// 1.6 to 1.76 times the kernel's remote hinting faults: accesses
+		// handled after the program had exited judged against a node from
+		// before a migration (TestAccessAfterExitNotStale), and before
+		// that an end-of-round query that came before a migration
+		// (TestAccessAfterMigrationNotStale).
+		agreesWithKernel(t, r, "consumers", p)
 		within(t, "consumers: share of all remote accesses at the compute line", float64(comp.Remote),
 			0.98*float64(p.Totals.Remote), float64(p.Totals.Remote))
 	})
@@ -489,6 +483,55 @@ func TestProfile(t *testing.T) {
 			t.Errorf("crash: init line first_touch %d, want %d", in.FirstTouch, nodes*pages)
 		}
 	})
+}
+
+// agreesWithKernel compares a pinned run's local and remote accesses with
+// the kernel's hinting-fault counters over it (docs/fidelity.md).
+//
+// They count the same events. numascope samples the page-fault event,
+// written once as each fault begins; the kernel counts numa_hint_faults
+// once per NUMA hinting fault, and numa_hint_faults_local when the page
+// was on the faulting CPU's node before the fault's own migration, which
+// is the node numascope judges an access against (the last answer before
+// it). Every later fault on a touched page is a hinting fault here
+// (profnuma writes what it maps, so no zero-page or copy-on-write faults),
+// and no record is lost (load checks that). So the tolerance is not a
+// margin for noise but a list of what differs:
+//   - accesses_node_unknown, counted neither local nor remote (handled
+//     after the program exited, their pages' nodes unsure): the kernel's
+//     remote count lies between remote and remote + unknown;
+//   - the hinting faults of the VM's other processes: numascope's memory
+//     and the hogs' are bound to node 0 (numascope run --policy bind:0),
+//     which the scanner skips, so only the script's short shells and
+//     greps take any: 20 in absolute terms (the kernel counted 2 to 7 more
+//     remote faults than numascope in four runs with the hog);
+//   - migrations the kernel deferred or that failed (a page busy, the
+//     two-stage filter): the access that then migrates the page may be
+//     asked after its migration and judged local where the kernel counted
+//     remote; and hinting faults the kernel abandoned (the PTE changed
+//     under it), sampled but not counted: 3 % either way, measured within
+//     0.12 % (6 155 against 6 157 and 6 148 against 6 151, with the hog,
+//     on a host at load average 14; 6 150 against 6 151 with 4 319
+//     accesses of unknown node, without it, at load average 19).
+//
+// Remote accesses were allowed 8 % over until the two over-counts named in
+// the consumers run were found: a bound that failed was a real over-count.
+func agreesWithKernel(t *testing.T, r *vmResult, name string, p *profDoc) {
+	t.Helper()
+	hint, hintLocal := hintDeltas(t, r, name)
+	kr := float64(hint - hintLocal)
+	rem, unk := float64(p.Totals.Remote), float64(p.AccessesUnknown)
+	t.Logf("%s: remote %d, local %d, neither (node unknown) %d; kernel remote %d", name, p.Totals.Remote, p.Totals.Local, p.AccessesUnknown, hint-hintLocal)
+	within(t, name+": remote accesses vs the kernel's numa_hint_faults - numa_hint_faults_local", rem, -1e12, 1.03*kr+20)
+	within(t, name+": remote accesses and those of unknown node vs the kernel's numa_hint_faults - numa_hint_faults_local", rem+unk, 0.97*kr-20, 1e12)
+	// Accesses of unknown node are not bounded here: how many there are
+	// depends on how far numascope fell behind (none to a quarter of all,
+	// measured), never on what it counted. Its remote accesses are held
+	// from below by the callers' bounds on the matrix cells.
+	// Every access, local and remote: the kernel's total also has the
+	// VM's other processes' few hinting faults.
+	within(t, name+": sampled accesses vs the kernel's numa_hint_faults",
+		float64(p.Totals.Local)+rem+unk, 0.9*float64(hint)-20, 1.02*float64(hint)+200)
 }
 
 // fields splits a section into its whitespace-separated values.

@@ -6,14 +6,36 @@
 // values beside the measured ones, the spread on hover; the placement and
 // the conditions of the run; and the loaded-latency curves (uPlot) when the
 // document has a loaded section. Every name is the document's, so it goes
-// into the page as text (src/dom.ts).
+// into the page as text (src/dom.ts). The page shown is this module's own
+// state.
 
 import uPlot from "uplot";
 import type { BenchDocument, BenchMatrix, BenchNode, BenchRated, BenchSkip, Cells, NodeID } from "./documents";
 import { el } from "./dom";
 import { bytes, int, num, percent, ranges, si } from "./format";
 import { distinctColors } from "./colors";
-import type { BenchPage } from "./state";
+
+/** The bench page: the document shown, its file, and the loaded-latency plot drawn from it (destroyed when the page is redrawn). */
+interface BenchPage {
+  doc: BenchDocument;
+  file: string;
+  loaded: uPlot | null;
+}
+
+/** the page shown, or null */
+let shown: BenchPage | null = null;
+
+/** showBenchPage draws doc into root, in place of the page shown before. */
+export function showBenchPage(root: HTMLElement, doc: BenchDocument, file: string): void {
+  shown?.loaded?.destroy();
+  shown = { doc, file, loaded: null };
+  renderBench(root, shown);
+}
+
+/** benchPlot is the loaded-latency plot shown, or null (for the tests). */
+export function benchPlot(): uPlot | null {
+  return shown?.loaded ?? null;
+}
 
 /** The two matrices: how each is read and coloured. */
 interface Kind {
@@ -146,7 +168,7 @@ function rated(r: BenchRated, cellsOf: Cells | undefined, m: BenchMatrix): Cells
 }
 
 /** renderBench draws the bench page of page.doc into root. */
-export function renderBench(root: HTMLElement, page: BenchPage): void {
+function renderBench(root: HTMLElement, page: BenchPage): void {
   const doc = page.doc;
   const look = lookup(doc);
   root.replaceChildren();

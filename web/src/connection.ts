@@ -10,13 +10,14 @@ import { interval } from "./format";
 import { errorText } from "./json";
 import { drawSamples, showBench, showHosts, showProfile, showReport, showSamples } from "./modes";
 import { setStatus, showError } from "./notice";
+import { mode } from "./page";
 import { renderLabels, renderPicker } from "./panels";
 import { profileDisconnected, profileMessage, serverSource } from "./profile/sources";
 import { parseServerMessage, PROTOCOL, type DataHello, type Hello, type ServerMessage, type State } from "./protocol";
-import { onRange } from "./range";
+import { onRange, resetRange } from "./range";
+import { samples } from "./samples";
 import { groups } from "./series";
-import { send } from "./socket";
-import { app } from "./state";
+import { attach, detach, send } from "./socket";
 import { askToken, token, wsProtocols } from "./token";
 import { onTotals, resetTotals } from "./totals";
 import { render, scheduleRender, statusText } from "./view";
@@ -30,7 +31,7 @@ import { render, scheduleRender, statusText } from "./view";
 export function connect(): void {
   if (location.protocol !== "http:" && location.protocol !== "https:") return;
   const ws = new WebSocket(`${location.protocol === "https:" ? "wss" : "ws"}://${location.host}/ws`, wsProtocols());
-  app.ws = ws;
+  attach(ws);
   let opened = false;
   ws.onopen = () => (opened = true);
   ws.onmessage = (e: MessageEvent<unknown>) => {
@@ -44,8 +45,7 @@ export function connect(): void {
     if (m) onMessage(m);
   };
   ws.onclose = (e) => {
-    if (app.ws !== ws) return;
-    app.ws = null;
+    if (!detach(ws)) return;
     if (!opened) {
       setStatus("not connected");
       askToken(
@@ -58,7 +58,7 @@ export function connect(): void {
     }
     profileDisconnected(e.reason);
     setStatus(`disconnected${e.reason ? ": " + e.reason : ""}`);
-    if (app.mode === "live" || app.mode === "view") showError(`connection closed${e.reason ? ": " + e.reason : ""}; reload to reconnect`);
+    if (mode() === "live" || mode() === "view") showError(`connection closed${e.reason ? ": " + e.reason : ""}; reload to reconnect`);
   };
 }
 
@@ -69,19 +69,19 @@ function onMessage(m: ServerMessage): void {
       onHello(m);
       break;
     case "batch":
-      for (const row of m.samples) app.store.append(row);
-      app.received += m.samples.length;
+      for (const row of m.samples) samples.store.append(row);
+      samples.received += m.samples.length;
       scheduleRender();
       break;
     case "columns":
-      app.store.setColumns(m.columns);
-      app.store.marks.push({ mark: "columns", t: m.t });
+      samples.store.setColumns(m.columns);
+      samples.store.marks.push({ mark: "columns", t: m.t });
       applyState(m.state);
       renderPicker();
       scheduleRender();
       break;
     case "mark":
-      app.store.marks.push({ mark: m.mark, t: m.t, text: m.text, interval_s: m.interval_s });
+      samples.store.marks.push({ mark: m.mark, t: m.t, text: m.text, interval_s: m.interval_s });
       if (m.mark === "label") renderLabels();
       scheduleRender();
       break;
@@ -131,10 +131,10 @@ function showData(m: DataHello): void {
   if (m.mode === "live") {
     applyState(m.state);
   } else {
-    app.duration = m.duration_s ?? 0;
+    samples.duration = m.duration_s ?? 0;
     resetTotals();
-    app.store.marks = m.marks;
-    app.fetched = null;
+    samples.store.marks = m.marks;
+    resetRange();
     if (m.skipped.length) showError(`${m.skipped.length} problems reading the file: ${m.skipped[0]}`);
   }
   drawSamples(m.topology);
@@ -142,14 +142,14 @@ function showData(m: DataHello): void {
 
 /** applyState shows the live session's shared state in the controls. */
 function applyState(st: State): void {
-  app.state = st;
+  samples.session = st;
   input("interval").value = interval(st.interval_s);
   $("pause").textContent = st.paused ? "resume" : "pause";
   $("pause").classList.toggle("on", st.paused);
   $("record").textContent = st.recording ? "stop recording" : "record";
   $("record").classList.toggle("on", !!st.recording);
-  if (app.mode === "live") {
-    app.perNode = st.discrete;
+  if (mode() === "live") {
+    samples.perNode = st.discrete;
     input(st.discrete ? "view-pernode" : "view-summed").checked = true;
   }
   setStatus(statusText());

@@ -4,14 +4,31 @@
 // the earliest (offset_s, computed by the server from the headers' start), so
 // that what happened at the same moment lines up across the plots; the x
 // scale, the y range and the cursor are shared. Host names come from the
-// files and are shown as text (el()).
+// files and are shown as text (el()). The page shown is this module's own
+// state.
 
 import uPlot from "uplot";
 import { el } from "./dom";
 import { si } from "./format";
 import { palette } from "./plots";
-import type { HostRecording } from "./protocol";
-import type { HostsPage } from "./state";
+import type { HostRecording, HostsHello } from "./protocol";
+
+/** The hosts page: several hosts' recordings on one time axis, the event shown and one uPlot per host (destroyed when the page is redrawn). */
+interface HostsPage {
+  hello: HostsHello;
+  event: string;
+  plots: { host: number; u: uPlot }[];
+}
+
+/** the page shown, or null */
+let shown: HostsPage | null = null;
+
+/** showHostsPage draws the recordings of h into root, in place of the page shown before. */
+export function showHostsPage(root: HTMLElement, h: HostsHello): void {
+  for (const p of shown?.plots ?? []) p.u.destroy();
+  shown = { hello: h, event: "", plots: [] };
+  renderHosts(root, shown);
+}
 
 /** What the tests read of one small multiple: where its first point lies, and the shared scale. */
 export interface HostPlotInfo {
@@ -51,7 +68,7 @@ function series(h: HostRecording, event: string): [number[], (number | null)[]] 
 }
 
 /** renderHosts draws the page into root: the event picker, then one card per host. */
-export function renderHosts(root: HTMLElement, page: HostsPage): void {
+function renderHosts(root: HTMLElement, page: HostsPage): void {
   const h = page.hello;
   const evs = events(h.hosts);
   if (!page.event) page.event = (evs.find((e) => e.n === h.hosts.length) ?? evs[0])?.name ?? "";
@@ -120,7 +137,8 @@ export function renderHosts(root: HTMLElement, page: HostsPage): void {
 }
 
 /** hostPlots says where each small multiple's first point lies (for the tests). */
-export function hostPlots(page: HostsPage | null): HostPlotInfo[] {
+export function hostPlots(): HostPlotInfo[] {
+  const page = shown;
   if (!page) return [];
   return page.plots.map(({ host, u }) => {
     const x = page.hello.hosts[host];

@@ -2,27 +2,42 @@
 // from `numascope view`, experiment reports and profiles, or a file loaded
 // from disk with no server at all. The protocol is docs/live-protocol.md
 // (src/protocol.ts); docs/web-client.md describes the modules. This one
-// wires the controls of index.html to them and starts.
+// wires the controls of index.html to them and starts; it keeps no state.
 
 import "uplot/dist/uPlot.min.css";
 import "./style.css";
+import type uPlot from "uplot";
+import { benchPlot } from "./bench";
 import { connect } from "./connection";
+import type { Total } from "./data";
 import { $, input } from "./dom";
 import { loadFile } from "./files";
 import { hostPlots, type HostPlotInfo } from "./hosts";
 import { showError } from "./notice";
+import { mode } from "./page";
 import { renderPicker } from "./panels";
-import { resizePlots } from "./plots";
+import { plotBoxes, resizePlots } from "./plots";
 import { showPage } from "./processes";
-import { send } from "./socket";
-import { app, type App } from "./state";
+import { rangeState } from "./range";
+import { samples, type Samples } from "./samples";
+import { requestsSent, send } from "./socket";
 import { takeToken } from "./token";
-import { exportCSV } from "./totals";
-import { followNow, render, scheduleRender, setWindow } from "./view";
+import { exportCSV, shownTotals } from "./totals";
+import type { PlotBox } from "./types";
+import { followNow, render, scheduleRender, setPct, setPerNode, setWindow, setWindowLength } from "./view";
 
-/** What the tests and benchmarks see: read-only access to the data and a way to pan. */
+/** What the tests and benchmarks see: read-only access to each page's state and a way to pan. */
 interface TestHook {
-  app: App;
+  /** the time-series view's state (src/samples.ts) */
+  samples: Samples;
+  /** the plots drawn, the totals table's rows */
+  boxes(): readonly PlotBox[];
+  totals(): readonly Total[];
+  /** view: whether the store holds fetched samples and a range request is in flight, and how many request ids were used */
+  range(): { fetched: boolean; pending: boolean };
+  requests(): number;
+  /** the bench page's loaded-latency plot */
+  benchPlot(): uPlot | null;
   setWindow(a: number, b: number): void;
   columns(): string[];
   /** the plots: where their series come from, their unit (the y axis' label) and their series */
@@ -43,7 +58,7 @@ function wire(): void {
   const val = (id: string) => input(id).value.trim();
   $("interval-set").onclick = () => send({ type: "interval", interval: val("interval") });
   $("interval").onkeydown = (e) => e.key === "Enter" && $("interval-set").click();
-  $("pause").onclick = () => send({ type: app.state.paused ? "resume" : "pause" });
+  $("pause").onclick = () => send({ type: samples.session.paused ? "resume" : "pause" });
   $("label-add").onclick = () => {
     const text = val("label-text");
     if (!text) return showError("type the label's text first");
@@ -51,28 +66,19 @@ function wire(): void {
     input("label-text").value = "";
   };
   $("label-text").onkeydown = (e) => e.key === "Enter" && $("label-add").click();
-  $("record").onclick = () => (app.state.recording ? send({ type: "record_stop" }) : send({ type: "record", path: val("record-path") || undefined }));
+  $("record").onclick = () => (samples.session.recording ? send({ type: "record_stop" }) : send({ type: "record", path: val("record-path") || undefined }));
   for (const id of ["view-summed", "view-pernode"]) {
     $(id).onchange = () => {
       const per = input("view-pernode").checked;
-      if (app.mode === "live") {
-        send({ type: "discrete", discrete: per });
-      } else {
-        app.perNode = per;
-        render();
-      }
+      if (mode() === "live") send({ type: "discrete", discrete: per });
+      else setPerNode(per);
     };
   }
-  $("pct").onchange = () => {
-    app.pct = input("pct").checked;
-    render();
-  };
+  $("pct").onchange = () => setPct(input("pct").checked);
   $("window").onchange = () => {
     const w = Number(val("window"));
     if (!(w > 0)) return showError("the window is a number of seconds > 0");
-    app.windowS = w;
-    if (app.mode === "live") app.follow = true;
-    render();
+    setWindowLength(w);
   };
   $("follow").onclick = () => followNow();
   $("tab-samples").onclick = () => showPage("samples");
@@ -111,18 +117,23 @@ function wire(): void {
 }
 
 window.__numascope = {
-  app,
+  samples,
+  boxes: plotBoxes,
+  totals: shownTotals,
+  range: rangeState,
+  requests: requestsSent,
+  benchPlot,
   setWindow,
-  columns: () => app.store.cols.map((c) => c.name),
+  columns: () => samples.store.cols.map((c) => c.name),
   visible: () =>
-    app.plots.boxes.map((p) => ({
+    plotBoxes().map((p) => ({
       group: p.group.title,
       unit: p.group.unit,
       axis: String(p.u.axes[1]?.label ?? ""),
       series: p.u.series.slice(1).map((s) => ({ label: String(s.label ?? ""), show: !!s.show })),
     })),
-  rows: () => app.store.n,
-  hosts: () => hostPlots(app.hosts),
+  rows: () => samples.store.n,
+  hosts: hostPlots,
 };
 
 takeToken();

@@ -1,32 +1,38 @@
 // Switching the page between what it can show: samples (live, a recording
 // served by view, or a file from disk) in the time-series view, an
 // experiment report, a profile's pages, or a bench document's heatmaps. The server's hello and a file
-// opened from disk both come through here.
+// opened from disk both come through here, and only here is the page shown (src/page.ts) changed.
+// Each page keeps its own state: the time-series view's is src/samples.ts, the bench and hosts
+// pages keep theirs in their modules, the profile's pages in their closures.
 
 import type { Store } from "./data";
-import { renderBench } from "./bench";
-import { renderHosts } from "./hosts";
+import { showBenchPage } from "./bench";
+import { showHostsPage } from "./hosts";
 import type { BenchDocument, Experiment, Profile } from "./documents";
 import { $, el } from "./dom";
 import { si } from "./format";
 import { setStatus } from "./notice";
+import { setMode } from "./page";
 import { renderLabels, renderPicker, renderTopology } from "./panels";
-import { renderProfile, type ProfileOptions } from "./profile/pages";
+import { rebuildPlots } from "./plots";
+import { renderProfile } from "./profile/pages";
+import type { ProfileOptions } from "./profile/types";
 import type { HostsHello, Topology } from "./protocol";
 import { renderReport } from "./report";
-import { app, type Described } from "./state";
+import { samples } from "./samples";
+import type { Described } from "./types";
 import { render } from "./view";
 
 /** showSamples switches to the time-series view of store; drawSamples draws it once the caller has set the rest. */
 export function showSamples(mode: "live" | "view" | "file", d: Described, store: Store, title: string, host: string): void {
-  app.mode = mode;
+  setMode(mode);
   document.body.classList.remove("report", "profile", "bench", "hosts", "procs");
   document.body.classList.toggle("live", mode === "live");
-  app.hello = d;
-  app.store = store;
-  app.follow = true;
-  app.hidden.clear();
-  app.plots.signature = "";
+  samples.hello = d;
+  samples.store = store;
+  samples.follow = true;
+  samples.hidden.clear();
+  rebuildPlots();
   $("mode").textContent = title;
   $("host").textContent = host;
 }
@@ -41,8 +47,7 @@ export function drawSamples(topology: Topology | undefined): void {
 
 /** showReport switches to the experiment page. */
 export function showReport(x: Experiment, file: string): void {
-  app.mode = "experiment";
-  app.report = x;
+  setMode("experiment");
   document.body.classList.remove("procs", "live", "profile", "bench", "hosts");
   document.body.classList.add("report");
   $("mode").textContent = `experiment ${x.analysis.name}`;
@@ -53,7 +58,7 @@ export function showReport(x: Experiment, file: string): void {
 
 /** showProfile switches to the profile pages (src/profile/). */
 export function showProfile(p: Profile, file: string, o: ProfileOptions): void {
-  app.mode = "profile";
+  setMode("profile");
   document.body.classList.remove("procs", "live", "report", "bench", "hosts");
   document.body.classList.add("profile");
   $("mode").textContent = `profile ${file}`;
@@ -69,7 +74,7 @@ export function showProfile(p: Profile, file: string, o: ProfileOptions): void {
 
 /** showBench switches to the bench page (src/bench.ts). */
 export function showBench(doc: BenchDocument, file: string): void {
-  app.mode = "bench";
+  setMode("bench");
   document.body.classList.remove("procs", "live", "report", "profile", "hosts");
   document.body.classList.add("bench");
   $("mode").textContent = `bench ${file}`;
@@ -79,16 +84,14 @@ export function showBench(doc: BenchDocument, file: string): void {
     root = el("section", { id: "bench", "aria-label": "bench" });
     document.body.insertBefore(root, $("drop"));
   }
-  app.bench?.loaded?.destroy();
-  app.bench = { doc, file, loaded: null };
-  renderBench(root, app.bench);
+  showBenchPage(root, doc, file);
   const n = (m: { initiators: unknown[]; targets: unknown[] } | undefined) => (m ? m.initiators.length * m.targets.length : 0);
   setStatus(`${n(doc.latency_ns ?? doc.bandwidth_mbs)} pairs · ${doc.skipped.length} not measured · ${doc.notes.length} notes`);
 }
 
 /** showHosts switches to the hosts page (src/hosts.ts): one small multiple per host's recording, on one time axis. */
 export function showHosts(h: HostsHello): void {
-  app.mode = "hosts";
+  setMode("hosts");
   document.body.classList.remove("procs", "live", "report", "profile", "bench");
   document.body.classList.add("hosts");
   $("mode").textContent = `${h.hosts.length} hosts`;
@@ -98,9 +101,7 @@ export function showHosts(h: HostsHello): void {
     root = el("section", { id: "hosts", "aria-label": "hosts" });
     document.body.insertBefore(root, $("drop"));
   }
-  for (const p of app.hosts?.plots ?? []) p.u.destroy();
-  app.hosts = { hello: h, event: "", plots: [] };
-  renderHosts(root, app.hosts);
+  showHostsPage(root, h);
   const skipped = h.hosts.reduce((n, x) => n + x.skipped.length, 0);
   setStatus(`${h.hosts.length} recordings · ${h.hosts.reduce((n, x) => n + x.samples, 0)} samples${skipped ? ` · ${skipped} lines skipped` : ""}`);
 }

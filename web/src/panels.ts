@@ -7,21 +7,23 @@
 import { $, el, input } from "./dom";
 import { gib, ranges } from "./format";
 import { showError } from "./notice";
+import { mode } from "./page";
+import { rebuildPlots } from "./plots";
 import type { Topology } from "./protocol";
+import { samples } from "./samples";
 import { activeColumns, eventKey } from "./series";
 import { send } from "./socket";
-import { app } from "./state";
 import { render, setWindow } from "./view";
 
 /** renderLabels lists the label marks. */
 export function renderLabels(): void {
   const ul = $("labels");
   ul.replaceChildren();
-  for (const m of app.store.marks) {
+  for (const m of samples.store.marks) {
     if (m.mark !== "label") continue;
     const li = el("li", { "data-t": String(m.t) }, `${m.t.toFixed(3)} s  ${m.text}`);
     li.onclick = () => {
-      const half = (app.xr.max - app.xr.min) / 2;
+      const half = (samples.xr.max - samples.xr.min) / 2;
       setWindow(m.t - half, m.t + half);
     };
     ul.appendChild(li);
@@ -75,8 +77,8 @@ interface PickerEvent {
 /** pickerEvents lists the events by sensor: the live catalog's, or a recording's columns'. */
 function pickerEvents(): Map<string, PickerEvent[]> {
   const bySensor = new Map<string, PickerEvent[]>();
-  if (app.mode === "live") {
-    for (const s of app.hello?.catalog ?? []) {
+  if (mode() === "live") {
+    for (const s of samples.hello?.catalog ?? []) {
       bySensor.set(
         s.name,
         s.events.map((e): PickerEvent => {
@@ -95,7 +97,7 @@ function pickerEvents(): Map<string, PickerEvent[]> {
       if (!s.present) bySensor.set(s.name, [{ sensor: s.name, name: "(absent)", desc: s.reason ?? "", unit: "", present: false }]);
     }
   } else {
-    for (const c of app.store.cols) {
+    for (const c of samples.store.cols) {
       const list = bySensor.get(c.sensor) ?? [];
       if (!list.some((e) => e.name === c.event)) list.push({ sensor: c.sensor, name: c.event, desc: c.desc, unit: c.unit, present: true });
       bySensor.set(c.sensor, list);
@@ -109,8 +111,8 @@ export function renderPicker(): void {
   const root = $("events");
   const q = input("search").value.trim().toLowerCase();
   root.replaceChildren();
-  const enabled = new Set(activeColumns().map((i) => eventKey(app.store.cols[i])));
-  const hiddenEv = (key: string) => app.store.cols.filter((c) => eventKey(c) === key).every((c) => app.hidden.has(c.name) || app.hidden.has(key));
+  const enabled = new Set(activeColumns().map((i) => eventKey(samples.store.cols[i])));
+  const hiddenEv = (key: string) => samples.store.cols.filter((c) => eventKey(c) === key).every((c) => samples.hidden.has(c.name) || samples.hidden.has(key));
   for (const [sensor, evs] of pickerEvents()) {
     const match = evs.filter((e) => !q || e.name.toLowerCase().includes(q) || e.desc.toLowerCase().includes(q) || sensor.includes(q));
     if (!match.length) continue;
@@ -122,7 +124,7 @@ export function renderPicker(): void {
       const cb = el("input", { type: "checkbox" });
       cb.disabled = !e.present || unavailable;
       cb.dataset.event = key;
-      cb.checked = app.mode === "live" ? enabled.has(key) : !hiddenEv(key);
+      cb.checked = mode() === "live" ? enabled.has(key) : !hiddenEv(key);
       cb.onchange = () => toggleEvent(key, cb.checked);
       const lab = el("label", { class: "ev" + (e.present ? "" : " absent") + (unavailable ? " unavailable" : "") }, cb, el("span", { class: "mn" }, e.name + (e.unit ? `  [${e.unit}]` : "")), el("span", { class: "desc" }, e.desc));
       lab.title = unavailable ? `${key} is unavailable here: ${e.reason}${e.fix ? `\nfix: ${e.fix}` : ""}` : key;
@@ -135,8 +137,8 @@ export function renderPicker(): void {
 
 /** toggleEvent switches an event on or off: on the server (live), or in the plots (recordings). */
 function toggleEvent(key: string, on: boolean): void {
-  if (app.mode === "live") {
-    const s = app.store;
+  if (mode() === "live") {
+    const s = samples.store;
     const cur = [...new Set(s.cur.map((i) => eventKey(s.cols[i])))];
     const next = on ? [...cur, key] : cur.filter((k) => k !== key);
     if (!next.length) {
@@ -147,9 +149,9 @@ function toggleEvent(key: string, on: boolean): void {
     send({ type: "events", events: next });
     return;
   }
-  const set = (k: string) => (on ? app.hidden.delete(k) : app.hidden.add(k));
-  for (const c of app.store.cols) if (eventKey(c) === key) set(c.name);
+  const set = (k: string) => (on ? samples.hidden.delete(k) : samples.hidden.add(k));
+  for (const c of samples.store.cols) if (eventKey(c) === key) set(c.name);
   set(key);
-  app.plots.signature = "";
+  rebuildPlots();
   render();
 }

@@ -3,12 +3,21 @@
 // plots of one unit sharing their y range, label marks drawn as dashed lines,
 // and the interactions (wheel zoom, drag to select, shift+drag pan, double
 // click to follow, legend clicks to hide a series) handed back through
-// PlotActions.
+// PlotActions. The plots drawn, and what they were built for, are this
+// module's own state.
 
 import uPlot from "uplot";
 import { $ } from "./dom";
-import { app } from "./state";
-import type { Group } from "./series";
+import { samples } from "./samples";
+import type { Group, PlotBox } from "./types";
+
+/** The plots drawn, what they were built for (they are rebuilt when it changes), the y range the small multiples of each unit share, and whether the client itself is updating them (not the user toggling a series). */
+const P = {
+  boxes: [] as PlotBox[],
+  signature: "",
+  yShared: new Map<string, [number, number]>(),
+  internalScale: false,
+};
 
 /** What the plots ask of the rest of the client. */
 export interface PlotActions {
@@ -16,7 +25,7 @@ export interface PlotActions {
   setWindow(a: number, b: number): void;
   /** follow the newest data again */
   follow(): void;
-  /** a series was switched on or off in a legend (app.hidden says which) */
+  /** a series was switched on or off in a legend (samples.hidden says which) */
   toggled(): void;
 }
 
@@ -32,8 +41,9 @@ function labelsPlugin(): uPlot.Plugin {
           const { left, top, width, height } = u.bbox;
           ctx.save();
           ctx.font = `${11 * devicePixelRatio}px system-ui, sans-serif`;
-          for (const m of app.store.marks) {
-            if (m.mark !== "label" || m.t < app.xr.min || m.t > app.xr.max) continue;
+          const xr = samples.xr;
+          for (const m of samples.store.marks) {
+            if (m.mark !== "label" || m.t < xr.min || m.t > xr.max) continue;
             const x = Math.round(u.valToPos(m.t, "x", true));
             if (x < left || x > left + width) continue;
             ctx.strokeStyle = "#9333ea";
@@ -70,7 +80,7 @@ function interactPlugin(act: PlotActions): uPlot.Plugin {
               e.preventDefault();
               const at = u.posToVal(e.offsetX, "x");
               const k = e.deltaY > 0 ? 1.25 : 0.8;
-              act.setWindow(at - (at - app.xr.min) * k, at + (app.xr.max - at) * k);
+              act.setWindow(at - (at - samples.xr.min) * k, at + (samples.xr.max - at) * k);
             },
             { passive: false },
           );
@@ -82,7 +92,7 @@ function interactPlugin(act: PlotActions): uPlot.Plugin {
               e.stopPropagation();
               e.preventDefault();
               const x0 = e.clientX,
-                r0 = { ...app.xr },
+                r0 = { ...samples.xr },
                 w = over.clientWidth;
               const move = (m: MouseEvent) => {
                 const dt = ((m.clientX - x0) / w) * (r0.max - r0.min);
@@ -111,12 +121,12 @@ function interactPlugin(act: PlotActions): uPlot.Plugin {
       ],
       setSeries: [
         (u: uPlot, idx: number | null) => {
-          if (app.plots.internalScale || idx === null) return;
-          const box = app.plots.boxes.find((p) => p.u === u);
+          if (P.internalScale || idx === null) return;
+          const box = P.boxes.find((p) => p.u === u);
           const s = box?.group.series[idx - 1];
           if (!s) return;
-          if (u.series[idx].show) app.hidden.delete(s.key);
-          else app.hidden.add(s.key);
+          if (u.series[idx].show) samples.hidden.delete(s.key);
+          else samples.hidden.add(s.key);
           act.toggled();
         },
       ],
@@ -188,9 +198,31 @@ function axisSize(u: uPlot, values: string[] | null, ai: number, cycle: number):
   return Math.ceil(w + (ax.ticks?.size ?? 10) + (ax.gap ?? 5) + 4);
 }
 
+/**
+ * showGroups draws gs: it rebuilds the plots when what they show (signature) changed since they
+ * were built, else hands the plots their groups' new series (the same keys, scales and colours).
+ */
+export function showGroups(gs: Group[], signature: string, act: PlotActions): void {
+  if (signature !== P.signature) {
+    P.signature = signature;
+    buildPlots(gs, act);
+  } else {
+    P.boxes.forEach((p, i) => (p.group = gs[i]));
+  }
+}
+
+/** rebuildPlots has the next showGroups build the plots anew (another recording, or a series switched on or off from the picker). */
+export function rebuildPlots(): void {
+  P.signature = "";
+}
+
+/** plotBoxes are the plots drawn, in order. */
+export function plotBoxes(): readonly PlotBox[] {
+  return P.boxes;
+}
+
 /** buildPlots replaces the plots with one card per group. */
-export function buildPlots(gs: Group[], act: PlotActions): void {
-  const P = app.plots;
+function buildPlots(gs: Group[], act: PlotActions): void {
   for (const p of P.boxes) {
     p.u.destroy();
     p.card.remove();
@@ -209,7 +241,7 @@ export function buildPlots(gs: Group[], act: PlotActions): void {
     card.dataset.group = g.title;
     card.dataset.unit = g.unit;
     // Summed, the y axis says the unit; per node, the title says whose plot it is.
-    if (app.perNode) {
+    if (samples.perNode) {
       const h = document.createElement("h3");
       h.textContent = `${g.title} · ${g.unit}`;
       card.appendChild(h);
@@ -228,7 +260,7 @@ export function buildPlots(gs: Group[], act: PlotActions): void {
       cursor: { drag: { x: true, y: false, setScale: false }, sync: { key: "numascope" } },
       legend: { live: true },
       scales: {
-        x: { time: false, range: () => [app.xr.min, app.xr.max] },
+        x: { time: false, range: () => [samples.xr.min, samples.xr.max] },
         y: {
           range: (_u, mn, mx) => P.yShared.get(g.unit) ?? (mn === null || mx === null || mn === mx ? [Math.min(0, mn ?? 0), (mx ?? 0) + 1] : uPlot.rangeNum(Math.min(0, mn), mx, 0.05, true)),
         },
@@ -244,7 +276,7 @@ export function buildPlots(gs: Group[], act: PlotActions): void {
           stroke: s.color,
           width: 1.5,
           scale: "y",
-          show: !app.hidden.has(s.key),
+          show: !samples.hidden.has(s.key),
           value: (_u: uPlot, v: number | null) => fmt(v),
         })),
       ],
@@ -257,12 +289,11 @@ export function buildPlots(gs: Group[], act: PlotActions): void {
 
 /** setPlotData gives each plot its data (one entry per plot, in order); the plots of one unit share their y range. */
 export function setPlotData(datas: uPlot.AlignedData[]): void {
-  const P = app.plots;
   P.yShared = new Map();
   const lim = new Map<string, [number, number]>();
   P.boxes.forEach((p, i) =>
     p.group.series.forEach((x, j) => {
-      if (app.hidden.has(x.key)) return;
+      if (samples.hidden.has(x.key)) return;
       const r = lim.get(p.group.unit) ?? [Infinity, -Infinity];
       for (const v of datas[i][j + 1] as (number | null)[]) {
         if (v === null || Number.isNaN(v)) continue;
@@ -286,7 +317,7 @@ export function setPlotData(datas: uPlot.AlignedData[]): void {
 
 /** plotWidth is the drawing width of the first plot in CSS pixels, or dflt when there is none. */
 export function plotWidth(dflt: number): number {
-  return (app.plots.boxes[0]?.u.bbox.width ?? dflt) / devicePixelRatio;
+  return (P.boxes[0]?.u.bbox.width ?? dflt) / devicePixelRatio;
 }
 
 /** setColumns puts as many plots side by side as places (nodes) fit, each at least 340 px wide. */
@@ -298,5 +329,5 @@ function setColumns(root: HTMLElement): void {
 /** resizePlots fits the plots to their cards' widths. */
 export function resizePlots(): void {
   setColumns($("plots"));
-  for (const p of app.plots.boxes) p.u.setSize({ width: Math.max(300, p.card.clientWidth - 12), height: p.u.height });
+  for (const p of P.boxes) p.u.setSize({ width: Math.max(300, p.card.clientWidth - 12), height: p.u.height });
 }

@@ -10,7 +10,7 @@
 import { $, el } from "./dom";
 import { bytes, ranges, share, si } from "./format";
 import * as J from "./json";
-import { app } from "./state";
+import { mode } from "./page";
 import { authHeaders } from "./token";
 
 /** NUMA faults (or PMU DRAM accesses) per second, local and remote. */
@@ -295,7 +295,7 @@ let page: Page | null = null;
 
 /** shown tells whether the processes page is on screen (and so polled). */
 function shown(): boolean {
-  return app.mode === "live" && document.body.classList.contains("procs");
+  return mode() === "live" && document.body.classList.contains("procs");
 }
 
 /** apiURL is path with q; the token goes in a header (getJSON), never in a URL or a cookie. */

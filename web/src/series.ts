@@ -3,36 +3,16 @@
 // pages/s: the small values would lie flat on zero), each series a function
 // from a sample's index to its value (a column, a sum over nodes, or a
 // percentage of the event's maximum) with its colour. The plots and the
-// totals table are both built from it.
+// totals table are both built from it (the types are src/types.ts).
 
 import { pickColor } from "./colors";
-import { app } from "./state";
+import { mode } from "./page";
 import type { Column } from "./protocol";
+import { samples } from "./samples";
+import type { Group, Shown } from "./types";
 
-/** One series of a plot. */
-export interface Shown {
-  /** unique per display series */
-  key: string;
-  label: string;
-  /** the column (for a synthesised sum: the first summed) */
-  col: Column;
-  /** store columns it reads */
-  raw: number[];
-  f: (k: number) => number;
-  scale: "y" | "pct";
-  /** synthesised here: the sum over nodes of raw */
-  sum?: boolean;
-  /** its colour in its plot (src/colors.ts) */
-  color: string;
-}
-
-/** One small multiple: where its series come from (title: "node 0"), their one unit, and the series. */
-export interface Group {
-  title: string;
-  /** what the y axis measures: "bytes", "pages/s", "%", "% of max" */
-  unit: string;
-  series: Shown[];
-}
+/** One colour per event, the same in every small multiple where that keeps a plot's colours apart (kept for the page's life). */
+const colors = new Map<string, string>();
 
 /** A group before it is split by unit. */
 interface Place {
@@ -61,7 +41,7 @@ export function eventKey(c: Column): string {
 }
 
 function sensorSources(sensor: string): number {
-  const s = (app.hello?.catalog ?? []).find((x) => x.name === sensor);
+  const s = (samples.hello?.catalog ?? []).find((x) => x.name === sensor);
   return s ? s.sources.length : 1;
 }
 
@@ -72,13 +52,13 @@ function perSource(c: Column): boolean {
 
 /** activeColumns is the current column set (live), or every column (recordings). */
 export function activeColumns(): number[] {
-  if (app.mode === "live") return app.store.cur;
-  return app.store.cols.map((_, i) => i);
+  if (mode() === "live") return samples.store.cur;
+  return samples.store.cols.map((_, i) => i);
 }
 
 /** sumOf adds columns idx sample by sample, as the summed view plots them ("%" averaged); NaN where none has a value. */
 export function sumOf(idx: number[], unit: string): (k: number) => number {
-  const s = app.store;
+  const s = samples.store;
   const div = unit === "%" ? idx.length : 1;
   return (k) => {
     let sum = 0,
@@ -95,12 +75,12 @@ export function sumOf(idx: number[], unit: string): (k: number) => number {
 }
 
 function shown(i: number, label: string): Shown {
-  const s = app.store;
+  const s = samples.store;
   const c = s.cols[i];
   const a = () => s.v[i];
   let f = (k: number) => a()[k];
   let scale: "y" | "pct" = c.unit === "%" ? "pct" : "y";
-  if (app.pct && c.unit !== "%" && c.max && c.max > 0) {
+  if (samples.pct && c.unit !== "%" && c.max && c.max > 0) {
     const m = 100 / c.max;
     f = (k: number) => a()[k] * m;
     scale = "pct";
@@ -110,7 +90,7 @@ function shown(i: number, label: string): Shown {
 
 /** summed is the summed view's one group: every column, and per-node columns without a summed twin summed here. */
 function summed(act: number[]): Place {
-  const s = app.store;
+  const s = samples.store;
   const out: Shown[] = [];
   const direct = new Set<string>();
   for (const i of act) {
@@ -132,7 +112,7 @@ function summed(act: number[]): Place {
     const sc: Column = { ...c, name: k, sources: idx.flatMap((i) => s.cols[i].sources), max: max || undefined };
     let f = sumOf(idx, c.unit);
     let scale: "y" | "pct" = c.unit === "%" ? "pct" : "y";
-    if (c.unit !== "%" && app.pct && max > 0) {
+    if (c.unit !== "%" && samples.pct && max > 0) {
       const g = f;
       f = (kk) => (g(kk) * 100) / max;
       scale = "pct";
@@ -145,7 +125,7 @@ function summed(act: number[]): Place {
 /** The title of the per-node view's plots of events that are not per node; noNodes: no plot is per node. */
 export function machineWide(noNodes: boolean): string {
   if (!noNodes) return "machine-wide (these events are not per node)";
-  if (app.mode === "live") return "machine-wide (not per node)";
+  if (mode() === "live") return "machine-wide (not per node)";
   return "all nodes (recorded summed: record with --discrete for per-node plots)";
 }
 
@@ -158,7 +138,6 @@ export function machineWide(noNodes: boolean): string {
 function byUnit(places: Place[]): Group[] {
   const units: string[] = [];
   for (const p of places) for (const x of p.series) if (!units.includes(plotUnit(x))) units.push(plotUnit(x));
-  const colors = app.plots.colors;
   const out: Group[] = [];
   // The nodes' plots a row per unit, then the machine-wide ones (rows of nodes stay aligned).
   const order = [...units.map((u): [string, Place[]] => [u, places.filter((p) => !p.other)]), ...units.map((u): [string, Place[]] => [u, places.filter((p) => p.other)])];
@@ -191,9 +170,9 @@ export function groups(): Group[] {
 }
 
 function places(): Place[] {
-  const s = app.store;
+  const s = samples.store;
   const act = activeColumns();
-  if (!app.perNode) return [summed(act)];
+  if (!samples.perNode) return [summed(act)];
   const bySrc = new Map<string, Shown[]>();
   const other: Shown[] = [];
   for (const i of act) {

@@ -1,15 +1,33 @@
 // The totals table under the plots: per trace shown, the samples, count,
 // mean and max rate over the window. Live and files compute them here
 // (src/data.ts); view asks the server, which has every sample at full
-// resolution ("totals" requests). Also its CSV export.
+// resolution ("totals" requests). Also its CSV export. The rows shown and
+// the server's totals are this module's own state.
 
 import { nodeOf, totals, totalsCSV, type Total } from "./data";
 import { $ } from "./dom";
 import { si } from "./format";
 import type { Column, SumRequest, TotalsRow } from "./protocol";
-import { sumOf, type Group } from "./series";
+import { mode } from "./page";
+import { samples } from "./samples";
+import { sumOf } from "./series";
 import { nextID, send } from "./socket";
-import { app } from "./state";
+import type { Group } from "./types";
+
+/** The server's totals for a window (view), and which sums they were asked for. */
+interface RemoteTotals {
+  t0: number;
+  t1: number;
+  columns: TotalsRow[];
+  sums?: TotalsRow[];
+  key: string;
+}
+
+let remoteTotals: RemoteTotals | null = null;
+/** the rows of the totals table */
+let lastTotals: Total[] = [];
+/** the window and sums last asked for, the timer that asks, and each request's sums by id */
+const asked = { wanted: "", timer: 0, keys: new Map<number, string>() };
 
 /**
  * updateTotals fills the totals table with what the plots show: in the
@@ -17,7 +35,7 @@ import { app } from "./state";
  * recording appear as their sum over nodes; per node, one row per column.
  */
 export function updateTotals(gs: Group[]): void {
-  const s = app.store;
+  const s = samples.store;
   const seen = new Set<string>();
   const cols: { name: string; col: Column; f: (k: number) => number }[] = [];
   const sums: SumRequest[] = [];
@@ -38,9 +56,9 @@ export function updateTotals(gs: Group[]): void {
       }
     }
   let rows: Total[];
-  if (app.mode === "view") {
+  if (mode() === "view") {
     requestTotals(sums);
-    const rt = app.remoteTotals;
+    const rt = remoteTotals;
     if (!rt) return;
     const byName = new Map<string, TotalsRow>([...rt.columns, ...(rt.sums ?? [])].map((c) => [c.name, c]));
     rows = cols.map(({ name, col }) => {
@@ -48,9 +66,9 @@ export function updateTotals(gs: Group[]): void {
       return { name, node: nodeOf(col), unit: col.unit, kind: col.kind, n: r?.n ?? 0, count: r?.count ?? null, mean: r?.mean ?? null, max: r?.max ?? null };
     });
   } else {
-    rows = totals(s, cols, app.xr.min, app.xr.max);
+    rows = totals(s, cols, samples.xr.min, samples.xr.max);
   }
-  app.lastTotals = rows;
+  lastTotals = rows;
   const tb = $("totals").querySelector("tbody");
   if (!tb) return;
   tb.replaceChildren();
@@ -67,38 +85,44 @@ export function updateTotals(gs: Group[]): void {
 
 /** requestTotals asks the server (view) for the window's totals, once the window has stood still for 150 ms. */
 function requestTotals(sums: SumRequest[]): void {
-  const T = app.totals;
-  const rt = app.remoteTotals;
+  const T = asked;
+  const rt = remoteTotals;
+  const xr = samples.xr;
   const key = JSON.stringify(sums);
-  if (rt && rt.t0 === app.xr.min && rt.t1 === app.xr.max && rt.key === key) return;
-  const wanted = `${app.xr.min} ${app.xr.max} ${key}`;
+  if (rt && rt.t0 === xr.min && rt.t1 === xr.max && rt.key === key) return;
+  const wanted = `${xr.min} ${xr.max} ${key}`;
   if (T.wanted === wanted) return;
   T.wanted = wanted;
   clearTimeout(T.timer);
   T.timer = window.setTimeout(() => {
     const id = nextID();
     T.keys.set(id, key);
-    send({ type: "totals", id, t0: app.xr.min, t1: app.xr.max, ...(sums.length ? { sums } : {}) });
+    send({ type: "totals", id, t0: samples.xr.min, t1: samples.xr.max, ...(sums.length ? { sums } : {}) });
   }, 150);
 }
 
 /** onTotals takes the server's reply to a totals request. */
 export function onTotals(m: { id?: string | number; t0: number; t1: number; columns: TotalsRow[]; sums?: TotalsRow[] }, gs: Group[]): void {
   const id = typeof m.id === "number" ? m.id : NaN;
-  app.remoteTotals = { t0: m.t0, t1: m.t1, columns: m.columns, sums: m.sums, key: app.totals.keys.get(id) ?? "" };
-  app.totals.keys.delete(id);
+  remoteTotals = { t0: m.t0, t1: m.t1, columns: m.columns, sums: m.sums, key: asked.keys.get(id) ?? "" };
+  asked.keys.delete(id);
   updateTotals(gs);
 }
 
 /** resetTotals forgets the server's totals (another recording). */
 export function resetTotals(): void {
-  app.remoteTotals = null;
-  app.totals.wanted = "";
+  remoteTotals = null;
+  asked.wanted = "";
+}
+
+/** shownTotals are the rows of the totals table (for the tests). */
+export function shownTotals(): readonly Total[] {
+  return lastTotals;
 }
 
 /** exportCSV downloads the totals table as CSV. */
 export function exportCSV(): void {
-  const csv = totalsCSV(app.lastTotals, app.xr.min, app.xr.max);
+  const csv = totalsCSV(lastTotals, samples.xr.min, samples.xr.max);
   const a = document.createElement("a");
   a.href = URL.createObjectURL(new Blob([csv], { type: "text/csv" }));
   a.download = "numascope-totals.csv";

@@ -1,79 +1,83 @@
 // Drawing the time-series view: render() brings the plots, the totals table
-// and the status up to date with app (at most once a frame through
-// scheduleRender), and the window is moved with setWindow and followNow.
+// and the status up to date with the samples' state (src/samples.ts; at most
+// once a frame through scheduleRender), and the window and how the samples
+// are shown are changed here (setWindow, followNow, setWindowLength,
+// setPerNode, setPct).
 
 import type uPlot from "uplot";
 import { decimate } from "./data";
 import { $ } from "./dom";
 import { si } from "./format";
 import { setStatus } from "./notice";
-import { buildPlots, setPlotData, type PlotActions } from "./plots";
+import { mode } from "./page";
+import { plotBoxes, setPlotData, showGroups, type PlotActions } from "./plots";
 import { maybeFetch } from "./range";
+import { samples } from "./samples";
 import { activeColumns, groups, hasMax } from "./series";
-import { app } from "./state";
 import { updateTotals } from "./totals";
 
 const actions: PlotActions = { setWindow, follow: followNow, toggled: render };
 
-/** render draws the view as app says; the plots are rebuilt only when what they show changed. */
+/** a render is asked for at the next frame */
+let rafPending = false;
+/** when the totals were last updated (live updates them at most once a second) */
+let totalsAt = 0;
+
+/** render draws the view as the samples' state says; the plots are rebuilt only when what they show changed. */
 export function render(): void {
-  const s = app.store;
-  const P = app.plots;
+  const S = samples;
+  const s = S.store;
   const gs = groups();
-  const sig = JSON.stringify([app.perNode, app.pct, gs.map((g) => [g.title, g.unit, g.series.map((x) => [x.key, x.scale, x.color])])]);
-  if (sig !== P.signature) {
-    P.signature = sig;
-    buildPlots(gs, actions);
-  } else {
-    P.boxes.forEach((p, i) => (p.group = gs[i]));
-  }
-  $("empty").hidden = app.mode !== "none";
+  showGroups(gs, JSON.stringify([S.perNode, S.pct, gs.map((g) => [g.title, g.unit, g.series.map((x) => [x.key, x.scale, x.color])])]), actions);
+  const m = mode();
+  $("empty").hidden = m !== "none";
   // "% of max" only where an event shown has a known maximum (and is not a percentage already).
   $("pct-box").hidden = !activeColumns().some((i) => hasMax(s.cols[i]));
-  if (app.follow) {
-    if (app.mode === "live") {
+  if (S.follow) {
+    if (m === "live") {
       const end = s.n ? s.tMax : 0;
-      app.xr = { min: end - app.windowS, max: end };
+      S.xr = { min: end - S.windowS, max: end };
     } else {
-      app.xr = app.mode === "view" ? { min: 0, max: app.duration } : { min: s.tMin, max: s.tMax };
+      S.xr = m === "view" ? { min: 0, max: S.duration } : { min: s.tMin, max: s.tMax };
     }
-    if (app.xr.max <= app.xr.min) app.xr.max = app.xr.min + 1;
+    if (S.xr.max <= S.xr.min) S.xr.max = S.xr.min + 1;
   }
   setPlotData(
-    P.boxes.map((p) => {
+    plotBoxes().map((p) => {
       const px = Math.max(100, p.u.bbox.width / devicePixelRatio);
-      const d = decimate(s, p.group.series.map((x) => x.f), app.xr.min, app.xr.max, Math.round(px * 2));
+      const d = decimate(s, p.group.series.map((x) => x.f), S.xr.min, S.xr.max, Math.round(px * 2));
       return [d.t, ...d.v] as uPlot.AlignedData;
     }),
   );
-  if (app.mode === "view") maybeFetch();
+  if (m === "view") maybeFetch();
   const now = performance.now();
-  if (app.mode !== "live" || now - app.totals.lastAt > 1000) {
-    app.totals.lastAt = now;
+  if (m !== "live" || now - totalsAt > 1000) {
+    totalsAt = now;
     updateTotals(gs);
   }
-  $("follow").classList.toggle("on", app.follow);
+  $("follow").classList.toggle("on", S.follow);
   setStatus(statusText());
 }
 
 /** scheduleRender renders at the next frame (once, however often it is called before). */
 export function scheduleRender(): void {
-  if (app.plots.rafPending) return;
-  app.plots.rafPending = true;
+  if (rafPending) return;
+  rafPending = true;
   requestAnimationFrame(() => {
-    app.plots.rafPending = false;
+    rafPending = false;
     render();
   });
 }
 
 /** statusText says what is shown: samples, columns, interval or duration. */
 export function statusText(): string {
-  const s = app.store;
-  switch (app.mode) {
+  const S = samples;
+  const s = S.store;
+  switch (mode()) {
     case "live":
-      return `${app.received} samples · ${s.cur.length} columns · interval ${si(app.state.interval_s)} s${app.state.paused ? " · paused" : ""}${app.state.recording ? " · recording " + app.state.recording : ""}`;
+      return `${S.received} samples · ${s.cur.length} columns · interval ${si(S.session.interval_s)} s${S.session.paused ? " · paused" : ""}${S.session.recording ? " · recording " + S.session.recording : ""}`;
     case "view":
-      return `${app.hello?.samples} samples · ${s.cols.length} columns · ${si(app.duration)} s`;
+      return `${S.hello?.samples} samples · ${s.cols.length} columns · ${si(S.duration)} s`;
     case "file":
       return `${s.n} samples · ${s.cols.length} columns · ${si(s.tMax - s.tMin)} s`;
   }
@@ -83,13 +87,32 @@ export function statusText(): string {
 /** setWindow shows [a, b] and stops following. */
 export function setWindow(a: number, b: number): void {
   if (!(b > a)) return;
-  app.follow = false;
-  app.xr = { min: a, max: b };
+  samples.follow = false;
+  samples.xr = { min: a, max: b };
   render();
 }
 
 /** followNow follows the newest data (live) or the whole recording again. */
 export function followNow(): void {
-  app.follow = true;
+  samples.follow = true;
+  render();
+}
+
+/** setWindowLength shows the last w seconds (live: following them again). */
+export function setWindowLength(w: number): void {
+  samples.windowS = w;
+  if (mode() === "live") samples.follow = true;
+  render();
+}
+
+/** setPerNode plots per node (true) or summed over nodes, for a recording or a file (live asks the server: "discrete"). */
+export function setPerNode(per: boolean): void {
+  samples.perNode = per;
+  render();
+}
+
+/** setPct plots the events with a known maximum as % of it. */
+export function setPct(on: boolean): void {
+  samples.pct = on;
   render();
 }

@@ -10,7 +10,7 @@ import { join } from "node:path";
 import { execFileSync } from "node:child_process";
 import { repo, artifacts, binary, tempDir, serve, browser } from "./util.mjs";
 
-const dist = "file://" + join(repo, "internal/live/dist/index.html");
+const dist = "file://" + join(repo, "internal/web/dist/index.html");
 const fixture = join(repo, "testdata/bench/view/2x3-loaded.json"); // README.md there
 const doc = JSON.parse(readFileSync(fixture, "utf8"));
 const KINDS = { latency: "latency_ns", bandwidth: "bandwidth_mbs" };
@@ -38,7 +38,7 @@ async function checkLoaded(page, doc) {
   }
   await page.waitForSelector("#bench .loaded-plot canvas");
   const plot = await page.evaluate(() => {
-    const u = window.__numascope.app.bench.loaded;
+    const u = window.__numascope.benchPlot();
     return { labels: u.series.map((s) => s.label), data: u.data.map((col) => [...col]) };
   });
   assert.deepEqual(plot.labels.slice(1), pairs.map((p) => `node ${p.initiator} → node ${p.target}`));

@@ -24,16 +24,17 @@ test("benchmark: open and pan a big recording", { skip: !file && "set NUMASCOPE_
   const t1 = performance.now();
   await page.goto(url);
   await page.waitForFunction(() => {
-    const a = window.__numascope.app;
-    return a.store.n > 0 && a.fetched && !a.pending;
+    const ns = window.__numascope;
+    const r = ns.range();
+    return ns.samples.store.n > 0 && r.fetched && !r.pending;
   });
   const open = performance.now() - t1;
-  const info = await page.evaluate(() => ({ samples: window.__numascope.app.hello.samples, columns: window.__numascope.app.hello.columns.length }));
+  const info = await page.evaluate(() => ({ samples: window.__numascope.samples.hello.samples, columns: window.__numascope.samples.hello.columns.length }));
 
   async function pan(min, max, step, frames) {
     await page.evaluate(([a, b]) => window.__numascope.setWindow(a, b), [min, max]);
-    await page.waitForFunction(() => !window.__numascope.app.pending);
-    const r0 = await page.evaluate(() => window.__numascope.app.reqID);
+    await page.waitForFunction(() => !window.__numascope.range().pending);
+    const r0 = await page.evaluate(() => window.__numascope.requests());
     const res = await page.evaluate(
       ([step, frames]) =>
         new Promise((resolve) => {
@@ -45,7 +46,7 @@ test("benchmark: open and pan a big recording", { skip: !file && "set NUMASCOPE_
           function frame(ts) {
             if (last !== null) gaps.push(ts - last);
             last = ts;
-            const a = ns.app.xr,
+            const a = ns.samples.xr,
               span = a.max - a.min;
             const w0 = performance.now();
             ns.setWindow(a.min + span * step, a.max + span * step);
@@ -58,9 +59,9 @@ test("benchmark: open and pan a big recording", { skip: !file && "set NUMASCOPE_
       [step, frames],
     );
     const s0 = performance.now();
-    await page.waitForFunction(() => !window.__numascope.app.pending);
+    await page.waitForFunction(() => !window.__numascope.range().pending);
     const settle = performance.now() - s0;
-    const requests = (await page.evaluate(() => window.__numascope.app.reqID)) - r0;
+    const requests = (await page.evaluate(() => window.__numascope.requests())) - r0;
     return { renderMs: stats(res.work), frameIntervalMs: stats(res.gaps), rangeRequests: requests, settleAfterPanMs: +settle.toFixed(1) };
   }
   const whole = await pan(0, 600, -0.004, 240); // the whole 10 minutes, panning

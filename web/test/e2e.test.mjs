@@ -10,12 +10,12 @@ import { repo, artifacts, binary, tempDir, serve, browser } from "./util.mjs";
 // A real capture of a two-node machine's /sys and /proc.
 const twonode = join(repo, "internal/sensor/testdata/twonode");
 const legacy = join(repo, "internal/recording/testdata/legacy-numaconnect2.json");
-const sampleCount = (page) => page.evaluate(() => window.__numascope.app.received);
+const sampleCount = (page) => page.evaluate(() => window.__numascope.samples.received);
 
 /** totalsRows reads the totals table's cells. */
 const totalsRows = (page) => page.$$eval("#totals tbody tr", (trs) => trs.map((tr) => [...tr.children].map((td) => td.textContent)));
 /** totalOf is the mean in the totals table's data for the row named name. */
-const totalOf = (page, name) => page.evaluate((n) => window.__numascope.app.lastTotals.find((r) => r.name === n)?.mean, name);
+const totalOf = (page, name) => page.evaluate((n) => window.__numascope.totals().find((r) => r.name === n)?.mean, name);
 
 /** dropFile drops bytes on the page as a file named name, as a desktop drag and drop does. */
 async function dropFile(page, name, bytes) {
@@ -50,13 +50,13 @@ test("live on this machine: values update and hovering shows them", async (t) =>
   );
   const page = await browser(t);
   await page.goto(url);
-  await page.waitForFunction(() => window.__numascope.app.received >= 20);
+  await page.waitForFunction(() => window.__numascope.samples.received >= 20);
   const s1 = await page.textContent("#status");
-  await page.waitForFunction((n) => window.__numascope.app.received > n + 10, await sampleCount(page));
+  await page.waitForFunction((n) => window.__numascope.samples.received > n + 10, await sampleCount(page));
   assert.notEqual(await page.textContent("#status"), s1, "the status line did not change");
   // The machine is busy (this test runs a browser): CPU time and page faults vary.
   const distinct = await page.evaluate(() => {
-    const s = window.__numascope.app.store;
+    const s = window.__numascope.samples.store;
     const i = s.index.get("vmstat.pgfault");
     return new Set(Array.from(s.v[i].subarray(0, s.n))).size;
   });
@@ -79,12 +79,12 @@ test("live: values update, events toggle, per-node view, labels reach the record
   await page.goto(url);
   await page.waitForSelector("#mode:has-text('live')");
   assert.equal(await page.isVisible("#pause"), true, "live controls hidden");
-  await page.waitForFunction(() => window.__numascope.app.received > 0);
+  await page.waitForFunction(() => window.__numascope.samples.received > 0);
 
   // Values update: the sample count in the status line grows, and so does the data.
   const status1 = await page.textContent("#status");
   const n1 = await sampleCount(page);
-  await page.waitForFunction((n) => window.__numascope.app.received > n + 5, n1);
+  await page.waitForFunction((n) => window.__numascope.samples.received > n + 5, n1);
   const status2 = await page.textContent("#status");
   assert.notEqual(status1, status2, "the status line did not change");
   assert.match(status2, /^\d+ samples · 12 columns/);
@@ -94,7 +94,7 @@ test("live: values update, events toggle, per-node view, labels reach the record
   // The interval set from the page reaches the server (and every client).
   await page.fill("#interval", "100ms");
   await page.click("#interval-set");
-  await page.waitForFunction(() => window.__numascope.app.state.interval_s === 0.1);
+  await page.waitForFunction(() => window.__numascope.samples.session.interval_s === 0.1);
   await page.waitForSelector("#status:has-text('interval 0.100 s')");
   // Pause and resume.
   await page.click("#pause");
@@ -105,7 +105,7 @@ test("live: values update, events toggle, per-node view, labels reach the record
   // Toggle an event off in the picker: the server restarts sampling without it.
   await page.uncheck('input[data-event="node.numa_miss"]');
   await page.waitForFunction(() => !window.__numascope.visible().flatMap((g) => g.series).some((s) => s.label.startsWith("node.numa_miss")));
-  const cols = await page.evaluate(() => window.__numascope.app.store.cur.map((i) => window.__numascope.app.store.cols[i].name));
+  const cols = await page.evaluate(() => window.__numascope.samples.store.cur.map((i) => window.__numascope.samples.store.cols[i].name));
   assert.ok(!cols.includes("node.numa_miss") && cols.includes("node.numa_hit"), `columns ${cols}`);
   // ...and back on.
   await page.check('input[data-event="node.numa_miss"]');
@@ -123,7 +123,7 @@ test("live: values update, events toggle, per-node view, labels reach the record
   await page.waitForSelector('.card[data-group="node 1"]');
   const groups = await page.evaluate(() => window.__numascope.visible().map((g) => g.group));
   assert.deepEqual([...new Set(groups.filter((g) => g.startsWith("node")))], ["node 0", "node 1"]);
-  await page.waitForFunction((n) => window.__numascope.app.received > n, await sampleCount(page));
+  await page.waitForFunction((n) => window.__numascope.samples.received > n, await sampleCount(page));
 
   // Record from the page, add a label, stop: the label is in the file.
   await page.fill("#record-path", "e2e.jsonl");
@@ -132,7 +132,7 @@ test("live: values update, events toggle, per-node view, labels reach the record
   await page.fill("#label-text", "from the browser");
   await page.click("#label-add");
   await page.waitForSelector('#labels li:has-text("from the browser")');
-  await page.waitForFunction((n) => window.__numascope.app.received > n + 3, await sampleCount(page));
+  await page.waitForFunction((n) => window.__numascope.samples.received > n + 3, await sampleCount(page));
   await page.screenshot({ path: join(artifacts, "live.png") });
   await page.click("#record");
   await page.waitForSelector("#record:not(.on)");
@@ -153,7 +153,7 @@ test("view: a recording opens with plots, labels and totals", async (t) => {
   await page.goto(url);
   await page.waitForSelector("#mode:has-text('recording')");
   assert.equal(await page.isVisible("#pause"), false, "live controls shown for a recording");
-  await page.waitForFunction(() => window.__numascope.app.store.n > 0);
+  await page.waitForFunction(() => window.__numascope.samples.store.n > 0);
   // Summed view: the totals are those of the summed traces, computed by the server at full
   // resolution: one row per event over all nodes, none of the per-node columns.
   await page.waitForSelector('#totals tbody tr:has-text("node.numa_hit")');
@@ -182,7 +182,7 @@ test("view: a recording opens with plots, labels and totals", async (t) => {
 
 test("a NUMAscope-format JSON file loads from disk without a server", async (t) => {
   const page = await browser(t);
-  await page.goto("file://" + join(repo, "internal/live/dist/index.html"));
+  await page.goto("file://" + join(repo, "internal/web/dist/index.html"));
   await page.setInputFiles("#file", legacy);
   await page.waitForSelector("#mode:has-text('NUMAscope format')");
   const cols = await page.evaluate(() => window.__numascope.columns());
@@ -195,7 +195,7 @@ test("a NUMAscope-format JSON file loads from disk without a server", async (t) 
   assert.equal(await page.evaluate(() => window.__numascope.rows()), 4);
   await page.waitForSelector('#labels li:has-text("phase 2")');
   // "%" columns become percentages of the recorded rate: 50e6 of 200e6 is 25%.
-  const pct = await page.evaluate(() => window.__numascope.app.store.v[2][0]);
+  const pct = await page.evaluate(() => window.__numascope.samples.store.v[2][0]);
   assert.equal(pct, 25);
   // Summed view: the totals list the two events summed over the two sources, not the four columns.
   const summed = await totalsRows(page);
@@ -205,10 +205,10 @@ test("a NUMAscope-format JSON file loads from disk without a server", async (t) 
   ]);
   // The max of a sum is the largest sum at one instant.
   const [got, want] = await page.evaluate(() => {
-    const s = window.__numascope.app.store;
+    const s = window.__numascope.samples.store;
     let mx = -Infinity;
     for (let k = 0; k < s.n; k++) mx = Math.max(mx, s.v[0][k] + s.v[1][k]);
-    return [window.__numascope.app.lastTotals[0].max, mx];
+    return [window.__numascope.totals()[0].max, mx];
   });
   assert.equal(got, want);
   await page.check("#view-pernode");
@@ -221,7 +221,7 @@ test("a JSON Lines recording dropped on the page loads without a server", async 
   const plain = join(dir, "r.jsonl");
   execFileSync(binary, ["record", "--root", twonode, "-o", plain, "-n", "25", "-i", "10ms", "--ctl", join(dir, "ctl")], { stdio: "pipe" });
   const page = await browser(t);
-  await page.goto("file://" + join(repo, "internal/live/dist/index.html"));
+  await page.goto("file://" + join(repo, "internal/web/dist/index.html"));
   // Drag and drop, as a user drops a file from the desktop.
   await dropFile(page, "r.jsonl", readFileSync(plain));
   await page.waitForSelector("#mode:has-text('file r.jsonl')");
@@ -238,7 +238,7 @@ test("a .jsonl.zst recording loads from disk without a server, also when it is c
   assert.equal(refRows.length, 400);
 
   const page = await browser(t);
-  await page.goto("file://" + join(repo, "internal/live/dist/index.html"));
+  await page.goto("file://" + join(repo, "internal/web/dist/index.html"));
   // The file picker.
   await page.setInputFiles("#file", zst);
   await page.waitForSelector("#mode:has-text('file r.jsonl.zst')");
@@ -246,7 +246,7 @@ test("a .jsonl.zst recording loads from disk without a server, also when it is c
   assert.equal(await page.evaluate(() => window.__numascope.rows()), 400);
   assert.deepEqual(await page.evaluate(() => window.__numascope.columns()), refCols);
   const last = await page.evaluate(() => {
-    const s = window.__numascope.app.store;
+    const s = window.__numascope.samples.store;
     return [s.t[s.n - 1], ...s.v.map((col) => col[s.n - 1])];
   });
   assert.deepEqual(last, refRows.at(-1), "the last sample differs from numascope convert's");
@@ -272,7 +272,7 @@ test("a .jsonl.zst recording loads from disk without a server, also when it is c
   // The samples kept are the recording's first n, value for value, and exactly what
   // numascope convert recovers from the same cut-off file.
   const got = await page.evaluate(() => {
-    const s = window.__numascope.app.store;
+    const s = window.__numascope.samples.store;
     return Array.from({ length: s.n }, (_, k) => [s.t[k], ...s.v.map((col) => col[k])]);
   });
   assert.deepEqual(got, refRows.slice(0, n));

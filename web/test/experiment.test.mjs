@@ -128,7 +128,7 @@ test("an experiment's JSON analysis loads from disk without a server", async (t)
   const dir = tempDir(t);
   const analysis = experiment(dir);
   const page = await browser(t);
-  await page.goto("file://" + join(repo, "internal/live/dist/index.html"));
+  await page.goto("file://" + join(repo, "internal/web/dist/index.html"));
   await page.setInputFiles("#file", join(dir, "tiny.analysis.json"));
   await page.waitForSelector("#report section.response");
   assert.equal(await page.textContent("#mode"), "experiment tiny");

@@ -10,7 +10,7 @@ import { join } from "node:path";
 import { execFileSync } from "node:child_process";
 import { repo, binary, tempDir, serve, browser } from "./util.mjs";
 
-const dist = "file://" + join(repo, "internal/live/dist/index.html");
+const dist = "file://" + join(repo, "internal/web/dist/index.html");
 const twonode = join(repo, "internal/sensor/testdata/twonode");
 
 // The payloads set self.__pwned and document.title when run. They hold no dots (event names
@@ -158,7 +158,7 @@ test("a recording with HTML in its names, served by numascope view: shown as tex
   const page = await browser(t);
   await page.goto(url);
   await page.waitForSelector("#mode:has-text('recording')");
-  await page.waitForFunction(() => window.__numascope.app.store.n > 0);
+  await page.waitForFunction(() => window.__numascope.samples.store.n > 0);
   await check(page, want, await shownRecording(page));
 });
 

@@ -7,7 +7,7 @@ import { execFileSync } from "node:child_process";
 import { join } from "node:path";
 import { artifacts, binary, repo, tempDir, serve, browser } from "./util.mjs";
 
-const sampleCount = (page) => page.evaluate(() => window.__numascope.app.received);
+const sampleCount = (page) => page.evaluate(() => window.__numascope.samples.received);
 
 /** catalog is what `numascope events --format json` says about this machine. */
 function catalog() {
@@ -47,7 +47,7 @@ test("live: events that cannot be counted here are greyed out with the reason an
   await page.waitForTimeout(300);
   assert.equal(await box.isChecked(), false);
   assert.equal(await page.isVisible("#error"), false, await page.textContent("#error"));
-  const cols = await page.evaluate(() => window.__numascope.app.store.cur.map((i) => window.__numascope.app.store.cols[i].name));
+  const cols = await page.evaluate(() => window.__numascope.samples.store.cur.map((i) => window.__numascope.samples.store.cols[i].name));
   assert.deepEqual(cols, ["cpu.user"]);
   await label.scrollIntoViewIfNeeded();
   await page.screenshot({ path: join(artifacts, "live-unavailable.png") });
@@ -56,7 +56,7 @@ test("live: events that cannot be counted here are greyed out with the reason an
 /** columnRange is the first and last time column name has a value in a page's store, and how many. */
 const columnRange = (page, name) =>
   page.evaluate((name) => {
-    const s = window.__numascope.app.store;
+    const s = window.__numascope.samples.store;
     const i = s.index.get(name);
     if (i === undefined) return null;
     let first = null,
@@ -81,29 +81,29 @@ test("live: a browser opened after the events changed gets every current column'
   );
   const page = await browser(t);
   await page.goto(url);
-  await page.waitForFunction(() => window.__numascope.app.received >= 10);
+  await page.waitForFunction(() => window.__numascope.samples.received >= 10);
   // Add an event, then remove one, from the page.
   await page.check('input[data-event="vmstat.pgfault"]');
-  await page.waitForFunction(() => window.__numascope.app.store.cur.length === 3);
-  const added = await page.evaluate(() => window.__numascope.app.store.tMax);
+  await page.waitForFunction(() => window.__numascope.samples.store.cur.length === 3);
+  const added = await page.evaluate(() => window.__numascope.samples.store.tMax);
   await page.uncheck('input[data-event="node.numa_miss"]');
-  await page.waitForFunction(() => window.__numascope.app.store.cur.length === 2);
-  await page.waitForFunction((n) => window.__numascope.app.received > n + 10, await sampleCount(page));
+  await page.waitForFunction(() => window.__numascope.samples.store.cur.length === 2);
+  await page.waitForFunction((n) => window.__numascope.samples.received > n + 10, await sampleCount(page));
   const hit1 = await columnRange(page, "node.numa_hit");
 
   // A second browser tab, opened now.
   const late = await page.context().newPage();
   await late.goto(url);
-  await late.waitForFunction(() => window.__numascope.app.received > 0);
+  await late.waitForFunction(() => window.__numascope.samples.received > 0);
   const hit2 = await columnRange(late, "node.numa_hit");
   assert.equal(hit2.first, hit1.first, `node.numa_hit starts at ${hit2.first} in the late tab, ${hit1.first} in the first`);
   assert.ok(hit2.n >= hit1.n, `the late tab has ${hit2.n} samples of node.numa_hit, the first had ${hit1.n}`);
   const pf = await columnRange(late, "vmstat.pgfault");
   assert.ok(pf.first > hit2.first && pf.first >= added - 0.5, `vmstat.pgfault starts at ${pf.first}; it was added at about ${added}`);
   assert.equal(await columnRange(late, "node.numa_miss"), null, "the removed column reached the late tab");
-  const cols = await late.evaluate(() => window.__numascope.app.store.cur.map((i) => window.__numascope.app.store.cols[i].name));
+  const cols = await late.evaluate(() => window.__numascope.samples.store.cur.map((i) => window.__numascope.samples.store.cols[i].name));
   assert.deepEqual(cols, ["node.numa_hit", "vmstat.pgfault"]);
-  const marks = await late.evaluate(() => window.__numascope.app.store.marks.filter((m) => m.mark === "columns").length);
+  const marks = await late.evaluate(() => window.__numascope.samples.store.marks.filter((m) => m.mark === "columns").length);
   assert.equal(marks, 2, "the late tab does not show where the columns changed");
   await late.screenshot({ path: join(artifacts, "live-late-client.png") });
 });

@@ -60,7 +60,7 @@ function deltaE(a, b) {
 /** plots reads each plot as drawn: its y axis' label, and per series its label and the colour its legend marker shows. */
 function plots(page) {
   return page.evaluate(() =>
-    window.__numascope.app.plots.boxes.map((p) => ({
+    window.__numascope.boxes().map((p) => ({
       group: p.card.dataset.group,
       axis: String(p.u.axes[1].label ?? ""),
       right: p.u.axes.length > 2,
@@ -95,7 +95,7 @@ async function checkNotClipped(page) {
   const bad = await page.evaluate(() => {
     const out = [];
     const ctx = document.createElement("canvas").getContext("2d");
-    for (const p of window.__numascope.app.plots.boxes) {
+    for (const p of window.__numascope.boxes()) {
       const ax = p.u.axes[1];
       ctx.font = ax.font[0];
       const w = Math.max(...(ax._values ?? []).map((v) => ctx.measureText(v).width / devicePixelRatio));
@@ -119,13 +119,13 @@ test("one unit per plot, colours ΔE 20 apart, labels not clipped: summed and pe
   const axes = ps.map((p) => p.axis);
   for (const u of ["bytes", "pages/s", "%"]) assert.ok(axes.includes(u), `no ${u} plot: ${axes}`);
   // Bytes in binary prefixes: the two nodes' 7 GB free read as GiB.
-  const ticks = await page.evaluate(() => window.__numascope.app.plots.boxes.find((p) => p.group.unit === "bytes").u.axes[1]._values);
+  const ticks = await page.evaluate(() => window.__numascope.boxes().find((p) => p.group.unit === "bytes").u.axes[1]._values);
   assert.ok(ticks.some((v) => / GiB$/.test(v)), `bytes ticks ${ticks}`);
   await checkNotClipped(page);
   // The plots share the cursor: hovering the first shows the same time on every plot.
   const box = await page.locator("#plots .u-over").first().boundingBox();
   await page.mouse.move(box.x + box.width / 2, box.y + box.height / 2);
-  const idx = await page.evaluate(() => window.__numascope.app.plots.boxes.map((p) => p.u.cursor.idx));
+  const idx = await page.evaluate(() => window.__numascope.boxes().map((p) => p.u.cursor.idx));
   assert.ok(idx.length > 1 && idx.every((i) => i !== null && i !== undefined && i === idx[0]), `cursor indices ${idx}`);
   await page.check("#view-pernode");
   await page.waitForSelector('.card[data-group="node 1"]');
@@ -169,7 +169,7 @@ test("% of max: hidden without an event with a maximum, and then its own plot", 
   assert.ok(!ps.some((p) => p.axis === "ticks/s"), "cpu.ticks still plotted in ticks/s");
   // Its values are the share of the maximum: within 0-100.
   const [mn, mx] = await page.evaluate(() => {
-    const s = window.__numascope.app.plots.boxes.find((p) => p.group.unit === "% of max").u.data[1].filter((v) => v !== null);
+    const s = window.__numascope.boxes().find((p) => p.group.unit === "% of max").u.data[1].filter((v) => v !== null);
     return [Math.min(...s), Math.max(...s)];
   });
   assert.ok(mn >= 0 && mx <= 100.5, `% of max from ${mn} to ${mx}`);

@@ -1,6 +1,6 @@
 // The processes page of numascope live (issue 18) in real headless Chromium: the real live
 // server (package live, its token, endpoints and shared refresh) with a fake process feed
-// (bin/fakelive: internal/live/fakefeed, whose processes are made up), and bin/numascope live
+// (bin/fakelive: internal/web/fakefeed, whose processes are made up), and bin/numascope live
 // without a feed. Rows appear, a click on a header reorders them (the server sorts), the filter
 // keeps the matching ones, a click on a row drills down, unknown values are "–" and a comm that
 // is HTML stays text.

@@ -208,7 +208,7 @@ test("view PROFILE without --source-path: no source is served, and the page says
 
 test("a profile loads from disk without a server; source is then unavailable", async (t) => {
   const page = await browser(t);
-  await page.goto("file://" + join(repo, "internal/live/dist/index.html"));
+  await page.goto("file://" + join(repo, "internal/web/dist/index.html"));
   await page.setInputFiles("#file", fixture);
   await page.waitForSelector("#profile .ptabs");
   assert.equal(await page.textContent("#mode"), "profile serial-init-4node.json");
@@ -228,7 +228,7 @@ test("a profile with many lines draws the first 1000 rows of a table until asked
   const file = join(dir, "big.json");
   writeFileSync(file, JSON.stringify({ ...prof, locations }));
   const page = await browser(t);
-  await page.goto("file://" + join(repo, "internal/live/dist/index.html"));
+  await page.goto("file://" + join(repo, "internal/web/dist/index.html"));
   await page.setInputFiles("#file", file);
   await page.waitForSelector("#profile .ptabs");
   await tab(page, "code");

@@ -40,7 +40,7 @@ async function live() {
   const { url } = await serve(t, ["live", "--listen", "127.0.0.1:0", "-i", "250ms", "--ctl", join(dir, "ctl")], dir);
   const page = await browser(t);
   await page.goto(url);
-  await page.waitForFunction(() => window.__numascope.app.received >= 40, null, { timeout: 30000 });
+  await page.waitForFunction(() => window.__numascope.samples.received >= 40, null, { timeout: 30000 });
   // A window the samples so far fill.
   await page.fill("#window", "10");
   await page.dispatchEvent("#window", "change");

@@ -40,14 +40,14 @@ test("the token goes to sessionStorage, not a cookie or the address bar; reload 
   await page.context().addCookies([{ name: `numascope-token-${u.port}`, value: tok, url: u.origin, httpOnly: true, sameSite: "Strict" }]);
   await page.goto(url);
   await page.waitForSelector("#mode:has-text('recording')");
-  await page.waitForFunction(() => window.__numascope.app.store.n > 0);
+  await page.waitForFunction(() => window.__numascope.samples.store.n > 0);
   assert.equal(page.url(), bare, "the token stays in the address bar");
   assert.deepEqual(await page.context().cookies(), [], "the browser holds a cookie");
   assert.equal(await page.evaluate(() => sessionStorage.getItem("numascope-token")), tok);
   // Reloading the bare address in the same tab works through sessionStorage.
   await page.reload();
   await page.waitForSelector("#mode:has-text('recording')");
-  await page.waitForFunction(() => window.__numascope.app.store.n > 0);
+  await page.waitForFunction(() => window.__numascope.samples.store.n > 0);
 
   // A fresh tab on the bare address has no token: it says so and asks for it, as text.
   const tab = await page.context().newPage();
@@ -58,7 +58,7 @@ test("the token goes to sessionStorage, not a cookie or the address bar; reload 
   assert.match(ask, /needs its token/);
   assert.ok(ask.includes(u.host), `the prompt ${JSON.stringify(ask)} does not name the server`);
   assert.equal(await tab.evaluate(() => document.querySelector("#token-form p").children.length), 0, "the prompt is not plain text");
-  assert.equal(await tab.evaluate(() => window.__numascope.app.store.n), 0);
+  assert.equal(await tab.evaluate(() => window.__numascope.samples.store.n), 0);
   // A malformed token is refused in the page; a wrong one by the server, which says so.
   await tab.fill("#token-input", "<b>x</b>");
   await tab.click("#token-form button");
@@ -70,7 +70,7 @@ test("the token goes to sessionStorage, not a cookie or the address bar; reload 
   await tab.fill("#token-input", url);
   await tab.click("#token-form button");
   await tab.waitForSelector("#mode:has-text('recording')");
-  await tab.waitForFunction(() => window.__numascope.app.store.n > 0);
+  await tab.waitForFunction(() => window.__numascope.samples.store.n > 0);
   assert.equal(await tab.isVisible("#token-form"), false);
   assert.deepEqual(await page.context().cookies(), [], "the browser holds a cookie");
 });
@@ -98,7 +98,7 @@ test("a page on another port of 127.0.0.1 gets no numascope token (the cookie le
   await page.context().addCookies([{ name: "control", value: "c", url: u.origin }]);
   await page.goto(url);
   await page.waitForSelector("#mode:has-text('live')");
-  await page.waitForFunction(() => window.__numascope.app.received > 0);
+  await page.waitForFunction(() => window.__numascope.samples.received > 0);
   // The processes page fetches with the token too.
   await page.click("#tab-processes");
   await page.waitForSelector("#processes");
@@ -142,7 +142,7 @@ test("the Record button records although another user planted the predictable na
   const page = await browser(t);
   await page.goto(url);
   await page.waitForSelector("#mode:has-text('live')");
-  await page.waitForFunction(() => window.__numascope.app.received > 0);
+  await page.waitForFunction(() => window.__numascope.samples.received > 0);
   assert.equal(await page.inputValue("#record-path"), "");
   await page.click("#record");
   await page.waitForSelector("#record.on");
@@ -164,6 +164,6 @@ test("with --no-token the page connects without asking", async (t) => {
   const page = await browser(t);
   await page.goto(url);
   await page.waitForSelector("#mode:has-text('recording')");
-  await page.waitForFunction(() => window.__numascope.app.store.n > 0);
+  await page.waitForFunction(() => window.__numascope.samples.store.n > 0);
   assert.equal(await page.isVisible("#token-form"), false);
 });

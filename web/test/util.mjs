@@ -57,7 +57,7 @@ export function tempDir(t) {
 }
 
 /**
- * fakelive is the live server with a fake process feed (internal/live/fakefeed/fakelive),
+ * fakelive is the live server with a fake process feed (internal/live/fakelive),
  * which scripts/web-test builds next to bin/numascope.
  */
 export const fakelive = process.env.NUMASCOPE_FAKELIVE || join(repo, "bin", "fakelive");

@@ -7,8 +7,8 @@
 import type { Location, Metrics } from "../documents";
 import { el } from "../dom";
 import { add, isHeatKey, metricCols, value, where, zero } from "./metrics";
-import type { ProfileContext } from "./pages";
-import { SortTable, type Col } from "./table";
+import { SortTable } from "./table";
+import type { Col, ProfileContext } from "./types";
 
 /** A row: a line, or a function with how many lines it has and its hottest one. */
 interface LineRow {

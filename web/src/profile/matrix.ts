@@ -6,7 +6,7 @@
 import { el } from "../dom";
 import { int, share } from "../format";
 import { maxOf } from "./metrics";
-import type { ProfileContext } from "./pages";
+import type { ProfileContext } from "./types";
 
 /** matrixPage draws the access matrix into sec and returns its table. */
 export function matrixPage(sec: HTMLElement, ctx: ProfileContext): HTMLTableElement {

@@ -7,8 +7,8 @@ import type { Allocation, Mapping } from "../documents";
 import { el } from "../dom";
 import { base, bytes } from "../format";
 import { metricCols } from "./metrics";
-import type { ProfileContext } from "./pages";
 import { SortTable } from "./table";
+import type { ProfileContext } from "./types";
 
 export function memoryPage(sec: HTMLElement, ctx: ProfileContext): void {
   sec.append(el("h3", {}, "Where the memory came from"));

@@ -4,7 +4,7 @@
 
 import { asMetrics, METRIC_KEYS, type Location, type Metric, type Metrics } from "../documents";
 import { base, percent, ranges } from "../format";
-import type { Col } from "./table";
+import type { Col, Key } from "./types";
 
 /** The seven metrics' label, short label and what each counts. */
 const LABELS: Record<Metric, readonly [string, string, string]> = {
@@ -19,9 +19,6 @@ const LABELS: Record<Metric, readonly [string, string, string]> = {
 
 /** The seven metrics of docs/profile.md, in its order: key, label, short label, what it counts. */
 export const METRICS: readonly (readonly [Metric, string, string, string])[] = METRIC_KEYS.map((k) => [k, ...LABELS[k]] as const);
-
-/** What tables sort by and the source is tinted by: a metric, or one derived from them. */
-export type Key = Metric | "accesses" | "remote_pct" | "weight";
 
 const DERIVED: [Key, string, string, string][] = [
   ["accesses", "accesses", "acc", "sampled accesses: local + remote"],

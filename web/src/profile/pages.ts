@@ -14,40 +14,20 @@ import { el } from "../dom";
 import { codePage } from "./code";
 import { matrixPage, miniMatrix } from "./matrix";
 import { memoryPage } from "./memory";
-import type { Key } from "./metrics";
 import { sourcePage } from "./source";
-import type { SourceFetcher } from "./sources";
 import { summaryPage } from "./summary";
 import { threadsPage } from "./threads";
+import type { Page, ProfileContext, ProfileOptions } from "./types";
 
-export interface ProfileOptions {
-  file: string;
-  /** numascope's hints (the server's; absent for a file from disk) */
-  hints?: string[];
-  sourcePath?: string[];
-  /** where source files come from: the server (view), or nowhere (a file from disk) */
-  fetch?: SourceFetcher;
-}
-
-const PAGES = [
+/** The pages' tabs, in order: which page and its label. */
+const PAGES: readonly (readonly [Page, string])[] = [
   ["summary", "Summary"],
   ["matrix", "Access matrix"],
   ["threads", "Threads"],
   ["code", "Functions & lines"],
   ["source", "Source"],
   ["memory", "Memory"],
-] as const;
-export type Page = (typeof PAGES)[number][0];
-
-/** What every page gets: the profile, the options, and the ways to move between pages. */
-export interface ProfileContext {
-  p: Profile;
-  o: ProfileOptions;
-  /** show switches to a page */
-  show(page: Page): void;
-  /** openSource shows file at line on the Source page, tinted by heat when given */
-  openSource(file: string, line: number, heat?: Key): void;
-}
+];
 
 declare global {
   interface Window {

@@ -9,9 +9,8 @@ import type { Allocation, Metrics } from "../documents";
 import { el } from "../dom";
 import { int } from "../format";
 import { errorText } from "../json";
-import { add, maxOf, METRICS, value, zero, type Key } from "./metrics";
-import type { ProfileContext } from "./pages";
-import type { SourceFetcher, SourceFile } from "./sources";
+import { add, maxOf, METRICS, value, zero } from "./metrics";
+import type { Key, ProfileContext, SourceFetcher, SourceFile } from "./types";
 
 /** SOURCE_WINDOW is how many lines of a source file are drawn at once. */
 const SOURCE_WINDOW = 4000;

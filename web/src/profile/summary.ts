@@ -7,7 +7,7 @@ import type { Metric } from "../documents";
 import { el } from "../dom";
 import { int, share } from "../format";
 import { METRICS, nodeList, value, where } from "./metrics";
-import type { ProfileContext } from "./pages";
+import type { ProfileContext } from "./types";
 
 /** summaryPage draws the summary into sec and returns its right column. */
 export function summaryPage(page: HTMLElement, ctx: ProfileContext): HTMLElement {

@@ -6,18 +6,7 @@
 import { el } from "../dom";
 import { int } from "../format";
 import { maxOf } from "./metrics";
-
-export interface Col<R> {
-  key: string;
-  label: string;
-  title?: string;
-  num?: boolean;
-  /** sort value; also the cell's text when text is not given */
-  get: (r: R) => number | string;
-  text?: (r: R) => string;
-  /** draws a bar behind numbers, relative to the column's largest */
-  bar?: boolean;
-}
+import type { Col } from "./types";
 
 export interface TableOpts<R> {
   cls: string;

@@ -5,8 +5,8 @@
 import type { Thread } from "../documents";
 import { el } from "../dom";
 import { metricCols, nodeList } from "./metrics";
-import type { ProfileContext } from "./pages";
-import { SortTable, type Col } from "./table";
+import { SortTable } from "./table";
+import type { Col, ProfileContext } from "./types";
 
 /** pinned: the last affinity spans exactly one node. */
 const pinned = (th: Thread) => th.nodes.length === 1;
