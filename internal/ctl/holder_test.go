@@ -16,7 +16,9 @@ import (
 // holdFIFO starts `sh` that opens path with the shell redirection redir
 // (<> to read, > to write) and then sleeps, as another process's numascope
 // holding its control FIFO would; cred, when set, runs it as that user. It
-// returns the process once the FIFO is open.
+// returns the process once the FIFO is open and the shell has become the
+// sleep (its command line "sleep 30"): the shell says "open" before its
+// exec, and a loaded machine ran a test's look at the holder in between.
 func holdFIFO(t *testing.T, path, redir string, cred *syscall.Credential) *exec.Cmd {
 	t.Helper()
 	cmd := exec.Command("sh", "-c", `exec 3`+redir+`"$1"; echo open; exec sleep 30`, "sh", path)
@@ -40,7 +42,15 @@ func holdFIFO(t *testing.T, path, redir string, cred *syscall.Credential) *exec.
 	case <-time.After(10 * time.Second):
 		t.Fatalf("the holder of %s did not open it in 10 s", path)
 	}
-	return cmd
+	cmdline := fmt.Sprintf("/proc/%d/cmdline", cmd.Process.Pid)
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
+		if b, _ := os.ReadFile(cmdline); string(b) == "sleep\x0030\x00" {
+			return cmd
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the holder of %s did not exec sleep in 10 s", path)
+		}
+	}
 }
 
 // TestSteerNamesTheReader: numascope ctl learns which process took its

@@ -149,8 +149,14 @@ func TestEmptyRunStillWritesAValidFile(t *testing.T) {
 	}
 	done := make(chan error)
 	go func() { done <- rec.Run() }()
+	// Stop before the first deadline: a command sent before Run is handled
+	// before its first sleep (sampler.Run). A cancelled context alone was a
+	// race: its Stop comes from a goroutine of context.AfterFunc, which a
+	// loaded machine ran after the 10 ms deadline had passed, so the run
+	// took a regular sample before its final one (issue 29).
+	smp.Stop()
 	ctx, cancel := context.WithCancel(context.Background())
-	cancel() // stop before the first deadline
+	cancel() // and a cancelled context, as a signal gives: it adds no sample
 	if err := smp.Run(ctx); err != nil {
 		t.Fatal(err)
 	}

@@ -119,12 +119,17 @@ func TestPerfCountsKnownWork(t *testing.T) {
 			nsrc := len(s.Sources())
 			before := make([]int64, len(idx)*nsrc)
 			after := make([]int64, len(idx)*nsrc)
-			// The counts are per CPU, so other tasks on the pinned CPU add to
-			// them (a parallel go build adds tens of thousands of faults a
-			// second); the known work is large enough that double counting
-			// (2N) still stands out above that.
+			// The counts are per CPU, so other tasks on the pinned CPU (per
+			// node: on any CPU of the node, all of them on a one-node
+			// machine) add to them: a parallel go build adds tens of
+			// thousands of faults a second, and a machine busy with several
+			// such added 115 000 to the known work's 200 000 (issue 29). So
+			// what they add is measured, not assumed small: the kernel's
+			// count of every fault on the machine (/proc/vmstat pgfault),
+			// read around the perf reads.
 			const pages, rounds = 20000, 10
 			const n = pages * rounds
+			pgfault0 := refKV(t, "/proc/vmstat")["pgfault"]
 			if err := s.Read(before); err != nil {
 				t.Fatal(err)
 			}
@@ -135,6 +140,7 @@ func TestPerfCountsKnownWork(t *testing.T) {
 			if err := s.Read(after); err != nil {
 				t.Fatal(err)
 			}
+			machine := refKV(t, "/proc/vmstat")["pgfault"] - pgfault0
 			for k, w := range want {
 				got := after[k*nsrc+src] - before[k*nsrc+src]
 				total := int64(0)
@@ -142,13 +148,30 @@ func TestPerfCountsKnownWork(t *testing.T) {
 					total += after[k*nsrc+j] - before[k*nsrc+j]
 				}
 				// At least the known work, at the source of the CPU that did
-				// it; other tasks on the CPU add a little, never a multiple.
-				if got < n || got > n+n/2 {
-					t.Errorf("%s at source %s: %d, want %d (plus a little from other tasks)", w, s.Sources()[src], got, n)
+				// it.
+				if got < n {
+					t.Errorf("%s at source %s: %d, want at least the known work's %d", w, s.Sources()[src], got, n)
 				}
-				t.Logf("%s: %d at source %s (known work %d), %d summed", w, got, s.Sources()[src], n, total)
+				t.Logf("%s: %d at source %s (known work %d), %d summed; the machine took %d page faults meanwhile", w, got, s.Sources()[src], n, total, machine)
 				if total < got {
 					t.Errorf("%s: the sum over sources %d is below one source's %d", w, total, got)
+				}
+				if w == "syscalls:sys_enter_getppid" {
+					// No other task calls getppid by the ten thousand.
+					if got > n+n/2 {
+						t.Errorf("%s at source %s: %d, want %d (plus a few from other tasks)", w, s.Sources()[src], got, n)
+					}
+					continue
+				}
+				// Summed over the sources, the faults are the machine's:
+				// counted twice they would be 2(n + others), at least
+				// n more than the machine's n + others. The n/2 allowed
+				// above it is for the faults perf counts that never reach
+				// the kernel's fault handler, and so not pgfault: those on
+				// a bad address that end in a signal (a JIT's safepoint
+				// polls, Go's nil checks), a few among the machine's.
+				if total > machine+n/2 {
+					t.Errorf("%s: %d summed over sources, but the machine took %d page faults meanwhile: counted twice?", w, total, machine)
 				}
 			}
 		})

@@ -11,8 +11,17 @@ import (
 // regimeSpec is the issue's experiment: the known-answer firsttouch workload
 // under three placement regimes, 3 replications each, plus a warm-up run.
 // Remote hinting faults are all hinting faults minus the local ones.
+//
+// Under serial first touch the workers compute until balancing has moved
+// every page of theirs to their node ({until} = --until-local), not for a
+// fixed 3 s: on a busy host the TCG guest's scanner and workers got through
+// only 80% of the remote pages in 3 s (9788 remote hinting faults of 12288,
+// issue 29). Once every page is local, each took at least one remote
+// hinting fault: the count no longer hangs on the host's speed. The other
+// regimes' pages are local from the start, or interleaved (balancing
+// leaves those where they are): they compute for the 3 s.
 const regimeSpec = `name = "regimes"
-command = "firsttouch --{mode} --mb 16 --settle 1 --seconds 3 --lead 0 --linger 0"
+command = "firsttouch --{mode} {until} --mb 16 --settle 1 --seconds 3 --lead 0 --linger 0"
 replications = 3
 warmup = 1
 seed = 6
@@ -24,17 +33,17 @@ responses = ["wall_time", "total:node.0.numa_hit", "total:vmstat.numa_hint_fault
 [[regime]]
 name = "serial-first-touch"
 policy = "first-touch"
-vars = { mode = "serial" }
+vars = { mode = "serial", until = "--until-local" }
 
 [[regime]]
 name = "parallel-first-touch"
 policy = "first-touch"
-vars = { mode = "parallel" }
+vars = { mode = "parallel", until = "" }
 
 [[regime]]
 name = "interleave"
 policy = "interleave"
-vars = { mode = "serial" }
+vars = { mode = "serial", until = "" }
 `
 
 // analysisJSON is the part of `numascope experiment --format json` checked.
@@ -169,9 +178,13 @@ func TestExperimentRegimes(t *testing.T) {
 	}
 	// Serial first touch leaves 3 of the 4 buffers remote from their
 	// workers: balancing's first scan takes a remote hinting fault on each
-	// of their pages, then migrates them. Parallel first touch: next to none.
+	// of their pages, then migrates them, and the workers compute until all
+	// are migrated (--until-local): at least one remote fault per page (a
+	// hinting fault is the only way balancing migrates a page), a few more
+	// where the first fault did not migrate. Parallel first touch: next to
+	// none.
 	within(t, "remote hint faults, serial first touch", cell["total:vmstat.numa_hint_faults-vmstat.numa_hint_faults_local/serial-first-touch"],
-		0.8*3*buf, 1.05*3*buf)
+		3*buf, 1.05*3*buf)
 	within(t, "remote hint faults, parallel first touch", cell["total:vmstat.numa_hint_faults-vmstat.numa_hint_faults_local/parallel-first-touch"],
 		0, 0.02*3*buf)
 	// The per-node distribution of allocations: node 0 is the outlier under

@@ -2,7 +2,7 @@
  * firsttouch: the classic NUMA initialisation bug and its fix, with known answers.
  *
  *   firsttouch --serial|--parallel [--mb N] [--seconds S] [--settle S]
- *              [--go FILE] [--until FILE] [--out FILE] [--lead S] [--linger S]
+ *              [--go FILE] [--until FILE] [--until-local] [--out FILE] [--lead S] [--linger S]
  *
  * One worker thread per node with CPUs, pinned to that node's CPUs, owns a buffer
  * of N MiB (default 32) of small pages.
@@ -21,6 +21,12 @@
  *                 touch first, however long that look takes on a busy machine
  *   --until FILE  they compute (for at least --seconds) until FILE exists: a
  *                 test looks at the threads while they provably compute
+ *   --until-local they compute (for at least --seconds) until every buffer's
+ *                 pages are all on its worker's node (numa_maps): with NUMA
+ *                 balancing on, a serial first touch's remote pages have then
+ *                 all been migrated, each after a remote hinting fault,
+ *                 however slowly a busy machine runs the scanner and the
+ *                 workers. (Not with an interleave policy: its pages stay.)
  *
  * Ground truth printed (see workload.h): placement of every buffer after the
  * first touch ("after_init") and after computing ("after_compute"), counter
@@ -43,8 +49,22 @@ static int nworkers, parallel = -1;
 static long len;
 static double compute_seconds = 8, settle_seconds = 1;
 static const char *go_file, *until_file;
+static int until_local;
 static pthread_barrier_t touched, go;
 static atomic_int stop;
+
+/* all_local says whether every worker's buffer lies wholly on its node. */
+static int all_local(void)
+{
+	long per_node[MAX_NODES];
+	for (int i = 0; i < nworkers; i++) {
+		if (wl_numa_maps(workers[i].buf, per_node) < 0)
+			wl_die("no mapping starts at %p in /proc/self/numa_maps", (void *)workers[i].buf);
+		if (per_node[workers[i].node] != len / PAGE)
+			return 0;
+	}
+	return 1;
+}
 
 static void *work(void *arg)
 {
@@ -87,9 +107,11 @@ int main(int argc, char **argv)
 			go_file = argv[++i];
 		else if (!strcmp(argv[i], "--until") && i + 1 < argc)
 			until_file = argv[++i];
+		else if (!strcmp(argv[i], "--until-local"))
+			until_local = 1;
 		else
 			wl_die("usage: firsttouch --serial|--parallel [--mb N] [--seconds S] [--settle S] "
-			       "[--go FILE] [--until FILE] [--out FILE] [--lead S] [--linger S]");
+			       "[--go FILE] [--until FILE] [--until-local] [--out FILE] [--lead S] [--linger S]");
 	}
 	if (parallel < 0)
 		wl_die("say --serial or --parallel");
@@ -136,6 +158,8 @@ int main(int argc, char **argv)
 	wl_sleep(compute_seconds);
 	while (until_file && access(until_file, F_OK) != 0)
 		wl_sleep(0.01);
+	while (until_local && !all_local())
+		wl_sleep(0.05);
 	atomic_store(&stop, 1);
 	for (int i = 0; i < nworkers; i++)
 		pthread_join(workers[i].th, NULL);

@@ -2,7 +2,7 @@
  * profnuma: known answers for numascope profile, by source line.
  *
  *   profnuma --serial|--parallel [--unpinned] [--crash] [--thp] [--malloc] [--again]
- *            [--memset|--memcpy] [--pin-cpu C] [--membind M] [--mb N] [--seconds S] [--until-sampled] [--out FILE] [--lead S] [--linger S]
+ *            [--memset|--memcpy] [--pin-cpu C] [--membind M] [--mb N] [--seconds S] [--until-sampled] [--until FILE] [--out FILE] [--lead S] [--linger S]
  *
  * One worker thread per node with CPUs owns a buffer of N MiB (default 16) of
  * small pages, pinned to its node's CPUs (unless --unpinned).
@@ -16,7 +16,9 @@
  * until each has taken, while computing, at least as many faults (its
  * thread's minor faults, getrusage) as its buffer has pages: every page
  * sampled about once, however slowly a busy machine runs the scanner and the
- * workers (balancing must be on, and the buffers of small pages).
+ * workers (balancing must be on, and the buffers of small pages). With
+ * --until FILE they go on (for at least --seconds) until FILE exists: a test
+ * keeps the program, and so its pages, until the profiler has looked at them.
  *   --thp       the buffers are 2 MiB-aligned and madvise(MADV_HUGEPAGE), so
  *               that (THP permitting) one fault places 512 base pages.
  *   --crash     after the first touch, the main thread dereferences NULL at the
@@ -76,6 +78,7 @@ static double seconds = 4;
 static pthread_barrier_t touched;
 static atomic_int stop;
 static int until_sampled;
+static const char *until_file;
 static atomic_int sampled; /* workers that took a fault per page while computing */
 
 #define HUGE (2L << 20)
@@ -246,11 +249,13 @@ int main(int argc, char **argv)
 			mb = atol(argv[++i]);
 		else if (!strcmp(argv[i], "--until-sampled"))
 			until_sampled = 1;
+		else if (!strcmp(argv[i], "--until") && i + 1 < argc)
+			until_file = argv[++i];
 		else if (!strcmp(argv[i], "--seconds") && i + 1 < argc)
 			seconds = atof(argv[++i]);
 		else
 			wl_die("usage: profnuma --serial|--parallel [--unpinned] [--crash] [--thp] [--malloc] [--again] "
-			       "[--memset|--memcpy] [--pin-cpu C] [--membind M] [--mb N] [--seconds S] [--until-sampled] [--out FILE] [--lead S] [--linger S]");
+			       "[--memset|--memcpy] [--pin-cpu C] [--membind M] [--mb N] [--seconds S] [--until-sampled] [--until FILE] [--out FILE] [--lead S] [--linger S]");
 	}
 	if (parallel < 0)
 		wl_die("say --serial or --parallel");
@@ -292,6 +297,8 @@ int main(int argc, char **argv)
 	pthread_barrier_wait(&touched);
 	wl_sleep(seconds);
 	while (until_sampled && atomic_load(&sampled) < nworkers)
+		wl_sleep(0.01);
+	while (until_file && access(until_file, F_OK) != 0)
 		wl_sleep(0.01);
 	atomic_store(&stop, 1);
 	long passes = 0;

@@ -97,8 +97,10 @@ test("processes page: rows, sorting by header, filter, node view, source, drill-
   await waitOrder(page, [77, 4242, 666, 5], "sorted by local faults");
   await page.click('#proc-table th[data-sort="cpu"]');
   await waitOrder(page, [4242, 77, 666, 5], "sorted by CPU");
-  // The order holds over the next frames (the page asks for it each time).
-  await page.waitForTimeout(1200);
+  // The order holds over the next frames (the page asks for it each time). The page asks for
+  // the next frame once it has shown the last: three more answers, so two more frames shown,
+  // however long a loaded machine takes; a fixed 1.2 s could pass with none.
+  for (let i = 0; i < 3; i++) await page.waitForResponse((r) => new URL(r.url()).pathname === "/api/processes");
   assert.deepEqual(await pids(page), [4242, 77, 666, 5]);
   const sortable = await page.$$eval("#proc-table th[data-sort]", (ths) => ths.map((th) => th.dataset.sort));
   assert.deepEqual(sortable.sort(), ["cpu", "local", "memory", "migrated", "pid", "remote"]);
