@@ -20,6 +20,8 @@
 #          and writes a body of a --cgroups scrape captured at start: the
 #          floor of reading them and serving them over HTTP
 #   bare   cgreads over the same tree: its CPU per pass
+# Where /data/numascope-old is (another build, say main's), also the arm
+# with-old: it, with --cgroups, scraped the same way.
 # With CGBENCH_EXTRA=1, also the arm with-gmp1 (the --cgroups exporter with
 # GOMAXPROCS=1) and, where /data/exporter.test is, BenchmarkCgroupScrape over
 # this cgroupfs with a CPU profile, printed in base64 between "P-BEGIN N" and
@@ -78,6 +80,12 @@ for spec in "$@"; do
 	bhttp=$!
 	pids="$pids $bhttp"
 	ready 9866
+	if [ -x /data/numascope-old ]; then
+		numascope-old exporter --listen 127.0.0.1:9868 --cgroups --cgroup-max-series 100000000 >/tmp/old.err 2>&1 &
+		old=$!
+		pids="$pids $old"
+		ready 9868
+	fi
 	if [ "${CGBENCH_EXTRA:-}" = 1 ]; then
 		GOMAXPROCS=1 numascope exporter --listen 127.0.0.1:9867 --cgroups --cgroup-max-series 100000000 >/tmp/with1.err 2>&1 &
 		with1=$!
@@ -87,6 +95,7 @@ for spec in "$@"; do
 	r=1
 	while [ $r -le $rounds ]; do
 		echo "R $n with $(cgscrape -url http://127.0.0.1:9864/metrics -pid $with -n $scrapes -interval ${ms}ms)"
+		[ -n "${old:-}" ] && echo "R $n with-old $(cgscrape -url http://127.0.0.1:9868/metrics -pid $old -n $scrapes -interval ${ms}ms)"
 		[ -n "${with1:-}" ] && echo "R $n with-gmp1 $(cgscrape -url http://127.0.0.1:9867/metrics -pid $with1 -n $scrapes -interval ${ms}ms)"
 		echo "R $n base $(cgscrape -url http://127.0.0.1:9865/metrics -pid $base -n $scrapes -interval ${ms}ms)"
 		echo "R $n bare-http $(cgscrape -url http://127.0.0.1:9866/metrics -pid $bhttp -n $scrapes -interval ${ms}ms)"
@@ -94,17 +103,28 @@ for spec in "$@"; do
 		echo "R $n bare $1 - $2 $3"
 		r=$((r + 1))
 	done
-	kill $pids
-	wait $pids 2>/dev/null
-	with1=
+	with1= old=
 	if [ "${CGBENCH_EXTRA:-}" = 1 ] && [ -x /data/exporter.test ]; then
 		NUMASCOPE_BENCH_CGROUPS=$cg exporter.test -test.run '^$' -test.bench '^BenchmarkCgroupScrape$' -test.benchtime ${scrapes}x -test.cpuprofile /tmp/cg.pprof >&2
 		echo "P-BEGIN $n"
 		base64 /tmp/cg.pprof
 		echo "P-END"
 	fi
+	# The exporter holds the cgroups' files open and reads them again at
+	# offset 0: what it exports must follow the kernel. The first holder's
+	# cgroup has 2 MiB of anon memory until its process exits.
+	first=${holders# }
+	first=${first%% *}
+	hcg=$(sed -n 's/^0:://p' /proc/$first/cgroup)
+	anon() { wget -q -O - http://127.0.0.1:9864/metrics | awk -v l="{cgroup=\"$hcg\"," 'index($0, "numascope_cgroup_memory_bytes" l) == 1 && /type="anon"/ {s += $2} END {printf "%d", s}'; }
+	a0=$(anon)
 	kill $holders
 	wait $holders 2>/dev/null
+	a1=$(anon)
+	echo "# $hcg anon bytes exported: $a0 with its process, $a1 after it exited" >&2
+	[ "$a0" -ge 2000000 ] && [ "$a1" -lt 1000000 ] || die "the exporter's figures of $hcg did not follow its memory.numa_stat: $a0 then $a1 bytes"
+	kill $pids
+	wait $pids 2>/dev/null
 	for f in /tmp/with.err /tmp/base.err; do grep -v "serving metrics" $f | sed "s|^|# $f: |" >&2; done
 	for _ in $(seq 100); do
 		rmdir $cg/pod*/ctr* $cg/pod* 2>/dev/null
