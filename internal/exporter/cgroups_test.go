@@ -854,11 +854,13 @@ func TestCgroupNamesDocumented(t *testing.T) {
 	}
 }
 
-// BenchmarkCgroupScrape is what a scrape of --cgroups costs beyond the
-// HTTP: a read of every cgroup and its OpenMetrics encoding. It reads the
-// tree NUMASCOPE_BENCH_CGROUPS names (scripts/bench-cgroups makes it), or
-// else 100 cgroups of the VM capture's files; cpu-µs/op is the process's
-// CPU (getrusage), which scripts/bench-cgroups compares with cgreads.c.
+// BenchmarkCgroupScrape is the inner part of a scrape of --cgroups: a read
+// of every cgroup and its OpenMetrics encoding, without HTTP. It reads the
+// tree NUMASCOPE_BENCH_CGROUPS names (scripts/bench-cgroups --inner makes a
+// tmpfs one; --profile runs it over the NUMA VM's cgroupfs with a CPU
+// profile), or else 100 cgroups of the VM capture's files; cpu-µs/op is the
+// process's CPU (getrusage). What a user pays, the whole process per HTTP
+// scrape, is scripts/bench-cgroups's table (docs/performance.md).
 func BenchmarkCgroupScrape(b *testing.B) {
 	root := os.Getenv("NUMASCOPE_BENCH_CGROUPS")
 	if root == "" {
