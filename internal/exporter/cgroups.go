@@ -99,7 +99,30 @@ type cgEntry struct {
 	hasOutside bool
 	faultLS    [2]*labelSet // locality local, remote
 	faults     [2]uint64
+	// fds holds the cgroup's cgFiles open from scrape to scrape (-1: not
+	// held), read again with pread at 0, which cgroupfs answers by printing
+	// the file anew: an open and a close of a kernfs file cost more than
+	// the read (docs/performance.md). ino is the cgroup directory's inode
+	// they were opened in: a cgroup renamed away and another made under
+	// its name is another inode, whose files are opened anew.
+	fds [len(cgFiles)]int
+	ino uint64
 }
+
+// cgFiles are the files read in each exported cgroup, in cgEntry.fds's order.
+var cgFiles = [...]string{"memory.numa_stat", "memory.stat", "cpuset.cpus.effective", "cpuset.mems.effective"}
+
+const (
+	fileNUMAStat = iota
+	fileStat
+	fileCPUs
+	fileMems
+)
+
+// maxHeldFiles bounds the descriptors the collector holds (four per
+// exported cgroup); past it, or half of RLIMIT_NOFILE, files are opened
+// and closed at each read, as before.
+const maxHeldFiles = 16384
 
 type cgSample struct {
 	ls *labelSet
@@ -137,6 +160,8 @@ type cgroupCollector struct {
 
 	series, leftOut int
 	full            bool // the cap was reached in this read
+	// held counts the descriptors of entries' fds, at most maxHeld.
+	held, maxHeld int
 	// visited counts the directories of this read's walk; past maxVisit
 	// the walk stops (an error): a user with a delegated subtree could
 	// otherwise make every scrape walk millions of cgroups it creates.
@@ -199,6 +224,11 @@ func newCgroupCollector(cfg CgroupConfig, fs sysfs.FS, topo *topology.Topology, 
 		leftFam: newFamily("numascope_cgroups_left_out",
 			"cgroups that --cgroup-include and --cgroup-exclude select but that were not exported in the last read, their series being over --cgroup-max-series", gauge),
 	}
+	c.maxHeld = maxHeldFiles
+	var rl unix.Rlimit
+	if unix.Getrlimit(unix.RLIMIT_NOFILE, &rl) == nil && rl.Cur/2 < uint64(c.maxHeld) {
+		c.maxHeld = int(rl.Cur / 2)
+	}
 	for _, k := range cgroupStatKeys {
 		c.statFams = append(c.statFams, newFamily("numascope_cgroup_"+k.key+"_total", k.help+" (memory.stat "+k.key+")", counter))
 	}
@@ -214,7 +244,25 @@ func newCgroupCollector(cfg CgroupConfig, fs sysfs.FS, topo *topology.Topology, 
 }
 
 func (c *cgroupCollector) Name() string { return "cgroups" }
-func (c *cgroupCollector) Close() error { return nil }
+
+// Close closes the descriptors the entries hold.
+func (c *cgroupCollector) Close() error {
+	for _, e := range c.entries {
+		c.closeFiles(e)
+	}
+	return nil
+}
+
+// closeFiles closes the descriptors e holds.
+func (c *cgroupCollector) closeFiles(e *cgEntry) {
+	for i, fd := range e.fds {
+		if fd >= 0 {
+			unix.Close(fd)
+			e.fds[i] = -1
+			c.held--
+		}
+	}
+}
 
 func (c *cgroupCollector) Update(b *builder) error {
 	c.gen++
@@ -229,6 +277,7 @@ func (c *cgroupCollector) Update(b *builder) error {
 	unix.Close(fd)
 	for k, e := range c.entries {
 		if e.gen != c.gen {
+			c.closeFiles(e)
 			delete(c.entries, k)
 			if c.byLabel[e.label] == e {
 				delete(c.byLabel, e.label)
@@ -436,15 +485,49 @@ func (c *cgroupCollector) readFile(dirfd int, name string) ([]byte, error) {
 		return nil, err
 	}
 	defer unix.Close(fd)
+	return c.readFd(fd)
+}
+
+// readCgFile reads e's file i (cgFiles) in the cgroup open at dirfd into
+// c.buf, through the descriptor e holds, or else opened, and then held
+// while fewer than maxHeld are. The data is valid until the next read.
+func (c *cgroupCollector) readCgFile(dirfd int, e *cgEntry, i int) ([]byte, error) {
+	if fd := e.fds[i]; fd >= 0 {
+		if data, err := c.readFd(fd); err == nil {
+			return data, nil
+		}
+		// The file is gone (ENODEV: its controller was turned off, or the
+		// cgroup removed): drop it, and see whether it is there anew.
+		unix.Close(fd)
+		e.fds[i] = -1
+		c.held--
+	}
+	fd, err := unix.Openat(dirfd, cgFiles[i], unix.O_RDONLY|unix.O_CLOEXEC|unix.O_NOFOLLOW|unix.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, err
+	}
+	data, err := c.readFd(fd)
+	if err == nil && c.held < c.maxHeld {
+		e.fds[i] = fd
+		c.held++
+	} else {
+		unix.Close(fd)
+	}
+	return data, err
+}
+
+// readFd reads fd whole from offset 0 (pread: a held descriptor is read
+// again from its start) into c.buf; the data is valid until the next call.
+func (c *cgroupCollector) readFd(fd int) ([]byte, error) {
 	n := 0
 	for {
 		if n == len(c.buf) {
 			if len(c.buf) >= 1<<20 {
-				return nil, fmt.Errorf("%s: larger than 1 MiB, not a kernel file", name)
+				return nil, errors.New("larger than 1 MiB, not a kernel file")
 			}
 			c.buf = append(c.buf, make([]byte, len(c.buf))...)
 		}
-		m, err := unix.Read(fd, c.buf[n:])
+		m, err := unix.Pread(fd, c.buf[n:], int64(n))
 		if err == unix.EINTR {
 			continue
 		}
@@ -470,15 +553,30 @@ func (c *cgroupCollector) read(dirfd int) *cgEntry {
 	e := c.entries[string(c.path)]
 	if e == nil {
 		label := cgroupLabel(c.path)
-		e = &cgEntry{label: label, ls: newLabels([]string{"cgroup"}, []string{label})}
+		e = &cgEntry{label: label, ls: newLabels([]string{"cgroup"}, []string{label}), fds: [len(cgFiles)]int{-1, -1, -1, -1}}
 		if c.cfg.Faults {
 			e.faultLS[0] = newLabels([]string{"cgroup", "locality", "source"}, []string{label, "local", "sched"})
 			e.faultLS[1] = newLabels([]string{"cgroup", "locality", "source"}, []string{label, "remote", "sched"})
 		}
 	}
+	var st unix.Stat_t
+	if err := unix.Fstat(dirfd, &st); err != nil || st.Ino != e.ino {
+		c.closeFiles(e) // another cgroup under this path: its own files
+		e.ino = st.Ino
+	}
+	r := c.readEntry(dirfd, e)
+	if r == nil && e.gen == 0 {
+		c.closeFiles(e) // not kept: nothing may hold its descriptors
+	}
+	return r
+}
+
+// readEntry reads e's files from the cgroup open at dirfd; it returns e,
+// or nil as read does.
+func (c *cgroupCollector) readEntry(dirfd int, e *cgEntry) *cgEntry {
 	e.mem, e.have, e.hasInfo, e.faults, e.hasOutside = e.mem[:0], 0, false, [2]uint64{}, false
 	numaOK := false
-	if data, err := c.readFile(dirfd, "memory.numa_stat"); err == nil {
+	if data, err := c.readCgFile(dirfd, e, fileNUMAStat); err == nil {
 		if err := procnuma.ParseCgroupNUMA(data, &c.numa); err != nil {
 			c.fail(string(c.path)+"/memory.numa_stat", err)
 		} else {
@@ -488,7 +586,7 @@ func (c *cgroupCollector) read(dirfd int) *cgEntry {
 	} else if !gone(err) {
 		c.fail(string(c.path)+"/memory.numa_stat", err)
 	}
-	if data, err := c.readFile(dirfd, "memory.stat"); err == nil {
+	if data, err := c.readCgFile(dirfd, e, fileStat); err == nil {
 		c.statValues(e, data)
 	} else if !gone(err) {
 		c.fail(string(c.path)+"/memory.stat", err)
@@ -607,11 +705,11 @@ func (c *cgroupCollector) statValues(e *cgEntry, data []byte) {
 // cpuset reads cpuset.cpus.effective and cpuset.mems.effective into e's
 // info series, making its label set anew when they changed.
 func (c *cgroupCollector) cpuset(dirfd int, e *cgEntry) {
-	cpus, err := c.readFile(dirfd, "cpuset.cpus.effective")
+	cpus, err := c.readCgFile(dirfd, e, fileCPUs)
 	if err == nil {
 		c.cpus = append(c.cpus[:0], bytes.TrimSpace(cpus)...)
 		var mems []byte
-		if mems, err = c.readFile(dirfd, "cpuset.mems.effective"); err == nil {
+		if mems, err = c.readCgFile(dirfd, e, fileMems); err == nil {
 			mems = bytes.TrimSpace(mems)
 			if e.infoLS == nil || string(c.cpus) != e.cpus || string(mems) != e.mems {
 				e.cpus, e.mems = string(c.cpus), string(mems)

@@ -286,6 +286,77 @@ func TestCgroupsCapAndGone(t *testing.T) {
 	}
 }
 
+// TestCgroupsHeldFiles: the files of exported cgroups are held open from
+// read to read and read again from offset 0, so a file's new contents
+// show; a cgroup renamed away, and another made under its name, is read
+// from its own files, not from the ones held under that path; a removed
+// cgroup's descriptors are closed, and Close closes the rest; past
+// maxHeld, files are opened and closed at each read.
+func TestCgroupsHeldFiles(t *testing.T) {
+	root, fs := cgroupTree(t)
+	cg := filepath.Join(root, "sys/fs/cgroup")
+	fds := func() int {
+		ents, err := os.ReadDir("/proc/self/fd")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(ents)
+	}
+	hint := func(fams map[string]*dto.MetricFamily, cgroup string) float64 {
+		return seriesOf(fams, "numascope_cgroup_numa_hint_faults_total")["cgroup="+cgroup]
+	}
+	base := fds()
+	x, c := cgExporter(t, CgroupConfig{}, fs)
+	for i, want := range []float64{373, 400} {
+		if i == 1 {
+			writeFile(t, cg+"/pod/wl/memory.stat", "numa_hint_faults 400\n")
+		}
+		_, fams := scrapeText(t, x)
+		if v := hint(fams, "/pod/wl"); v != want {
+			t.Errorf("read %d: /pod/wl numa_hint_faults %v, want %v", i, v, want)
+		}
+		if c.held != 4 || fds() != base+4 {
+			t.Errorf("read %d: %d descriptors held, %d more open than before; want the 4 files of /pod/wl", i, c.held, fds()-base)
+		}
+	}
+	if err := os.Rename(cg+"/pod/wl", cg+"/pod/old"); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, cg+"/pod/wl/memory.stat", "numa_hint_faults 7\n")
+	_, fams := scrapeText(t, x)
+	if v, o := hint(fams, "/pod/wl"), hint(fams, "/pod/old"); v != 7 || o != 400 {
+		t.Errorf("after renaming /pod/wl to /pod/old and making a new /pod/wl: numa_hint_faults %v and %v, want 7 (the new one's) and 400", v, o)
+	}
+	for k := range seriesOf(fams, "numascope_cgroup_memory_bytes") {
+		if strings.HasPrefix(k, "cgroup=/pod/wl,") {
+			t.Fatalf("the new /pod/wl has no memory.numa_stat, but %s is exported: the old one's file was read", k)
+		}
+	}
+	if c.held != 5 {
+		t.Errorf("%d descriptors held, want 5 (/pod/old's 4, the new /pod/wl's memory.stat)", c.held)
+	}
+	if err := os.RemoveAll(cg + "/pod/old"); err != nil {
+		t.Fatal(err)
+	}
+	scrapeText(t, x)
+	if c.held != 1 || fds() != base+1 {
+		t.Errorf("after removing /pod/old: %d held, %d more open than before; want 1", c.held, fds()-base)
+	}
+	c.Close()
+	if c.held != 0 || fds() != base {
+		t.Errorf("after Close: %d held, %d more open than before; want none", c.held, fds()-base)
+	}
+
+	x2, c2 := cgExporter(t, CgroupConfig{}, fs)
+	c2.maxHeld = 0
+	for range 2 {
+		_, fams := scrapeText(t, x2)
+		if v := hint(fams, "/pod/wl"); v != 7 || c2.held != 0 || fds() != base {
+			t.Errorf("with maxHeld 0: numa_hint_faults %v (want 7), %d held, %d more open than before; want none", v, c2.held, fds()-base)
+		}
+	}
+}
+
 // TestCgroupsWalkBounded: a tree with more directories than the walk
 // visits stops the walk with an error (counted, logged), and exports what
 // it read.
@@ -783,11 +854,13 @@ func TestCgroupNamesDocumented(t *testing.T) {
 	}
 }
 
-// BenchmarkCgroupScrape is what a scrape of --cgroups costs beyond the
-// HTTP: a read of every cgroup and its OpenMetrics encoding. It reads the
-// tree NUMASCOPE_BENCH_CGROUPS names (scripts/bench-cgroups makes it), or
-// else 100 cgroups of the VM capture's files; cpu-µs/op is the process's
-// CPU (getrusage), which scripts/bench-cgroups compares with cgreads.c.
+// BenchmarkCgroupScrape is the inner part of a scrape of --cgroups: a read
+// of every cgroup and its OpenMetrics encoding, without HTTP. It reads the
+// tree NUMASCOPE_BENCH_CGROUPS names (scripts/bench-cgroups --inner makes a
+// tmpfs one; --profile runs it over the NUMA VM's cgroupfs with a CPU
+// profile), or else 100 cgroups of the VM capture's files; cpu-µs/op is the
+// process's CPU (getrusage). What a user pays, the whole process per HTTP
+// scrape, is scripts/bench-cgroups's table (docs/performance.md).
 func BenchmarkCgroupScrape(b *testing.B) {
 	root := os.Getenv("NUMASCOPE_BENCH_CGROUPS")
 	if root == "" {

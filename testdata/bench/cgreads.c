@@ -2,10 +2,12 @@
  * from ROOT with openat and getdents, as the exporter does, and in every
  * cgroup below the root reads memory.numa_stat, memory.stat,
  * cpuset.cpus.effective and cpuset.mems.effective (open, read, close),
- * parsing nothing; N passes. Prints the CPU microseconds per pass
- * (getrusage, user + system) and the bytes read per pass.
+ * parsing nothing; N passes, one every INTERVAL_MS milliseconds when
+ * given (as the exporter is scraped: the caches as cold as its). Prints
+ * the CPU microseconds per pass (getrusage, user + system), the bytes
+ * and the files read per pass.
  *
- * Usage: cgreads N ROOT */
+ * Usage: cgreads N ROOT [INTERVAL_MS] */
 #define _GNU_SOURCE
 #include <dirent.h>
 #include <fcntl.h>
@@ -14,11 +16,12 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 static const char *files[] = {"memory.numa_stat", "memory.stat", "cpuset.cpus.effective", "cpuset.mems.effective"};
 static char buf[65536];
-static long bytes;
+static long bytes, nfiles;
 
 struct linux_dirent64 {
 	unsigned long long d_ino;
@@ -34,6 +37,7 @@ static void walk(int dirfd, int depth) {
 			int fd = openat(dirfd, files[i], O_RDONLY | O_CLOEXEC);
 			if (fd < 0)
 				continue;
+			nfiles++;
 			ssize_t n;
 			/* a short read is the end: cgroupfs prints these whole, as the exporter assumes */
 			while ((n = read(fd, buf, sizeof buf)) > 0) {
@@ -68,14 +72,19 @@ static double cpu_us(void) {
 }
 
 int main(int argc, char **argv) {
-	if (argc != 3) {
-		fprintf(stderr, "usage: cgreads N ROOT\n");
+	if (argc != 3 && argc != 4) {
+		fprintf(stderr, "usage: cgreads N ROOT [INTERVAL_MS]\n");
 		return 2;
 	}
 	int n = atoi(argv[1]);
+	long ms = argc == 4 ? atol(argv[3]) : 0;
 	double t0 = cpu_us();
 	for (int i = 0; i < n; i++) {
-		bytes = 0;
+		if (i > 0 && ms > 0) {
+			struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+			nanosleep(&ts, NULL);
+		}
+		bytes = nfiles = 0;
 		int fd = open(argv[2], O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 		if (fd < 0) {
 			perror(argv[2]);
@@ -84,6 +93,6 @@ int main(int argc, char **argv) {
 		walk(fd, 0);
 		close(fd);
 	}
-	printf("%.1f %ld\n", (cpu_us() - t0) / n, bytes);
+	printf("%.1f %ld %ld\n", (cpu_us() - t0) / n, bytes, nfiles);
 	return 0;
 }
