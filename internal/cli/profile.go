@@ -138,8 +138,7 @@ it ends.`,
 			if err := output.place(tmp); err != nil {
 				return err
 			}
-			fmt.Fprintf(os.Stderr, "numascope profile: %d page faults, %d first touches, %d sampled accesses (%d remote), %d lost; wrote %s\n",
-				p.Samples, p.Totals.FirstTouch, p.Totals.Accesses(), p.Totals.Remote, p.Lost, out)
+			fmt.Fprintf(os.Stderr, "numascope profile: %s\n", p.Summary(out))
 			for _, n := range p.Notes {
 				fmt.Fprintf(os.Stderr, "numascope profile: %s\n", n)
 			}

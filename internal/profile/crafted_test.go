@@ -27,6 +27,8 @@ func TestLoadRefusesCraftedCounts(t *testing.T) {
 			func(p *Profile) { p.Locations[0].Metrics.Local, p.Locations[0].Metrics.Remote = 1, math.MaxUint64 }},
 		{"thread wraps", "threads[0].metrics: first_touch + local + remote overflows 64 bits",
 			func(p *Profile) { p.Threads[0].Metrics.FirstTouch, p.Threads[0].Metrics.Local = math.MaxUint64, 1 }},
+		{"unknown wraps", "totals.local + totals.remote + accesses_node_unknown overflows 64 bits",
+			func(p *Profile) { p.AccessesNodeUnknown = math.MaxUint64 }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := rankFiles(t, []string{"0"}, func(_ string, p *Profile) { tc.edit(p) })[0]
@@ -48,6 +50,13 @@ func TestMergeRefusesWrappingSums(t *testing.T) {
 	}{
 		{"remote", "totals.remote (9223372036854775808 + 9223372036854775808)", func(p *Profile) { p.Totals.Remote, p.Totals.Local = 1<<63, 0 }},
 		{"samples", "samples (", func(p *Profile) { p.Samples = math.MaxUint64 }},
+		{"faults after loss", "faults_after_loss (9223372036854775808 + 9223372036854775808)", func(p *Profile) { p.FaultsAfterLoss = 1 << 63 }},
+		{"node unknown", "accesses_node_unknown (9223372036854775808 + 9223372036854775808)", func(p *Profile) {
+			p.Totals.Local, p.Totals.Remote, p.AccessesNodeUnknown = 0, 0, 1<<63
+		}},
+		{"accesses with node unknown", "totals summed over the ranks: local + remote + accesses_node_unknown", func(p *Profile) {
+			p.Totals.Local, p.Totals.Remote, p.AccessesNodeUnknown = 1<<62, 0, 1<<62
+		}},
 		{"accesses", "totals summed over the ranks: local + remote", func(p *Profile) { p.Totals.Remote, p.Totals.Local = 1<<62, 1<<62 }},
 		{"matrix", "access_matrix.counts[2][3]: summed over the ranks", func(p *Profile) {
 			for _, row := range p.AccessMatrix.Counts {

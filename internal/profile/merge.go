@@ -23,9 +23,12 @@ const OutlierFactor = 1.5
 // remote accesses against the median.
 type Merged struct {
 	Ranks []RankSummary
-	// Totals sums every rank's totals; Samples and Lost likewise.
-	Totals        Metrics
-	Samples, Lost uint64
+	// Totals sums every rank's totals; Samples, Lost, FaultsAfterLoss and
+	// AccessesNodeUnknown likewise, so that the merged report accounts for
+	// every fault the ranks' files hold, not only the local and remote ones.
+	Totals                               Metrics
+	Samples, Lost                        uint64
+	FaultsAfterLoss, AccessesNodeUnknown uint64
 	// Matrix sums the ranks' access matrices when they all have the same
 	// rows and columns; nil otherwise (Notes says why).
 	Matrix *Matrix
@@ -49,6 +52,9 @@ type RankSummary struct {
 	Samples, Lost    uint64
 	Nodes            []int
 	Totals           Metrics
+	// AccessesNodeUnknown are the rank's sampled accesses counted neither
+	// local nor remote (Profile.AccessesNodeUnknown).
+	AccessesNodeUnknown uint64
 }
 
 // Outlier is the rank with the most remote accesses, and how it compares
@@ -75,7 +81,8 @@ func Merge(files []string, ps []*Profile) (*Merged, error) {
 	var unnamed []string
 	for i, p := range ps {
 		r := RankSummary{Rank: p.Rank, Host: p.Host, File: files[i], Command: p.Command, ExitStatus: p.ExitStatus,
-			Duration: p.Duration, Samples: p.Samples, Lost: p.Lost, Nodes: p.Nodes, Totals: p.Totals}
+			Duration: p.Duration, Samples: p.Samples, Lost: p.Lost, Nodes: p.Nodes, Totals: p.Totals,
+			AccessesNodeUnknown: p.AccessesNodeUnknown}
 		if r.Rank == "" {
 			r.Rank = filepath.Base(files[i])
 			unnamed = append(unnamed, r.Rank)
@@ -87,6 +94,9 @@ func Merge(files []string, ps []*Profile) (*Merged, error) {
 	}
 	if err := m.Totals.check("totals summed over the ranks"); err != nil {
 		return nil, fmt.Errorf("%v: these are not one job's profiles, or one is crafted", err)
+	}
+	if _, ok := add64(m.Totals.Accesses(), m.AccessesNodeUnknown); !ok {
+		return nil, errors.New("totals summed over the ranks: local + remote + accesses_node_unknown overflows 64 bits: these are not one job's profiles, or one is crafted")
 	}
 	if len(unnamed) > 0 {
 		m.Notes = append(m.Notes, fmt.Sprintf("%s record no rank (profiled outside mpirun or srun, or by an older numascope): named by file", strings.Join(unnamed, ", ")))
@@ -146,7 +156,8 @@ func rankLess(a, b string) bool {
 	return a < b
 }
 
-// sum adds p's totals, samples and lost faults to m's, refusing a sum that
+// sum adds p's totals, samples, lost records, faults after a loss and
+// accesses of unknown node to m's, refusing a sum that
 // would wrap around 64 bits (naming the field) rather than print a wrapped
 // number.
 func (m *Merged) sum(p *Profile) error {
@@ -155,6 +166,8 @@ func (m *Merged) sum(p *Profile) error {
 		dst, src *uint64
 	}{
 		{"samples", &m.Samples, &p.Samples}, {"lost", &m.Lost, &p.Lost},
+		{"faults_after_loss", &m.FaultsAfterLoss, &p.FaultsAfterLoss},
+		{"accesses_node_unknown", &m.AccessesNodeUnknown, &p.AccessesNodeUnknown},
 		{"totals.first_touch", &m.Totals.FirstTouch, &p.Totals.FirstTouch},
 		{"totals.unpinned_first_touch", &m.Totals.UnpinnedFirstTouch, &p.Totals.UnpinnedFirstTouch},
 		{"totals.local", &m.Totals.Local, &p.Totals.Local}, {"totals.remote", &m.Totals.Remote, &p.Totals.Remote},
@@ -270,6 +283,9 @@ func (m *Merged) WriteReport(w io.Writer) error {
 	if m.Lost > 0 {
 		fmt.Fprintf(w, ", %d LOST (ring buffer full)", m.Lost)
 	}
+	if m.FaultsAfterLoss > 0 {
+		fmt.Fprintf(w, ", %d after a loss (counted neither as first touches nor as accesses)", m.FaultsAfterLoss)
+	}
 	fmt.Fprintln(w)
 	for _, n := range m.Notes {
 		fmt.Fprintf(w, "note: %s\n", n)
@@ -278,7 +294,7 @@ func (m *Merged) WriteReport(w io.Writer) error {
 	t := m.Totals
 	acc := t.Accesses()
 	fmt.Fprintf(w, "\nTotals (summed over the ranks)\n")
-	if err := writeTotals(tw, t); err != nil {
+	if err := writeTotals(tw, t, m.AccessesNodeUnknown); err != nil {
 		return err
 	}
 	if mx := m.Matrix; mx != nil && acc > 0 {
@@ -289,14 +305,14 @@ func (m *Merged) WriteReport(w io.Writer) error {
 	}
 
 	fmt.Fprintf(w, "\nPer rank\n")
-	fmt.Fprintf(tw, "rank\thost\texit\tduration_s\tsamples\tlost\tfirst touch\tlocal\tremote\tremote share\tfile\t\n")
+	fmt.Fprintf(tw, "rank\thost\texit\tduration_s\tsamples\tlost\tfirst touch\tlocal\tremote\tremote share\tnode unknown\tfile\t\n")
 	for _, r := range m.Ranks {
 		host := r.Host
 		if host == "" {
 			host = "-"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%.2f\t%d\t%d\t%d\t%d\t%d\t%s\t%s\t\n", r.Rank, host, r.ExitStatus, r.Duration, r.Samples, r.Lost,
-			r.Totals.FirstTouch, r.Totals.Local, r.Totals.Remote, pct(r.Totals.Remote, r.Totals.Accesses()), r.File)
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%.2f\t%d\t%d\t%d\t%d\t%d\t%s\t%d\t%s\t\n", r.Rank, host, r.ExitStatus, r.Duration, r.Samples, r.Lost,
+			r.Totals.FirstTouch, r.Totals.Local, r.Totals.Remote, pct(r.Totals.Remote, r.Totals.Accesses()), r.AccessesNodeUnknown, r.File)
 	}
 	if err := tw.Flush(); err != nil {
 		return err

@@ -2,8 +2,10 @@ package profile
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -125,6 +127,47 @@ func TestMergeSumsRanks(t *testing.T) {
 	for _, s := range []string{"Profiles of 4 ranks", "Per rank", "Access matrix, summed", "it is the outlier"} {
 		if !strings.Contains(out, s) {
 			t.Errorf("report lacks %q:\n%s", s, out)
+		}
+	}
+}
+
+// TestMergeSumsUnaccountedFaults: the ranks' accesses of unknown node
+// (handled after the rank exited) and faults after a loss are summed like
+// the other counts, so that the merged report's local + remote + node
+// unknown is every sampled access the files hold, and its header names the
+// faults after a loss; each rank's line shows its own accesses of unknown
+// node.
+func TestMergeSumsUnaccountedFaults(t *testing.T) {
+	unknown := map[string]uint64{"0": 0, "1": 17, "2": 5}
+	afterLoss := map[string]uint64{"0": 3, "1": 0, "2": 40}
+	files := rankFiles(t, []string{"0", "1", "2"}, func(r string, p *Profile) {
+		p.AccessesNodeUnknown, p.FaultsAfterLoss = unknown[r], afterLoss[r]
+	})
+	ps := loadAll(t, files)
+	m, err := Merge(files, ps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var acc uint64
+	for _, p := range ps {
+		acc += p.Totals.Accesses() + p.AccessesNodeUnknown
+	}
+	if m.AccessesNodeUnknown != 22 || m.FaultsAfterLoss != 43 {
+		t.Errorf("merged accesses_node_unknown %d, faults_after_loss %d; want the sums over the files, 22 and 43", m.AccessesNodeUnknown, m.FaultsAfterLoss)
+	}
+	var b strings.Builder
+	if err := m.WriteReport(&b); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	for _, re := range []string{
+		`, 43 after a loss \(counted neither as first touches nor as accesses\)\n`,
+		fmt.Sprintf(`\nsampled accesses +%d +\n`, acc),
+		`\n  node unknown \(handled after the exit\) +22 +`,
+		`\n1 +host1 .* 17 +\S*prof\.host1\.1\.json`,
+	} {
+		if !regexp.MustCompile(re).MatchString(out) {
+			t.Errorf("merged report does not match %q:\n%s", re, out)
 		}
 	}
 }

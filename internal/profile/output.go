@@ -141,3 +141,18 @@ func (st *ProfilerStats) lossNote(lost uint64) string {
 	b.WriteString(": the consumer fell behind the faulting threads (docs/profile.md, \"Lost records\")")
 	return b.String()
 }
+
+// Summary is the line numascope profile prints on stderr once the profile
+// is written to out. The sampled accesses it counts are all of them, and
+// those of unknown node (handled after the exit) are named beside the
+// remote ones when there are any, so that the line agrees with the file's
+// local + remote + accesses_node_unknown.
+func (p *Profile) Summary(out string) string {
+	acc := p.Totals.Accesses() + p.AccessesNodeUnknown // Load and the analyzer keep this within 64 bits
+	unknown := ""
+	if p.AccessesNodeUnknown > 0 {
+		unknown = fmt.Sprintf(", %d of unknown node", p.AccessesNodeUnknown)
+	}
+	return fmt.Sprintf("%d page faults, %d first touches, %d sampled accesses (%d remote%s), %d lost; wrote %s",
+		p.Samples, p.Totals.FirstTouch, acc, p.Totals.Remote, unknown, p.Lost, out)
+}

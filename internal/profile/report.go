@@ -58,6 +58,9 @@ func (p *Profile) check() error {
 	if err := p.Totals.check("totals"); err != nil {
 		return err
 	}
+	if _, ok := add64(p.Totals.Accesses(), p.AccessesNodeUnknown); !ok {
+		return fmt.Errorf("totals.local + totals.remote + accesses_node_unknown overflows 64 bits")
+	}
 	for i := range p.Locations {
 		if err := p.Locations[i].Metrics.check(fmt.Sprintf("locations[%d].metrics", i)); err != nil {
 			return err
@@ -120,7 +123,7 @@ func (p *Profile) WriteReport(w io.Writer, top int) error {
 
 	t := p.Totals
 	fmt.Fprintf(w, "\nTotals\n")
-	if err := writeTotals(tw, t); err != nil {
+	if err := writeTotals(tw, t, p.AccessesNodeUnknown); err != nil {
 		return err
 	}
 	if t.Accesses() > 0 {
@@ -404,14 +407,24 @@ func ifSignal(sig string) string {
 	return " (killed by " + sig + ")"
 }
 
-// writeTotals writes the first touches and sampled accesses of t.
-func writeTotals(tw *tabwriter.Writer, t Metrics) error {
+// writeTotals writes the first touches and sampled accesses of t. unknown
+// are the sampled accesses counted neither local nor remote
+// (Profile.AccessesNodeUnknown): when there are any they get a line of their
+// own and count in the sampled accesses, so that the lines add up to the
+// accesses the profile holds.
+func writeTotals(tw *tabwriter.Writer, t Metrics, unknown uint64) error {
 	fmt.Fprintf(tw, "first touch (base pages)\t%d\t\n", t.FirstTouch)
 	fmt.Fprintf(tw, "  by unpinned threads\t%d\t%s\t\n", t.UnpinnedFirstTouch, pct(t.UnpinnedFirstTouch, t.FirstTouch))
-	acc := t.Accesses()
+	acc, ok := add64(t.Accesses(), unknown)
+	if !ok {
+		return fmt.Errorf("sampled accesses: local + remote + node unknown (%d + %d + %d) overflows 64 bits", t.Local, t.Remote, unknown)
+	}
 	fmt.Fprintf(tw, "sampled accesses\t%d\t\n", acc)
 	fmt.Fprintf(tw, "  local\t%d\t%s\t\n", t.Local, pct(t.Local, acc))
 	fmt.Fprintf(tw, "  remote\t%d\t%s\t\n", t.Remote, pct(t.Remote, acc))
+	if unknown > 0 {
+		fmt.Fprintf(tw, "  node unknown (handled after the exit)\t%d\t%s\t\n", unknown, pct(unknown, acc))
+	}
 	fmt.Fprintf(tw, "  unpinned page / thread / both\t%d / %d / %d\t\n", t.UnpinnedPage, t.UnpinnedThread, t.UnpinnedBoth)
 	return tw.Flush()
 }

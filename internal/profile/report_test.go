@@ -3,8 +3,10 @@ package profile
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -106,5 +108,43 @@ func TestWriteReportAndLoad(t *testing.T) {
 	_ = os.WriteFile(bad, []byte(`{"type":"header"}`), 0o644)
 	if _, err := Load(bad); err == nil || !strings.Contains(err.Error(), "not a numascope profile") {
 		t.Errorf("Load of a non-profile: %v", err)
+	}
+}
+
+// TestUnknownNodeInSummaryAndReport: a profile with sampled accesses of
+// unknown node (handled after the exit) counts them in the stderr summary
+// line's sampled accesses and names them there, and numascope report gives
+// them a line of their own under the totals, so that local + remote + node
+// unknown is every sampled access the file holds; a profile without any
+// keeps the lines it had.
+func TestUnknownNodeInSummaryAndReport(t *testing.T) {
+	p, err := Load(capture)
+	if err != nil {
+		t.Fatal(err)
+	}
+	acc := p.Totals.Local + p.Totals.Remote
+	if got, want := p.Summary("x.json"), fmt.Sprintf("%d sampled accesses (%d remote), ", acc, p.Totals.Remote); !strings.Contains(got, want) {
+		t.Errorf("summary %q lacks %q", got, want)
+	}
+	var b strings.Builder
+	if err := p.WriteReport(&b, 5); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(b.String(), "node unknown") {
+		t.Errorf("report of a profile without accesses of unknown node names them:\n%s", b.String())
+	}
+
+	p.AccessesNodeUnknown = 9
+	if got, want := p.Summary("x.json"), fmt.Sprintf("%d sampled accesses (%d remote, 9 of unknown node), ", acc+9, p.Totals.Remote); !strings.Contains(got, want) {
+		t.Errorf("summary %q lacks %q", got, want)
+	}
+	b.Reset()
+	if err := p.WriteReport(&b, 5); err != nil {
+		t.Fatal(err)
+	}
+	for _, re := range []string{fmt.Sprintf(`\nsampled accesses +%d +\n`, acc+9), `\n  node unknown \(handled after the exit\) +9 +0%`} {
+		if !regexp.MustCompile(re).MatchString(b.String()) {
+			t.Errorf("report does not match %q:\n%s", re, b.String())
+		}
 	}
 }

@@ -72,6 +72,8 @@ export interface Profile {
   samples: number;
   lost: number;
   huge_pages: number;
+  /** sampled accesses counted neither local nor remote (handled after the program exited); 0 in older profiles */
+  accesses_node_unknown: number;
   totals: Metrics;
   access_matrix: AccessMatrix;
   locations: Location[];
@@ -141,6 +143,7 @@ export function readProfile(x: unknown): Profile {
     samples: J.numOr(v.samples, 0),
     lost: J.numOr(v.lost, 0),
     huge_pages: J.numOr(v.huge_pages, 0),
+    accesses_node_unknown: J.numOr(v.accesses_node_unknown, 0),
     totals: asMetrics(v.totals),
     access_matrix: { thread_nodes: J.numbers(m.thread_nodes), page_nodes: J.numbers(m.page_nodes), counts: J.list(m.counts, (r): number[] => (Array.isArray(r) ? r.map((x: unknown) => J.numOr(x, 0)) : [])) },
     locations: J.list(v.locations, asLocation),

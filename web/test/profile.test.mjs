@@ -61,6 +61,7 @@ test("view PROFILE: summary, heatmap, threads, sorting, source with metrics per 
     assert.equal(num(await cell.textContent()), prof.totals[m], `${m} as shown`);
   }
   assert.equal(num(await page.getAttribute('#profile tr[data-metric="accesses"] td[data-value]', "data-value")), prof.totals.local + prof.totals.remote);
+  assert.equal(await page.locator('#profile tr[data-metric="accesses_node_unknown"]').count(), 0, "a node-unknown row for a profile with none");
   assert.equal(num(await page.textContent('#profile dd[data-fact="page faults sampled"]')), prof.samples);
   assert.equal(num(await page.textContent('#profile dd[data-fact="lost"]')), prof.lost);
   const hints = await page.locator("#profile ul.hints li").allTextContents();
@@ -219,6 +220,51 @@ test("a profile loads from disk without a server; source is then unavailable", a
   await tab(page, "code");
   await page.click("#profile table.code tbody tr:first-child");
   assert.match(await (await page.waitForSelector("#profile .source-missing")).textContent(), /not available for a profile opened from disk/);
+});
+
+test("accesses of unknown node are shown beside local and remote: local + remote + unknown = sampled accesses", async (t) => {
+  // The real capture with accesses handled after the program exited, as numascope profile writes them
+  // (accesses_node_unknown and its note); the capture itself has none (it predates the field).
+  assert.equal(prof.accesses_node_unknown ?? 0, 0);
+  const unknown = 1234;
+  const note = `${unknown} sampled accesses are counted neither local nor remote: numascope, short of CPU, handled them after the program had exited`;
+  const file = join(tempDir(t), "unknown.json");
+  writeFileSync(file, JSON.stringify({ ...prof, accesses_node_unknown: unknown, notes: [...prof.notes, note] }));
+  const { url } = await serve(t, ["view", file, "--listen", "127.0.0.1:0"], repo);
+  const page = await browser(t);
+  await page.goto(url);
+  await page.waitForSelector("#profile .ptabs");
+
+  const row = (m) => page.locator(`#profile table.totals tr[data-metric="${m}"]`);
+  const count = async (m) => num(await row(m).locator("td[data-value]").getAttribute("data-value"));
+  const shown = async (m) => num(await row(m).locator("td[data-value]").textContent());
+  const { local, remote } = prof.totals;
+  const acc = local + remote + unknown;
+  assert.equal(await count("accesses_node_unknown"), unknown);
+  assert.equal(await shown("accesses_node_unknown"), unknown);
+  assert.equal(await count("accesses"), acc);
+  assert.equal(await shown("accesses"), acc);
+  assert.equal(await count("local") + (await count("remote")) + (await count("accesses_node_unknown")), await count("accesses"));
+  assert.equal(await row("accesses").locator("td").first().textContent(), "sampled accesses (local + remote + node unknown)");
+  assert.equal(await row("accesses_node_unknown").locator("td").first().textContent(), "node unknown (handled after the exit)");
+  // Placed right after remote, with its share of all the sampled accesses; local's and remote's shares are of the same total.
+  const order = await page.$$eval("#profile table.totals tbody tr", (trs) => trs.map((tr) => tr.dataset.metric));
+  assert.equal(order[order.indexOf("remote") + 1], "accesses_node_unknown");
+  const pct = (v) => ((100 * v) / acc).toFixed(0) + "% of sampled accesses";
+  assert.equal(await row("accesses_node_unknown").locator("td.share").textContent(), pct(unknown));
+  assert.equal(await row("remote").locator("td.share").textContent(), pct(remote));
+  assert.ok((await page.locator("#profile ul.notes li").allTextContents()).includes(note));
+
+  // numascope report totals the same sampled accesses.
+  const report = execFileSync(binary, ["report", file], { encoding: "utf8" });
+  assert.match(report, new RegExp(`\\nsampled accesses +${acc} +\\n`));
+  assert.match(report, new RegExp(`\\n  node unknown \\(handled after the exit\\) +${unknown} +`));
+
+  // The matrix has no column for them, and says so under it.
+  await tab(page, "matrix");
+  const missing = page.locator("#profile section[data-page=matrix] p.unknown-node");
+  assert.equal(num(await missing.getAttribute("data-value")), unknown);
+  assert.match(await missing.textContent(), /^Not in the matrix: 1,234 sampled accesses of unknown node/);
 });
 
 test("a profile with many lines draws the first 1000 rows of a table until asked for all", async (t) => {

@@ -71,7 +71,10 @@ export function matrixPage(sec: HTMLElement, ctx: ProfileContext): HTMLTableElem
   tb.append(foot);
   tbl.append(tb);
   sec.append(tbl);
-  if (!all) sec.append(el("p", { class: "muted none" }, "No sampled accesses in this profile: " + (ctx.p.notes.join("; ") || "only first touches are known (one node, or NUMA balancing off).")));
+  const unknown = ctx.p.accesses_node_unknown;
+  if (!all && !unknown) sec.append(el("p", { class: "muted none" }, "No sampled accesses in this profile: " + (ctx.p.notes.join("; ") || "only first touches are known (one node, or NUMA balancing off).")));
+  // Accesses of unknown node have no column: say they exist rather than let the total pass for all of them.
+  if (unknown) sec.append(el("p", { class: "muted unknown-node", "data-value": String(unknown) }, `Not in the matrix: ${int(unknown)} sampled accesses of unknown node (handled after the program had exited), counted neither local nor remote.`));
   sec.append(
     el(
       "p",

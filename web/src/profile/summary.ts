@@ -17,7 +17,10 @@ export function summaryPage(page: HTMLElement, ctx: ProfileContext): HTMLElement
   const right = el("div", { class: "sumright" });
   page.append(el("div", { class: "sumgrid" }, sec, right));
   const t = p.totals;
-  const acc = value(t, "accesses");
+  // Every sampled access the file holds: local + remote + those of unknown
+  // node (handled after the exit), so that the rows below add up to it.
+  const unknown = p.accesses_node_unknown;
+  const acc = value(t, "accesses") + unknown;
   const status = p.signal ? `killed by ${p.signal} (exit status ${p.exit_status})` : `exit status ${p.exit_status ?? "?"}`;
   sec.append(el("h2", { class: "command" }, p.command.join(" ")));
   const facts: [string, string, string?][] = [
@@ -49,8 +52,20 @@ export function summaryPage(page: HTMLElement, ctx: ProfileContext): HTMLElement
     const v = t[k];
     const s = shares[k];
     tb.append(el("tr", { "data-metric": k, title }, el("td", {}, label), el("td", { class: "num", "data-value": String(v) }, int(v)), el("td", { class: "num share" }, s ? `${share(v, s[0])} ${s[1]}` : "")));
+    // Beside local and remote, the accesses counted as neither.
+    if (k === "remote" && unknown) {
+      tb.append(
+        el(
+          "tr",
+          { "data-metric": "accesses_node_unknown", title: "sampled accesses counted neither local nor remote: numascope handled them after the program had exited, when the page's node could no longer be known" },
+          el("td", {}, "node unknown (handled after the exit)"),
+          el("td", { class: "num", "data-value": String(unknown) }, int(unknown)),
+          el("td", { class: "num share" }, `${share(unknown, acc)} of sampled accesses`),
+        ),
+      );
+    }
   }
-  tb.append(el("tr", { "data-metric": "accesses", class: "sum" }, el("td", {}, "sampled accesses (local + remote)"), el("td", { class: "num", "data-value": String(acc) }, int(acc)), el("td")));
+  tb.append(el("tr", { "data-metric": "accesses", class: "sum" }, el("td", {}, unknown ? "sampled accesses (local + remote + node unknown)" : "sampled accesses (local + remote)"), el("td", { class: "num", "data-value": String(acc) }, int(acc)), el("td")));
   sec.append(el("table", { class: "ptable totals" }, el("thead", {}, el("tr", {}, el("th", {}, "metric"), el("th", { class: "num" }, "count"), el("th", { class: "num" }, "share"))), tb));
 
   sec.append(el("h3", {}, "Hints"));
