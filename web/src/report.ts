@@ -44,6 +44,12 @@ export function responseUnit(response: string): string {
   return "";
 }
 
+/** within centres a tick's label on x, moved in where it would otherwise cross the chart's edge at 0 or w: a wide number at the last tick is drawn whole, ending at the edge. */
+function within(x: number, label: string, w: number): number {
+  const half = textWidth(label) / 2 + 1;
+  return Math.min(Math.max(x, half), w - half);
+}
+
 /** ticks gives about n round numbers covering [lo, hi]. */
 function ticks(lo: number, hi: number, n = 5): number[] {
   if (!(hi > lo)) return [lo];
@@ -89,7 +95,7 @@ function effectsChart(res: Anova): SVGElement {
   const yAxis = top + rows.length * row + 4;
   for (const t of ticks(lo, hi)) {
     s.appendChild(svg("line", { class: "grid", x1: x(t), x2: x(t), y1: top, y2: yAxis }));
-    s.appendChild(svg("text", { class: "tick", x: x(t), y: yAxis + 14, "text-anchor": "middle" }, num(t)));
+    s.appendChild(svg("text", { class: "tick", x: within(x(t), num(t), W), y: yAxis + 14, "text-anchor": "middle" }, num(t)));
   }
   s.appendChild(svg("line", { class: "zero", x1: x(0), x2: x(0), y1: top, y2: yAxis }));
   rows.forEach((r, i) => {
@@ -132,7 +138,7 @@ function scatter(id: string, cls: string, pts: Pt[], xl: string, yl: string, lin
   const s = svg("svg", { class: `chart ${cls}`, viewBox: `0 0 ${W} ${H}`, width: W, height: H, role: "img" });
   for (const t of ticks(x0, x1)) {
     s.appendChild(svg("line", { class: "grid", x1: X(t), x2: X(t), y1: T, y2: H - B }));
-    s.appendChild(svg("text", { class: "tick", x: X(t), y: H - B + 14, "text-anchor": "middle" }, num(t)));
+    s.appendChild(svg("text", { class: "tick", x: within(X(t), num(t), W), y: H - B + 14, "text-anchor": "middle" }, num(t)));
   }
   for (const t of ticks(y0, y1)) {
     s.appendChild(svg("line", { class: "grid", x1: L, x2: W - R, y1: Y(t), y2: Y(t) }));
