@@ -6,8 +6,8 @@ import (
 	"testing"
 )
 
-// TestSamplingCommandsStartOnOneP: stat and record run on one P from their
-// start, not only from the sampler's Run on, whatever the machine's CPU count
+// TestSamplingCommandsStartOnOneP: stat, record, live and experiment run on
+// one P from their start, not only from the sampler's Run on, whatever the machine's CPU count
 // (issue 34: start-up's garbage collection started a mark worker, on a thread
 // of its own, on every P, one per CPU). A bigger machine is simulated with
 // GOMAXPROCS 8: after the command the sampler hands back the Ps the process
@@ -19,16 +19,19 @@ func TestSamplingCommandsStartOnOneP(t *testing.T) {
 	t.Setenv("XDG_RUNTIME_DIR", t.TempDir())
 	out := t.TempDir() + "/r.jsonl"
 	for _, c := range []struct {
-		name string
-		env  string // GOMAXPROCS in the environment; "" unset
-		args []string
-		want int
+		name  string
+		env   string // GOMAXPROCS in the environment; "" unset
+		args  []string
+		fails bool // the command is refused after start-up's choice (live and experiment run until stopped)
+		want  int
 	}{
-		{"stat", "", []string{"stat", "-i", "1ms", "-n", "2", "-e", "vmstat.pgfault"}, 1},
-		{"record", "", []string{"record", "-o", out, "--force", "-i", "1ms", "-n", "2", "-e", "vmstat.pgfault"}, 1},
-		{"stat after a global flag", "", []string{"--root", "/", "stat", "-i", "1ms", "-n", "2", "-e", "vmstat.pgfault"}, 1},
-		{"stat, GOMAXPROCS set", "8", []string{"stat", "-i", "1ms", "-n", "2", "-e", "vmstat.pgfault"}, 8},
-		{"topology", "", []string{"topology"}, 8},
+		{"stat", "", []string{"stat", "-i", "1ms", "-n", "2", "-e", "vmstat.pgfault"}, false, 1},
+		{"record", "", []string{"record", "-o", out, "--force", "-i", "1ms", "-n", "2", "-e", "vmstat.pgfault"}, false, 1},
+		{"stat after a global flag", "", []string{"--root", "/", "stat", "-i", "1ms", "-n", "2", "-e", "vmstat.pgfault"}, false, 1},
+		{"stat, GOMAXPROCS set", "8", []string{"stat", "-i", "1ms", "-n", "2", "-e", "vmstat.pgfault"}, false, 8},
+		{"live (refused flag)", "", []string{"live", "--batch", "1ms"}, true, 1},
+		{"experiment (missing spec)", "", []string{"experiment", "/nonexistent/spec.toml"}, true, 1},
+		{"topology", "", []string{"topology"}, false, 8},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			t.Setenv("GOMAXPROCS", c.env)
@@ -36,7 +39,7 @@ func TestSamplingCommandsStartOnOneP(t *testing.T) {
 				os.Unsetenv("GOMAXPROCS")
 			}
 			runtime.GOMAXPROCS(8)
-			if _, errs, code := runMain(t, c.args...); code != 0 {
+			if _, errs, code := runMain(t, c.args...); (code != 0) != c.fails {
 				t.Fatalf("numascope %v: exit %d: %s", c.args, code, errs)
 			}
 			if got := runtime.GOMAXPROCS(0); got != c.want {

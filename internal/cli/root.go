@@ -70,13 +70,21 @@ func Main(args []string) int {
 	}
 	root := newRoot()
 	root.SetArgs(args)
-	// The commands whose steady work is one sampler run on the one P they
+	// The commands whose steady work is a sampler run on the one P they
 	// sample on from the start (sampler.SamplingProcess).
-	if cmd, _, err := root.Find(args); err == nil && (cmd.Name() == "stat" || cmd.Name() == "record") {
+	if cmd, _, err := root.Find(args); err == nil && samplesFromStart[cmd.Name()] {
 		sampler.SamplingProcess()
 	}
 	return exitStatus(root.Execute(), os.Stderr)
 }
+
+// samplesFromStart names the commands whose steady work is a sampler, which
+// runs the process on one P while it samples (sampler.useProcs): stat and
+// record; live, whose web server and process table share that P already
+// while it samples; experiment, which samples each run and between runs only
+// starts commands and sums their results. On any other P count their
+// start-up would pay a garbage-collection worker thread per CPU for nothing.
+var samplesFromStart = map[string]bool{"stat": true, "record": true, "live": true, "experiment": true}
 
 // exitStatus is the process exit status for a command's error, which it
 // prints on stderr unless it was said already.
