@@ -189,5 +189,10 @@ The websocket protocol is documented in docs/live-protocol.md.`,
 	cmd.Flags().BoolVar(&force, "force", false, "overwrite FILE if it exists")
 	cmd.Flags().BoolVar(&processes, "processes", true, "serve the processes page (the table of numascope top) to browsers")
 	cmd.Flags().StringVar(&recordDir, "record-dir", "", "directory where recordings started from a browser go (default: the working directory)")
+	// stat's -n and --per mean nothing to live, which refuses them: its help
+	// does not offer them.
+	for _, name := range []string{"count", "per"} {
+		_ = cmd.Flags().MarkHidden(name)
+	}
 	return cmd
 }

@@ -70,3 +70,27 @@ func TestExitStatus(t *testing.T) {
 		}
 	}
 }
+
+// TestLiveHelpOffersOnlyWhatItTakes: live shares stat's session flags but
+// samples until interrupted and shows rates per second, so it refuses -n and
+// --per; its help must not offer them (a newcomer copying a flag from --help
+// got "does not apply"), and a script that passes them still gets the refusal.
+func TestLiveHelpOffersOnlyWhatItTakes(t *testing.T) {
+	help, errs, code := runMain(t, "live", "--help")
+	if code != 0 {
+		t.Fatalf("live --help: exit %d: %s", code, errs)
+	}
+	for _, flag := range []string{"--count ", "--per "} {
+		if strings.Contains(help, flag) {
+			t.Errorf("live --help offers %s, which live refuses", flag)
+		}
+	}
+	if !strings.Contains(help, "--interval") {
+		t.Errorf("live --help lacks --interval: %s", help)
+	}
+	for _, args := range [][]string{{"live", "-n", "5"}, {"live", "--per", "node"}} {
+		if _, errs, code := runMain(t, args...); code == 0 || !strings.Contains(errs, "does not apply") {
+			t.Errorf("numascope %v: exit %d, stderr %q: want the refusal", args, code, errs)
+		}
+	}
+}
