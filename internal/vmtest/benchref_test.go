@@ -51,7 +51,14 @@ import (
 // huge_fraction) gave refchase rounds of 207-233 ns and, in some runs,
 // whole rounds of 170-177 ns, while numascope stayed at 190-205 ns; the
 // ratio of the medians was 0.88-0.99, half of the runs past 10%, and
-// refchase's loop unrolled as bench's did not change it. A reference
+// refchase's loop unrolled as bench's did not change it. The likely cause
+// is the emulator's software TLB (QEMU's accel/tcg/cputlb.c): direct-mapped,
+// 4 KiB entries even for huge pages, resized only at a guest flush to the
+// highest use of a 100 ms window (doubled above 70%, shrunk below 30%). A
+// random chase over P = 16 384 pages fills N entries to N(1 - e^(-P/N)),
+// 63% at N = P and 39% at N = 2P: two stable sizes, chosen by what ran
+// before the last flush, serving 63% and 79% of loads; 16% more emulated
+// page walks at ~300 ns each is the ~50 ns between the levels. A reference
 // whose rounds span 25% cannot hold another program to 10%, so the bound
 // follows its interquartile range (2 x IQR / median, as TestC2CMatchesReference
 // does), capped at 25%. A wrong chain still fails by far: the page-local
