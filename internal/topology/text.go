@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/numascope/numascope/internal/sysfs"
+	"github.com/numascope/numascope/internal/term"
 )
 
 // DefaultTextWidth is the line width WriteText aims for. The drawing wraps
@@ -54,13 +55,6 @@ func coreKey(c CPU) string {
 	return sysfs.FormatCPUList(c.Siblings)
 }
 
-func plural(n int, one, many string) string {
-	if n == 1 {
-		return "1 " + one
-	}
-	return strconv.Itoa(n) + " " + many
-}
-
 func (t *Topology) writeHeader(w *bufio.Writer) {
 	cores := map[string]bool{}
 	dies := map[[2]int]bool{}
@@ -93,16 +87,16 @@ func (t *Topology) writeHeader(w *bufio.Writer) {
 			deniedNodes = append(deniedNodes, n.ID)
 		}
 	}
-	nodes := plural(len(t.Nodes), "NUMA node", "NUMA nodes")
+	nodes := term.Plural(len(t.Nodes), "NUMA node", "NUMA nodes")
 	if cpuless > 0 {
 		nodes += fmt.Sprintf(" (%d CPU-less)", cpuless)
 	}
-	threads := plural(len(t.CPUs), "thread", "threads")
+	threads := term.Plural(len(t.CPUs), "thread", "threads")
 	if len(offline) > 0 {
 		threads += fmt.Sprintf(" (%d online)", online)
 	}
 	fmt.Fprintf(w, "Machine: %s, %s, %s, %s\n",
-		plural(len(t.Packages), "package", "packages"), nodes, plural(len(cores), "core", "cores"), threads)
+		term.Plural(len(t.Packages), "package", "packages"), nodes, term.Plural(len(cores), "core", "cores"), threads)
 	if len(dies) > len(t.Packages) {
 		fmt.Fprintf(w, "  dies:          %d\n", len(dies))
 	}
@@ -377,7 +371,7 @@ func (t *Topology) writeCaches(w *bufio.Writer) {
 			size = humanBytes(g.c.SizeBytes)
 		}
 		rows = append(rows, []string{cacheName(g.c), size, line, ways,
-			strconv.Itoa(g.n), plural(g.share, "CPU", "CPUs")})
+			strconv.Itoa(g.n), term.Plural(g.share, "CPU", "CPUs")})
 	}
 	writeTable(w, rows, []bool{false, true, true, true, true, false})
 }

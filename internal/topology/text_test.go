@@ -14,6 +14,7 @@ import (
 	"testing"
 
 	"github.com/numascope/numascope/internal/sysfs"
+	"github.com/numascope/numascope/internal/term"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden text files under testdata/")
@@ -105,11 +106,11 @@ var reThreads = regexp.MustCompile(`^\| (\|[^|]*\| ?)+`)
 
 func checkText(t *testing.T, name string, top *Topology, out string, lines []string, width int) {
 	t.Helper()
-	header := fmt.Sprintf("Machine: %s, %s", plural(len(top.Packages), "package", "packages"), plural(len(top.Nodes), "NUMA node", "NUMA nodes"))
+	header := fmt.Sprintf("Machine: %s, %s", term.Plural(len(top.Packages), "package", "packages"), term.Plural(len(top.Nodes), "NUMA node", "NUMA nodes"))
 	if !strings.HasPrefix(out, header) {
 		t.Errorf("%s: header %q does not start with %q", name, lines[0], header)
 	}
-	if !strings.Contains(lines[0], plural(len(top.CPUs), "thread", "threads")) {
+	if !strings.Contains(lines[0], term.Plural(len(top.CPUs), "thread", "threads")) {
 		t.Errorf("%s: header %q lacks the thread count %d", name, lines[0], len(top.CPUs))
 	}
 	// The distance matrix and the drawing fit the width; tables (of
