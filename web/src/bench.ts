@@ -196,7 +196,7 @@ function matrixFigure(k: Kind, doc: BenchDocument, look: Lookup): HTMLElement {
   const m = doc[k.key];
   const fig = el("figure", { class: "bfig", "data-kind": k.kind });
   if (!m) {
-    fig.append(el("h3", {}, k.title), el("p", { class: "muted none" }, `Not in this document (numascope bench --kind left ${k.kind} out).`));
+    fig.append(el("h3", {}, k.title), el("p", { class: "muted none" }, `Not in this document: it was measured without ${k.kind} (numascope bench --kind ${k.kind}, or all, measures it).`));
     return fig;
   }
   const stat = k.higherBetter ? `best of ${m.repeat ?? "the"} repeats` : `median of ${m.repeat ?? "the"} repeats`;

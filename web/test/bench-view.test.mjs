@@ -173,7 +173,7 @@ test("a bench document from disk without topology, rated values or loaded: what 
   assert.equal(await page.textContent("#mode"), "bench bench.json");
   await checkShape(page, "latency", bare.latency_ns);
   assert.equal(await page.locator("#bench table.bmatrix[data-kind=bandwidth]").count(), 0);
-  assert.match(await page.textContent("#bench figure[data-kind=bandwidth]"), /left bandwidth out/);
+  assert.match(await page.textContent("#bench figure[data-kind=bandwidth]"), /measured without bandwidth \(numascope bench --kind bandwidth, or all, measures it\)/);
   assert.equal(await page.locator("#bench td.cell .rated, #bench td.cell .dist").count(), 0);
   assert.equal(await page.textContent('#bench dd[data-fact="rated (HMAT)"]'), "none: this machine's firmware has no HMAT");
   // Without a topology, node 2 (no row) is a target only, in rated's tier.
@@ -195,7 +195,7 @@ test("view on what numascope bench --kind loaded writes here: the curves, and bo
   await page.waitForSelector("#bench .bloaded");
   for (const kind of Object.keys(KINDS)) {
     assert.equal(await page.locator(`#bench table.bmatrix[data-kind=${kind}]`).count(), 0);
-    assert.match(await page.textContent(`#bench figure[data-kind=${kind}]`), new RegExp(`left ${kind} out`));
+    assert.match(await page.textContent(`#bench figure[data-kind=${kind}]`), new RegExp(`measured without ${kind} \\(numascope bench --kind ${kind}, or all, measures it\\)`));
   }
   await checkLoaded(page, real);
   if (real.loaded.pairs.some((p) => p.latency_ns !== null)) assert.match(await page.textContent("#bench .bloaded"), /\(mix 3:1 kernel\)/);
