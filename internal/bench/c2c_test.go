@@ -272,6 +272,21 @@ func TestC2CPairBudget(t *testing.T) {
 	}
 }
 
+// TestC2CBudget: the budget a pair runs under, and the one the note of a
+// pair cut short names, is --pair-budget when given: the note named the
+// default 250ms whatever --pair-budget said.
+func TestC2CBudget(t *testing.T) {
+	for _, c := range []struct {
+		opt  time.Duration
+		want time.Duration
+	}{{0, c2cPairBudget}, {5 * time.Second, 5 * time.Second}} {
+		p := &plan{opt: Options{C2CPairBudget: c.opt}}
+		if got := p.c2cBudget(); got != c.want {
+			t.Errorf("--pair-budget %s: budget %s, want %s", c.opt, got, c.want)
+		}
+	}
+}
+
 // TestC2CBadOptions: one clear error for each option that cannot be run.
 func TestC2CBadOptions(t *testing.T) {
 	topo := fixtureTopology(t)
