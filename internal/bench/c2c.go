@@ -357,6 +357,15 @@ const c2cSpinLimit = 1 << 16
 // the load.
 const c2cPairBudget = 250 * time.Millisecond
 
+// c2cBudget is the time one pair may take: --pair-budget, or
+// c2cPairBudget.
+func (p *plan) c2cBudget() time.Duration {
+	if p.opt.C2CPairBudget > 0 {
+		return p.opt.C2CPairBudget
+	}
+	return c2cPairBudget
+}
+
 // c2cTurns is the hot loop: n turns of the ping-pong, each a
 // compare-and-swap of mine into mine+1 retried until the other thread's
 // write arrives. It returns the next value this thread waits for, and
@@ -389,10 +398,7 @@ func (p *plan) measureC2C(a, b, node int) (samples []float64, trips int, pl Pair
 	line := (*c2cLine)(unsafe.Pointer(&buf.b[0]))
 	orders := make(chan c2cOrder)
 	done := make(chan error, 1)
-	budget := c2cPairBudget
-	if p.opt.C2CPairBudget > 0 {
-		budget = p.opt.C2CPairBudget
-	}
+	budget := p.c2cBudget()
 	deadline := time.Now().Add(budget)
 	go func() {
 		err := onCPU([]int{b}, func() error {
@@ -500,7 +506,7 @@ func (p *plan) runC2C(res *Result, progress func(what string), placed func(Pair,
 		}
 		if len(samples) < p.opt.Repeat {
 			res.Notes = append(res.Notes, fmt.Sprintf("c2c CPU %d <-> CPU %d: %d of %d windows within the pair's %s: the two CPUs were seldom running its threads at once (a busy host?)",
-				a.id, b.id, len(samples), p.opt.Repeat, c2cPairBudget))
+				a.id, b.id, len(samples), p.opt.Repeat, p.c2cBudget()))
 		}
 		placed(pl, fmt.Sprintf("c2c CPU %d <-> CPU %d: only %.0f%% of the line's page is on node %d", a.id, b.id, 100*pl.FractionOnTarget, node))
 		s := slices.Clone(samples)

@@ -180,9 +180,17 @@ func (l *Live) started() {
 	if l.state.Paused {
 		l.smp.Pause()
 	}
-	l.runDone = make(chan error, 1)
+	// runDone gives Run's result once, then is closed: the hub that sees
+	// the sampler end on its own takes the result, and the shutdown that
+	// follows (or a restart whose sampler could not be replaced) waits on
+	// it again and must not wait for ever.
+	done := make(chan error, 1)
+	l.runDone = done
 	smp := l.smp
-	go func() { l.runDone <- smp.Run(context.Background()) }()
+	go func() {
+		done <- smp.Run(context.Background())
+		close(done)
+	}()
 }
 
 // Abort undoes NewLive when Run will not be called (e.g. Listen failed): it

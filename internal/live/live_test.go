@@ -878,3 +878,34 @@ func loadCounted(t *testing.T, path string) *recording.Recording {
 	}
 	return r
 }
+
+// TestRunEndsWhenTheSamplerEnds: a sampler that ends on its own (here its
+// Count; in use, an error of its timer) ends Run with an error, and Run
+// returns: the hub took the sampler's result from runDone, and the
+// shutdown that followed waited on runDone a second time, for ever.
+func TestRunEndsWhenTheSamplerEnds(t *testing.T) {
+	fs := sysfs.New(twonode)
+	topo, err := topology.Discover(fs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cat := sampler.Open(sensor.Env{FS: fs, Topology: topo})
+	defer cat.Close()
+	l, err := NewLive(web.Options{Listen: "127.0.0.1:0"}, sampling.Config{
+		Catalog: cat, Events: []string{"node.numa_hit"}, Interval: 10 * time.Millisecond, Count: 3,
+		Header: recording.Header{Host: "fixture", Topology: topo},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- l.Run(context.Background()) }()
+	select {
+	case err := <-done:
+		if err == nil || !strings.Contains(err.Error(), "sampling stopped") {
+			t.Fatalf("Run: %v, want the sampler's end as an error", err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("Run did not return 20 s after its sampler ended")
+	}
+}

@@ -18,7 +18,14 @@
 // read-only data because they are never written: their contents are the
 // file's, which is what a refault reads. (An executable overwritten in
 // place while it runs would break it, but the kernel's own reclaim already
-// refaults the same pages under memory pressure.)
+// refaults the same pages under memory pressure.) A read-only mapping can
+// still hold written pages: in a position-independent or dynamically linked
+// build (go build -buildmode=pie, as distributions package Go programs) the
+// dynamic loader relocates .data.rel.ro, the type descriptors and itabs,
+// then makes it read-only (RELRO). Those pages are private copies, not the
+// file's, and dropping them would put the unrelocated bytes back under the
+// runtime, which faults on its next allocation; a mapping with any such
+// page (Anonymous in /proc/self/smaps) is left alone.
 package memtrim
 
 import (
@@ -110,19 +117,21 @@ func afterEachGC(f func()) {
 }
 
 // dropExecutable drops the read-only private mappings of the running
-// executable. The read-write ones (its data) are never touched: dropping
-// them would lose what the program wrote.
+// executable that hold only the file's pages. The read-write ones (its
+// data) are never touched: dropping them would lose what the program
+// wrote; nor is a read-only one with written pages (RELRO, see the package
+// comment).
 func dropExecutable() (int64, error) {
 	exe, err := os.Readlink("/proc/self/exe")
 	if err != nil {
 		return 0, fmt.Errorf("finding the executable: %w", err)
 	}
-	maps, err := os.ReadFile("/proc/self/maps")
+	smaps, err := os.ReadFile("/proc/self/smaps")
 	if err != nil {
 		return 0, fmt.Errorf("reading the mappings: %w", err)
 	}
 	var dropped int64
-	for _, m := range readOnlyMappings(maps, exe) {
+	for _, m := range readOnlyMappings(smaps, exe) {
 		if _, _, e := unix.Syscall(unix.SYS_MADVISE, m.start, m.end-m.start, unix.MADV_DONTNEED); e != 0 {
 			return dropped, fmt.Errorf("dropping %#x-%#x of %s: %w", m.start, m.end, exe, e)
 		}
@@ -134,31 +143,52 @@ func dropExecutable() (int64, error) {
 type mapping struct{ start, end uintptr }
 
 // readOnlyMappings returns the private mappings of path in a
-// /proc/PID/maps text that are readable and not writable (code and
-// read-only data).
-func readOnlyMappings(maps []byte, path string) []mapping {
+// /proc/PID/smaps text that are readable and not writable (code and
+// read-only data) and hold none of the process's own pages: a mapping
+// whose Anonymous field is not 0, or that has none, is left out.
+func readOnlyMappings(smaps []byte, path string) []mapping {
 	var out []mapping
-	sc := bufio.NewScanner(bytes.NewReader(maps))
-	for sc.Scan() {
-		// start-end perms offset dev inode   path
-		f := bytes.Fields(sc.Bytes())
-		if len(f) < 6 || string(bytes.Join(f[5:], []byte(" "))) != path {
-			continue
+	var cur mapping
+	candidate, clean := false, false
+	end := func() {
+		if candidate && clean {
+			out = append(out, cur)
 		}
-		perms := f[1]
-		if len(perms) != 4 || perms[0] != 'r' || perms[1] != '-' || perms[3] != 'p' {
-			continue
-		}
-		se := bytes.SplitN(f[0], []byte("-"), 2)
-		if len(se) != 2 {
-			continue
-		}
-		start, err1 := strconv.ParseUint(string(se[0]), 16, 64)
-		end, err2 := strconv.ParseUint(string(se[1]), 16, 64)
-		if err1 != nil || err2 != nil || end <= start {
-			continue
-		}
-		out = append(out, mapping{uintptr(start), uintptr(end)})
+		candidate, clean = false, false
 	}
+	sc := bufio.NewScanner(bytes.NewReader(smaps))
+	for sc.Scan() {
+		f := bytes.Fields(sc.Bytes())
+		if len(f) == 0 {
+			continue
+		}
+		if !bytes.HasSuffix(f[0], []byte(":")) {
+			// A mapping's line: start-end perms offset dev inode path.
+			end()
+			if len(f) < 6 || string(bytes.Join(f[5:], []byte(" "))) != path {
+				continue
+			}
+			perms := f[1]
+			if len(perms) != 4 || perms[0] != 'r' || perms[1] != '-' || perms[3] != 'p' {
+				continue
+			}
+			se := bytes.SplitN(f[0], []byte("-"), 2)
+			if len(se) != 2 {
+				continue
+			}
+			start, err1 := strconv.ParseUint(string(se[0]), 16, 64)
+			stop, err2 := strconv.ParseUint(string(se[1]), 16, 64)
+			if err1 != nil || err2 != nil || stop <= start {
+				continue
+			}
+			cur, candidate = mapping{uintptr(start), uintptr(stop)}, true
+			continue
+		}
+		// One of the mapping's fields: "Anonymous:  0 kB".
+		if candidate && string(f[0]) == "Anonymous:" && len(f) >= 2 {
+			clean = string(f[1]) == "0"
+		}
+	}
+	end()
 	return out
 }

@@ -258,6 +258,11 @@ func (opt Options) withDefaults() (Options, error) {
 	return opt, nil
 }
 
+// MaxTermCells bounds the terms (2^factors) times the combinations of
+// levels of a design: the analysis keeps two float64 values per term and
+// combination, 256 MiB at the bound (twelve two-level factors).
+const MaxTermCells = 1 << 24
+
 // design is the shape of a full factorial: the factors with their levels,
 // and the cells (combinations of levels) numbered in mixed radix, the first
 // factor varying slowest. A term is a bitmask of factors.
@@ -318,6 +323,13 @@ func newDesign(factors []Factor, obs []Observation) (*design, error) {
 		if d.ncells > 1<<22 {
 			return nil, errors.New("too many combinations of levels")
 		}
+	}
+	// effects holds every term's marginal means and effects for every
+	// cell: 2 × 2^k × cells values. Sixteen two-level factors are 65536
+	// cells, whose 2^32 values (64 GiB) no machine holds.
+	if terms := 1 << k; terms*d.ncells > MaxTermCells {
+		return nil, fmt.Errorf("%d factors with %d combinations of levels: the analysis would hold %d terms × %d combinations of values, more than the limit of %d; analyse fewer factors at once",
+			k, d.ncells, terms, d.ncells, MaxTermCells)
 	}
 	d.stride = make([]int, k)
 	s := 1

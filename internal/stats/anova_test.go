@@ -249,12 +249,25 @@ func TestAnalyzeErrors(t *testing.T) {
 		{"nan", two, []Observation{{[]string{"a", "x"}, math.NaN()}, {[]string{"a", "y"}, 1}, {[]string{"b", "x"}, 1}, {[]string{"b", "y"}, 1}}, Options{}, "finite"},
 		{"overflow", two, []Observation{{[]string{"a", "x"}, 1e300}, {[]string{"a", "y"}, -1e300}, {[]string{"b", "x"}, 1}, {[]string{"b", "y"}, 1}}, Options{}, "overflow"},
 		{"unknown level", []Factor{{Name: "A", Levels: []string{"a", "b"}}, {Name: "B"}}, []Observation{{[]string{"c", "x"}, 1}}, Options{}, `level "c" is not one of a, b`},
+		// 13 two-level factors: 2^13 terms × 2^13 cells, 1 GiB of effects
+		// (16 factors were 64 GiB), refused before anything is allocated.
+		{"too many terms", binaryFactors(13), []Observation{{make([]string, 13), 1}}, Options{}, "analyse fewer factors at once"},
 	} {
 		_, err := Analyze(c.factors, c.obs, c.opt)
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: error %v, want one containing %q", c.name, err, c.want)
 		}
 	}
+}
+
+// binaryFactors returns n factors named F0, F1... with the levels "" and
+// "x" each.
+func binaryFactors(n int) []Factor {
+	fs := make([]Factor, n)
+	for i := range fs {
+		fs[i] = Factor{Name: fmt.Sprintf("F%d", i), Levels: []string{"", "x"}}
+	}
+	return fs
 }
 
 // randomDesign makes a balanced design with random, positive responses that

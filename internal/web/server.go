@@ -573,12 +573,12 @@ type queued struct {
 	n int
 }
 
-// enqueue queues a message without blocking; a client whose queue is full
+// Enqueue queues a message without blocking; a client whose queue is full
 // (in messages or bytes) has fallen behind and is dropped. It is O(1): the
 // hub calls it for every client on every batch.
 func (c *Client) Enqueue(b []byte) bool { return c.put(queued{b, len(b)}) }
 
-// enqueueShared queues a message every client shares one copy of (the
+// EnqueueShared queues a message every client shares one copy of (the
 // history replay), which does not count against the bytes bound.
 func (c *Client) EnqueueShared(b []byte) bool { return c.put(queued{b, 0}) }
 
@@ -676,7 +676,6 @@ func (c *Client) readLoop(ctx context.Context) {
 	}
 }
 
-// reply queues a message for this client only.
 // MarkReady says that the client's hello is queued, for a backend that
 // queues it on another goroutine than Attach's (the live hub): Ready is
 // closed, and the client's messages are read from then on.
@@ -691,7 +690,7 @@ func (c *Client) Done() <-chan struct{} { return c.done }
 // QueueCap is how many messages may wait for the client (Options.Queue).
 func (c *Client) QueueCap() int { return cap(c.send) }
 
-// Reply queues v, as JSON, for the client.
+// Reply queues v, as JSON, for this client only.
 func (c *Client) Reply(v any) { c.Enqueue(MustJSON(v)) }
 
 // Fail queues the error reply to the client's message id.
