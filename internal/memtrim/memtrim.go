@@ -35,11 +35,13 @@ import (
 	"os"
 	"runtime"
 	"runtime/debug"
-	"strconv"
+	"strings"
 	"sync"
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/numascope/numascope/internal/procnuma"
 )
 
 // Settle is when the executable's pages are dropped a second time after
@@ -158,35 +160,18 @@ func readOnlyMappings(smaps []byte, path string) []mapping {
 	}
 	sc := bufio.NewScanner(bytes.NewReader(smaps))
 	for sc.Scan() {
-		f := bytes.Fields(sc.Bytes())
-		if len(f) == 0 {
-			continue
-		}
-		if !bytes.HasSuffix(f[0], []byte(":")) {
-			// A mapping's line: start-end perms offset dev inode path.
+		line := sc.Text()
+		if m, ok := procnuma.ParseMapsLine(line); ok {
+			// A mapping's line, as in /proc/PID/maps; its fields follow.
 			end()
-			if len(f) < 6 || string(bytes.Join(f[5:], []byte(" "))) != path {
-				continue
+			if m.Path == path && len(m.Perms) == 4 && m.Perms[0] == 'r' && m.Perms[1] == '-' && m.Perms[3] == 'p' {
+				cur, candidate = mapping{uintptr(m.Start), uintptr(m.End)}, true
 			}
-			perms := f[1]
-			if len(perms) != 4 || perms[0] != 'r' || perms[1] != '-' || perms[3] != 'p' {
-				continue
-			}
-			se := bytes.SplitN(f[0], []byte("-"), 2)
-			if len(se) != 2 {
-				continue
-			}
-			start, err1 := strconv.ParseUint(string(se[0]), 16, 64)
-			stop, err2 := strconv.ParseUint(string(se[1]), 16, 64)
-			if err1 != nil || err2 != nil || stop <= start {
-				continue
-			}
-			cur, candidate = mapping{uintptr(start), uintptr(stop)}, true
 			continue
 		}
 		// One of the mapping's fields: "Anonymous:  0 kB".
-		if candidate && string(f[0]) == "Anonymous:" && len(f) >= 2 {
-			clean = string(f[1]) == "0"
+		if f := strings.Fields(line); candidate && len(f) >= 2 && f[0] == "Anonymous:" {
+			clean = f[1] == "0"
 		}
 	}
 	end()
