@@ -44,8 +44,37 @@ func TestNewDefaultsAndPresets(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := strings.Join(cat.Available(sampler.DefaultEvents), ","); strings.Join(s.Events(), ",") != want {
-		t.Errorf("events %q, want the available defaults %q", s.Events(), want)
+	// The fixture has every file the defaults read: all of them.
+	if want := strings.Join(sampler.DefaultEvents, ","); strings.Join(s.Events(), ",") != want {
+		t.Errorf("events %q, want every default %q", s.Events(), want)
+	}
+	// A machine without /proc/vmstat: the defaults less the vmstat ones.
+	bare := t.TempDir()
+	if err := os.CopyFS(bare, os.DirFS("../sensor/testdata/twonode")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(filepath.Join(bare, "proc", "vmstat")); err != nil {
+		t.Fatal(err)
+	}
+	fs := sysfs.New(bare)
+	topo, err := topology.Discover(fs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bareCat := sampler.Open(sensor.Env{FS: fs, Topology: topo})
+	defer bareCat.Close()
+	b, err := New(Config{Catalog: bareCat, Interval: time.Second, Sink: "recording"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want []string
+	for _, e := range sampler.DefaultEvents {
+		if !strings.HasPrefix(e, "vmstat.") {
+			want = append(want, e)
+		}
+	}
+	if got := strings.Join(b.Events(), ","); got != strings.Join(want, ",") {
+		t.Errorf("without /proc/vmstat: events %q, want %q", got, want)
 	}
 	d, err := New(Config{Catalog: cat, Events: []string{"node.numa_hit"}, Discrete: true, Interval: time.Second})
 	if err != nil {
