@@ -286,8 +286,9 @@ const c2cSeed = 0x6332632d70616972
 // c2cPairs returns the pairs to measure (index pairs, i < j) and how many
 // there are in all. A sample takes pairs in turn from each group (a class
 // and a node pair), in a seeded random order within it, so that every
-// class and every cell of the node matrix has pairs even when the sample
-// is small; the result is in matrix order.
+// class and every cell of the node matrix has pairs as soon as the sample
+// holds at least as many pairs as there are groups (a smaller one covers
+// that many groups, one pair each); the result is in matrix order.
 func c2cPairs(cpus []c2cCPU, sample int) ([][2]int, int) {
 	var all [][2]int
 	for i := range cpus {
