@@ -130,9 +130,8 @@ type analyzer struct {
 	// mappings.
 	kern kernel
 
-	pg    pageTracker
-	moved []movedPage // remap's buffer
-	th    threadTracker
+	pg pageTracker
+	th threadTracker
 	// code is the programs' code mappings and symbols; calls the
 	// analyzer's own answers about them (each ring reader has its own).
 	code   codeIndex
@@ -173,8 +172,8 @@ type analyzer struct {
 	// syscalls are the syscall tracepoints opened (none: allocation sites
 	// are not tracked and affinities are only polled).
 	syscalls []openedEvent
-	sysPend  map[int32]sysPending // by thread: an entry waiting for its exit
-	al       allocTracker         // allocation sites
+	sys      syscallTracker // what each syscall did, once it returned
+	al       allocTracker   // allocation sites
 	// lastLoc is the last location looked up.
 	lastLoc  locKey
 	lastLocM *Metrics
@@ -197,7 +196,7 @@ func newAnalyzer(cpuNode []int, pageNodes, threadNodes []int) *analyzer {
 		mp:          newMappingTracker(),
 		threadNodes: threadNodes,
 		pageNodes:   pageNodes,
-		sysPend:     map[int32]sysPending{},
+		sys:         newSyscallTracker(pageSize),
 		batch:       newRoundBatch(),
 		al:          newAllocTracker(),
 		oneNode:     len(pageNodes) == 1,
@@ -266,28 +265,12 @@ func (a *analyzer) handleBatch() { a.handleUntil(^uint64(0)) }
 // that is gone).
 func (a *analyzer) handleUntil(horizon uint64) {
 	a.stamp++
-	a.th.newRound(a.stamp)
 	now := a.batch.take(horizon)
-	if a.syscalls == nil {
-		// Without sched_setaffinity events, poll first: read after the
-		// faults it is applied to, so a thread that pins itself and then
-		// touches its memory counts as pinned.
-		for i := range now {
-			s := &now[i]
-			a.th.poll(a.thread(s.pid, s.tid))
-		}
-	}
+	a.th.beginRound(a.stamp, now)
 	for i := range now {
 		a.handle(&now[i])
 	}
-	if a.syscalls != nil {
-		// The program's own changes were applied in time order above;
-		// polling now catches changes made from outside it.
-		for i := range now {
-			s := &now[i]
-			a.th.poll(a.thread(s.pid, s.tid))
-		}
-	}
+	a.th.endRound(now)
 	a.batch.keepRest()
 	a.nodes.round(a.stamp)
 }
@@ -305,27 +288,51 @@ func (a *analyzer) loc(k locKey) *Metrics {
 	return m
 }
 
+// handle applies one record of the round, in time order: a fault is
+// attributed here; every other event is a change the trackers apply to
+// themselves, each through its one method for it.
 func (a *analyzer) handle(s *rawSample) {
 	switch s.kind {
 	case evFault:
+		a.handleFault(s)
 	case evExec:
-		a.forgetProcess(s.pid)
-		return
+		// The process's memory is gone: its pages, mappings, allocation
+		// ranges and break.
+		a.pg.forget(s.pid)
+		a.mp.forget(s.pid)
+		a.al.forget(s.pid)
+		a.sys.forget(s.pid)
 	case evFork:
 		a.th.forked(a.thread(s.pid, s.tid), int32(s.a0), s.time)
-		return
 	default:
-		a.handleSyscall(s)
-		return
+		e := a.sys.event(s, a.batch.mask(s.mask))
+		for i := range e.n {
+			a.changeMemory(&e.mem[i])
+		}
+		if e.affinity {
+			a.th.setAffinity(e.tid, e.mask, e.at)
+		}
 	}
-	a.handleFault(s)
 }
 
-// forgetProcess drops what is known of a process's memory when it execs.
-func (a *analyzer) forgetProcess(pid int32) {
-	a.pg.forget(pid)
-	a.mp.forget(pid)
-	a.al.forget(pid)
+// changeMemory hands a change of a process's memory to each tracker of
+// memory.
+func (a *analyzer) changeMemory(c *memChange) {
+	a.pg.change(c)
+	a.al.change(c, &a.code)
+	a.mp.change(c)
+}
+
+// freeRange gives back the pages of [start, end) of pid, as madvise does,
+// or, unmapped, the range with them, as munmap does.
+func (a *analyzer) freeRange(pid int32, start, end uint64, unmapped bool) {
+	op := memFree
+	if unmapped {
+		op = memUnmap
+	}
+	if c, ok := a.sys.freeing(op, pid, start, end); ok {
+		a.changeMemory(&c)
+	}
 }
 
 // handleFault classifies a page fault: a first touch or a sampled access.
