@@ -70,12 +70,15 @@ func setUp(opt Options, args []string) (*profiler, error) {
 			threadNodes = append(threadNodes, n.ID)
 		}
 	}
-	a := newAnalyzer(cpuNode, pageNodes, threadNodes)
-	kern := newProcKernel(procRoot, "/sys", a.pageSize)
-	a.setKernel(kern)
-	a.thp.disable(thpDisabled("/sys"))
 	p := &Profile{Host: opt.Host, Rank: opt.Rank, Command: args, Nodes: pageNodes}
-	p.NUMABalancing, a.hinting, p.Notes = balancingNotes(procRoot, topo)
+	var hinting bool
+	p.NUMABalancing, hinting, p.Notes = balancingNotes(procRoot, topo)
+	thpOff := thpDisabled("/sys")
+	kern := newProcKernel(procRoot, "/sys", uint64(os.Getpagesize()))
+	a := newAnalyzer(cpuNode, pageNodes, threadNodes)
+	a.setKernel(kern)
+	a.hinting = hinting
+	a.thp.disable(thpOff)
 	pr := &profiler{a: a, kern: kern, p: p, cpus: cpus, stackCopy: stackCopy}
 	return pr, nil
 }
@@ -104,6 +107,15 @@ func (pr *profiler) attach(opt Options, pid int, name string) error {
 		if pr.capture, err = startCapture(opt.Capture, pr.a, pid); err != nil {
 			return err
 		}
+	}
+	return nil
+}
+
+// CheckStackCopy says whether n bytes is a stack copy numascope asks the
+// kernel for: a multiple of 8 from 0 (none) to MaxStackCopy.
+func CheckStackCopy(n int) error {
+	if n < 0 || n > MaxStackCopy || n%8 != 0 {
+		return fmt.Errorf("%d bytes: give a multiple of 8 from 0 (none) to %d", n, MaxStackCopy)
 	}
 	return nil
 }
