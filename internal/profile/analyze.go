@@ -167,6 +167,9 @@ type analyzer struct {
 	hugePages uint64
 
 	mp mappingTracker // where memory came from
+	// origin answers, from al and mp, where a faulting thread's memory
+	// came from.
+	origin memoryOrigin
 
 	dec decoded
 	// syscalls are the syscall tracepoints opened (none: allocation sites
@@ -203,6 +206,7 @@ func newAnalyzer(cpuNode []int, pageNodes, threadNodes []int) *analyzer {
 		hinting:     len(pageNodes) > 1,
 	}
 	a.calls = newCallerCache(&a.code)
+	a.origin = memoryOrigin{al: &a.al, mp: &a.mp, code: &a.code}
 	a.thp = thpChecker{pg: &a.pg, mp: &a.mp, nodes: &a.nodes, pageSize: pageSize, credit: a.creditHuge}
 	a.nodes = newNodeQueries(&a.pg, &a.thp, pageSize, a.oneNode)
 	a.startNs = monotonicNs()
@@ -337,6 +341,7 @@ func (a *analyzer) freeRange(pid int32, start, end uint64, unmapped bool) {
 
 // handleFault classifies a page fault: a first touch or a sampled access.
 func (a *analyzer) handleFault(s *rawSample) {
+	node := a.nodeOfCPU(s.cpu) // the faulting CPU's
 	t := a.thread(s.pid, s.tid)
 	if t.status == "" {
 		a.th.poll(t) // not seen at a fork (its parent's affinity unknown): its start
@@ -347,36 +352,31 @@ func (a *analyzer) handleFault(s *rawSample) {
 	// the page, its region's state and the update below.
 	r, i := a.pg.region(s.pid, key.page, true), a.pg.index(key.page)
 	ps, touched := r.get(i)
-	var firsts uint16 // first touches seen in the page's region
 	if !touched {
-		var h hugeState
-		var isHuge bool
-		if h, isHuge, firsts = r.untouched(a.thp.on()); isHuge {
-			// Placed by an earlier huge-page fault, counted there; a fault
-			// here now is an access (after a split or a hinting unmap).
-			site, mapping := a.memoryOf(t, s.pid, s.addr, key.page)
-			ps, touched = pageState{node: h.node, mapping: mapping, site: site, epoch: h.epoch}, true
-			a.pg.put(r, i, ps)
-		}
-	}
-	if !touched {
+		h, isHuge, firsts := r.untouched(a.thp.on()) // firsts: first touches seen in the region
 		// Where the memory came from: /proc/PID/maps, read again at most
 		// once a round, after the drain, so it has every mapping made
 		// before this fault (unless already unmapped again).
-		site, mapping := a.memoryOf(t, s.pid, s.addr, key.page)
-		a.pg.put(r, i, pageState{node: int16(a.nodeOfCPU(s.cpu)), unsure: !a.oneNode, unpinnedOwner: t.node < 0, site: site, mapping: mapping, epoch: a.lossEpoch})
-		var d Metrics
-		d.FirstTouch = 1
-		if t.node < 0 {
-			d.UnpinnedFirstTouch = 1
+		site, mapping := a.origin.memoryOf(&t.mem, a.kern, a.stamp, s.pid, s.addr, key.page)
+		if !isHuge {
+			a.pg.put(r, i, pageState{node: int16(node), unsure: !a.oneNode, unpinnedOwner: t.node < 0, site: site, mapping: mapping, epoch: a.lossEpoch})
+			var d Metrics
+			d.FirstTouch = 1
+			if t.node < 0 {
+				d.UnpinnedFirstTouch = 1
+			}
+			a.credit(t, lk, mapping, site, &d)
+			if !a.oneNode || firsts == 1 {
+				// For move_pages; with one node there is nothing to ask but
+				// whether it placed a huge page (queryNodes).
+				a.nodes.first(pendingFirst{key: key, loc: lk, tid: t.tid, unpinned: t.node < 0, maybeHuge: firsts == 1})
+			}
+			return
 		}
-		a.credit(t, lk, mapping, site, &d)
-		if !a.oneNode || firsts == 1 {
-			// For move_pages; with one node there is nothing to ask but
-			// whether it placed a huge page (queryNodes).
-			a.nodes.first(pendingFirst{key: key, loc: lk, tid: t.tid, unpinned: t.node < 0, maybeHuge: firsts == 1})
-		}
-		return
+		// Placed by an earlier huge-page fault, counted there; a fault
+		// here now is an access (after a split or a hinting unmap).
+		ps = pageState{node: h.node, mapping: mapping, site: site, epoch: h.epoch}
+		a.pg.put(r, i, ps)
 	}
 	// A later fault on a touched page: a NUMA hinting fault, a sampled
 	// access, if the kernel takes hinting faults here at all.
@@ -420,7 +420,7 @@ func (a *analyzer) handleFault(s *rawSample) {
 			ps.node = int16(n)
 		}
 	}
-	acc := a.nodeOfCPU(s.cpu)
+	acc := node
 	var d Metrics
 	if int(ps.node) == acc {
 		d.Local = 1
@@ -476,31 +476,4 @@ func (a *analyzer) creditHuge(c *thpCandidate) {
 	}
 	t, _ := a.th.known(c.tid)
 	a.credit(t, c.loc, c.mapping, c.site, &d)
-}
-
-// memoryOf returns the allocation site and the Mapping of the page at addr
-// of pid (page: its page address), faulted by thread t. Pages of a
-// thread's stack (an mmap with MAP_STACK) are in the stack mapping, which
-// /proc/PID/maps cannot tell from other anonymous memory. The answer is
-// kept in t for the addresses where both trackers' answers hold, until
-// either changes: a thread faults in runs through one range, and a storm's
-// threads take turns, each in its own.
-func (a *analyzer) memoryOf(t *threadState, pid int32, addr, page uint64) (site, mapping uint32) {
-	m := &t.mem
-	alGen, mpGen := a.al.generation(), a.mp.generation()
-	if m.pid == pid && addr >= m.lo && addr < m.hi && m.alGen == alGen && m.mpGen == mpGen &&
-		(m.round == 0 || m.round == a.stamp) {
-		return m.site, m.mapping
-	}
-	site, lo, hi := a.al.span(pid, addr, &a.code)
-	idx, mlo, mhi, thisRound := a.mp.of(a.kern, a.stamp, pid, page)
-	mapping = idx
-	if site != 0 && a.al.kind(site) == "stack" && a.mp.kind(idx) == "anon" {
-		mapping = a.mp.index(mapKey{kind: "stack"})
-	}
-	*m = memoryAnswer{pid: pid, lo: max(lo, mlo), hi: min(hi, mhi), alGen: alGen, mpGen: mpGen, site: site, mapping: mapping}
-	if thisRound { // in no known range: maps is read again next round
-		m.round = a.stamp
-	}
-	return site, mapping
 }

@@ -127,17 +127,6 @@ func (t *mappingTracker) change(c *memChange) {
 	}
 }
 
-// memoryAnswer is memoryOf's last answer for a thread: the allocation site
-// and Mapping of pid's addresses [lo, hi) while the trackers' generations
-// are alGen and mpGen, and in round only unless it is 0.
-type memoryAnswer struct {
-	pid           int32
-	site, mapping uint32
-	lo, hi        uint64
-	alGen, mpGen  uint64
-	round         uint64
-}
-
 // findRegion returns the Mapping index of the range of rs that holds addr,
 // and that range [lo, hi); or regionUnknown, the gap between two ranges
 // that holds addr, and false.
