@@ -201,12 +201,12 @@ const pollMs = 20
 // exit status, which is in the profile.
 func Run(args []string, opt Options) (*Profile, error) {
 	begun := monotonicNs()
-	pr, err := setUp(opt, args)
+	a, pr, err := setUp(opt, args)
 	if err != nil {
 		return nil, err
 	}
 	defer pr.kern.Close()
-	a, p := pr.a, pr.p
+	p := pr.p
 
 	path, err := exec.LookPath(args[0])
 	if err != nil {
@@ -233,7 +233,7 @@ func Run(args []string, opt Options) (*Profile, error) {
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 	defer signal.Stop(sigs)
 
-	err = startStopped(cmd, func(pid int) error { return pr.attach(opt, pid, args[0]) })
+	err = startStopped(cmd, func(pid int) error { return pr.attach(opt, a, pid, args[0]) })
 	if err != nil {
 		if cmd.Process != nil {
 			_ = cmd.Wait()

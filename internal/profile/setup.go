@@ -9,10 +9,8 @@ package profile
 // of the set-up, so that the set-up reads in one place, in order.
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"strings"
 
@@ -22,11 +20,10 @@ import (
 	"github.com/numascope/numascope/internal/topology"
 )
 
-// profiler is what setUp and attach build for Run: the analyzer, the kernel
-// interface, the profile begun (its head and notes), and, once attached,
-// the perf rings and the capture.
+// profiler is the rest of what setUp and attach build for Run, beside the
+// analyzer: the kernel interface, the profile begun (its head and notes),
+// and, once attached, the perf rings and the capture.
 type profiler struct {
-	a    *analyzer
 	kern *procKernel
 	p    *Profile
 	// cpus are the CPUs sampled, each with a ring; stackCopy is the
@@ -38,15 +35,15 @@ type profiler struct {
 	capture *perfring.CaptureWriter
 }
 
-// setUp checks Run's options and builds the analyzer for the machine and
-// the kernel interface it asks. The caller closes pr.kern.
-func setUp(opt Options, args []string) (*profiler, error) {
+// setUp checks Run's options and builds the kernel interface and the
+// analyzer over it, for the machine. The caller closes pr.kern.
+func setUp(opt Options, args []string) (*analyzer, *profiler, error) {
 	if len(args) == 0 {
-		return nil, errors.New("no command to profile")
+		return nil, nil, errors.New("no command to profile")
 	}
 	topo := opt.Topology
 	if topo == nil {
-		return nil, errors.New("profile: no topology")
+		return nil, nil, errors.New("profile: no topology")
 	}
 	procRoot := opt.ProcRoot
 	if procRoot == "" {
@@ -60,7 +57,7 @@ func setUp(opt Options, args []string) (*profiler, error) {
 		stackCopy = 0
 	}
 	if err := CheckStackCopy(stackCopy); err != nil {
-		return nil, fmt.Errorf("stack copy of %w", err)
+		return nil, nil, fmt.Errorf("stack copy of %w", err)
 	}
 	cpuNode, cpus := cpuNodes(topo)
 	pageNodes, threadNodes := []int{}, []int{-1}
@@ -79,14 +76,13 @@ func setUp(opt Options, args []string) (*profiler, error) {
 	a.setKernel(kern)
 	a.hinting = hinting
 	a.thp.disable(thpOff)
-	pr := &profiler{a: a, kern: kern, p: p, cpus: cpus, stackCopy: stackCopy}
-	return pr, nil
+	return a, &profiler{kern: kern, p: p, cpus: cpus, stackCopy: stackCopy}, nil
 }
 
 // attach runs while the program pid (named name) is stopped before its
 // first instruction (see startStopped): it opens the rings and the syscall
-// tracepoints on it, seeds the analyzer and starts the capture, if asked.
-func (pr *profiler) attach(opt Options, pid int, name string) error {
+// tracepoints on it, seeds the analyzer a and starts the capture, if asked.
+func (pr *profiler) attach(opt Options, a *analyzer, pid int, name string) error {
 	var err error
 	if pr.ps, err = openPerf(pid, pr.cpus, pr.stackCopy, opt.RingBytes); err != nil {
 		return err
@@ -100,11 +96,11 @@ func (pr *profiler) attach(opt Options, pid int, name string) error {
 			"and memory given back and mapped again (munmap, MADV_DONTNEED) is not noticed, so touching it again counts as accesses: "+
 			"the syscall tracepoints are unavailable (%v); %s", pollMs, err, fix))
 	} else {
-		pr.a.useSyscalls(evs)
+		a.useSyscalls(evs)
 	}
-	pr.a.seed(pid, name)
+	a.seed(pid, name)
 	if opt.Capture != nil {
-		if pr.capture, err = startCapture(opt.Capture, pr.a, pid); err != nil {
+		if pr.capture, err = startCapture(opt.Capture, a, pid); err != nil {
 			return err
 		}
 	}
@@ -197,47 +193,4 @@ func parseMapsLine(line string) (mapping, bool) {
 		return mapping{}, false
 	}
 	return mapping{start: m.Start, end: m.End, pgoff: m.Offset, file: m.Path}, true
-}
-
-// captureMeta is the header of a record capture: what the analyzer knew
-// before the first record, so that a replay starts where the run did.
-type captureMeta struct {
-	PID         int32  `json:"pid"`
-	Comm        string `json:"comm"`
-	Maps        string `json:"maps"`
-	Affinity    string `json:"affinity"`
-	CPUNode     []int  `json:"cpu_node"`
-	PageNodes   []int  `json:"page_nodes"`
-	ThreadNodes []int  `json:"thread_nodes"`
-	Hinting     bool   `json:"hinting"`
-	THPOff      bool   `json:"thp_off"`
-	PageSize    uint64 `json:"page_size"`
-	// Syscalls are the syscall tracepoints opened: their ids and field
-	// offsets are this kernel's, and the raw records hold them.
-	Syscalls []capturedSyscall `json:"syscalls"`
-}
-
-// capturedSyscall is a syscall tracepoint as opened.
-type capturedSyscall struct {
-	Name       string                `json:"name"`
-	Tracepoint *perfevent.Tracepoint `json:"tracepoint"`
-}
-
-// startCapture writes a capture's header for the stopped process pid.
-func startCapture(w io.Writer, a *analyzer, pid int) (*perfring.CaptureWriter, error) {
-	m := captureMeta{PID: int32(pid), CPUNode: a.cpuNode, PageNodes: a.pageNodes, ThreadNodes: a.threadNodes,
-		Hinting: a.hinting, THPOff: !a.thp.on(), PageSize: a.pageSize}
-	if maps, ok := a.kern.Maps(int32(pid)); ok {
-		m.Maps = string(maps)
-	}
-	m.Comm, _ = a.kern.Comm(int32(pid))
-	m.Affinity, _ = a.kern.Affinity(int32(pid), int32(pid))
-	for _, oe := range a.syscalls {
-		m.Syscalls = append(m.Syscalls, capturedSyscall{Name: oe.ev.name, Tracepoint: oe.tp})
-	}
-	b, err := json.Marshal(m)
-	if err != nil {
-		return nil, err
-	}
-	return perfring.NewCaptureWriter(w, b), nil
 }
