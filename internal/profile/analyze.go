@@ -4,14 +4,20 @@ package profile
 // order, become first touches and sampled accesses, credited to the code,
 // thread, mapping and allocation site they belong to. Everything else is a
 // type with its own state, which the analyzer calls and never reaches
-// into: decoding is in record.go, the round's batch in batch.go
-// (roundBatch), the trackers in pages.go, threads.go, allocs.go and
-// mappings.go, the kernel's answers about where pages are in nodes.go
-// (nodeQueries) and the huge-page checks in thp.go (thpChecker), which
-// hands each huge page found back to the analyzer to credit.
+// into: setting a run up is in setup.go, decoding in record.go, the
+// round's batch in batch.go (roundBatch), the trackers in pages.go,
+// threads.go, allocs.go, mappings.go and syscalls.go (syscallTracker, which
+// says what each syscall changed: the analyzer hands the change to each
+// tracker, which applies it to itself), where a fault's memory came from
+// in origin.go (memoryOrigin), the kernel's answers about where pages are
+// in nodes.go (nodeQueries) and the huge-page checks in thp.go
+// (thpChecker), which hands each huge page found back to the analyzer to
+// credit.
 
 import (
 	"os"
+
+	"golang.org/x/sys/unix"
 )
 
 // Metrics are the counts numascope profile reports for a source line, a
@@ -311,7 +317,10 @@ func (a *analyzer) handle(s *rawSample) {
 	default:
 		e := a.sys.event(s, a.batch.mask(s.mask))
 		for i := range e.n {
-			a.changeMemory(&e.mem[i])
+			c := &e.mem[i]
+			a.pg.change(c)
+			a.al.change(c, &a.code)
+			a.mp.change(c)
 		}
 		if e.affinity {
 			a.th.setAffinity(e.tid, e.mask, e.at)
@@ -319,24 +328,14 @@ func (a *analyzer) handle(s *rawSample) {
 	}
 }
 
-// changeMemory hands a change of a process's memory to each tracker of
-// memory.
-func (a *analyzer) changeMemory(c *memChange) {
-	a.pg.change(c)
-	a.al.change(c, &a.code)
-	a.mp.change(c)
-}
-
-// freeRange gives back the pages of [start, end) of pid, as madvise does,
-// or, unmapped, the range with them, as munmap does.
+// freeRange gives back the pages of [start, end) of pid, as if the program
+// had called madvise(MADV_DONTNEED) on them, or, unmapped, munmap.
 func (a *analyzer) freeRange(pid int32, start, end uint64, unmapped bool) {
-	op := memFree
+	s := rawSample{kind: evMadvise, pid: pid, a0: start, a1: end - start, a2: unix.MADV_DONTNEED}
 	if unmapped {
-		op = memUnmap
+		s.kind = evMunmap
 	}
-	if c, ok := a.sys.freeing(op, pid, start, end); ok {
-		a.changeMemory(&c)
-	}
+	a.handle(&s)
 }
 
 // handleFault classifies a page fault: a first touch or a sampled access.
