@@ -12,14 +12,6 @@ import (
 	"github.com/numascope/numascope/internal/perfring"
 )
 
-// sysPending is a syscall entry waiting for its exit.
-type sysPending struct {
-	kind       evKind
-	a0, a1, a2 uint64
-	site       uint32
-	mask       []byte
-}
-
 // allocRange is a range of a process's memory and its allocation site.
 type allocRange struct {
 	start, end uint64
@@ -87,7 +79,6 @@ func (a *analyzer) siteOf(s *perfring.Sample, stack []byte, kind evKind, flags u
 // process's memory comes from.
 type allocTracker struct {
 	ranges map[int32][]allocRange // by process, sorted by address
-	brk    map[int32]uint64       // each process's program break, once seen
 	sites  []allocSite            // [0] is "no site"
 	idx    map[siteKey]uint32
 	// gen counts the changes to ranges (and to the parents at says
@@ -96,7 +87,7 @@ type allocTracker struct {
 }
 
 func newAllocTracker() allocTracker {
-	return allocTracker{ranges: map[int32][]allocRange{}, brk: map[int32]uint64{}, sites: []allocSite{{}}, idx: map[siteKey]uint32{}}
+	return allocTracker{ranges: map[int32][]allocRange{}, sites: []allocSite{{}}, idx: map[siteKey]uint32{}}
 }
 
 // site returns the index of site k (never 0), adding it if new; app says
@@ -123,20 +114,12 @@ func (t *allocTracker) generation() uint64 { return t.gen }
 // forked says that a process forked: at may now look in its parent.
 func (t *allocTracker) forked() { t.gen++ }
 
-// setBrk records pid's program break and returns the one before, if known.
-func (t *allocTracker) setBrk(pid int32, brk uint64) (old uint64, known bool) {
-	old, known = t.brk[pid]
-	t.brk[pid] = brk
-	return old, known
-}
-
 // used returns the sites, [0] ("no site") left out.
 func (t *allocTracker) used() []allocSite { return t.sites[1:] }
 
 // forget drops what is known of a process's memory (it exec'd).
 func (t *allocTracker) forget(pid int32) {
 	delete(t.ranges, pid)
-	delete(t.brk, pid)
 	t.gen++
 }
 
@@ -181,6 +164,31 @@ func (t *allocTracker) cut(pid int32, start, end uint64) {
 		}
 	}
 	t.ranges[pid] = out
+}
+
+// change applies a change a syscall made to pid's memory (see memChange):
+// a range unmapped loses its site, one mapped takes its call's, and one
+// moved keeps the site it had.
+func (t *allocTracker) change(c *memChange, code *codeIndex) {
+	switch c.op {
+	case memUnmap:
+		t.cut(c.pid, c.start, c.end)
+	case memMap:
+		t.add(c.pid, c.start, c.end, c.site)
+	case memRemap:
+		site := t.at(c.pid, c.from, code)
+		if c.start != c.from {
+			t.cut(c.pid, c.from, c.fromEnd)
+		}
+		if c.tailEnd > c.tail {
+			t.cut(c.pid, c.tail, c.tailEnd)
+		}
+		if site != 0 {
+			t.place(c.pid, c.start, c.end, site)
+		} else {
+			t.cut(c.pid, c.start, c.end)
+		}
+	}
 }
 
 // at returns the allocation site of addr in pid (0: none known), looking in

@@ -4,14 +4,20 @@ package profile
 // order, become first touches and sampled accesses, credited to the code,
 // thread, mapping and allocation site they belong to. Everything else is a
 // type with its own state, which the analyzer calls and never reaches
-// into: decoding is in record.go, the round's batch in batch.go
-// (roundBatch), the trackers in pages.go, threads.go, allocs.go and
-// mappings.go, the kernel's answers about where pages are in nodes.go
-// (nodeQueries) and the huge-page checks in thp.go (thpChecker), which
-// hands each huge page found back to the analyzer to credit.
+// into: setting a run up is in setup.go, decoding in record.go, the
+// round's batch in batch.go (roundBatch), the trackers in pages.go,
+// threads.go, allocs.go, mappings.go and syscalls.go (syscallTracker, which
+// says what each syscall changed: the analyzer hands the change to each
+// tracker, which applies it to itself), where a fault's memory came from
+// in origin.go (memoryOrigin), the kernel's answers about where pages are
+// in nodes.go (nodeQueries) and the huge-page checks in thp.go
+// (thpChecker), which hands each huge page found back to the analyzer to
+// credit.
 
 import (
 	"os"
+
+	"golang.org/x/sys/unix"
 )
 
 // Metrics are the counts numascope profile reports for a source line, a
@@ -130,9 +136,8 @@ type analyzer struct {
 	// mappings.
 	kern kernel
 
-	pg    pageTracker
-	moved []movedPage // remap's buffer
-	th    threadTracker
+	pg pageTracker
+	th threadTracker
 	// code is the programs' code mappings and symbols; calls the
 	// analyzer's own answers about them (each ring reader has its own).
 	code   codeIndex
@@ -168,13 +173,16 @@ type analyzer struct {
 	hugePages uint64
 
 	mp mappingTracker // where memory came from
+	// origin answers, from al and mp, where a faulting thread's memory
+	// came from.
+	origin memoryOrigin
 
 	dec decoded
 	// syscalls are the syscall tracepoints opened (none: allocation sites
 	// are not tracked and affinities are only polled).
 	syscalls []openedEvent
-	sysPend  map[int32]sysPending // by thread: an entry waiting for its exit
-	al       allocTracker         // allocation sites
+	sys      syscallTracker // what each syscall did, once it returned
+	al       allocTracker   // allocation sites
 	// lastLoc is the last location looked up.
 	lastLoc  locKey
 	lastLocM *Metrics
@@ -197,13 +205,14 @@ func newAnalyzer(cpuNode []int, pageNodes, threadNodes []int) *analyzer {
 		mp:          newMappingTracker(),
 		threadNodes: threadNodes,
 		pageNodes:   pageNodes,
-		sysPend:     map[int32]sysPending{},
+		sys:         newSyscallTracker(pageSize),
 		batch:       newRoundBatch(),
 		al:          newAllocTracker(),
 		oneNode:     len(pageNodes) == 1,
 		hinting:     len(pageNodes) > 1,
 	}
 	a.calls = newCallerCache(&a.code)
+	a.origin = memoryOrigin{al: &a.al, mp: &a.mp, code: &a.code}
 	a.thp = thpChecker{pg: &a.pg, mp: &a.mp, nodes: &a.nodes, pageSize: pageSize, credit: a.creditHuge}
 	a.nodes = newNodeQueries(&a.pg, &a.thp, pageSize, a.oneNode)
 	a.startNs = monotonicNs()
@@ -266,28 +275,12 @@ func (a *analyzer) handleBatch() { a.handleUntil(^uint64(0)) }
 // that is gone).
 func (a *analyzer) handleUntil(horizon uint64) {
 	a.stamp++
-	a.th.newRound(a.stamp)
 	now := a.batch.take(horizon)
-	if a.syscalls == nil {
-		// Without sched_setaffinity events, poll first: read after the
-		// faults it is applied to, so a thread that pins itself and then
-		// touches its memory counts as pinned.
-		for i := range now {
-			s := &now[i]
-			a.th.poll(a.thread(s.pid, s.tid))
-		}
-	}
+	a.th.beginRound(a.stamp, now)
 	for i := range now {
 		a.handle(&now[i])
 	}
-	if a.syscalls != nil {
-		// The program's own changes were applied in time order above;
-		// polling now catches changes made from outside it.
-		for i := range now {
-			s := &now[i]
-			a.th.poll(a.thread(s.pid, s.tid))
-		}
-	}
+	a.th.endRound(now)
 	a.batch.keepRest()
 	a.nodes.round(a.stamp)
 }
@@ -305,31 +298,49 @@ func (a *analyzer) loc(k locKey) *Metrics {
 	return m
 }
 
+// handle applies one record of the round, in time order: a fault is
+// attributed here; every other event is a change the trackers apply to
+// themselves, each through its one method for it.
 func (a *analyzer) handle(s *rawSample) {
 	switch s.kind {
 	case evFault:
+		a.handleFault(s)
 	case evExec:
-		a.forgetProcess(s.pid)
-		return
+		// The process's memory is gone: its pages, mappings, allocation
+		// ranges and break.
+		a.pg.forget(s.pid)
+		a.mp.forget(s.pid)
+		a.al.forget(s.pid)
+		a.sys.forget(s.pid)
 	case evFork:
 		a.th.forked(a.thread(s.pid, s.tid), int32(s.a0), s.time)
-		return
 	default:
-		a.handleSyscall(s)
-		return
+		e := a.sys.event(s, a.batch.mask(s.mask))
+		for i := range e.n {
+			c := &e.mem[i]
+			a.pg.change(c)
+			a.al.change(c, &a.code)
+			a.mp.change(c)
+		}
+		if e.affinity {
+			a.th.setAffinity(e.tid, e.mask, e.at)
+		}
 	}
-	a.handleFault(s)
 }
 
-// forgetProcess drops what is known of a process's memory when it execs.
-func (a *analyzer) forgetProcess(pid int32) {
-	a.pg.forget(pid)
-	a.mp.forget(pid)
-	a.al.forget(pid)
+// freeRange gives back the pages of [start, end) of pid, as if the program
+// had called madvise(MADV_DONTNEED) on them, or, unmapped, munmap.
+func (a *analyzer) freeRange(pid int32, start, end uint64, unmapped bool) {
+	s := rawSample{kind: evMadvise, pid: pid, a0: start, a1: end - start, a2: unix.MADV_DONTNEED}
+	if unmapped {
+		s.kind = evMunmap
+	}
+	a.handle(&s)
 }
 
 // handleFault classifies a page fault: a first touch or a sampled access.
 func (a *analyzer) handleFault(s *rawSample) {
+	node := a.nodeOfCPU(s.cpu) // the faulting CPU's
 	t := a.thread(s.pid, s.tid)
 	if t.status == "" {
 		a.th.poll(t) // not seen at a fork (its parent's affinity unknown): its start
@@ -340,36 +351,31 @@ func (a *analyzer) handleFault(s *rawSample) {
 	// the page, its region's state and the update below.
 	r, i := a.pg.region(s.pid, key.page, true), a.pg.index(key.page)
 	ps, touched := r.get(i)
-	var firsts uint16 // first touches seen in the page's region
 	if !touched {
-		var h hugeState
-		var isHuge bool
-		if h, isHuge, firsts = r.untouched(a.thp.on()); isHuge {
-			// Placed by an earlier huge-page fault, counted there; a fault
-			// here now is an access (after a split or a hinting unmap).
-			site, mapping := a.memoryOf(t, s.pid, s.addr, key.page)
-			ps, touched = pageState{node: h.node, mapping: mapping, site: site, epoch: h.epoch}, true
-			a.pg.put(r, i, ps)
-		}
-	}
-	if !touched {
+		h, isHuge, firsts := r.untouched(a.thp.on()) // firsts: first touches seen in the region
 		// Where the memory came from: /proc/PID/maps, read again at most
 		// once a round, after the drain, so it has every mapping made
 		// before this fault (unless already unmapped again).
-		site, mapping := a.memoryOf(t, s.pid, s.addr, key.page)
-		a.pg.put(r, i, pageState{node: int16(a.nodeOfCPU(s.cpu)), unsure: !a.oneNode, unpinnedOwner: t.node < 0, site: site, mapping: mapping, epoch: a.lossEpoch})
-		var d Metrics
-		d.FirstTouch = 1
-		if t.node < 0 {
-			d.UnpinnedFirstTouch = 1
+		site, mapping := a.origin.memoryOf(&t.mem, a.kern, a.stamp, s.pid, s.addr, key.page)
+		if !isHuge {
+			a.pg.put(r, i, pageState{node: int16(node), unsure: !a.oneNode, unpinnedOwner: t.node < 0, site: site, mapping: mapping, epoch: a.lossEpoch})
+			var d Metrics
+			d.FirstTouch = 1
+			if t.node < 0 {
+				d.UnpinnedFirstTouch = 1
+			}
+			a.credit(t, lk, mapping, site, &d)
+			if !a.oneNode || firsts == 1 {
+				// For move_pages; with one node there is nothing to ask but
+				// whether it placed a huge page (queryNodes).
+				a.nodes.first(pendingFirst{key: key, loc: lk, tid: t.tid, unpinned: t.node < 0, maybeHuge: firsts == 1})
+			}
+			return
 		}
-		a.credit(t, lk, mapping, site, &d)
-		if !a.oneNode || firsts == 1 {
-			// For move_pages; with one node there is nothing to ask but
-			// whether it placed a huge page (queryNodes).
-			a.nodes.first(pendingFirst{key: key, loc: lk, tid: t.tid, unpinned: t.node < 0, maybeHuge: firsts == 1})
-		}
-		return
+		// Placed by an earlier huge-page fault, counted there; a fault
+		// here now is an access (after a split or a hinting unmap).
+		ps = pageState{node: h.node, mapping: mapping, site: site, epoch: h.epoch}
+		a.pg.put(r, i, ps)
 	}
 	// A later fault on a touched page: a NUMA hinting fault, a sampled
 	// access, if the kernel takes hinting faults here at all.
@@ -413,7 +419,7 @@ func (a *analyzer) handleFault(s *rawSample) {
 			ps.node = int16(n)
 		}
 	}
-	acc := a.nodeOfCPU(s.cpu)
+	acc := node
 	var d Metrics
 	if int(ps.node) == acc {
 		d.Local = 1
@@ -469,31 +475,4 @@ func (a *analyzer) creditHuge(c *thpCandidate) {
 	}
 	t, _ := a.th.known(c.tid)
 	a.credit(t, c.loc, c.mapping, c.site, &d)
-}
-
-// memoryOf returns the allocation site and the Mapping of the page at addr
-// of pid (page: its page address), faulted by thread t. Pages of a
-// thread's stack (an mmap with MAP_STACK) are in the stack mapping, which
-// /proc/PID/maps cannot tell from other anonymous memory. The answer is
-// kept in t for the addresses where both trackers' answers hold, until
-// either changes: a thread faults in runs through one range, and a storm's
-// threads take turns, each in its own.
-func (a *analyzer) memoryOf(t *threadState, pid int32, addr, page uint64) (site, mapping uint32) {
-	m := &t.mem
-	alGen, mpGen := a.al.generation(), a.mp.generation()
-	if m.pid == pid && addr >= m.lo && addr < m.hi && m.alGen == alGen && m.mpGen == mpGen &&
-		(m.round == 0 || m.round == a.stamp) {
-		return m.site, m.mapping
-	}
-	site, lo, hi := a.al.span(pid, addr, &a.code)
-	idx, mlo, mhi, thisRound := a.mp.of(a.kern, a.stamp, pid, page)
-	mapping = idx
-	if site != 0 && a.al.kind(site) == "stack" && a.mp.kind(idx) == "anon" {
-		mapping = a.mp.index(mapKey{kind: "stack"})
-	}
-	*m = memoryAnswer{pid: pid, lo: max(lo, mlo), hi: min(hi, mhi), alGen: alGen, mpGen: mpGen, site: site, mapping: mapping}
-	if thisRound { // in no known range: maps is read again next round
-		m.round = a.stamp
-	}
-	return site, mapping
 }

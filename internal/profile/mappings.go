@@ -115,15 +115,16 @@ func (t *mappingTracker) unmap(pid int32, start, end uint64) {
 	t.gen++
 }
 
-// memoryAnswer is memoryOf's last answer for a thread: the allocation site
-// and Mapping of pid's addresses [lo, hi) while the trackers' generations
-// are alGen and mpGen, and in round only unless it is 0.
-type memoryAnswer struct {
-	pid           int32
-	site, mapping uint32
-	lo, hi        uint64
-	alGen, mpGen  uint64
-	round         uint64
+// change applies a change a syscall made to pid's memory (see memChange):
+// the ranges unmapped are dropped; mapped ones are read from
+// /proc/PID/maps when a fault finds them (see of).
+func (t *mappingTracker) change(c *memChange) {
+	switch {
+	case c.op == memUnmap:
+		t.unmap(c.pid, c.start, c.end)
+	case c.op == memRemap && c.tailEnd > c.tail:
+		t.unmap(c.pid, c.tail, c.tailEnd)
+	}
 }
 
 // findRegion returns the Mapping index of the range of rs that holds addr,

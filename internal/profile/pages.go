@@ -109,6 +109,8 @@ type pageTracker struct {
 	last    *procPages
 	// pageShift is log2 of the base page size (4 KiB to 2 MiB).
 	pageShift uint
+	// moved is change's buffer for the pages an mremap moves.
+	moved []movedPage
 	// The pools of freed nodes.
 	chunks  pool[pageChunk]
 	regions pool[regionPages]
@@ -261,6 +263,28 @@ func (t *pageTracker) forget(pid int32) {
 	delete(t.procs, pid)
 	if t.lastPid == pid {
 		t.last = nil
+	}
+}
+
+// change applies a change a syscall made to pid's memory (see memChange):
+// pages given back or unmapped are forgotten, so that their next fault is
+// a first touch; pages moved keep what is known of them at their new
+// address (they were moved, not touched).
+func (t *pageTracker) change(c *memChange) {
+	switch c.op {
+	case memFree, memUnmap:
+		t.free(c.pid, c.start, c.end, nil)
+	case memRemap:
+		if c.start != c.from {
+			t.moved = t.moved[:0]
+			t.free(c.pid, c.from&^(1<<t.pageShift-1), c.fromEnd, &t.moved)
+			for _, m := range t.moved {
+				t.set(pageKey{c.pid, m.addr - c.from + c.start}, m.ps)
+			}
+		}
+		if c.tailEnd > c.tail {
+			t.free(c.pid, c.tail, c.tailEnd, nil)
+		}
 	}
 }
 

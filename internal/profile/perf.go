@@ -44,15 +44,6 @@ const DefaultStackCopy = 64
 // MaxStackCopy bounds Options.StackCopy (the kernel caps a sample at 64 KiB).
 const MaxStackCopy = 8192
 
-// CheckStackCopy says whether n bytes is a stack copy numascope asks the
-// kernel for: a multiple of 8 from 0 (none) to MaxStackCopy.
-func CheckStackCopy(n int) error {
-	if n < 0 || n > MaxStackCopy || n%8 != 0 {
-		return fmt.Errorf("%d bytes: give a multiple of 8 from 0 (none) to %d", n, MaxStackCopy)
-	}
-	return nil
-}
-
 // Ring sizes. A ring absorbs a burst of faults while the consumer is off
 // CPU: at 160 bytes a page-fault sample (with the default stack copy), 4 MiB
 // hold some 26,000 faults. The rings share ringBudget, so that a machine of

@@ -14,22 +14,17 @@
 package profile
 
 import (
-	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
 	"os/signal"
-	"strings"
 	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
 
-	"github.com/numascope/numascope/internal/perfevent"
 	"github.com/numascope/numascope/internal/perfring"
-	"github.com/numascope/numascope/internal/procnuma"
 	"github.com/numascope/numascope/internal/sigfwd"
 	"github.com/numascope/numascope/internal/topology"
 )
@@ -206,42 +201,12 @@ const pollMs = 20
 // exit status, which is in the profile.
 func Run(args []string, opt Options) (*Profile, error) {
 	begun := monotonicNs()
-	if len(args) == 0 {
-		return nil, errors.New("no command to profile")
+	a, pr, err := setUp(opt, args)
+	if err != nil {
+		return nil, err
 	}
-	topo := opt.Topology
-	if topo == nil {
-		return nil, errors.New("profile: no topology")
-	}
-	procRoot := opt.ProcRoot
-	if procRoot == "" {
-		procRoot = "/proc"
-	}
-	stackCopy := opt.StackCopy
-	switch {
-	case stackCopy == 0:
-		stackCopy = DefaultStackCopy
-	case stackCopy < 0:
-		stackCopy = 0
-	}
-	if err := CheckStackCopy(stackCopy); err != nil {
-		return nil, fmt.Errorf("stack copy of %w", err)
-	}
-	cpuNode, cpus := cpuNodes(topo)
-	pageNodes, threadNodes := []int{}, []int{-1}
-	for _, n := range topo.Nodes {
-		pageNodes = append(pageNodes, n.ID)
-		if len(n.CPUs) > 0 {
-			threadNodes = append(threadNodes, n.ID)
-		}
-	}
-	a := newAnalyzer(cpuNode, pageNodes, threadNodes)
-	kern := newProcKernel(procRoot, "/sys", a.pageSize)
-	defer kern.Close()
-	a.setKernel(kern)
-	a.thp.disable(thpDisabled("/sys"))
-	p := &Profile{Host: opt.Host, Rank: opt.Rank, Command: args, Nodes: pageNodes}
-	p.NUMABalancing, a.hinting, p.Notes = balancingNotes(procRoot, topo)
+	defer pr.kern.Close()
+	p := pr.p
 
 	path, err := exec.LookPath(args[0])
 	if err != nil {
@@ -268,44 +233,20 @@ func Run(args []string, opt Options) (*Profile, error) {
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 	defer signal.Stop(sigs)
 
-	var ps *perfSession
-	var capture *perfring.CaptureWriter
-	err = startStopped(cmd, func(pid int) error {
-		var err error
-		if ps, err = openPerf(pid, cpus, stackCopy, opt.RingBytes); err != nil {
-			return err
-		}
-		if evs, err := ps.openSyscalls(pid); err != nil {
-			fix := "run as root, or set kernel.perf_event_paranoid=-1"
-			if errors.Is(err, perfevent.ErrTracefsDenied) {
-				fix = perfevent.TracefsFix(err) // no sysctl opens tracefs to other users
-			}
-			p.Notes = append(p.Notes, fmt.Sprintf("allocation sites are not tracked, thread affinities are polled every %d ms, not followed, "+
-				"and memory given back and mapped again (munmap, MADV_DONTNEED) is not noticed, so touching it again counts as accesses: "+
-				"the syscall tracepoints are unavailable (%v); %s", pollMs, err, fix))
-		} else {
-			a.useSyscalls(evs)
-		}
-		a.seed(pid, args[0])
-		if opt.Capture != nil {
-			if capture, err = startCapture(opt.Capture, a, pid); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
+	err = startStopped(cmd, func(pid int) error { return pr.attach(opt, a, pid, args[0]) })
 	if err != nil {
 		if cmd.Process != nil {
 			_ = cmd.Wait()
 		}
 		return nil, err
 	}
+	ps, capture := pr.ps, pr.capture
 	defer ps.close()
 	started := monotonicNs()
 
 	consumers := opt.Consumers
 	if consumers <= 0 {
-		consumers = defaultConsumers(len(cpus))
+		consumers = defaultConsumers(len(pr.cpus))
 	}
 	var pl *pipeline
 	if consumers > 1 && capture == nil { // a capture keeps the rings' order: one consumer
@@ -397,7 +338,7 @@ func Run(args []string, opt Options) (*Profile, error) {
 	if n := p.Profiler.lossNote(p.Lost); n != "" {
 		p.Notes = append(p.Notes, n)
 	}
-	if p.NUMABalancing && len(topo.Nodes) > 1 && p.Totals.Accesses() == 0 {
+	if p.NUMABalancing && len(p.Nodes) > 1 && p.Totals.Accesses() == 0 {
 		p.Notes = append(p.Notes, "NUMA balancing is on but took no hinting faults: the program ended before the scanner reached it (kernel.numa_balancing_scan_delay_ms, "+
 			"under /sys/kernel/debug/sched/numa_balancing/ on recent kernels) or its memory was not scanned; only first touches are reported")
 	}
@@ -415,120 +356,4 @@ func monotonicNs() uint64 {
 		return 0
 	}
 	return uint64(ts.Nano())
-}
-
-// cpuNodes maps CPU -> node and lists the online CPUs to sample on.
-func cpuNodes(topo *topology.Topology) (cpuNode []int, cpus []int) {
-	maxCPU := -1
-	for _, c := range topo.CPUs {
-		maxCPU = max(maxCPU, c.ID)
-	}
-	cpuNode = make([]int, maxCPU+1)
-	for i := range cpuNode {
-		cpuNode[i] = -1
-	}
-	for _, c := range topo.CPUs {
-		cpuNode[c.ID] = c.Node
-		if c.Online {
-			cpus = append(cpus, c.ID)
-		}
-	}
-	return cpuNode, cpus
-}
-
-// balancingNotes says whether NUMA balancing is on, and whether a page
-// fault can be a NUMA hinting fault (a sampled access): with more than one
-// node, and balancing on or not known to be off.
-func balancingNotes(procRoot string, topo *topology.Topology) (on, hinting bool, notes []string) {
-	notes = []string{}
-	b, err := os.ReadFile(procRoot + "/sys/kernel/numa_balancing")
-	on = err == nil && strings.TrimSpace(string(b)) != "0"
-	hinting = len(topo.Nodes) > 1 && (on || err != nil)
-	switch {
-	case len(topo.Nodes) < 2:
-		notes = append(notes, "this machine has one NUMA node: there are no NUMA hinting faults, so no sampled accesses (local/remote); first touches are reported")
-	case err != nil:
-		notes = append(notes, "cannot read kernel.numa_balancing ("+err.Error()+"): sampled accesses depend on it")
-	case !on:
-		notes = append(notes, "automatic NUMA balancing is off (kernel.numa_balancing=0): no sampled accesses (local/remote), only first touches; enable it with sysctl kernel.numa_balancing=1")
-	}
-	return on, hinting, notes
-}
-
-// seed records what exists before the program's first instruction: its
-// executable mappings (mapped by execve, before the event existed, so no
-// MMAP2 record describes them) and its main thread.
-func (a *analyzer) seed(pid int, name string) {
-	if maps, ok := a.kern.Maps(int32(pid)); ok {
-		for line := range strings.Lines(string(maps)) {
-			if m, ok := parseMapsLine(line); ok {
-				a.code.addMapping(int32(pid), m)
-				// Read the program's line tables now, while it is
-				// stopped: the first faults ask for them, and reading a
-				// large table while the program runs would let its rings
-				// overflow.
-				a.code.loadSymbols(m.file)
-			}
-		}
-	}
-	t := a.thread(int32(pid), int32(pid))
-	if t.status == "" {
-		a.th.read(t, "start", 0) // stopped: its affinity at its start
-	}
-	t.comm = name
-	if comm, ok := a.kern.Comm(int32(pid)); ok {
-		t.comm = comm
-	}
-}
-
-// parseMapsLine parses an executable file mapping of /proc/PID/maps.
-func parseMapsLine(line string) (mapping, bool) {
-	m, ok := procnuma.ParseMapsLine(line)
-	if !ok || !m.Executable() || !strings.HasPrefix(m.Path, "/") {
-		return mapping{}, false
-	}
-	return mapping{start: m.Start, end: m.End, pgoff: m.Offset, file: m.Path}, true
-}
-
-// captureMeta is the header of a record capture: what the analyzer knew
-// before the first record, so that a replay starts where the run did.
-type captureMeta struct {
-	PID         int32  `json:"pid"`
-	Comm        string `json:"comm"`
-	Maps        string `json:"maps"`
-	Affinity    string `json:"affinity"`
-	CPUNode     []int  `json:"cpu_node"`
-	PageNodes   []int  `json:"page_nodes"`
-	ThreadNodes []int  `json:"thread_nodes"`
-	Hinting     bool   `json:"hinting"`
-	THPOff      bool   `json:"thp_off"`
-	PageSize    uint64 `json:"page_size"`
-	// Syscalls are the syscall tracepoints opened: their ids and field
-	// offsets are this kernel's, and the raw records hold them.
-	Syscalls []capturedSyscall `json:"syscalls"`
-}
-
-// capturedSyscall is a syscall tracepoint as opened.
-type capturedSyscall struct {
-	Name       string                `json:"name"`
-	Tracepoint *perfevent.Tracepoint `json:"tracepoint"`
-}
-
-// startCapture writes a capture's header for the stopped process pid.
-func startCapture(w io.Writer, a *analyzer, pid int) (*perfring.CaptureWriter, error) {
-	m := captureMeta{PID: int32(pid), CPUNode: a.cpuNode, PageNodes: a.pageNodes, ThreadNodes: a.threadNodes,
-		Hinting: a.hinting, THPOff: !a.thp.on(), PageSize: a.pageSize}
-	if maps, ok := a.kern.Maps(int32(pid)); ok {
-		m.Maps = string(maps)
-	}
-	m.Comm, _ = a.kern.Comm(int32(pid))
-	m.Affinity, _ = a.kern.Affinity(int32(pid), int32(pid))
-	for _, oe := range a.syscalls {
-		m.Syscalls = append(m.Syscalls, capturedSyscall{Name: oe.ev.name, Tracepoint: oe.tp})
-	}
-	b, err := json.Marshal(m)
-	if err != nil {
-		return nil, err
-	}
-	return perfring.NewCaptureWriter(w, b), nil
 }

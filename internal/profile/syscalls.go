@@ -207,105 +207,158 @@ func (a *analyzer) syscallSample(s *perfring.Sample) {
 	a.batch.add(r)
 }
 
-// handleSyscall applies one syscall event, in time order with the faults.
-func (a *analyzer) handleSyscall(s *rawSample) {
+// sysPending is a syscall entry waiting for its exit.
+type sysPending struct {
+	kind       evKind
+	a0, a1, a2 uint64
+	site       uint32
+	mask       []byte
+}
+
+// syscallTracker pairs each thread's syscall entry with its exit and keeps
+// each process's program break, and so tells what each syscall did once it
+// returned: the changes it made to the process's memory (memChange), which
+// the analyzer hands to every tracker of memory, or the affinity it set. It
+// calls no other part of the profiler.
+type syscallTracker struct {
+	pend map[int32]sysPending // by thread: an entry waiting for its exit
+	brk  map[int32]uint64     // each process's program break, once seen
+	// pageMask is the base page size less one.
+	pageMask uint64
+}
+
+func newSyscallTracker(pageSize uint64) syscallTracker {
+	return syscallTracker{pend: map[int32]sysPending{}, brk: map[int32]uint64{}, pageMask: pageSize - 1}
+}
+
+// memOp is what a memChange does.
+type memOp uint8
+
+const (
+	// memFree: the pages of [start, end) were given back (madvise
+	// MADV_DONTNEED or MADV_REMOVE): their next fault is a first touch.
+	memFree memOp = iota + 1
+	// memUnmap: the range [start, end) is gone (munmap, brk shrinking,
+	// MAP_FIXED over it): its pages, allocation site and mapping too.
+	memUnmap
+	// memMap: the range [start, end) was mapped by a call at site (mmap,
+	// brk growing).
+	memMap
+	// memRemap: mremap moved the range [from, fromEnd) to [start, end),
+	// its pages with what is known of them, its allocation site with it;
+	// when it shrank in place, [tail, tailEnd) was unmapped.
+	memRemap
+)
+
+// memChange is a change a system call made to a process's memory. Each
+// tracker of memory (pages, allocation sites, mappings) applies it to
+// itself; none depends on another's answer.
+type memChange struct {
+	op         memOp
+	pid        int32
+	site       uint32
+	start, end uint64
+	// from, fromEnd and tail, tailEnd are memRemap's (see there); the tail
+	// is empty unless the range shrank in place.
+	from, fromEnd uint64
+	tail, tailEnd uint64
+}
+
+// sysEffect is what a syscall event did: nothing (an entry, or a call that
+// failed), up to two changes of memory, in order, or an affinity set.
+type sysEffect struct {
+	mem [2]memChange
+	n   int // changes in mem
+	// affinity: thread tid's affinity was set at time at, to mask (nil:
+	// the mask was not in the stack copy, and must be read).
+	affinity bool
+	tid      int32
+	mask     []byte
+	at       uint64
+}
+
+// addMem appends a change; one that frees nothing is dropped.
+func (e *sysEffect) addMem(c memChange, ok bool) {
+	if ok {
+		e.mem[e.n] = c
+		e.n++
+	}
+}
+
+// event takes one syscall event, in time order with the faults, and says
+// what the call did. mask is the CPU mask the event carries, if any.
+func (st *syscallTracker) event(s *rawSample, mask []byte) (e sysEffect) {
 	switch s.kind {
 	case evMmapEnter, evBrkEnter, evMremapEnter, evAffinityEnter:
-		a.sysPend[s.tid] = sysPending{kind: s.kind, a0: s.a0, a1: s.a1, a2: s.a2, site: s.site, mask: a.batch.mask(s.mask)}
-		return
+		st.pend[s.tid] = sysPending{kind: s.kind, a0: s.a0, a1: s.a1, a2: s.a2, site: s.site, mask: mask}
+		return e
 	case evMunmap:
-		a.freeRange(s.pid, s.a0, s.a0+s.a1, true)
-		return
+		e.addMem(st.freeing(memUnmap, s.pid, s.a0, s.a0+s.a1))
+		return e
 	case evMadvise:
 		// MADV_DONTNEED and MADV_REMOVE drop the pages at once: the next
 		// touch faults in a new page. (MADV_FREE pages may survive.)
 		if s.a2 == unix.MADV_DONTNEED || s.a2 == unix.MADV_REMOVE {
-			a.freeRange(s.pid, s.a0, s.a0+s.a1, false)
+			e.addMem(st.freeing(memFree, s.pid, s.a0, s.a0+s.a1))
 		}
-		return
+		return e
 	}
-	p, ok := a.sysPend[s.tid]
-	delete(a.sysPend, s.tid)
+	p, ok := st.pend[s.tid]
+	delete(st.pend, s.tid)
 	failed := int64(s.a0) < 0 && int64(s.a0) > -4096
 	switch s.kind {
 	case evMmapExit:
 		if !ok || p.kind != evMmapEnter || failed || p.a0 == 0 {
-			return
+			return e
 		}
 		if p.a1&unix.MAP_FIXED != 0 {
-			a.freeRange(s.pid, s.a0, s.a0+p.a0, true)
+			e.addMem(st.freeing(memUnmap, s.pid, s.a0, s.a0+p.a0))
 		}
-		a.al.add(s.pid, s.a0, s.a0+p.a0, p.site)
+		e.addMem(memChange{op: memMap, pid: s.pid, start: s.a0, end: s.a0 + p.a0, site: p.site}, true)
 	case evBrkExit:
 		if !ok || p.kind != evBrkEnter {
-			return
+			return e
 		}
-		old, known := a.al.setBrk(s.pid, s.a0)
+		old, known := st.brk[s.pid]
+		st.brk[s.pid] = s.a0
 		switch {
 		case !known || s.a0 == old:
 		case s.a0 > old:
-			a.al.add(s.pid, old, s.a0, p.site)
+			e.addMem(memChange{op: memMap, pid: s.pid, start: old, end: s.a0, site: p.site}, true)
 		default:
-			a.freeRange(s.pid, s.a0, old, true)
+			e.addMem(st.freeing(memUnmap, s.pid, s.a0, old))
 		}
 	case evMremapExit:
 		if !ok || p.kind != evMremapEnter || failed {
-			return
+			return e
 		}
-		a.remap(s.pid, p.a0, p.a1, s.a0, p.a2)
+		old, oldLen, addr, newLen := p.a0, p.a1, s.a0, p.a2
+		c := memChange{op: memRemap, pid: s.pid, from: old, fromEnd: old + oldLen, start: addr, end: addr + newLen}
+		if addr == old && newLen < oldLen {
+			if t, ok := st.freeing(memUnmap, s.pid, old+newLen, old+oldLen); ok {
+				c.tail, c.tailEnd = t.start, t.end
+			}
+		}
+		e.addMem(c, true)
 	case evAffinityExit:
 		if !ok || p.kind != evAffinityEnter || s.a0 != 0 {
-			return
+			return e
 		}
-		target := int32(p.a0)
-		if target == 0 {
-			target = s.tid
+		e.affinity, e.tid, e.mask, e.at = true, int32(p.a0), p.mask, s.time
+		if e.tid == 0 {
+			e.tid = s.tid
 		}
-		t, ok := a.th.known(target)
-		if !ok {
-			return
-		}
-		if p.mask == nil {
-			a.th.read(t, "sched_setaffinity", s.time)
-			return
-		}
-		a.th.setMask(t, p.mask, s.time)
 	}
+	return e
 }
 
-// freeRange forgets what is known of the pages of [start, end): they were
-// given back to the kernel, so their next fault is a first touch again.
-// unmapped also drops the range's allocation site and mapping.
-func (a *analyzer) freeRange(pid int32, start, end uint64, unmapped bool) {
-	start &^= a.pageSize - 1
-	if end <= start {
-		return
-	}
-	a.pg.free(pid, start, end, nil)
-	if unmapped {
-		a.al.cut(pid, start, end)
-		a.mp.unmap(pid, start, end)
-	}
+// freeing is the change that gives back the pages of [start, end) of pid
+// (op memFree or memUnmap): whole pages, from the one start is in. ok is
+// false when that leaves nothing.
+func (st *syscallTracker) freeing(op memOp, pid int32, start, end uint64) (c memChange, ok bool) {
+	start &^= st.pageMask
+	return memChange{op: op, pid: pid, start: start, end: end}, end > start
 }
 
-// remap follows mremap: the pages of [old, old+oldLen) now live at
-// [addr, addr+newLen) with the same allocation site, and keep what is known
-// of them (they were moved, not touched).
-func (a *analyzer) remap(pid int32, old, oldLen, addr, newLen uint64) {
-	site := a.al.at(pid, old, &a.code)
-	if addr != old {
-		a.moved = a.moved[:0]
-		a.pg.free(pid, old&^(a.pageSize-1), old+oldLen, &a.moved)
-		a.al.cut(pid, old, old+oldLen)
-		for _, m := range a.moved {
-			a.pg.set(pageKey{pid, m.addr - old + addr}, m.ps)
-		}
-	} else if newLen < oldLen {
-		a.freeRange(pid, old+newLen, old+oldLen, true)
-	}
-	if site != 0 {
-		a.al.place(pid, addr, addr+newLen, site)
-	} else {
-		a.al.cut(pid, addr, addr+newLen)
-	}
-}
+// forget drops what is known of a process's break (it exec'd).
+func (st *syscallTracker) forget(pid int32) { delete(st.brk, pid) }

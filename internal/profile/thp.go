@@ -20,8 +20,6 @@ package profile
 //     been read: a probe whose own fault shows up then was a base page.
 
 import (
-	"os"
-	"strings"
 	"time"
 )
 
@@ -99,12 +97,6 @@ const (
 // have been looked at, rather than for a time a busy machine may not give
 // the profiler (TestHugePages).
 var thpChecked func(found, waiting int)
-
-// thpDisabled says whether THP is off on the live system under sysRoot.
-func thpDisabled(sysRoot string) bool {
-	b, err := os.ReadFile(sysRoot + "/kernel/mm/transparent_hugepage/enabled")
-	return err == nil && strings.Contains(string(b), "[never]")
-}
 
 func regionOf(k pageKey) pageKey { return pageKey{k.pid, k.page &^ (hugeSize - 1)} }
 

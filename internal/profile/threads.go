@@ -60,8 +60,33 @@ func (tt *threadTracker) setKernel(k kernel) { tt.kern = k }
 // follow says whether the sched_setaffinity tracepoints are open.
 func (tt *threadTracker) follow(on bool) { tt.followed = on }
 
-// newRound starts the analyzer's round stamp.
-func (tt *threadTracker) newRound(stamp uint64) { tt.round = stamp }
+// beginRound starts the analyzer's round stamp, whose records are now.
+// Without sched_setaffinity events the affinities of their threads are
+// polled first: read after the faults they are applied to, so that a
+// thread that pins itself and then touches its memory counts as pinned.
+func (tt *threadTracker) beginRound(stamp uint64, now []rawSample) {
+	tt.round = stamp
+	if !tt.followed {
+		tt.pollAll(now)
+	}
+}
+
+// endRound ends the round of records now: with sched_setaffinity events,
+// the program's own changes were applied in time order, and polling now
+// catches changes made from outside it.
+func (tt *threadTracker) endRound(now []rawSample) {
+	if tt.followed {
+		tt.pollAll(now)
+	}
+}
+
+// pollAll polls the thread of each record.
+func (tt *threadTracker) pollAll(now []rawSample) {
+	for i := range now {
+		s := &now[i]
+		tt.poll(tt.get(s.pid, s.tid))
+	}
+}
 
 // get returns the thread tid, new if not known (of process pid).
 func (tt *threadTracker) get(pid, tid int32) *threadState {
@@ -159,6 +184,21 @@ func (tt *threadTracker) affinityOf(t *threadState) (string, []int, bool) {
 		return "", nil, false
 	}
 	return list, cpus, true
+}
+
+// setAffinity applies the affinity a sched_setaffinity call of thread tid
+// set at time at: mask, or, when the call's mask was not seen (nil), the
+// thread's affinity read now.
+func (tt *threadTracker) setAffinity(tid int32, mask []byte, at uint64) {
+	t, ok := tt.byTID[tid]
+	if !ok {
+		return
+	}
+	if mask == nil {
+		tt.read(t, "sched_setaffinity", at)
+		return
+	}
+	tt.setMask(t, mask, at)
 }
 
 // setMask applies a sched_setaffinity mask (a bitmap of CPUs) at time at.
