@@ -45,9 +45,9 @@ const (
 )
 
 // Bench serves the document `numascope bench --format json` writes
-// (`numascope view bench.json`, docs/bench.md): the hello carries the whole
-// document, from which the client draws the latency and bandwidth heatmaps,
-// the conditions and, when present, the loaded-latency curves. There is
+// (`numascope view bench.json`, docs/bench.md): the hello carries what the
+// page draws of the document (slimBench): the latency and bandwidth
+// heatmaps, the core-to-core latency, the conditions and, when present, the loaded-latency curves. There is
 // nothing to fetch, so every request gets an error reply.
 type Bench struct {
 	*Server
