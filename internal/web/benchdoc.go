@@ -27,7 +27,9 @@ import (
 // (or making every browser parse 120 MiB), view keeps what the page draws
 // and drops the samples of c2c pairs as it reads, replacing each list with
 // its length ("repeats"): the file costs memory for what is kept, about
-// 8 MiB on 300 CPUs whatever --repeat was, not for what it holds.
+// 7 MiB on 300 CPUs whatever --repeat was, not for what it holds. What is
+// kept grows as the square of the CPUs: --pairs all passes MaxBenchBytes
+// past about 420 CPUs, where a --pairs sample is the way.
 // TestBenchWorstCase builds that document from bench's own types and
 // holds both bounds to it with margin.
 const (
@@ -36,7 +38,7 @@ const (
 	// with room to spare. A longer file, or a FIFO, is read no further.
 	MaxBenchFileBytes = 192 << 20
 	// MaxBenchBytes bounds what is kept of it and sent in the hello: the
-	// same worst case kept is about 8 MiB; the hello's other fields are
+	// same worst case kept is about 7 MiB; the hello's other fields are
 	// a few hundred bytes, so it stays below DefaultQueueBytes.
 	MaxBenchBytes = 14 << 20
 	// maxBenchDepth bounds the nesting slimBench follows (a real document
@@ -47,7 +49,8 @@ const (
 // Bench serves the document `numascope bench --format json` writes
 // (`numascope view bench.json`, docs/bench.md): the hello carries what the
 // page draws of the document (slimBench): the latency and bandwidth
-// heatmaps, the core-to-core latency, the conditions and, when present, the loaded-latency curves. There is
+// heatmaps, the core-to-core latency, the conditions and, when present,
+// the loaded-latency curves. There is
 // nothing to fetch, so every request gets an error reply.
 type Bench struct {
 	*Server
@@ -123,7 +126,7 @@ func (c *countingReader) Read(p []byte) (int, error) {
 
 // errBenchKept is slimBench's error when what the page draws is over
 // MaxBenchBytes.
-var errBenchKept = fmt.Errorf("what the page draws of it is over the %d MiB limit (a --kind c2c --pairs all run on far more than 300 CPUs?): measure a sample of the pairs (--pairs \"sample 2000\") or fewer nodes (--from)", MaxBenchBytes>>20)
+var errBenchKept = fmt.Errorf("what the page draws of it is over the %d MiB limit (a --kind c2c --pairs all run on over about 420 CPUs?): measure a sample of the pairs (--pairs \"sample 2000\") or fewer nodes (--from)", MaxBenchBytes>>20)
 
 // slimBench reads one JSON document from r, token by token, and writes it
 // back compact, without HTML escaping, less what the page does not draw.
