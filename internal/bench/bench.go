@@ -81,6 +81,14 @@ type Options struct {
 // DefaultRepeat is --repeat's default.
 const DefaultRepeat = 5
 
+// MaxRepeat bounds --repeat, so that the biggest document bench writes is
+// known and what reads it back (numascope view) can bound its reading by
+// it: --kind c2c --pairs all keeps every repeat of every pair, about
+// 120 MiB of JSON on 300 CPUs at MaxRepeat. A hundred repeats already put
+// a median's error far below a host's drift from minute to minute, and
+// such a run on 300 CPUs takes over an hour.
+const MaxRepeat = 100
+
 // minDefaultSize is the least default buffer per array: beyond any cache
 // on machines whose caches the topology does not show.
 const minDefaultSize = 64 << 20
@@ -209,8 +217,8 @@ func newPlan(opt Options) (*plan, error) {
 	if !opt.Kinds.memory() && !opt.Kinds.C2C {
 		return nil, errors.New("nothing to measure: give --kind latency, bandwidth, loaded, c2c or all")
 	}
-	if opt.Repeat < 1 {
-		return nil, fmt.Errorf("--repeat %d: want at least 1", opt.Repeat)
+	if opt.Repeat < 1 || opt.Repeat > MaxRepeat {
+		return nil, fmt.Errorf("--repeat %d: want 1 to %d", opt.Repeat, MaxRepeat)
 	}
 	if opt.Threads < 0 {
 		return nil, fmt.Errorf("--threads %d: want a positive count (0: every CPU of the node)", opt.Threads)

@@ -115,3 +115,14 @@ func TestPlan(t *testing.T) {
 		t.Error("--repeat 0: no error")
 	}
 }
+
+// TestRepeatBounded: --repeat past MaxRepeat is refused before anything
+// is measured, so that the biggest document bench writes is known (what
+// numascope view bounds its reading by).
+func TestRepeatBounded(t *testing.T) {
+	for _, r := range []int{0, MaxRepeat + 1} {
+		if _, err := newPlan(Options{Kinds: Kinds{C2C: true}, Repeat: r}); err == nil || !strings.Contains(err.Error(), "want 1 to 100") {
+			t.Errorf("--repeat %d: %v", r, err)
+		}
+	}
+}

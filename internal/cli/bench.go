@@ -78,8 +78,8 @@ func (f benchFlags) parse() (benchConfig, error) {
 			return c, fmt.Errorf("--size: %w", err)
 		}
 	}
-	if f.repeat < 1 {
-		return c, fmt.Errorf("--repeat %d: want at least 1", f.repeat)
+	if f.repeat < 1 || f.repeat > bench.MaxRepeat {
+		return c, fmt.Errorf("--repeat %d: want 1 to %d (more repeats add nothing a median needs, and make a document too big to view)", f.repeat, bench.MaxRepeat)
 	}
 	if f.threads < 0 {
 		return c, fmt.Errorf("--threads %d: want a positive count (0: every CPU of the node)", f.threads)
@@ -205,7 +205,7 @@ e.g. --kind latency,c2c. See docs/bench.md.`,
 	fl.StringVar(&f.kernel, "kernel", "copy", "bandwidth kernel: "+strings.Join(bench.KernelNames, ", ")+" (-nt and nt-: non-temporal stores)")
 	fl.StringVar(&f.isa, "isa", "auto", "instruction set of the bandwidth kernels: "+strings.Join(bench.ISANames, ", ")+" (auto: avx2 where the CPU has it, else sse2; go elsewhere)")
 	fl.StringVar(&f.mix, "mix", "", "read:write mix instead of a kernel, as Intel MLC has them: 1:0 (all reads), 3:1, 2:1, 1:1, 0:1 (all writes)")
-	fl.IntVar(&f.repeat, "repeat", bench.DefaultRepeat, "measurements per pair")
+	fl.IntVar(&f.repeat, "repeat", bench.DefaultRepeat, fmt.Sprintf("measurements per pair (1 to %d)", bench.MaxRepeat))
 	fl.StringVar(&f.chain, "chain", "random", "latency chain: random (every line in one uniformly random cycle: the DRAM latency) or page-local (each page's lines together: open rows and prefetchers help, less than the DRAM latency)")
 	fl.BoolVar(&f.noHuge, "no-huge-pages", false, "use base pages only (default: transparent huge pages where the kernel gives them)")
 	fl.StringVar(&f.format, "format", "text", "output format: text or json")

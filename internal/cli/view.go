@@ -199,7 +199,8 @@ func unwrapPath(err error) error {
 }
 
 // newBenchServer reads the bench document at file (at most
-// web.MaxBenchBytes) and prepares serving it.
+// web.MaxBenchFileBytes, of which it keeps what the page draws) and
+// prepares serving it.
 func newBenchServer(opt web.Options, file string) (*web.Bench, error) {
 	body, err := web.ReadBench(file)
 	if err != nil {

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -268,10 +269,10 @@ func TestViewBenchErrors(t *testing.T) {
 	if err := os.WriteFile(huge, []byte(`{"latency_ns": `), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.Truncate(huge, web.MaxBenchBytes+1); err != nil {
+	if err := os.Truncate(huge, web.MaxBenchFileBytes+1); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := newBenchServer(webOptionsForTest(), huge); err == nil || !strings.Contains(err.Error(), "over the 8 MiB limit for a bench document") {
+	if _, err := newBenchServer(webOptionsForTest(), huge); err == nil || !strings.Contains(err.Error(), fmt.Sprintf("over the %d MiB limit for a bench document", web.MaxBenchFileBytes>>20)) {
 		t.Errorf("huge bench document: %v", err)
 	}
 	srv, err := newBenchServer(webOptionsForTest(), filepath.Join("..", "..", "testdata", "bench", "view", "2x3-loaded.json"))

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/numascope/numascope/internal/stats"
 )
 
 // materialisedPlan is the plan as numascope built it before Plan became
@@ -81,6 +83,20 @@ func TestSizeLimits(t *testing.T) {
 		}
 		return "[[factor]]\nname = \"" + name + "\"\nlevels = [" + strings.Join(l, ", ") + "]\n"
 	}
+	// twoLevels is a spec of k two-level factors.
+	twoLevels := func(k int) string {
+		cmd, fs := "a", ""
+		for i := range k {
+			cmd += fmt.Sprintf(" {f%d}", i)
+			fs += factor(fmt.Sprintf("f%d", i), 2)
+		}
+		return "command = \"" + cmd + "\"\nreplications = 1\n" + fs
+	}
+	// At the analysis's limit: twelve two-level factors, 2^12 terms ×
+	// 2^12 combinations, are MaxTermCells.
+	if _, err := Parse("s.toml", []byte(twoLevels(12))); err != nil {
+		t.Errorf("twelve two-level factors: %v", err)
+	}
 	for _, c := range []struct{ spec, want string }{
 		{"command = \"a {x}\"\nreplications = 1000000000\n" + factor("x", 2),
 			"s.toml:2: replications = 1000000000: more than the limit of 10000 replications"},
@@ -94,6 +110,10 @@ func TestSizeLimits(t *testing.T) {
 			"the plan has more than 1000000 runs ((1000 × 1000 × 1000 × 1000) combinations"},
 		{"command = \"a {x}\"\nreplications = 10000\nwarmup = 1\n" + factor("x", 100),
 			"the plan has 1000001 runs"},
+		// What the analysis would refuse after every run (internal/stats):
+		// more factors than it takes, or more terms × combinations.
+		{twoLevels(stats.MaxFactors + 1), fmt.Sprintf("%d factors: the analysis takes at most %d; vary fewer factors", stats.MaxFactors+1, stats.MaxFactors)},
+		{twoLevels(13), fmt.Sprintf("13 factors with (2 × 2 × 2 × 2 × 2 × 2 × 2 × 2 × 2 × 2 × 2 × 2 × 2) combinations of levels: the analysis would hold 2^13 terms × 8192 combinations, more than its limit of %d; use fewer factors or levels", stats.MaxTermCells)},
 	} {
 		start := time.Now()
 		_, err := Parse("s.toml", []byte(c.spec))

@@ -31,6 +31,7 @@ import (
 	"github.com/BurntSushi/toml"
 
 	"github.com/numascope/numascope/internal/sampler"
+	"github.com/numascope/numascope/internal/stats"
 )
 
 // RegimeFactor is the name of the built-in placement factor.
@@ -636,6 +637,15 @@ func (s *Spec) checkSize() error {
 		}
 		return specError(s.Path, 0, "the plan has %s runs ((%s) combinations of levels × %d replications + %d warm-up): more than the limit of %d runs; use fewer levels or replications",
 			total, strings.Join(counts, " × "), s.Replications, s.Warmup, MaxRuns)
+	}
+	// The analysis (internal/stats) refuses a design past its limits only
+	// once every run is done: the same limits here, before the first run.
+	// cells is at most MaxRuns here, and the terms at most 2^MaxFactors.
+	if k := len(counts); k > stats.MaxFactors {
+		return specError(s.Path, 0, "%d factors: the analysis takes at most %d; vary fewer factors at once (one experiment per group of factors)", k, stats.MaxFactors)
+	} else if terms := 1 << k; terms*cells > stats.MaxTermCells {
+		return specError(s.Path, 0, "%d factors with (%s) combinations of levels: the analysis would hold 2^%d terms × %d combinations, more than its limit of %d; use fewer factors or levels",
+			k, strings.Join(counts, " × "), k, cells, stats.MaxTermCells)
 	}
 	return nil
 }

@@ -263,6 +263,10 @@ func (opt Options) withDefaults() (Options, error) {
 // combination, 256 MiB at the bound (twelve two-level factors).
 const MaxTermCells = 1 << 24
 
+// MaxFactors bounds the factors of a design: its terms are 2^factors
+// bitmasks, and past sixteen even two levels each pass MaxTermCells.
+const MaxFactors = 16
+
 // design is the shape of a full factorial: the factors with their levels,
 // and the cells (combinations of levels) numbered in mixed radix, the first
 // factor varying slowest. A term is a bitmask of factors.
@@ -287,8 +291,8 @@ func newDesign(factors []Factor, obs []Observation) (*design, error) {
 	if k == 0 {
 		return nil, errors.New("no factors: name at least one")
 	}
-	if k > 16 {
-		return nil, fmt.Errorf("%d factors: at most 16 are supported", k)
+	if k > MaxFactors {
+		return nil, fmt.Errorf("%d factors: at most %d are supported", k, MaxFactors)
 	}
 	d := &design{fs: make([]Factor, k), index: make([]map[string]int, k)}
 	seen := map[string]bool{}

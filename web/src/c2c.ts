@@ -10,6 +10,7 @@
 
 import type { BenchC2C, BenchC2CNodes, BenchDocument, C2CPair, Cells, NodeID } from "./documents";
 import { el } from "./dom";
+import { extent } from "./extent";
 import { int, num } from "./format";
 
 /** A colour scale: the colour at x in [0, 1], 1 the best. */
@@ -72,7 +73,7 @@ function classTable(m: BenchC2C): HTMLElement {
 /** range is the least and greatest number of cells (0, 0 when none). */
 function range(c: Cells): [number, number] {
   const v = c.flat().filter((x): x is number => x !== null && Number.isFinite(x));
-  return v.length ? [Math.min(...v), Math.max(...v)] : [0, 0];
+  return v.length ? extent(v) : [0, 0];
 }
 
 /** shade is a cell's colour: lower latency is better (1). */
@@ -136,7 +137,7 @@ function heatmap(m: BenchC2C, scale: Scale): HTMLElement {
         const p = byPair.get(`${a}|${b}`);
         if (p) {
           td.dataset.class = p.class;
-          lines.push(`${className(p.class)}; median of ${p.samples.length} repeats, ${num(p.min_ns)} – ${num(p.max_ns)} ns${p.line_node === undefined ? "" : `; line on node ${p.line_node}`}`);
+          lines.push(`${className(p.class)}; median of ${int(p.repeats)} repeats, ${num(p.min_ns)} – ${num(p.max_ns)} ns${p.line_node === undefined ? "" : `; line on node ${p.line_node}`}`);
         }
       }
       lines.push(cpuTitle(m, i), cpuTitle(m, j));

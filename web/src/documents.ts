@@ -560,7 +560,8 @@ export interface C2CPair {
   median_ns: number | null;
   min_ns: number | null;
   max_ns: number | null;
-  samples: number[];
+  /** how many repeats the median is of: the length of samples in the file; numascope view sends the count ("repeats") in place of the samples, which the page does not draw */
+  repeats: number;
 }
 
 /** One class of pairs (SMT siblings, same LLC, same node, cross node): the median of its pairs' medians, and their range. */
@@ -781,7 +782,7 @@ function asC2C(v: unknown): BenchC2C | undefined {
       const a = nodeID(p.a),
         b = nodeID(p.b);
       if (a === undefined || b === undefined) return undefined;
-      return { a, b, class: J.strOr(p.class, ""), line_node: nodeID(p.line_node), median_ns: J.numOrNull(p.median_ns), min_ns: J.numOrNull(p.min_ns), max_ns: J.numOrNull(p.max_ns), samples: J.numbers(p.samples) };
+      return { a, b, class: J.strOr(p.class, ""), line_node: nodeID(p.line_node), median_ns: J.numOrNull(p.median_ns), min_ns: J.numOrNull(p.min_ns), max_ns: J.numOrNull(p.max_ns), repeats: J.num(p.repeats) ?? J.numbers(p.samples).length };
     }),
     line_node: nodeID(v.line_node) ?? null,
     repeat: J.num(v.repeat),

@@ -8,6 +8,7 @@
 
 import type { Anova, Distribution, Experiment, Run } from "./documents";
 import { el } from "./dom";
+import { extent } from "./extent";
 import { num, percent } from "./format";
 
 const svgNS = "http://www.w3.org/2000/svg";
@@ -131,8 +132,8 @@ function scatter(id: string, cls: string, pts: Pt[], xl: string, yl: string, lin
     B = 36,
     T = 8,
     R = 10;
-  const [x0, x1] = pad(Math.min(...pts.map((p) => p.x)), Math.max(...pts.map((p) => p.x)));
-  const [y0, y1] = pad(Math.min(...pts.map((p) => p.y)), Math.max(...pts.map((p) => p.y)));
+  const [x0, x1] = pad(...extent(pts.map((p) => p.x)));
+  const [y0, y1] = pad(...extent(pts.map((p) => p.y)));
   const X = (v: number) => L + ((v - x0) / (x1 - x0)) * (W - L - R);
   const Y = (v: number) => H - B - ((v - y0) / (y1 - y0)) * (H - B - T);
   const s = svg("svg", { class: `chart ${cls}`, viewBox: `0 0 ${W} ${H}`, width: W, height: H, role: "img" });

@@ -5,7 +5,8 @@
 // sort the view promises: node, then last-level cache, then core.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { readFileSync } from "node:fs";
+import { readFileSync, writeFileSync, mkdtempSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { execFileSync } from "node:child_process";
 import { repo, artifacts, binary, tempDir, serve, browser } from "./util.mjs";
@@ -92,4 +93,29 @@ test("view on what numascope bench --kind c2c writes here: one cell per CPU pair
   assert.equal(await page.locator("#bench table.c2cnodes td.cell").count(), real.c2c_node_ns.initiators.length ** 2);
   // The memory kinds were not measured: their figures say so.
   assert.match(await page.textContent("#bench figure[data-kind=latency]"), /measured without latency \(numascope bench --kind latency, or all, measures it\)/);
+});
+
+test("view of 400 CPUs: the heatmap's range over 160,000 cells is found by a loop (Math.min(...v) threw RangeError past about 120,000)", async (t) => {
+  const n = 400;
+  const cpus = [...Array(n).keys()];
+  const matrix = cpus.map((a) => cpus.map((b) => (a === b ? null : 40 + ((a * 7 + b * 13) % 300) + (a + b) / 1000)));
+  const doc = {
+    c2c_ns: { cpus, nodes: cpus.map((c) => (c < n / 2 ? 0 : 1)), llcs: cpus.map((c) => c >> 4), cores: cpus.map((c) => `0:${c}`), matrix, classes: [], pairs: [], line_node: null, repeat: 5, sample: 0, pairs_total: (n * (n - 1)) / 2 },
+  };
+  const file = join(mkdtempSync(join(tmpdir(), "c2c-big-")), "c2c-400.json");
+  writeFileSync(file, JSON.stringify(doc));
+  const { url } = await serve(t, ["view", file, "--listen", "127.0.0.1:0"], repo);
+  const page = await browser(t);
+  const errors = [];
+  page.on("pageerror", (e) => errors.push(String(e)));
+  await page.goto(url);
+  await page.waitForSelector("#bench table.c2cmatrix", { timeout: 120000 });
+  assert.deepEqual(errors, []);
+  assert.equal(await page.$eval("#bench table.c2cmatrix", (tbl) => tbl.dataset.cpus), String(n));
+  const vals = matrix.flat().filter((v) => v !== null);
+  const lo = vals.reduce((x, y) => Math.min(x, y)),
+    hi = vals.reduce((x, y) => Math.max(x, y));
+  const bg = (v) => page.$eval(`#bench table.c2cmatrix td.cell[data-value="${v}"]`, (td) => getComputedStyle(td).backgroundColor);
+  assert.equal(await bg(lo), "rgb(253, 231, 37)");
+  assert.equal(await bg(hi), "rgb(68, 1, 84)");
 });

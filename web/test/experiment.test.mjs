@@ -146,6 +146,28 @@ test("an experiment's JSON analysis loads from disk without a server", async (t)
   assert.equal(await page.evaluate(() => window.__numascope.rows()), 5);
 });
 
+test("an analysis of 150,000 runs draws its QQ and residual plots (Math.min(...v) over one point per run threw RangeError past about 120,000)", async (t) => {
+  const dir = tempDir(t);
+  const analysis = experiment(dir);
+  const n = 150000;
+  const res = analysis.responses[0].anova;
+  // Residuals of a million-run experiment, in shape: one point per run, spread round 0.
+  res.qq = Array.from({ length: n }, (_, k) => ({ normal: -4 + (8 * k) / n, residual: Math.sin(k) }));
+  res.residuals = Array.from({ length: n }, (_, k) => ({ levels: ["1", "x"], predicted: 10 + (k % 7), residual: Math.cos(k) }));
+  const file = join(dir, "big.analysis.json");
+  writeFileSync(file, JSON.stringify(analysis));
+  const page = await browser(t);
+  const errors = [];
+  page.on("pageerror", (e) => errors.push(String(e)));
+  await page.goto("file://" + join(repo, "internal/web/dist/index.html"));
+  await page.setInputFiles("#file", file);
+  await page.waitForSelector("#report section.response", { timeout: 120000 });
+  assert.deepEqual(errors, []);
+  const sec = page.locator(`#report section.response[data-response="${analysis.responses[0].response}"]`);
+  assert.equal(await sec.locator("svg.qq circle.point").count(), n);
+  assert.equal(await sec.locator("svg.residuals circle.point").count(), n);
+});
+
 test("experiment page: long effect and run labels are not clipped, and wall_time has its unit", async (t) => {
   const dir = tempDir(t);
   // Long factor and level names: the interaction's label is "policy:mb = first-touch:4".
