@@ -4,15 +4,16 @@ package profile
 // order, become first touches and sampled accesses, credited to the code,
 // thread, mapping and allocation site they belong to. Everything else is a
 // type with its own state, which the analyzer calls and never reaches
-// into: setting a run up is in setup.go, decoding in record.go, the
-// round's batch in batch.go (roundBatch), the trackers in pages.go,
-// threads.go, allocs.go, mappings.go and syscalls.go (syscallTracker, which
-// says what each syscall changed: the analyzer hands the change to each
-// tracker, which applies it to itself), where a fault's memory came from
-// in origin.go (memoryOrigin), the kernel's answers about where pages are
-// in nodes.go (nodeQueries) and the huge-page checks in thp.go
-// (thpChecker), which hands each huge page found back to the analyzer to
-// credit.
+// into: setting a run up is in setup.go and start.go, decoding in
+// record.go, the round's batch in batch.go (roundBatch), the trackers in
+// pages.go, threads.go, allocs.go, mappings.go and syscalls.go
+// (syscallTracker, which says what each syscall changed: the analyzer
+// hands the change to each tracker, which applies it to itself, a
+// memChange to the trackers of memory, a threadChange to the thread
+// tracker), where a fault's memory came from in origin.go (memoryOrigin),
+// the kernel's answers about where pages are in nodes.go (nodeQueries)
+// and the huge-page checks in thp.go (thpChecker), which hands each huge
+// page found back to the analyzer to credit.
 
 import (
 	"os"
@@ -300,11 +301,16 @@ func (a *analyzer) loc(k locKey) *Metrics {
 
 // handle applies one record of the round, in time order: a fault is
 // attributed here; every other event is a change the trackers apply to
-// themselves, each through its one method for it.
+// themselves, each through its one method for it: a memChange for each
+// tracker of memory, a threadChange (a fork, an affinity set) for the
+// thread tracker.
 func (a *analyzer) handle(s *rawSample) {
-	switch s.kind {
-	case evFault:
+	if s.kind == evFault {
 		a.handleFault(s)
+		return
+	}
+	var tc threadChange
+	switch s.kind {
 	case evExec:
 		// The process's memory is gone: its pages, mappings, allocation
 		// ranges and break.
@@ -313,7 +319,7 @@ func (a *analyzer) handle(s *rawSample) {
 		a.al.forget(s.pid)
 		a.sys.forget(s.pid)
 	case evFork:
-		a.th.forked(a.thread(s.pid, s.tid), int32(s.a0), s.time)
+		tc = threadChange{op: threadForked, pid: s.pid, tid: s.tid, parent: int32(s.a0), at: s.time}
 	default:
 		e := a.sys.event(s, a.batch.mask(s.mask))
 		for i := range e.n {
@@ -322,9 +328,10 @@ func (a *analyzer) handle(s *rawSample) {
 			a.al.change(c, &a.code)
 			a.mp.change(c)
 		}
-		if e.affinity {
-			a.th.setAffinity(e.tid, e.mask, e.at)
-		}
+		tc = e.thread
+	}
+	if tc.op != 0 {
+		a.th.change(&tc)
 	}
 }
 
