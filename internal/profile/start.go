@@ -2,9 +2,9 @@ package profile
 
 // Starting the program under the profiler: it is started stopped before
 // its first instruction, and while it is stopped the profiler attaches to
-// it, in order: the perf rings and the syscall tracepoints opened on it,
-// the analyzer seeded with what exists before the first record (its
-// executable mappings, its main thread) and the capture's header written.
+// it, in order: the analyzer seeded with what exists before the first
+// record (its executable mappings, its main thread), the perf rings and
+// the syscall tracepoints opened on it and the capture's header written.
 // Run calls startStopped with attach and nothing else of the start.
 
 import (
@@ -74,9 +74,14 @@ func startStopped(cmd *exec.Cmd, attach func(pid int) error) error {
 }
 
 // attach runs while the program pid (named name) is stopped before its
-// first instruction (see startStopped): it opens the rings and the syscall
-// tracepoints on it, seeds the analyzer a and starts the capture, if asked.
+// first instruction (see startStopped): it seeds the analyzer a with what
+// exists, opens the rings and the syscall tracepoints that tell every
+// change from then on, and starts the capture, if asked. Nothing changes
+// while the program is stopped, so the seed and the events agree whichever
+// comes first; what exists is read first, as the records that follow
+// build on it.
 func (pr *profiler) attach(opt Options, a *analyzer, pid int, name string) error {
+	a.seed(pid, name)
 	var err error
 	if pr.ps, err = openPerf(pid, pr.cpus, pr.stackCopy, opt.RingBytes); err != nil {
 		return err
@@ -92,7 +97,6 @@ func (pr *profiler) attach(opt Options, a *analyzer, pid int, name string) error
 	} else {
 		a.useSyscalls(evs)
 	}
-	a.seed(pid, name)
 	if opt.Capture != nil {
 		if pr.capture, err = startCapture(opt.Capture, a, pid); err != nil {
 			return err
