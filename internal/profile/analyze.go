@@ -4,15 +4,16 @@ package profile
 // order, become first touches and sampled accesses, credited to the code,
 // thread, mapping and allocation site they belong to. Everything else is a
 // type with its own state, which the analyzer calls and never reaches
-// into: setting a run up is in setup.go, decoding in record.go, the
-// round's batch in batch.go (roundBatch), the trackers in pages.go,
-// threads.go, allocs.go, mappings.go and syscalls.go (syscallTracker, which
-// says what each syscall changed: the analyzer hands the change to each
-// tracker, which applies it to itself), where a fault's memory came from
-// in origin.go (memoryOrigin), the kernel's answers about where pages are
-// in nodes.go (nodeQueries) and the huge-page checks in thp.go
-// (thpChecker), which hands each huge page found back to the analyzer to
-// credit.
+// into: setting a run up is in setup.go and start.go, decoding in
+// record.go, the round's batch in batch.go (roundBatch), the trackers in
+// pages.go, threads.go, allocs.go, mappings.go and syscalls.go
+// (syscallTracker, which says what each syscall changed: the analyzer
+// hands the change to each tracker, which applies it to itself, a
+// memChange to the trackers of memory, a threadChange to the thread
+// tracker), where a fault's memory came from in origin.go (memoryOrigin),
+// the kernel's answers about where pages are in nodes.go (nodeQueries)
+// and the huge-page checks in thp.go (thpChecker), which hands each huge
+// page found back to the analyzer to credit.
 
 import (
 	"os"
@@ -300,11 +301,16 @@ func (a *analyzer) loc(k locKey) *Metrics {
 
 // handle applies one record of the round, in time order: a fault is
 // attributed here; every other event is a change the trackers apply to
-// themselves, each through its one method for it.
+// themselves, each through its one method for it: a memChange for each
+// tracker of memory, a threadChange (a fork, an affinity set) for the
+// thread tracker.
 func (a *analyzer) handle(s *rawSample) {
-	switch s.kind {
-	case evFault:
+	if s.kind == evFault {
 		a.handleFault(s)
+		return
+	}
+	var tc threadChange
+	switch s.kind {
 	case evExec:
 		// The process's memory is gone: its pages, mappings, allocation
 		// ranges and break.
@@ -313,7 +319,7 @@ func (a *analyzer) handle(s *rawSample) {
 		a.al.forget(s.pid)
 		a.sys.forget(s.pid)
 	case evFork:
-		a.th.forked(a.thread(s.pid, s.tid), int32(s.a0), s.time)
+		tc = threadChange{op: threadForked, pid: s.pid, tid: s.tid, parent: int32(s.a0), at: s.time}
 	default:
 		e := a.sys.event(s, a.batch.mask(s.mask))
 		for i := range e.n {
@@ -322,9 +328,10 @@ func (a *analyzer) handle(s *rawSample) {
 			a.al.change(c, &a.code)
 			a.mp.change(c)
 		}
-		if e.affinity {
-			a.th.setAffinity(e.tid, e.mask, e.at)
-		}
+		tc = e.thread
+	}
+	if tc.op != 0 {
+		a.th.change(&tc)
 	}
 }
 
@@ -338,7 +345,11 @@ func (a *analyzer) freeRange(pid int32, start, end uint64, unmapped bool) {
 	a.handle(&s)
 }
 
-// handleFault classifies a page fault: a first touch or a sampled access.
+// handleFault classifies a page fault, a first touch or a sampled access,
+// and credits it, once: what it counts is decided first, the crediting is
+// the same for both. A fault that cannot be either is counted apart (a
+// repeat, a fault after a loss, an access whose page's node is unknown)
+// and credits nothing.
 func (a *analyzer) handleFault(s *rawSample) {
 	node := a.nodeOfCPU(s.cpu) // the faulting CPU's
 	t := a.thread(s.pid, s.tid)
@@ -351,101 +362,103 @@ func (a *analyzer) handleFault(s *rawSample) {
 	// the page, its region's state and the update below.
 	r, i := a.pg.region(s.pid, key.page, true), a.pg.index(key.page)
 	ps, touched := r.get(i)
+	var d Metrics
+	first := false
 	if !touched {
 		h, isHuge, firsts := r.untouched(a.thp.on()) // firsts: first touches seen in the region
 		// Where the memory came from: /proc/PID/maps, read again at most
 		// once a round, after the drain, so it has every mapping made
 		// before this fault (unless already unmapped again).
 		site, mapping := a.origin.memoryOf(&t.mem, a.kern, a.stamp, s.pid, s.addr, key.page)
-		if !isHuge {
-			a.pg.put(r, i, pageState{node: int16(node), unsure: !a.oneNode, unpinnedOwner: t.node < 0, site: site, mapping: mapping, epoch: a.lossEpoch})
-			var d Metrics
+		if isHuge {
+			// Placed by an earlier huge-page fault, counted there; a fault
+			// here now is an access (after a split or a hinting unmap).
+			ps = pageState{node: h.node, mapping: mapping, site: site, epoch: h.epoch}
+		} else {
+			first = true
+			ps = pageState{node: int16(node), unsure: !a.oneNode, unpinnedOwner: t.node < 0, site: site, mapping: mapping, epoch: a.lossEpoch}
 			d.FirstTouch = 1
 			if t.node < 0 {
 				d.UnpinnedFirstTouch = 1
 			}
-			a.credit(t, lk, mapping, site, &d)
 			if !a.oneNode || firsts == 1 {
 				// For move_pages; with one node there is nothing to ask but
 				// whether it placed a huge page (queryNodes).
 				a.nodes.first(pendingFirst{key: key, loc: lk, tid: t.tid, unpinned: t.node < 0, maybeHuge: firsts == 1})
 			}
+		}
+		a.pg.put(r, i, ps)
+	}
+	if !first {
+		// A later fault on a touched page: a NUMA hinting fault, a sampled
+		// access, if the kernel takes hinting faults here at all.
+		if !a.hinting {
+			a.repeats++
 			return
 		}
-		// Placed by an earlier huge-page fault, counted there; a fault
-		// here now is an access (after a split or a hinting unmap).
-		ps = pageState{node: h.node, mapping: mapping, site: site, epoch: h.epoch}
-		a.pg.put(r, i, ps)
-	}
-	// A later fault on a touched page: a NUMA hinting fault, a sampled
-	// access, if the kernel takes hinting faults here at all.
-	if !a.hinting {
-		a.repeats++
-		return
-	}
-	if ps.epoch != a.lossEpoch {
-		// Known from before records were lost. Had its munmap been among
-		// them, this would be the first touch of other memory at the same
-		// address (mmap reuses addresses), and an access it is not: count
-		// neither, and know the page again from here, where it really is.
-		a.afterLoss++
-		ps.epoch, ps.unsure = a.lossEpoch, !a.oneNode
-		a.pg.put(r, i, ps)
-		return
-	}
-	wasUnsure := ps.unsure
-	if wasUnsure {
-		// First touched, or accessed remotely, earlier in this round (or
-		// not found since): where the page is now is not known. The
-		// scanner can unmap a page soon after its first touch, and when
-		// the profiler is short of CPU a round spans several scans; the
-		// access must be judged against where the page really is (bound
-		// to another node, or migrated by the last hinting fault), so ask
-		// now, once; the end-of-round queries go on asking.
-		n, gone := a.nodes.nodeNow(key)
-		if gone {
-			// The program has exited before the profiler, short of
-			// CPU, handled this fault: the kernel can no longer say
-			// where the page is, and the node known is from before
-			// the last access's hinting fault, which may have migrated
-			// the page here. Judged against it, the accesses after a
-			// migration were counted remote: 1.6 times the kernel's
-			// remote hinting faults with a CPU hog in the NUMA VM
-			// (issue 30). Counted neither local nor remote, but told.
-			a.unknownNode++
+		if ps.epoch != a.lossEpoch {
+			// Known from before records were lost. Had its munmap been among
+			// them, this would be the first touch of other memory at the same
+			// address (mmap reuses addresses), and an access it is not: count
+			// neither, and know the page again from here, where it really is.
+			a.afterLoss++
+			ps.epoch, ps.unsure = a.lossEpoch, !a.oneNode
+			a.pg.put(r, i, ps)
 			return
 		}
-		if n >= 0 {
-			ps.node = int16(n)
+		wasUnsure := ps.unsure
+		if wasUnsure {
+			// First touched, or accessed remotely, earlier in this round (or
+			// not found since): where the page is now is not known. The
+			// scanner can unmap a page soon after its first touch, and when
+			// the profiler is short of CPU a round spans several scans; the
+			// access must be judged against where the page really is (bound
+			// to another node, or migrated by the last hinting fault), so ask
+			// now, once; the end-of-round queries go on asking.
+			n, gone := a.nodes.nodeNow(key)
+			if gone {
+				// The program has exited before the profiler, short of
+				// CPU, handled this fault: the kernel can no longer say
+				// where the page is, and the node known is from before
+				// the last access's hinting fault, which may have migrated
+				// the page here. Judged against it, the accesses after a
+				// migration were counted remote: 1.6 times the kernel's
+				// remote hinting faults with a CPU hog in the NUMA VM
+				// (issue 30). Counted neither local nor remote, but told.
+				a.unknownNode++
+				return
+			}
+			if n >= 0 {
+				ps.node = int16(n)
+			}
 		}
-	}
-	acc := node
-	var d Metrics
-	if int(ps.node) == acc {
-		d.Local = 1
-	} else {
-		d.Remote = 1
-	}
-	// A remote access's hinting fault may migrate the page toward acc.
-	ps.unsure = d.Remote != 0
-	if wasUnsure || ps.unsure {
-		a.pg.put(r, i, ps)
-	}
-	switch {
-	case t.node < 0 && ps.unpinnedOwner:
-		d.UnpinnedBoth = 1
-	case t.node < 0:
-		d.UnpinnedThread = 1
-	case ps.unpinnedOwner:
-		d.UnpinnedPage = 1
+		acc := node
+		if int(ps.node) == acc {
+			d.Local = 1
+		} else {
+			d.Remote = 1
+		}
+		// A remote access's hinting fault may migrate the page toward acc.
+		ps.unsure = d.Remote != 0
+		if wasUnsure || ps.unsure {
+			a.pg.put(r, i, ps)
+		}
+		switch {
+		case t.node < 0 && ps.unpinnedOwner:
+			d.UnpinnedBoth = 1
+		case t.node < 0:
+			d.UnpinnedThread = 1
+		case ps.unpinnedOwner:
+			d.UnpinnedPage = 1
+		}
+		if r, ok := a.rowIdx[t.node]; ok {
+			if c, ok := a.nodeIdx[int(ps.node)]; ok {
+				a.matrix[r][c]++
+			}
+		}
+		a.nodes.access(key, acc)
 	}
 	a.credit(t, lk, ps.mapping, ps.site, &d)
-	if r, ok := a.rowIdx[t.node]; ok {
-		if c, ok := a.nodeIdx[int(ps.node)]; ok {
-			a.matrix[r][c]++
-		}
-	}
-	a.nodes.access(key, acc)
 }
 
 // credit adds d to the whole run and to the code, thread (if still known),

@@ -25,8 +25,11 @@ type kernel interface {
 	// PageFrame returns the physical frame of a present page of pid
 	// (/proc/PID/pagemap: shown to root only).
 	PageFrame(pid int32, page uint64) (uint64, bool)
-	// FrameNode returns the node that holds a physical frame, or -1.
-	FrameNode(pfn uint64) int
+	// PagemapNode returns the node of a present page of pid by its
+	// physical frame (PageFrame, then the node holding the frame), or -1:
+	// the fallback of PageNodes for the pages it does not report (see
+	// pfnNodes).
+	PagemapNode(pid int32, page uint64) int
 	// FrameTHP says whether a frame is part of a transparent huge page
 	// (/proc/kpageflags); known is false when that cannot be read.
 	FrameTHP(pfn uint64) (huge, known bool)
@@ -88,8 +91,9 @@ func (k *procKernel) PageFrame(pid int32, page uint64) (uint64, bool) {
 	return pfn, true
 }
 
-func (k *procKernel) FrameNode(pfn uint64) int {
-	if k.pfn == nil {
+func (k *procKernel) PagemapNode(pid int32, page uint64) int {
+	pfn, ok := k.PageFrame(pid, page)
+	if !ok || k.pfn == nil {
 		return -1
 	}
 	if n, ok := k.pfn.node[pfn/k.pfn.blockPages]; ok {

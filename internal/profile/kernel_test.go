@@ -75,7 +75,11 @@ func (k *fakeKernel) PageFrame(pid int32, page uint64) (uint64, bool) {
 	return f, ok
 }
 
-func (k *fakeKernel) FrameNode(pfn uint64) int {
+func (k *fakeKernel) PagemapNode(pid int32, page uint64) int {
+	pfn, ok := k.PageFrame(pid, page)
+	if !ok {
+		return -1
+	}
 	if n, ok := k.frameNodes[pfn]; ok {
 		return n
 	}

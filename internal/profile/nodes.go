@@ -186,7 +186,7 @@ func (nq *nodeQueries) lookup(q []nodeQuery) {
 			}
 			if n < 0 {
 				if nq.pg.known(q[i].key) { // not for a page freed meanwhile
-					n = nq.pagemapNode(pid, q[i].key.page)
+					n = nq.kern.PagemapNode(pid, q[i].key.page)
 				}
 			}
 			q[i].node = int16(n)
@@ -207,7 +207,7 @@ func (nq *nodeQueries) nodeNow(key pageKey) (node int, gone bool) {
 	case st[0] >= 0:
 		return int(st[0]), false
 	}
-	return nq.pagemapNode(key.pid, key.page), false
+	return nq.kern.PagemapNode(key.pid, key.page), false
 }
 
 // movePages returns the node of each page of pid, or a negative errno for a
@@ -222,15 +222,4 @@ func (nq *nodeQueries) movePages(pid int32, pages []uint64) []int32 {
 		return nil
 	}
 	return status
-}
-
-// pagemapNode returns the node of a page from its physical frame, or -1:
-// the fallback of move_pages for a page NUMA balancing has just made
-// PROT_NONE, which move_pages does not report (see pfnNodes).
-func (nq *nodeQueries) pagemapNode(pid int32, page uint64) int {
-	pfn, ok := nq.kern.PageFrame(pid, page)
-	if !ok {
-		return -1
-	}
-	return nq.kern.FrameNode(pfn)
 }

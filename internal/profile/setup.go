@@ -1,12 +1,11 @@
 package profile
 
-// Setting up a run, in the order each part needs the one before: the
-// options checked, the analyzer and the kernel interface it asks (Run then
-// builds the command and starts it stopped), and, while the program is
-// stopped before its first instruction, the perf rings, the syscall
-// tracepoints, the analyzer's seed (what exists before the first record)
-// and the capture's header. Run calls setUp and attach and nothing else
-// of the set-up, so that the set-up reads in one place, in order.
+// Setting up a run, before the program exists, in the order each part
+// needs the one before: the options checked, the kernel interface and the
+// analyzer over it, and the profile begun. Run then builds the command and
+// starts it (start.go), stopped before its first instruction while the
+// profiler attaches to it. Run calls setUp and nothing else of the set-up,
+// so that the set-up reads in one place, in order.
 
 import (
 	"errors"
@@ -14,13 +13,11 @@ import (
 	"os"
 	"strings"
 
-	"github.com/numascope/numascope/internal/perfevent"
 	"github.com/numascope/numascope/internal/perfring"
-	"github.com/numascope/numascope/internal/procnuma"
 	"github.com/numascope/numascope/internal/topology"
 )
 
-// profiler is the rest of what setUp and attach build for Run, beside the
+// profiler is the rest of what setUp and attach (start.go) build for Run, beside the
 // analyzer: the kernel interface, the profile begun (its head and notes),
 // and, once attached, the perf rings and the capture.
 type profiler struct {
@@ -79,34 +76,6 @@ func setUp(opt Options, args []string) (*analyzer, *profiler, error) {
 	return a, &profiler{kern: kern, p: p, cpus: cpus, stackCopy: stackCopy}, nil
 }
 
-// attach runs while the program pid (named name) is stopped before its
-// first instruction (see startStopped): it opens the rings and the syscall
-// tracepoints on it, seeds the analyzer a and starts the capture, if asked.
-func (pr *profiler) attach(opt Options, a *analyzer, pid int, name string) error {
-	var err error
-	if pr.ps, err = openPerf(pid, pr.cpus, pr.stackCopy, opt.RingBytes); err != nil {
-		return err
-	}
-	if evs, err := pr.ps.openSyscalls(pid); err != nil {
-		fix := "run as root, or set kernel.perf_event_paranoid=-1"
-		if errors.Is(err, perfevent.ErrTracefsDenied) {
-			fix = perfevent.TracefsFix(err) // no sysctl opens tracefs to other users
-		}
-		pr.p.Notes = append(pr.p.Notes, fmt.Sprintf("allocation sites are not tracked, thread affinities are polled every %d ms, not followed, "+
-			"and memory given back and mapped again (munmap, MADV_DONTNEED) is not noticed, so touching it again counts as accesses: "+
-			"the syscall tracepoints are unavailable (%v); %s", pollMs, err, fix))
-	} else {
-		a.useSyscalls(evs)
-	}
-	a.seed(pid, name)
-	if opt.Capture != nil {
-		if pr.capture, err = startCapture(opt.Capture, a, pid); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
 // CheckStackCopy says whether n bytes is a stack copy numascope asks the
 // kernel for: a multiple of 8 from 0 (none) to MaxStackCopy.
 func CheckStackCopy(n int) error {
@@ -158,39 +127,4 @@ func balancingNotes(procRoot string, topo *topology.Topology) (on, hinting bool,
 func thpDisabled(sysRoot string) bool {
 	b, err := os.ReadFile(sysRoot + "/kernel/mm/transparent_hugepage/enabled")
 	return err == nil && strings.Contains(string(b), "[never]")
-}
-
-// seed records what exists before the program's first instruction: its
-// executable mappings (mapped by execve, before the event existed, so no
-// MMAP2 record describes them) and its main thread.
-func (a *analyzer) seed(pid int, name string) {
-	if maps, ok := a.kern.Maps(int32(pid)); ok {
-		for line := range strings.Lines(string(maps)) {
-			if m, ok := parseMapsLine(line); ok {
-				a.code.addMapping(int32(pid), m)
-				// Read the program's line tables now, while it is
-				// stopped: the first faults ask for them, and reading a
-				// large table while the program runs would let its rings
-				// overflow.
-				a.code.loadSymbols(m.file)
-			}
-		}
-	}
-	t := a.thread(int32(pid), int32(pid))
-	if t.status == "" {
-		a.th.read(t, "start", 0) // stopped: its affinity at its start
-	}
-	t.comm = name
-	if comm, ok := a.kern.Comm(int32(pid)); ok {
-		t.comm = comm
-	}
-}
-
-// parseMapsLine parses an executable file mapping of /proc/PID/maps.
-func parseMapsLine(line string) (mapping, bool) {
-	m, ok := procnuma.ParseMapsLine(line)
-	if !ok || !m.Executable() || !strings.HasPrefix(m.Path, "/") {
-		return mapping{}, false
-	}
-	return mapping{start: m.Start, end: m.End, pgoff: m.Offset, file: m.Path}, true
 }

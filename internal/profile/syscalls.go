@@ -218,8 +218,9 @@ type sysPending struct {
 // syscallTracker pairs each thread's syscall entry with its exit and keeps
 // each process's program break, and so tells what each syscall did once it
 // returned: the changes it made to the process's memory (memChange), which
-// the analyzer hands to every tracker of memory, or the affinity it set. It
-// calls no other part of the profiler.
+// the analyzer hands to every tracker of memory, or the affinity it set (a
+// threadChange, for the thread tracker). It calls no other part of the
+// profiler.
 type syscallTracker struct {
 	pend map[int32]sysPending // by thread: an entry waiting for its exit
 	brk  map[int32]uint64     // each process's program break, once seen
@@ -269,12 +270,8 @@ type memChange struct {
 type sysEffect struct {
 	mem [2]memChange
 	n   int // changes in mem
-	// affinity: thread tid's affinity was set at time at, to mask (nil:
-	// the mask was not in the stack copy, and must be read).
-	affinity bool
-	tid      int32
-	mask     []byte
-	at       uint64
+	// thread is the affinity set (op threadAffinity), if one was.
+	thread threadChange
 }
 
 // addMem appends a change; one that frees nothing is dropped.
@@ -344,9 +341,9 @@ func (st *syscallTracker) event(s *rawSample, mask []byte) (e sysEffect) {
 		if !ok || p.kind != evAffinityEnter || s.a0 != 0 {
 			return e
 		}
-		e.affinity, e.tid, e.mask, e.at = true, int32(p.a0), p.mask, s.time
-		if e.tid == 0 {
-			e.tid = s.tid
+		e.thread = threadChange{op: threadAffinity, tid: int32(p.a0), mask: p.mask, at: s.time}
+		if e.thread.tid == 0 {
+			e.thread.tid = s.tid
 		}
 	}
 	return e

@@ -116,6 +116,40 @@ func (tt *threadTracker) known(tid int32) (*threadState, bool) {
 	return t, ok
 }
 
+// threadOp is what a threadChange does.
+type threadOp uint8
+
+const (
+	// threadForked: thread tid of process pid was created by thread
+	// parent at time at.
+	threadForked threadOp = iota + 1
+	// threadAffinity: thread tid's affinity was set at time at by the
+	// program (sched_setaffinity), to mask (nil: the mask was not in the
+	// stack copy, and must be read).
+	threadAffinity
+)
+
+// threadChange is a change to a thread that the records tell in time order
+// with the faults: its creation, which gives it its parent's affinity, or
+// an affinity the program set. The thread tracker applies it to itself
+// (change), as each tracker of memory applies a memChange.
+type threadChange struct {
+	op               threadOp
+	pid, tid, parent int32
+	mask             []byte
+	at               uint64
+}
+
+// change applies c, a change told in time order with the faults.
+func (tt *threadTracker) change(c *threadChange) {
+	switch c.op {
+	case threadForked:
+		tt.forked(tt.get(c.pid, c.tid), c.parent, c.at)
+	case threadAffinity:
+		tt.setAffinity(c.tid, c.mask, c.at)
+	}
+}
+
 // forked gives a new thread its parent's affinity at the fork, at time at,
 // when the parent's is known and the child's is not yet.
 func (tt *threadTracker) forked(t *threadState, parent int32, at uint64) {
