@@ -92,6 +92,11 @@ func TestNumavmContract(t *testing.T) {
 	// the report from its first line.
 	simulatedReport(t, small, "Oops", "crashed",
 		"<1>BUG: kernel NULL pointer dereference, address: 0000000000000000 [simulated:2]", "simulated:2")
+	// A vCPU stalled for good: the kernel's third RCU stall report stops
+	// the VM (seen in a loaded CI run: a stall from guest uptime 31 s on,
+	// the command waiting until its 652 s limit).
+	stall := "<3>rcu: INFO: rcu_preempt detected stalls on CPUs/tasks: [simulated:3]"
+	simulatedReport(t, small, "RCU stall", "stalled for good", stall+"\n"+stall+"\n"+stall, "simulated:3")
 
 	// A guest that has not reached the command within --boot-timeout has
 	// hung while booting: 123 too. QEMU's -S holds the vCPUs at reset, a
@@ -128,8 +133,12 @@ func TestNumavmContract(t *testing.T) {
 // testbed's problem, not this check's answer: the VM runs again.
 func simulatedReport(t *testing.T, opts []string, what, says, line, marker string) string {
 	t.Helper()
-	args := append(append([]string{}, opts...), "--timeout", "120", "--", "sh", "-c",
-		"echo '"+line+"' >/dev/kmsg; sleep 600")
+	// Each line of line is one record of the kernel log.
+	var echo strings.Builder
+	for _, l := range strings.Split(line, "\n") {
+		echo.WriteString("echo '" + l + "' >/dev/kmsg; ")
+	}
+	args := append(append([]string{}, opts...), "--timeout", "120", "--", "sh", "-c", echo.String()+"sleep 600")
 	var errs string
 	var code int
 	for try := 1; ; try++ {
