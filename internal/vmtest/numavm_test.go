@@ -78,6 +78,15 @@ func TestNumavmContract(t *testing.T) {
 		t.Errorf("scaled limit: exit %d, stdout %q, stderr %q; want 0 and the command finished", code, out, tail(errs, 1500))
 	}
 
+	// The command's exit status survives a lost status line (a starved
+	// guest can power off before its tty sent it): numavm reads the copy
+	// the guest wrote to the kernel's log.
+	args = append(append([]string{}, small...), "--timeout", "120", "--", "sh", "-c", "exit 7")
+	_, errs, code = numavmBooted(t, append(noBin, "NUMAVM_APPEND=numavm.lose_status"), args...)
+	if code != 7 {
+		t.Errorf("status line lost: exit %d, stderr %q; want the command's 7 from the kernel log", code, tail(errs, 1500))
+	}
+
 	// A guest kernel that reports a soft lockup is stopped at once: 123,
 	// which runVM answers by running the VM again. (The report is
 	// simulated through /dev/kmsg; a real one comes from the kernel's
