@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -269,6 +270,25 @@ func TestC2CPairBudget(t *testing.T) {
 	}
 	if d := time.Since(start); d > 30*time.Second {
 		t.Errorf("%d pairs over budget took %s", len(res.Skipped), d)
+	}
+}
+
+// TestC2CTurnsLookAtDeadline: the ping-pong looks at its deadline every
+// c2cDeadlineTurns turns even when the partner keeps pace. It looked only
+// after 2^16 failed spins, so on a host whose two CPUs ran the pair in
+// parallel a window of any length finished past any budget (CI failed
+// TestC2CPairBudget so: a microsecond budget, a pair measured).
+func TestC2CTurnsLookAtDeadline(t *testing.T) {
+	var w atomic.Uint64
+	partner := make(chan struct{})
+	go func() {
+		defer close(partner)
+		c2cTurns(&w, 1, 1<<22, time.Now().Add(200*time.Millisecond))
+	}()
+	mine, ok := c2cTurns(&w, 0, 1<<22, time.Now().Add(-time.Second))
+	<-partner
+	if ok || mine/2 > c2cDeadlineTurns {
+		t.Errorf("past its deadline the ping-pong took %d turns (finished %v), want at most %d", mine/2, ok, c2cDeadlineTurns)
 	}
 }
 
