@@ -401,6 +401,14 @@ func Run(opt Options) (*Result, error) {
 	}
 	minFrac := 2.0
 	var measure measureFunc = func(kind string, m *Matrix, run func(r, t int) ([]float64, []Pair, float64, error)) {
+		// The node pairs whose buffers were partly off their target: one
+		// note for the kind (pairNote says why).
+		off := &pairNote{kind: kind, what: "buffers partly off their target", why: "their figures are partly another node's"}
+		defer func() {
+			if n, ok := off.note(len(p.initiators) * len(p.targets)); ok {
+				res.Notes = append(res.Notes, n)
+			}
+		}()
 		for r, i := range p.initiators {
 			for col, t := range p.targets {
 				progress(kind, i, t)
@@ -417,13 +425,14 @@ func Run(opt Options) (*Result, error) {
 				if huge >= 0 {
 					m.HugeFraction[r][col] = &huge
 				}
+				low := 2.0
 				for _, x := range pl {
 					res.Placement.Pairs = append(res.Placement.Pairs, x)
 					minFrac = min(minFrac, x.FractionOnTarget)
-					if x.FractionOnTarget < minPlaced {
-						res.Notes = append(res.Notes, fmt.Sprintf("%s node %d -> node %d: only %.1f%% of the pages are on node %d: the figure is partly another node's",
-							kind, i, t, 100*x.FractionOnTarget, t))
-					}
+					low = min(low, x.FractionOnTarget)
+				}
+				if low < minPlaced {
+					off.add(fmt.Sprintf("node %d -> node %d", i, t), fmt.Sprintf("%.1f%% on node %d", 100*low, t))
 				}
 			}
 		}
@@ -463,12 +472,9 @@ func Run(opt Options) (*Result, error) {
 				opt.Progress(done, total, current)
 			}
 			done++
-		}, func(x Pair, low string) {
+		}, func(x Pair) {
 			res.Placement.Pairs = append(res.Placement.Pairs, x)
 			minFrac = min(minFrac, x.FractionOnTarget)
-			if x.FractionOnTarget < minPlaced {
-				res.Notes = append(res.Notes, low+": the figure is partly another node's")
-			}
 		})
 	}
 	load.sample()

@@ -483,8 +483,9 @@ func (p *plan) measureC2C(a, b, node int) (samples []float64, trips int, pl Pair
 }
 
 // runC2C measures every planned pair and fills res.C2C and res.C2CNode.
-// progress is called before each pair; skip records a pair not measured.
-func (p *plan) runC2C(res *Result, progress func(what string), placed func(Pair, string)) {
+// progress is called before each pair; placed records where a pair's line
+// was.
+func (p *plan) runC2C(res *Result, progress func(what string), placed func(Pair)) {
 	c := p.c2c
 	out := &C2C{LineNode: c.lineNode, Repeat: p.opt.Repeat, Method: c2cMethod, PairsTotal: c.total, Pairs: []C2CPair{}, Classes: []C2CClass{}}
 	if len(c.pairs) < c.total {
@@ -500,6 +501,9 @@ func (p *plan) runC2C(res *Result, progress func(what string), placed func(Pair,
 	for i := range out.Matrix {
 		out.Matrix[i] = make([]*float64, len(c.cpus))
 	}
+	short := &pairNote{kind: "c2c", what: fmt.Sprintf("fewer than %d windows within the pair's %s", p.opt.Repeat, p.c2cBudget()),
+		why: "the two CPUs were seldom running the pair's threads at once (a busy host?); each pair's windows are its samples"}
+	off := &pairNote{kind: "c2c", what: "the line's page off its node", why: "their figures are partly another node's"}
 	for _, pr := range c.pairs {
 		a, b := c.cpus[pr[0]], c.cpus[pr[1]]
 		class := c2cClass(a, b)
@@ -513,16 +517,24 @@ func (p *plan) runC2C(res *Result, progress func(what string), placed func(Pair,
 			res.Skipped = append(res.Skipped, Skip{"c2c", a.id, b.id, err.Error()})
 			continue
 		}
+		name := fmt.Sprintf("CPU %d <-> CPU %d", a.id, b.id)
 		if len(samples) < p.opt.Repeat {
-			res.Notes = append(res.Notes, fmt.Sprintf("c2c CPU %d <-> CPU %d: %d of %d windows within the pair's %s: the two CPUs were seldom running its threads at once (a busy host?)",
-				a.id, b.id, len(samples), p.opt.Repeat, p.c2cBudget()))
+			short.add(name, fmt.Sprintf("%d of %d", len(samples), p.opt.Repeat))
 		}
-		placed(pl, fmt.Sprintf("c2c CPU %d <-> CPU %d: only %.0f%% of the line's page is on node %d", a.id, b.id, 100*pl.FractionOnTarget, node))
+		placed(pl)
+		if pl.FractionOnTarget < minPlaced {
+			off.add(name, fmt.Sprintf("%.0f%% on node %d", 100*pl.FractionOnTarget, node))
+		}
 		s := slices.Clone(samples)
 		sort.Float64s(s)
 		med := median(s)
 		out.Matrix[pr[0]][pr[1]], out.Matrix[pr[1]][pr[0]] = &med, &med
 		out.Pairs = append(out.Pairs, C2CPair{A: a.id, B: b.id, Class: class, LineNode: node, MedianNS: med, MinNS: s[0], MaxNS: s[len(s)-1], Samples: samples, RoundTrips: trips})
+	}
+	for _, n := range []*pairNote{short, off} {
+		if note, ok := n.note(len(c.pairs)); ok {
+			res.Notes = append(res.Notes, note)
+		}
 	}
 	out.Classes = c2cClassesOf(out.Pairs)
 	if res.Conditions.Virtual {
