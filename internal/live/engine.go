@@ -577,6 +577,14 @@ func (l *Live) restart(events []string, discrete bool) error {
 	l.drain(oldSink)
 	<-oldDone
 	l.flush()
+	// The columns mark's time is taken before the new sampler starts, so
+	// that it precedes the new set's first sample: taken after, on a busy
+	// machine the new sampler had already sampled (a client saw the mark
+	// 54 µs after the first sample with the new column).
+	t := l.lastT
+	if start := l.rec.Start(); !start.IsZero() {
+		t = max(t, time.Since(start))
+	}
 	interval := time.Duration(l.state.Interval * float64(time.Second))
 	if err := l.ss.Replace(events, discrete, interval); err != nil {
 		// Select succeeded above, so this is an Enable failure: go back.
@@ -589,10 +597,6 @@ func (l *Live) restart(events []string, discrete bool) error {
 	}
 	l.started()
 	l.state.Events, l.state.Discrete = append([]string(nil), events...), discrete
-	t := l.lastT
-	if start := l.rec.Start(); !start.IsZero() {
-		t = max(t, time.Since(start))
-	}
 	// A client that connects later sees where the column set changed.
 	l.hist.mark(t, web.MustJSON(web.MarkMsg{Type: "mark", Mark: recording.MarkColumns, T: round6(t.Seconds())}))
 	l.rec.SetColumns(t, l.cols)
