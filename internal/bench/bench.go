@@ -556,15 +556,22 @@ func median(s []float64) float64 {
 // may have run, but parks it for good, and the kernel reports that
 // thread's affinity as the process's (/proc/self/status), which a later
 // topology discovery in the same process would take for its cpuset.
+// The thread also holds the runtime's preemption signal while it measures
+// (holdPreemption); restore releases it.
 func lockPinned(cpus []int) (restore func(), err error) {
 	runtime.LockOSThread()
-	restore = func() {}
+	unpin := func() {}
 	var was unix.CPUSet
 	if unix.SchedGetaffinity(0, &was) == nil {
-		restore = func() { _ = unix.SchedSetaffinity(0, &was) }
+		unpin = func() { _ = unix.SchedSetaffinity(0, &was) }
 	}
 	if err := placement.SetAffinity(cpus); err != nil {
-		return restore, err
+		return unpin, err
+	}
+	release, err := holdPreemption()
+	restore = func() { release(); unpin() }
+	if err != nil {
+		return restore, fmt.Errorf("holding the runtime's preemption signal on the measuring thread: %w", err)
 	}
 	return restore, nil
 }
