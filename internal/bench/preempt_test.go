@@ -5,16 +5,17 @@ import (
 	"os"
 	"runtime"
 	"strconv"
-	"strings"
 	"testing"
 	"time"
 
+	"github.com/numascope/numascope/internal/procnuma"
 	"golang.org/x/sys/unix"
 )
 
 // sigMasks reads the calling thread's pending and blocked signal masks
-// from the kernel (/proc/thread-self/status, SigPnd and SigBlk). It runs
-// on threads other than the test's, so it reports errors with t.Error.
+// from the kernel (/proc/thread-self/status, SigPnd and SigBlk, through
+// procnuma's status parser). It runs on threads other than the test's,
+// so it reports errors with t.Error.
 func sigMasks(t *testing.T) (pending, blocked uint64) {
 	t.Helper()
 	b, err := os.ReadFile("/proc/thread-self/status")
@@ -22,23 +23,15 @@ func sigMasks(t *testing.T) (pending, blocked uint64) {
 		t.Error(err) // not Fatal: called on threads of its own
 		return 0, 0
 	}
-	for _, line := range strings.Split(string(b), "\n") {
-		k, v, ok := strings.Cut(line, ":")
-		if !ok || (k != "SigPnd" && k != "SigBlk") {
-			continue
+	mask := func(key string) uint64 {
+		v, ok := procnuma.StatusField(b, key)
+		m, err := strconv.ParseUint(v, 16, 64)
+		if !ok || err != nil {
+			t.Errorf("/proc/thread-self/status: %s %q: %v", key, v, err)
 		}
-		m, err := strconv.ParseUint(strings.TrimSpace(v), 16, 64)
-		if err != nil {
-			t.Errorf("/proc/thread-self/status %s: %v", line, err)
-			return 0, 0
-		}
-		if k == "SigPnd" {
-			pending = m
-		} else {
-			blocked = m
-		}
+		return m
 	}
-	return pending, blocked
+	return mask("SigPnd"), mask("SigBlk")
 }
 
 // TestMeasuringThreadHoldsPreemption: a thread pinned to measure holds the
