@@ -177,14 +177,25 @@ func TestExperimentRegimes(t *testing.T) {
 		t.Errorf("remote hint faults effects %v: serial first touch must have more than parallel", eff)
 	}
 	// Serial first touch leaves 3 of the 4 buffers remote from their
-	// workers: balancing's first scan takes a remote hinting fault on each
-	// of their pages, then migrates them, and the workers compute until all
-	// are migrated (--until-local): at least one remote fault per page (a
-	// hinting fault is the only way balancing migrates a page), a few more
-	// where the first fault did not migrate. Parallel first touch: next to
-	// none.
+	// workers: balancing's scans take a remote hinting fault on each of
+	// their pages, and the workers compute until all are migrated
+	// (--until-local). A hinting fault is the only way balancing migrates a
+	// page, so at least one remote fault per page; at most two: the kernel
+	// may decline a page's first fault (should_numa_migrate_memory: once the
+	// task has been scanned more than 4 times and its threads share a NUMA
+	// group, a shared fault moves a page only if the group's faults favour
+	// the destination), but the fault records its CPU on the page, and the
+	// worker's next fault there, from the same node, is a private one, which
+	// always migrates. Under load that happens: a 4-busy-loop run (issue 29)
+	// counted 13 642 on average over 3 runs; a kretprobe on
+	// should_numa_migrate_memory in the same VM under six loops counted, in
+	// one run of six, 4 082 declined and 12 308 allowed, remote faults
+	// 16 377 = 12 296 migrated + 4 081 declined, pgmigrate_fail 0 (about
+	// one buffer whose pages each took two faults); the other five runs
+	// declined 1 to 4. So no over-count: the tight check is on the pages
+	// migrated, below. Parallel first touch: next to none.
 	within(t, "remote hint faults, serial first touch", cell["total:vmstat.numa_hint_faults-vmstat.numa_hint_faults_local/serial-first-touch"],
-		3*buf, 1.05*3*buf)
+		3*buf, 2*3*buf)
 	within(t, "remote hint faults, parallel first touch", cell["total:vmstat.numa_hint_faults-vmstat.numa_hint_faults_local/parallel-first-touch"],
 		0, 0.02*3*buf)
 	// The per-node distribution of allocations: node 0 is the outlier under
@@ -222,6 +233,9 @@ func TestExperimentRegimes(t *testing.T) {
 		for _, e := range c.Events {
 			if e.Event == "vmstat.numa_pages_migrated" {
 				ok = true
+				// Every page of the 3 remote buffers migrates once, whatever
+				// the faults it took (a few more: the process's other pages).
+				within(t, "pages migrated, serial first touch", e.Base, 3*buf, 1.02*3*buf)
 				if e.Change == nil || *e.Change > -50 {
 					t.Errorf("parallel vs serial first touch: numa_pages_migrated %v -> %v, want a cut of over 50%%", e.Base, e.Other)
 				}
