@@ -228,3 +228,24 @@ func TestThrottle(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkDropExecutable is what a drop costs (after the first, with
+// nothing left to drop: as after each forced collection). Its baseline,
+// BenchmarkReadSmaps, is only the kernel's part of the way drops were made
+// until 2026-11-28, reading /proc/self/smaps (docs/performance.md, "On 16
+// CPUs").
+func BenchmarkDropExecutable(b *testing.B) {
+	for i := 0; i < b.N; i++ {
+		if _, err := dropExecutable(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkReadSmaps(b *testing.B) {
+	for i := 0; i < b.N; i++ {
+		if _, err := os.ReadFile("/proc/self/smaps"); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
