@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
 	"slices"
@@ -196,6 +197,31 @@ func TestDropFileLeavesWrittenPages(t *testing.T) {
 	}
 	if read[0]+read[page] != sum {
 		t.Fatal("the dropped pages read back otherwise than the file")
+	}
+}
+
+// TestDropInPIEBuild runs the drop in a -buildmode=pie build of this
+// package's tests (go build -buildmode=pie, as distributions package Go
+// programs): there the dynamic loader has written the RELRO pages of a
+// read-only mapping, and dropping them puts the unrelocated bytes back
+// under the runtime, which crashes at its next collection. The child drops
+// the executable, then collects twice.
+func TestDropInPIEBuild(t *testing.T) {
+	if os.Getenv("MEMTRIM_PIE_CHILD") != "" {
+		t.Skip("in the PIE child")
+	}
+	bin := filepath.Join(t.TempDir(), "memtrim-pie.test")
+	if out, err := exec.Command("go", "test", "-c", "-buildmode=pie", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("building a PIE test binary: %v\n%s", err, out)
+	}
+	if out, err := exec.Command("file", bin).Output(); err == nil {
+		t.Logf("%s", bytes.TrimSpace(out))
+	}
+	cmd := exec.Command(bin, "-test.run", "^(TestDropExecutableUnmapsCodeAndKeepsData|TestAfterEachGC)$", "-test.v")
+	cmd.Env = append(os.Environ(), "MEMTRIM_PIE_CHILD=1")
+	out, err := cmd.CombinedOutput()
+	if err != nil || !bytes.Contains(out, []byte("--- PASS: TestAfterEachGC")) {
+		t.Fatalf("the drop in a PIE build: %v\n%s", err, out)
 	}
 }
 
