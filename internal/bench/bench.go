@@ -404,8 +404,9 @@ func Run(opt Options) (*Result, error) {
 		// The node pairs whose buffers were partly off their target: one
 		// note for the kind (pairNote says why).
 		off := &pairNote{kind: kind, what: "buffers partly off their target", why: "their figures are partly another node's"}
+		measured := 0 // "N of M pairs": of the pairs measured, not those skipped
 		defer func() {
-			if n, ok := off.note(len(p.initiators) * len(p.targets)); ok {
+			if n, ok := off.note(measured); ok {
 				res.Notes = append(res.Notes, n)
 			}
 		}()
@@ -421,6 +422,7 @@ func Run(opt Options) (*Result, error) {
 					res.Skipped = append(res.Skipped, Skip{kind, i, t, err.Error()})
 					continue
 				}
+				measured++
 				m.set(r, col, samples, kind == "latency")
 				if huge >= 0 {
 					m.HugeFraction[r][col] = &huge

@@ -532,7 +532,8 @@ func (p *plan) runC2C(res *Result, progress func(what string), placed func(Pair)
 		out.Pairs = append(out.Pairs, C2CPair{A: a.id, B: b.id, Class: class, LineNode: node, MedianNS: med, MinNS: s[0], MaxNS: s[len(s)-1], Samples: samples, RoundTrips: trips})
 	}
 	for _, n := range []*pairNote{short, off} {
-		if note, ok := n.note(len(c.pairs)); ok {
+		// Of the pairs measured: a skipped pair is in res.Skipped, not here.
+		if note, ok := n.note(len(out.Pairs)); ok {
 			res.Notes = append(res.Notes, note)
 		}
 	}

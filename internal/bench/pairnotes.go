@@ -33,8 +33,9 @@ func (p *pairNote) add(pair, detail string) {
 	}
 }
 
-// note is the note for total pairs measured; ok is false when no pair
-// was added.
+// note is the note for total pairs measured (not counting the pairs
+// skipped, which the result lists apart); ok is false when no pair was
+// added.
 func (p *pairNote) note(total int) (string, bool) {
 	if p.n == 0 {
 		return "", false
