@@ -61,6 +61,11 @@ chooses what every plot shows.
 			if err := w.check(); err != nil {
 				return err
 			}
+			for _, a := range args {
+				if err := viewableFile(a); err != nil {
+					return err
+				}
+			}
 			if len(args) > 1 {
 				if len(sourcePath) > 0 {
 					stderr.printf("several recordings: --source-path does not apply")
@@ -236,6 +241,30 @@ func isProfileFile(path string) (bool, error) {
 // recording (JSON Lines starting with a header object, zstd-compressed or
 // not, or a JSON array). Only the first JSON value's top-level keys are
 // read, so a large recording is not decoded twice.
+// viewableFile refuses, before anything opens it, a path that is not a
+// regular file: view opens a file twice (to tell a recording from a profile
+// or a bench document, then to load it), and opening a named pipe blocks
+// until someone writes to it, so view would wait silently forever. A
+// missing file is left to the loaders, which say so.
+func viewableFile(path string) error {
+	fi, err := os.Stat(path)
+	if err != nil || fi.Mode().IsRegular() {
+		return nil
+	}
+	what := "not a regular file"
+	switch m := fi.Mode(); {
+	case m.IsDir():
+		what = "a directory"
+	case m&os.ModeNamedPipe != 0:
+		what = "a named pipe (FIFO)"
+	case m&os.ModeSocket != 0:
+		what = "a socket"
+	case m&os.ModeDevice != 0:
+		what = "a device"
+	}
+	return fmt.Errorf("%s is %s: view reads a recording, profile or bench document from a file; save what it carries to a file and view that", path, what)
+}
+
 func documentKindOf(path string) (string, error) {
 	f, err := os.Open(path)
 	if err != nil {

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -134,6 +135,48 @@ func TestViewCommandRefusesMissingSourcePath(t *testing.T) {
 	prof := filepath.Join("..", "..", "testdata", "profiles", "serial-init-4node.json")
 	if code := Main([]string{"view", prof, "--listen", "127.0.0.1:0", "--source-path", filepath.Join(t.TempDir(), "nope")}); code == 0 {
 		t.Fatal("view with a missing --source-path directory exited 0")
+	}
+}
+
+// TestViewRefusesWhatIsNotAFile: a named pipe, opened, would block view
+// until someone wrote into it; a directory or a device is no document.
+// Each is refused at once, by name. (The test's deadline catches a block.)
+func TestViewRefusesWhatIsNotAFile(t *testing.T) {
+	dir := t.TempDir()
+	fifo := filepath.Join(dir, "run.jsonl")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct{ path, want string }{
+		{fifo, "is a named pipe (FIFO)"},
+		{dir, "is a directory"},
+		{"/dev/null", "is a device"},
+	} {
+		done := make(chan error, 1)
+		go func() { done <- viewableFile(c.path) }()
+		select {
+		case err := <-done:
+			if err == nil || !strings.Contains(err.Error(), c.path+" "+c.want) {
+				t.Errorf("viewableFile(%s) = %v, want %q", c.path, err, c.want)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("viewableFile(%s) still blocked after 10 s", c.path)
+		}
+	}
+	if err := viewableFile(filepath.Join(dir, "missing")); err != nil {
+		t.Errorf("a missing file: %v (the loaders say so)", err)
+	}
+	// The command, with a good file beside the pipe: refused before serving.
+	prof := filepath.Join("..", "..", "testdata", "profiles", "serial-init-4node.json")
+	done := make(chan int, 1)
+	go func() { done <- Main([]string{"view", prof, fifo, "--listen", "127.0.0.1:0"}) }()
+	select {
+	case code := <-done:
+		if code == 0 {
+			t.Error("view of a FIFO exited 0")
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("view of a FIFO still running after 10 s")
 	}
 }
 
