@@ -296,6 +296,7 @@ func TestSynchronousFeed(t *testing.T) {
 	var msgs []string
 	rec := New(smpA, sinkA, h, false, func(err error) { msgs = append(msgs, err.Error()) },
 		func(m string) { msgs = append(msgs, m) })
+	created := time.Now()
 	if err := rec.Create(a); err != nil {
 		t.Fatal(err)
 	}
@@ -324,6 +325,7 @@ func TestSynchronousFeed(t *testing.T) {
 	// file is slow there).
 	var switched time.Time
 	f.until = func() bool { return !switched.IsZero() && time.Since(switched) > 200*time.Millisecond }
+	began := time.Now()
 	f.feed(t, smpA, sinkA, time.Minute, func() {
 		if rec.Path() == a {
 			look()
@@ -354,9 +356,28 @@ func TestSynchronousFeed(t *testing.T) {
 	if fs := rec.Files(); len(fs) != 2 || fs[0] != a || fs[1] != b {
 		t.Errorf("Files() = %v", fs)
 	}
-	// The first file begins when sampling began.
-	if t0 := ra.Samples[0].T; t0 < 0.009 || t0 > 0.1 {
-		t.Errorf("a's first sample at t=%v, want about one interval", t0)
+	// The first file begins when its first record comes (its header is
+	// written then, with sampling's clock) and places its first sample one
+	// interval or more after sampling began. By causality, not by "t about
+	// 0.01": on a loaded machine the goroutine that samples may start late.
+	const slack = 2 * time.Millisecond // the wall clock against the monotonic one
+	if st := ra.Header.Start; st.Before(created.Add(-slack)) {
+		t.Errorf("a's header Start %s, before the file was created at %s",
+			st.Format("15:04:05.000000"), created.Format("15:04:05.000000"))
+	}
+	if t0 := ra.Samples[0].T; t0 < 0.009 {
+		t.Errorf("a's first sample at t=%v, want one interval or later", t0)
+	}
+	if at := ra.Header.Start.Add(time.Duration(ra.Samples[0].T * 1e9)); at.Before(began.Add(interval - slack)) {
+		t.Errorf("a's first sample at t=%v places itself at %s, before one interval after sampling began at %s",
+			ra.Samples[0].T, at.Format("15:04:05.000000"), began.Format("15:04:05.000000"))
+	}
+	// And a's last sample, taken before the switch, places itself before
+	// it: a clock that started before the file would place it late.
+	lastA := ra.Samples[len(ra.Samples)-1]
+	if at := ra.Header.Start.Add(time.Duration(lastA.T * 1e9)); at.After(switched.Add(slack)) {
+		t.Errorf("a's last sample at t=%v places itself at %s, after the switch at %s",
+			lastA.T, at.Format("15:04:05.000000"), switched.Format("15:04:05.000000"))
 	}
 	// b holds the first sampler's samples after the switch, a columns
 	// mark, then the second sampler's, later on the same timeline.
