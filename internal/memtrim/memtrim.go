@@ -138,10 +138,10 @@ func dropExecutable() (int64, error) {
 // /proc/self/pagemap, read for those mappings only. Until 2026-11-28 both
 // came from /proc/self/smaps, whose text the kernel builds by walking the
 // page tables of every mapping of the process (the Go heap's included):
-// 1.4-2.0 ms a drop on the build machine, paid again at every garbage
+// 1.3-2.0 ms a drop on the build machine, paid again at every garbage
 // collection the runtime forces (every two minutes) and 3 s after start-up,
-// where this way costs a tenth of that (docs/performance.md, "Cost against
-// the number of CPUs").
+// where this way costs a sixth of that, 0.2-0.3 ms (docs/performance.md, "On
+// 16 CPUs").
 func dropFile(path string) (int64, error) {
 	maps, err := os.ReadFile("/proc/self/maps")
 	if err != nil {
