@@ -235,12 +235,6 @@ func isProfileFile(path string) (bool, error) {
 	return k == docProfile, err
 }
 
-// documentKindOf tells a profile (one JSON object with an "access_matrix"
-// key, docs/profile.md) and a bench document (one JSON object with a
-// "latency_ns", "bandwidth_mbs", "loaded" or "c2c_ns" key, docs/bench.md) from a
-// recording (JSON Lines starting with a header object, zstd-compressed or
-// not, or a JSON array). Only the first JSON value's top-level keys are
-// read, so a large recording is not decoded twice.
 // viewableFile refuses, before anything opens it, a path that is not a
 // regular file: view opens a file twice (to tell a recording from a profile
 // or a bench document, then to load it), and opening a named pipe blocks
@@ -265,6 +259,12 @@ func viewableFile(path string) error {
 	return fmt.Errorf("%s is %s: view reads a recording, profile or bench document from a file; save what it carries to a file and view that", path, what)
 }
 
+// documentKindOf tells a profile (one JSON object with an "access_matrix"
+// key, docs/profile.md) and a bench document (one JSON object with a
+// "latency_ns", "bandwidth_mbs", "loaded" or "c2c_ns" key, docs/bench.md) from a
+// recording (JSON Lines starting with a header object, zstd-compressed or
+// not, or a JSON array). Only the first JSON value's top-level keys are
+// read, so a large recording is not decoded twice.
 func documentKindOf(path string) (string, error) {
 	f, err := os.Open(path)
 	if err != nil {
