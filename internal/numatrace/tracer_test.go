@@ -1,11 +1,18 @@
 package numatrace
 
 import (
+	"encoding/binary"
 	"os"
+	"runtime"
 	"strconv"
 	"strings"
 	"testing"
+	"unsafe"
 
+	"golang.org/x/sys/unix"
+
+	"github.com/numascope/numascope/internal/perfevent"
+	"github.com/numascope/numascope/internal/perfring"
 	"github.com/numascope/numascope/internal/sysfs"
 	"github.com/numascope/numascope/internal/testutil"
 )
@@ -128,5 +135,93 @@ func TestOpenNoPMU(t *testing.T) {
 	t.Logf("%s", p.Why)
 	if got := len(tr.Missing()); got != 3 {
 		t.Errorf("%d missing, want 3: %v", got, tr.Missing())
+	}
+}
+
+// TestEventsCountOnlyWhatTheyWrite: the counted kinds find their losses
+// from their counts (hits less samples decoded), so an event may count a
+// hit only where it can also write its sample. Between an event's
+// perf_event_open and its redirection into a ring (openedHook) this
+// thread, pinned to that event's CPU, calls getppid 1 000 times; then
+// 500 times on every CPU once all are open. The counts must hold the 500
+// per CPU, and every hit counted must be in the rings, less at most one in
+// flight per CPU (a sample counted while its ring was read, written
+// after). Opened enabled, each event counted the 1 000 calls of its window
+// with nothing written: a deficit of 1 000 per CPU.
+func TestEventsCountOnlyWhatTheyWrite(t *testing.T) {
+	const inWindow, after = 1000, 500
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	var all unix.CPUSet
+	if err := unix.SchedGetaffinity(0, &all); err != nil {
+		t.Fatal(err)
+	}
+	defer unix.SchedSetaffinity(0, &all)
+	pin := func(cpu int) {
+		var set unix.CPUSet
+		set.Set(cpu)
+		if err := unix.SchedSetaffinity(0, &set); err != nil {
+			t.Fatalf("pinning to cpu %d: %v", cpu, err)
+		}
+	}
+	getppid := func(n int) {
+		for range n {
+			unix.Syscall(unix.SYS_GETPPID, 0, 0, 0)
+		}
+	}
+
+	var cpus []int
+	for c := range 1024 {
+		if all.IsSet(c) {
+			cpus = append(cpus, c)
+		}
+	}
+	tr := &Tracer{}
+	if why := tr.openRings(cpus, Options{RingBytes: 1 << 20}); why != "" {
+		testutil.NotPermitted(t, "the rings: %s", why)
+	}
+	defer tr.closeRings()
+	tp, err := perfevent.ReadTracepoint(sysfs.New(""), "syscalls", "sys_enter_getppid")
+	if err != nil {
+		testutil.NotPermitted(t, "tracepoint syscalls:sys_enter_getppid: %v", err)
+	}
+	openedHook = func(cpu int) { pin(cpu); getppid(inWindow) }
+	defer func() { openedHook = nil }()
+	attr := unix.PerfEventAttr{
+		Type:        unix.PERF_TYPE_TRACEPOINT,
+		Size:        uint32(unsafe.Sizeof(unix.PerfEventAttr{})),
+		Config:      tp.ID,
+		Sample:      1,
+		Sample_type: sampleType | unix.PERF_SAMPLE_RAW,
+		Bits:        unix.PerfBitExcludeHv,
+	}
+	if err := tr.openOnRings(&attr, kindMigrate, "tracepoint"); err != nil {
+		testutil.NotPermitted(t, "%v", err)
+	}
+	openedHook = nil
+	for _, c := range cpus {
+		pin(c)
+		getppid(after)
+	}
+
+	c := NewCounts()
+	for _, r := range tr.rings {
+		hits := tr.readHits(r, c)
+		var samples, lost uint64
+		r.r.Drain(func(rec *perfring.Record) {
+			switch rec.Type {
+			case unix.PERF_RECORD_SAMPLE:
+				if r.evs.find(binary.LittleEndian.Uint64(rec.Raw[8:])) == 0 {
+					samples++
+				}
+			case unix.PERF_RECORD_LOST:
+				lost += rec.LostSamples
+			}
+		})
+		t.Logf("cpu %d: %d getppid counted, %d samples, %d lost", r.r.CPU, hits, samples, lost)
+		if hits < after || hits > samples+lost+1 || c.Malformed != 0 {
+			t.Errorf("cpu %d: %d getppid counted, %d samples in its ring, %d lost: want at least the %d made after all were open, each with its sample (one may be in flight)",
+				r.r.CPU, hits, samples, lost, after)
+		}
 	}
 }
