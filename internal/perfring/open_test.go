@@ -112,12 +112,17 @@ func TestOpenShrinksThenFails(t *testing.T) {
 
 // TestDrainReleasesAsItGoes: records that arrive while a nearly full ring
 // is drained find the room the drain has already read. The ring is filled
-// to about 90% with fault samples; handing over every second record, the
+// to about 75% with fault samples; handing over every second record, the
 // callback faults one more page (its sample is bigger: its call chain is
-// deeper), so fewer bytes arrive than are read, but far more than the 10%
+// deeper), so fewer bytes arrive than are read, but far more than the 25%
 // left free. Released only at the drain's end (before 2026-11-27), the kernel
-// had that 10% for them and dropped the rest (most of 70 here); released
-// every eighth of the ring, none is lost.
+// had that 25% for them and dropped the rest (about 30 of 60 here); released
+// every eighth of the ring, none is lost: until the first release the
+// callback adds about 1 250 bytes to the 4 096 free.
+//
+// The fill was 90% until a run under load (issue 29) lost 28: it left
+// 1 300 bytes free for those 1 250, and the runtime's own faults on this
+// thread (4 extra records in that run) used up the difference.
 func TestDrainReleasesAsItGoes(t *testing.T) {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
@@ -132,7 +137,7 @@ func TestDrainReleasesAsItGoes(t *testing.T) {
 	if size == 0 {
 		t.Fatal("no fault sample to size the records by")
 	}
-	fill := r.Size() * 9 / 10 / size
+	fill := r.Size() * 3 / 4 / size
 	touch(t, fill)
 	arrived, handed := 0, 0
 	r.Drain(func(rec *Record) {
