@@ -138,8 +138,8 @@ func TestNUMATrace(t *testing.T) {
 		} else if strings.Contains(res.ProbesClosed, ours) {
 			t.Errorf("%s: %s still in kprobe_events after Close:\n%s", name, ours, res.ProbesClosed)
 		}
-		t.Logf("%s: pid %d, %d intervals, %d samples; proc %+v; migrated by reason %v", name, res.PID, res.Intervals,
-			res.Samples, *res.Proc, res.MigratedByReason)
+		t.Logf("%s: pid %d, %d intervals, %d samples, %d lost; proc %+v; migrated by reason %v", name, res.PID, res.Intervals,
+			res.Samples, res.Lost, *res.Proc, res.MigratedByReason)
 		return &res
 	}
 
