@@ -60,9 +60,11 @@ func TestNumavmContract(t *testing.T) {
 	// A command that outlives --timeout (not scaled past --max-timeout):
 	// 124 and a message saying so, with how far the command got: the
 	// guest kept sending heartbeats, idle (the command sleeps), so it is
-	// not a hang, and its last output. 15 s is three of the guest's 5 s
-	// heartbeats; each second more is a second of every CI run.
-	args = append(append([]string{}, small...), "--timeout", "15", "--max-timeout", "15", "--",
+	// not a hang, and its last output. --timeout counts the boot too, and
+	// the guest must have settled to idle before it: beside four busy host
+	// loops 15 s left one heartbeat, the CPUs 55% busy, and a 10 s limit
+	// expired before the boot had ended (7475fd4's loaded run).
+	args = append(append([]string{}, small...), "--timeout", "25", "--max-timeout", "25", "--",
 		"sh", "-c", "echo started the long part; sleep 600")
 	_, errs, code = numavmBooted(t, noBin, args...)
 	if code != 124 || !strings.Contains(strings.ToLower(errs), "time") || !strings.Contains(errs, "heartbeats, the last") ||
@@ -70,10 +72,10 @@ func TestNumavmContract(t *testing.T) {
 		t.Errorf("timeout: exit %d, stderr %q; want 124, a message and the guest's progress", code, tail(errs, 1500))
 	}
 	// The limit follows the guest's measured speed: against a reference of
-	// 1 ms every guest is slow, so --timeout 10 becomes 10 x 3
-	// (NUMAVM_TIMEOUT_SCALE_MAX) and a command of 15 s finishes. With a
-	// fixed limit it was killed at 10 s.
-	args = append(append([]string{}, small...), "--timeout", "10", "--", "sh", "-c", "sleep 15; echo finished")
+	// 1 ms every guest is slow, so --timeout 30 becomes 30 x 3
+	// (NUMAVM_TIMEOUT_SCALE_MAX) and a command of 35 s finishes. With a
+	// fixed limit it was killed at 30 s.
+	args = append(append([]string{}, small...), "--timeout", "30", "--", "sh", "-c", "sleep 35; echo finished")
 	out, errs, code = numavmBooted(t, append(noBin, "NUMAVM_SPEED_REF_MS=1", "NUMAVM_TIMEOUT_SCALE_MAX=3"), args...)
 	if code != 0 || !strings.Contains(out, "finished") {
 		t.Errorf("scaled limit: exit %d, stdout %q, stderr %q; want 0 and the command finished", code, out, tail(errs, 1500))
