@@ -90,6 +90,21 @@ func TestNumavmContract(t *testing.T) {
 		t.Errorf("status line lost: exit %d, stderr %q; want the command's 7 from the kernel log", code, tail(errs, 1500))
 	}
 
+	// A guest that sends no heartbeat for NUMAVM_SILENT_S while the command
+	// runs has hung after its boot (one sent none for 764 s beside four busy
+	// loops, until --timeout): it is stopped, 123, with the reason.
+	// numavm.no_heartbeat makes the guest send none.
+	args = append(append([]string{}, small...), "--timeout", "300", "--", "sh", "-c", "echo started; sleep 600")
+	for try := 1; try <= 3; try++ {
+		out, errs, code = numavm(t, append(noBin, "NUMAVM_APPEND=numavm.no_heartbeat", "NUMAVM_SILENT_S=10"), args...)
+		if code != numavmLockedUp || strings.Contains(errs, "stopped sending heartbeats") {
+			break // not another hang's 123 (a lockup while booting), which is run again
+		}
+	}
+	if code != numavmLockedUp || !strings.Contains(errs, "stopped sending heartbeats: none for 10 s") || !strings.Contains(out, "started") {
+		t.Errorf("silent guest: exit %d, stdout %q, stderr %q; want 123 and a message that the heartbeats stopped", code, out, tail(errs, 1500))
+	}
+
 	// A guest kernel that reports a soft lockup is stopped at once: 123,
 	// which runVM answers by running the VM again. (The report is
 	// simulated through /dev/kmsg; a real one comes from the kernel's
