@@ -431,12 +431,20 @@ func TestProfile(t *testing.T) {
 				}
 			}
 		}
-		within(t, "parallel: local accesses on the diagonal", float64(diag), float64(nodes*pages), 1e12)
+		// Accesses numascope handled after the program exited have no
+		// node (accesses_node_unknown) and are in no cell: on a starved
+		// host they were 13 800 of 31 055 (issue 29, where this test
+		// left them out of its sum and failed on a profile that had lost
+		// nothing). Every worker took a fault per page while computing
+		// (--until-sampled), so the diagonal and those hold them all.
+		unk := p.AccessesUnknown
+		t.Logf("parallel: local %d, remote %d, neither (node unknown) %d", p.Totals.Local, p.Totals.Remote, unk)
+		within(t, "parallel: local accesses on the diagonal and those of unknown node", float64(diag+unk), float64(nodes*pages), 1e12)
 		within(t, "parallel: accesses off the diagonal", float64(off), 0, 0.01*float64(diag)+20)
 		within(t, "parallel: remote accesses at the compute line", float64(comp.Remote), 0, 0.01*float64(comp.Local)+20)
 		hint, _ := hintDeltas(t, r, "parallel")
-		within(t, "parallel: sampled accesses vs the kernel's numa_hint_faults",
-			float64(p.Totals.Local+p.Totals.Remote), 0.9*float64(hint)-20, 1.02*float64(hint)+200)
+		within(t, "parallel: sampled accesses (local, remote and of unknown node) vs the kernel's numa_hint_faults",
+			float64(p.Totals.Local+p.Totals.Remote+unk), 0.9*float64(hint)-20, 1.02*float64(hint)+200)
 	})
 
 	t.Run("unpinned", func(t *testing.T) {
