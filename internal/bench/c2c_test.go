@@ -426,16 +426,26 @@ func TestC2CMatchesReference(t *testing.T) {
 			}
 		}
 		compared++
+		// The two are compared by their lower quartile over the rounds, not
+		// their median. Beside busy loops the host's state flips between
+		// rounds, and both tools see it: in a loaded CI run (3b57c5a, run 3)
+		// the same-LLC pair's rounds were 94-96 ns or 111-116 ns for each
+		// of them, 4 of numascope's 20 rounds high and 11 of the
+		// reference's, so the medians (95.5 against 112.8 ns) fell in
+		// different modes, 15% apart, with nothing wrong in either. Load
+		// only adds to a round trip, so the lower quartile is the machine's
+		// own latency for both, and an error of numascope's (a trip counted
+		// twice, a wrong clock) still moves it as much as the median.
 		sorted := func(v []float64) []float64 { s := slices.Clone(v); slices.Sort(s); return s }
 		o, c := sorted(ours), sorted(ref)
-		n, rm := median(o), median(c)
-		iqr := (c[3*len(c)/4] - c[len(c)/4]) / rm
+		n, rm := o[len(o)/4], c[len(c)/4]
+		iqr := (c[3*len(c)/4] - c[len(c)/4]) / median(c)
 		tol := min(max(0.05, 2*iqr), 0.15)
 		ratio := n / rm
-		t.Logf("%s CPU %d <-> CPU %d: best window of a round, median over %d rounds: numascope %.1f ns %.1f, reference %.1f ns %.1f; ratio %.3f, tolerance %.0f%% (reference's IQR %.1f%%)",
+		t.Logf("%s CPU %d <-> CPU %d: best window of a round, lower quartile over %d rounds: numascope %.1f ns %.1f, reference %.1f ns %.1f; ratio %.3f, tolerance %.0f%% (reference's IQR %.1f%%)",
 			class, pr[0], pr[1], len(ours), n, ours, rm, ref, ratio, 100*tol, 100*iqr)
 		if math.Abs(ratio-1) > tol {
-			t.Errorf("%s CPU %d <-> CPU %d: numascope %.1f ns is %.0f%% off the independent reference's %.1f ns; want within %.0f%% (5%%, or the reference's own spread on a loaded host)",
+			t.Errorf("%s CPU %d <-> CPU %d: numascope %.1f ns is %.0f%% off the independent reference's %.1f ns (lower quartiles of the rounds); want within %.0f%% (5%%, or the reference's own spread on a loaded host)",
 				class, pr[0], pr[1], n, 100*(ratio-1), rm, 100*tol)
 		}
 	}
