@@ -235,12 +235,10 @@ func TestErrors(t *testing.T) {
 	}
 }
 
-// TestSlowClients: clients that send half a request and stall
-// (slowloris), or connect and send nothing, hold no scrape slot: an
-// honest scrape is answered at once meanwhile, and the server closes
-// their connections after the header timeout.
-func TestSlowClients(t *testing.T) {
-	_, addr := serveWith(t, newTestExporter(t, twoNode), ServeConfig{headerTimeout: 500 * time.Millisecond})
+// stalledClients connects 2*maxInFlight clients that hold no scrape slot
+// honestly: every other one sends half a request and stalls (slowloris),
+// the rest connect and send nothing.
+func stalledClients(t *testing.T, addr string) []*rawConn {
 	var stalled []*rawConn
 	for i := range 2 * maxInFlight {
 		rc := dialRaw(t, addr)
@@ -249,23 +247,62 @@ func TestSlowClients(t *testing.T) {
 		}
 		stalled = append(stalled, rc)
 	}
-	start := time.Now()
+	return stalled
+}
+
+// open says whether the connection is still open, without waiting: no
+// bytes and no end of stream are ready to read. The deadline is in the
+// future because with one already past Go fails the read before it asks
+// the kernel; with one ahead, the first non-blocking read sees whatever
+// the kernel holds (an end of stream, a reset), and only then does it wait.
+func (rc *rawConn) open() bool {
+	rc.c.SetReadDeadline(time.Now().Add(time.Millisecond))
+	_, err := rc.r.Peek(1)
+	rc.c.SetReadDeadline(time.Now().Add(20 * time.Second))
+	return isTimeout(err)
+}
+
+// TestSlowClients: clients that send half a request and stall
+// (slowloris), or connect and send nothing, hold no scrape slot: an
+// honest scrape is answered while they are all still connected, not once
+// the server has dropped them. The header timeout is a minute, so a scrape
+// that waited for it would fail on the test's 20 s read deadline, and the
+// check holds on a machine however slow: it looks at the order of events,
+// not at a clock (issue 29: the check "under 400 ms" it replaces saw 400 ms
+// beside four busy loops under the race detector).
+func TestSlowClients(t *testing.T) {
+	_, addr := serveWith(t, newTestExporter(t, twoNode), ServeConfig{headerTimeout: time.Minute})
+	stalled := stalledClients(t, addr)
 	rc := dialRaw(t, addr)
 	rc.send("GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
 	if resp, _ := rc.response("GET"); resp.StatusCode != 200 {
 		t.Errorf("an honest scrape beside %d stalled clients: %d", len(stalled), resp.StatusCode)
 	}
-	if took := time.Since(start); took > 400*time.Millisecond {
-		t.Errorf("an honest scrape beside %d stalled clients took %v", len(stalled), took)
+	for i, s := range stalled {
+		if !s.open() {
+			t.Errorf("stalled client %d was disconnected before the honest scrape was answered", i)
+		}
+	}
+}
+
+// TestSlowClientsDropped: the server closes the connections of stalled
+// clients after the header timeout, and not a kept-alive connection that
+// is idle for as long (that one is under the idle timeout, 2 min).
+func TestSlowClientsDropped(t *testing.T) {
+	const headerTimeout = 300 * time.Millisecond
+	_, addr := serveWith(t, newTestExporter(t, twoNode), ServeConfig{headerTimeout: headerTimeout})
+	stalled := stalledClients(t, addr)
+	rc := dialRaw(t, addr)
+	rc.send("GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
+	if resp, _ := rc.response("GET"); resp.StatusCode != 200 {
+		t.Errorf("an honest scrape beside %d stalled clients: %d", len(stalled), resp.StatusCode)
 	}
 	for i, s := range stalled {
 		if !s.closed() {
-			t.Errorf("stalled client %d still connected after the header timeout", i)
+			t.Errorf("stalled client %d still connected 5 s past the header timeout", i)
 		}
 	}
-	// The honest client's kept-alive connection is idle now, under the
-	// idle timeout (2 min), not the header timeout: it still serves.
-	time.Sleep(600 * time.Millisecond)
+	time.Sleep(2 * headerTimeout)
 	rc.send("GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
 	if resp, _ := rc.response("GET"); resp.StatusCode != 200 {
 		t.Errorf("a kept-alive connection idle for longer than the header timeout: %d", resp.StatusCode)
