@@ -605,12 +605,25 @@ func TestBareTop(t *testing.T) {
 	}
 }
 
-// TestPlainSampler checks scripts/bench-scale's independent floor
-// (testdata/bench/plainsampler.c): one line per sample of the time and each
+// TestPlainSampler checks scripts/bench-scale's independent floors, the C
+// sampler (testdata/bench/plainsampler.c) and the same job in Go
+// (testdata/bench/gofloor): one line per sample of the time and each
 // counter's change, the labels SIGUSR1 asks for, and as many samples between
 // them as the time between the signals holds at its interval.
 func TestPlainSampler(t *testing.T) {
-	bin := build(t, "plainsampler")
+	t.Run("c", func(t *testing.T) { checkPlainSampler(t, build(t, "plainsampler")) })
+	t.Run("go", func(t *testing.T) {
+		bin := filepath.Join(binDir, "gofloor")
+		cmd := exec.Command("go", "build", "-o", bin, "../../testdata/bench/gofloor")
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("go build gofloor: %v\n%s", err, out)
+		}
+		checkPlainSampler(t, bin)
+	})
+}
+
+func checkPlainSampler(t *testing.T, bin string) {
 	cmd := exec.Command(bin, append([]string{"10000000"}, events...)...) // 10 ms
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
@@ -633,7 +646,7 @@ func TestPlainSampler(t *testing.T) {
 		t.Fatal(err)
 	}
 	if err := cmd.Wait(); err != nil {
-		t.Fatalf("plainsampler after SIGTERM: %v\n%s", err, stderr.Bytes())
+		t.Fatalf("%s after SIGTERM: %v\n%s", filepath.Base(bin), err, stderr.Bytes())
 	}
 	marks, between := 0, 0
 	for _, line := range strings.Split(strings.TrimSuffix(stdout.String(), "\n"), "\n") {
