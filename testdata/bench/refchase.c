@@ -17,7 +17,11 @@
  *   --size default 256M (K, M, G: binary); --steps 2097152; --repeat 3;
  *   --thp (default) asks for transparent huge pages, --no-thp forbids them.
  * Prints one line:
- *   refchase size=B lines=L steps=S thp=T median_ns=M min_ns=N ns=a,b,..
+ *   refchase size=B lines=L steps=S thp=T huge=H median_ns=M min_ns=N ns=a,b,..
+ * where H is the share of the buffer's mapping that the kernel backed with
+ * transparent huge pages after the chase (AnonHugePages over Size in
+ * /proc/self/smaps; -1 when smaps cannot tell): without huge pages every
+ * load may also miss the TLB, and the latency is not the same quantity.
  */
 #define _GNU_SOURCE
 #include <sched.h>
@@ -67,6 +71,37 @@ static double seconds(void)
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+/* huge_share returns AnonHugePages / Size for the mapping holding addr in
+ * /proc/self/smaps, or -1. */
+static double huge_share(const void *addr)
+{
+	FILE *f = fopen("/proc/self/smaps", "r");
+	if (!f)
+		return -1;
+	char line[512];
+	int in = 0;
+	double size = 0, share = -1;
+	while (fgets(line, sizeof line, f)) {
+		unsigned long lo, hi;
+		char dash;
+		if (sscanf(line, "%lx%c%lx ", &lo, &dash, &hi) == 3 && dash == '-') {
+			if (in)
+				break;
+			in = lo <= (uintptr_t)addr && (uintptr_t)addr < hi;
+			continue;
+		}
+		double kb;
+		if (in && sscanf(line, "Size: %lf kB", &kb) == 1)
+			size = kb;
+		else if (in && sscanf(line, "AnonHugePages: %lf kB", &kb) == 1) {
+			share = size > 0 ? kb / size : -1;
+			break;
+		}
+	}
+	fclose(f);
+	return share;
 }
 
 static int by_value(const void *a, const void *b)
@@ -153,7 +188,8 @@ int main(int argc, char **argv)
 	memcpy(sorted, ns, repeat * sizeof *ns);
 	qsort(sorted, repeat, sizeof *sorted, by_value);
 	double med = repeat % 2 ? sorted[repeat / 2] : (sorted[repeat / 2 - 1] + sorted[repeat / 2]) / 2;
-	printf("refchase size=%zu lines=%zu steps=%ld thp=%d median_ns=%.3f min_ns=%.3f ns=", lines * LINE, lines, steps, thp, med, sorted[0]);
+	printf("refchase size=%zu lines=%zu steps=%ld thp=%d huge=%.3f median_ns=%.3f min_ns=%.3f ns=", lines * LINE, lines, steps, thp,
+	       huge_share(buf), med, sorted[0]);
 	for (int r = 0; r < repeat; r++)
 		printf("%s%.3f", r ? "," : "", ns[r]);
 	printf(" end=%p\n", (void *)p);
