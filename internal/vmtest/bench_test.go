@@ -79,12 +79,12 @@ func TestBench(t *testing.T) {
 	requireVM(t)
 	const bal = "/proc/sys/kernel/numa_balancing"
 	script := "sec bal.before cat " + bal + "\n" +
-		"sec bench timeout 180 numascope bench --format json --size 8M --repeat 2 --kernel triad\n" +
+		"sec bench gtimeout 180 numascope bench --format json --size 8M --repeat 2 --kernel triad\n" +
 		"sec bal.after cat " + bal + "\n" +
 		// What the kernel says about tiers, beside what topology read.
 		"sec tiers sh -c 'for d in /sys/devices/virtual/memory_tiering/memory_tier*; do [ -d \"$d\" ] && echo \"${d##*memory_tier} $(cat $d/nodelist)\"; done; true'\n" +
 		"sec topo numascope topology --format json\n" +
-		"sec text timeout 120 numascope bench --kind latency --from 0 --to 2-3 --size 4M --repeat 1\n" +
+		"sec text gtimeout 120 numascope bench --kind latency --from 0 --to 2-3 --size 4M --repeat 1\n" +
 		"sec err.from sh -c 'numascope bench --from 3 2>&1; echo rc=$?'\n" +
 		"sec err.size sh -c 'numascope bench --to 3 --size 2G 2>&1; echo rc=$?'\n" +
 		// Killed in the middle of a run: the guard restores balancing.

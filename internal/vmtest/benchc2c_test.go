@@ -51,8 +51,8 @@ func TestBenchC2C(t *testing.T) {
 	requireVM(t)
 	// A pair's budget of 30 s: under TCG on a loaded host a round trip
 	// waits for the host to run both vCPU threads at once.
-	script := "sec c2c timeout 300 numascope bench --kind c2c --line-node 2 --repeat 3 --pair-budget 30s --format json\n" +
-		"sec text timeout 300 numascope bench --kind c2c --pairs 'sample 2' --repeat 1 --pair-budget 30s\n"
+	script := "sec c2c gtimeout 300 numascope bench --kind c2c --line-node 2 --repeat 3 --pair-budget 30s --format json\n" +
+		"sec text gtimeout 300 numascope bench --kind c2c --pairs 'sample 2' --repeat 1 --pair-budget 30s\n"
 	r := runVM(t, []string{"--nodes", "3", "--cpus-per-node", "2", "--cpuless", "1"}, script)
 	var doc c2cDoc
 	if err := json.Unmarshal([]byte(r.section(t, "c2c")), &doc); err != nil {

@@ -22,7 +22,7 @@ func TestHMAT(t *testing.T) {
 		"if [ -L \"$f\" ]; then echo \"$f link\"; elif [ -f \"$f\" ]; then echo \"$f $(cat $f)\"; fi; done; true'\n" +
 		"sec topo numascope topology --format json\n" +
 		"sec text numascope topology\n" +
-		"sec bench timeout 120 numascope bench --kind latency --size 4M --repeat 1 --format json\n"
+		"sec bench gtimeout 120 numascope bench --kind latency --size 4M --repeat 1 --format json\n"
 	r := runVM(t, []string{"--nodes", "3", "--cpuless", "1", "--hmat", "--distances", "10,20,14;20,10,24;14,24,10"}, script)
 
 	files := r.section(t, "files")

@@ -51,10 +51,18 @@ func TestNumavmContract(t *testing.T) {
 		t.Fatal(err)
 	}
 	args := append(append([]string{}, small...), "--add", extra, "--timeout", "120", "--",
-		"sh", "-c", "cat /data/payload.txt; echo to-stderr >&2; exit 3")
+		"sh", "-c", "cat /data/payload.txt; echo scale=$NUMAVM_TIMEOUT_SCALE; echo to-stderr >&2; exit 3")
 	out, errs, code := numavmBooted(t, noBin, args...)
 	if code != 3 || !strings.Contains(out, "payload 42") || strings.Contains(out, "to-stderr") || !strings.Contains(errs, "to-stderr") {
 		t.Errorf("exit %d, stdout %q, stderr %q; want 3, the payload on stdout, to-stderr on stderr", code, out, tail(errs, 500))
+	}
+	// The command sees the factor numavm scales the limit by (percent, 100
+	// to NUMAVM_TIMEOUT_SCALE_MAX x 100), for its own in-guest limits
+	// (gtimeout in sectionPrelude).
+	if _, v, ok := strings.Cut(out, "scale="); !ok {
+		t.Errorf("stdout %q: no scale= line", out)
+	} else if f, err := strconv.Atoi(strings.TrimSpace(strings.SplitN(v, "\n", 2)[0])); err != nil || f < 100 || f > 800 {
+		t.Errorf("NUMAVM_TIMEOUT_SCALE in the guest is %q, want a percentage from 100 to 800", strings.SplitN(v, "\n", 2)[0])
 	}
 
 	// A command that outlives --timeout (not scaled past --max-timeout):

@@ -602,17 +602,17 @@ func TestProfileCPULess(t *testing.T) {
 	// loops or not). The faults then happen; whether numascope records them
 	// all, in column 2, is what the bounds below check.
 	script := fmt.Sprintf("sec topo numascope topology --format json\n"+
-		"sec prof timeout 60 taskset -c 0 numascope profile -o /tmp/c.json --scan-rate 200ms -- profnuma-g --parallel --membind 2 --mb %d --seconds 3 --until-sampled --lead 0 --linger 0\n"+
+		"sec prof gtimeout 60 taskset -c 0 numascope profile -o /tmp/c.json --scan-rate 200ms -- profnuma-g --parallel --membind 2 --mb %d --seconds 3 --until-sampled --lead 0 --linger 0\n"+
 		"sec prof.json cat /tmp/c.json\n"+
 		"sec report numascope report /tmp/c.json\n"+
 		// Balancing off: said plainly, first touches still reported.
 		"echo 0 > /proc/sys/kernel/numa_balancing\n"+
-		"sec off sh -c 'timeout 60 numascope profile -o /tmp/off.json -- profnuma-g --serial --mb %d --seconds 1 --lead 0 --linger 0 2>&1 >/dev/null'\n"+
+		"sec off sh -c 'timeout $((60 * ${NUMAVM_TIMEOUT_SCALE:-100} / 100)) numascope profile -o /tmp/off.json -- profnuma-g --serial --mb %d --seconds 1 --lead 0 --linger 0 2>&1 >/dev/null'\n"+
 		"sec off.json cat /tmp/off.json\n"+
 		// And a fault storm, four threads per CPU mapping, touching and
 		// unmapping the same addresses: no hinting fault, so not one
 		// sampled access, lost records or not.
-		"sec storm sh -c 'timeout 120 numascope profile -o /tmp/storm.json -- profbench --faults --threads 8 --mb 32 --rounds 6 --lead 0 --linger 0 2>&1 >/dev/null'\n"+
+		"sec storm sh -c 'timeout $((120 * ${NUMAVM_TIMEOUT_SCALE:-100} / 100)) numascope profile -o /tmp/storm.json -- profbench --faults --threads 8 --mb 32 --rounds 6 --lead 0 --linger 0 2>&1 >/dev/null'\n"+
 		"sec storm.json cat /tmp/storm.json\n", mb, mb)
 	r := runVM(t, []string{"--nodes", "3", "--cpuless", "1", "--add", bin}, script)
 
