@@ -2,6 +2,7 @@ package vmtest
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -9,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/numascope/numascope/internal/testutil"
 )
@@ -52,7 +54,12 @@ func TestNumavmContract(t *testing.T) {
 	}
 	args := append(append([]string{}, small...), "--add", extra, "--timeout", "120", "--",
 		"sh", "-c", "cat /data/payload.txt; echo scale=$NUMAVM_TIMEOUT_SCALE; echo to-stderr >&2; exit 3")
+	t0 := time.Now()
 	out, errs, code := numavmBooted(t, noBin, args...)
+	// What a boot takes on this host now (with the calibration, a trivial
+	// command and the power-off): the limits below are set from it.
+	booted := int(time.Since(t0).Seconds())
+	t.Logf("the first run took %d s: the timeout case's limit is %d s, the scaled limit's %d s", booted, max(25, 2*booted+10), max(30, booted+20))
 	if code != 3 || !strings.Contains(out, "payload 42") || strings.Contains(out, "to-stderr") || !strings.Contains(errs, "to-stderr") {
 		t.Errorf("exit %d, stdout %q, stderr %q; want 3, the payload on stdout, to-stderr on stderr", code, out, tail(errs, 500))
 	}
@@ -71,8 +78,11 @@ func TestNumavmContract(t *testing.T) {
 	// not a hang, and its last output. --timeout counts the boot too, and
 	// the guest must have settled to idle before it: beside four busy host
 	// loops 15 s left one heartbeat, the CPUs 55% busy, and a 10 s limit
-	// expired before the boot had ended (7475fd4's loaded run).
-	args = append(append([]string{}, small...), "--timeout", "25", "--max-timeout", "25", "--",
+	// expired before the boot had ended (7475fd4's loaded run); on a slower
+	// host 25 s did too (2026-11-29's loaded run), so the limit is twice
+	// the first run's time plus 10 s, at least 25 s.
+	limit := strconv.Itoa(max(25, 2*booted+10))
+	args = append(append([]string{}, small...), "--timeout", limit, "--max-timeout", limit, "--",
 		"sh", "-c", "echo started the long part; sleep 600")
 	_, errs, code = numavmBooted(t, noBin, args...)
 	if code != 124 || !strings.Contains(strings.ToLower(errs), "time") || !strings.Contains(errs, "heartbeats, the last") ||
@@ -82,8 +92,12 @@ func TestNumavmContract(t *testing.T) {
 	// The limit follows the guest's measured speed: against a reference of
 	// 1 ms every guest is slow, so --timeout 30 becomes 30 x 3
 	// (NUMAVM_TIMEOUT_SCALE_MAX) and a command of 35 s finishes. With a
-	// fixed limit it was killed at 30 s.
-	args = append(append([]string{}, small...), "--timeout", "30", "--", "sh", "-c", "sleep 35; echo finished")
+	// fixed limit it was killed at 30 s. On a host where a boot takes
+	// longer, both grow with it (limit T at least the boot plus 20 s, the
+	// command T + 5 s: the boot and the command fit in 3T).
+	scaled := max(30, booted+20)
+	args = append(append([]string{}, small...), "--timeout", strconv.Itoa(scaled), "--",
+		"sh", "-c", fmt.Sprintf("sleep %d; echo finished", scaled+5))
 	out, errs, code = numavmBooted(t, append(noBin, "NUMAVM_SPEED_REF_MS=1", "NUMAVM_TIMEOUT_SCALE_MAX=3"), args...)
 	if code != 0 || !strings.Contains(out, "finished") {
 		t.Errorf("scaled limit: exit %d, stdout %q, stderr %q; want 0 and the command finished", code, out, tail(errs, 1500))
