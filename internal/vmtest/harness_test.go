@@ -127,13 +127,10 @@ type section struct {
 // sectionPrelude defines sec NAME CMD...: run CMD and frame its stdout with
 // markers, so one boot can produce several outputs that parseSections splits.
 // "@@at NAME begin|end UPTIME" lines, outside the frames, time each section
-// on the guest's clock, for sectionProgress. gtimeout SECONDS CMD... is
-// timeout(1) with SECONDS scaled as numavm scales the whole run's limit
-// (NUMAVM_TIMEOUT_SCALE, from the guest's measured speed): a fixed limit
-// inside the guest cut a section off on a slow host that numavm's own
-// limit allowed (TestBenchLoaded, 2026-11-29).
+// on the guest's clock, for sectionProgress. A section's own time limit is
+// `gtimeout SECONDS CMD...` (scripts/numavm-init): timeout(1) with SECONDS
+// scaled as numavm scales the whole run's limit, by the guest's speed.
 const sectionPrelude = `up() { read -r u _ </proc/uptime; echo "@@at $1 $2 $u"; }
-gtimeout() { s=$1; shift; timeout $((s * ${NUMAVM_TIMEOUT_SCALE:-100} / 100)) "$@"; }
 sec() { n=$1; shift; up "$n" begin; echo "@@begin $n"; "$@"; r=$?; echo; echo "@@end $n $r"; up "$n" end; }
 `
 

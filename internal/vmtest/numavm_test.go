@@ -53,23 +53,27 @@ func TestNumavmContract(t *testing.T) {
 		t.Fatal(err)
 	}
 	args := append(append([]string{}, small...), "--add", extra, "--timeout", "120", "--",
-		"sh", "-c", "cat /data/payload.txt; echo scale=$NUMAVM_TIMEOUT_SCALE; echo to-stderr >&2; exit 3")
+		"sh", "-c", "cat /data/payload.txt; echo scale=$NUMAVM_TIMEOUT_SCALE; gtimeout 5 sh -c \"echo gtimeout-ran\"; echo to-stderr >&2; exit 3")
 	t0 := time.Now()
 	out, errs, code := numavmBooted(t, noBin, args...)
 	// What a boot takes on this host now (with the calibration, a trivial
 	// command and the power-off): the limits below are set from it.
 	booted := int(time.Since(t0).Seconds())
-	t.Logf("the first run took %d s: the timeout case's limit is %d s, the scaled limit's %d s", booted, max(25, 2*booted+10), max(30, booted+20))
+	limit, scaled := max(25, 2*booted+10), max(30, booted+20) // below: why
+	t.Logf("the first run took %d s: the timeout case's limit is %d s, the scaled limit's %d s", booted, limit, scaled)
 	if code != 3 || !strings.Contains(out, "payload 42") || strings.Contains(out, "to-stderr") || !strings.Contains(errs, "to-stderr") {
 		t.Errorf("exit %d, stdout %q, stderr %q; want 3, the payload on stdout, to-stderr on stderr", code, out, tail(errs, 500))
 	}
 	// The command sees the factor numavm scales the limit by (percent, 100
 	// to NUMAVM_TIMEOUT_SCALE_MAX x 100), for its own in-guest limits
-	// (gtimeout in sectionPrelude).
+	// (gtimeout, which scripts/numavm-init installs; checked below).
 	if _, v, ok := strings.Cut(out, "scale="); !ok {
 		t.Errorf("stdout %q: no scale= line", out)
 	} else if f, err := strconv.Atoi(strings.TrimSpace(strings.SplitN(v, "\n", 2)[0])); err != nil || f < 100 || f > 800 {
 		t.Errorf("NUMAVM_TIMEOUT_SCALE in the guest is %q, want a percentage from 100 to 800", strings.SplitN(v, "\n", 2)[0])
+	}
+	if !strings.Contains(out, "gtimeout-ran") {
+		t.Errorf("stdout %q: gtimeout did not run its command in the guest", out)
 	}
 
 	// A command that outlives --timeout (not scaled past --max-timeout):
@@ -81,8 +85,7 @@ func TestNumavmContract(t *testing.T) {
 	// expired before the boot had ended (7475fd4's loaded run); on a slower
 	// host 25 s did too (2026-11-29's loaded run), so the limit is twice
 	// the first run's time plus 10 s, at least 25 s.
-	limit := strconv.Itoa(max(25, 2*booted+10))
-	args = append(append([]string{}, small...), "--timeout", limit, "--max-timeout", limit, "--",
+	args = append(append([]string{}, small...), "--timeout", strconv.Itoa(limit), "--max-timeout", strconv.Itoa(limit), "--",
 		"sh", "-c", "echo started the long part; sleep 600")
 	_, errs, code = numavmBooted(t, noBin, args...)
 	if code != 124 || !strings.Contains(strings.ToLower(errs), "time") || !strings.Contains(errs, "heartbeats, the last") ||
@@ -95,7 +98,6 @@ func TestNumavmContract(t *testing.T) {
 	// fixed limit it was killed at 30 s. On a host where a boot takes
 	// longer, both grow with it (limit T at least the boot plus 20 s, the
 	// command T + 5 s: the boot and the command fit in 3T).
-	scaled := max(30, booted+20)
 	args = append(append([]string{}, small...), "--timeout", strconv.Itoa(scaled), "--",
 		"sh", "-c", fmt.Sprintf("sleep %d; echo finished", scaled+5))
 	out, errs, code = numavmBooted(t, append(noBin, "NUMAVM_SPEED_REF_MS=1", "NUMAVM_TIMEOUT_SCALE_MAX=3"), args...)

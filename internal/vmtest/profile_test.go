@@ -607,12 +607,12 @@ func TestProfileCPULess(t *testing.T) {
 		"sec report numascope report /tmp/c.json\n"+
 		// Balancing off: said plainly, first touches still reported.
 		"echo 0 > /proc/sys/kernel/numa_balancing\n"+
-		"sec off sh -c 'timeout $((60 * ${NUMAVM_TIMEOUT_SCALE:-100} / 100)) numascope profile -o /tmp/off.json -- profnuma-g --serial --mb %d --seconds 1 --lead 0 --linger 0 2>&1 >/dev/null'\n"+
+		"sec off sh -c 'gtimeout 60 numascope profile -o /tmp/off.json -- profnuma-g --serial --mb %d --seconds 1 --lead 0 --linger 0 2>&1 >/dev/null'\n"+
 		"sec off.json cat /tmp/off.json\n"+
 		// And a fault storm, four threads per CPU mapping, touching and
 		// unmapping the same addresses: no hinting fault, so not one
 		// sampled access, lost records or not.
-		"sec storm sh -c 'timeout $((120 * ${NUMAVM_TIMEOUT_SCALE:-100} / 100)) numascope profile -o /tmp/storm.json -- profbench --faults --threads 8 --mb 32 --rounds 6 --lead 0 --linger 0 2>&1 >/dev/null'\n"+
+		"sec storm sh -c 'gtimeout 120 numascope profile -o /tmp/storm.json -- profbench --faults --threads 8 --mb 32 --rounds 6 --lead 0 --linger 0 2>&1 >/dev/null'\n"+
 		"sec storm.json cat /tmp/storm.json\n", mb, mb)
 	r := runVM(t, []string{"--nodes", "3", "--cpuless", "1", "--add", bin}, script)
 
