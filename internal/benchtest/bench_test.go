@@ -3,6 +3,7 @@ package benchtest
 import (
 	"bufio"
 	"bytes"
+	"debug/elf"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -12,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -677,5 +679,69 @@ func checkPlainSampler(t *testing.T, bin string) {
 	// late (a late wake-up starts again from now), never early.
 	if want := int(span / (10 * time.Millisecond)); between > want+2 || between < want/3 {
 		t.Errorf("%d samples between the labels %v apart, want about %d", between, span, want)
+	}
+}
+
+// TestPageCost checks what scripts/bench-pages relies on in
+// testdata/bench/pagecost.c: built with -DALIGN=4096 its 256 functions lie
+// on 256 pages, one each; with -DALIGN=64 the same functions lie 64 bytes
+// apart, on 4 or 5 pages (as many cache lines, a 64th of the pages); and a run
+// prints its one line of results.
+func TestPageCost(t *testing.T) {
+	gcc, err := exec.LookPath("gcc")
+	if err != nil {
+		t.Fatalf("gcc not found: run scripts/install-test-deps")
+	}
+	for _, c := range []struct {
+		align, minPages, maxPages int
+	}{{4096, 256, 256}, {64, 4, 5}} { // 64: 16 KiB from wherever the first begins
+		bin := filepath.Join(binDir, fmt.Sprintf("pagecost-%d", c.align))
+		src := filepath.Join("..", "..", "testdata", "bench", "pagecost.c")
+		if msg, err := exec.Command(gcc, "-O2", "-static", "-Wall", "-Werror", fmt.Sprintf("-DALIGN=%d", c.align), "-o", bin, src).CombinedOutput(); err != nil {
+			t.Fatalf("gcc pagecost.c -DALIGN=%d: %v\n%s", c.align, err, msg)
+		}
+		f, err := elf.Open(bin)
+		if err != nil {
+			t.Fatal(err)
+		}
+		syms, err := f.Symbols()
+		f.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var addrs []uint64
+		for _, s := range syms {
+			if len(s.Name) == 5 && s.Name[0] == 'f' && strings.Trim(s.Name[1:], "0123") == "" && elf.ST_TYPE(s.Info) == elf.STT_FUNC {
+				addrs = append(addrs, s.Value)
+			}
+		}
+		slices.Sort(addrs)
+		if len(addrs) != 256 {
+			t.Fatalf("ALIGN=%d: %d functions f0000..f3333, want 256", c.align, len(addrs))
+		}
+		pages := map[uint64]bool{}
+		for i, a := range addrs {
+			pages[a/4096] = true
+			if i > 0 && a-addrs[i-1] != uint64(c.align) {
+				t.Fatalf("ALIGN=%d: functions %#x and %#x are %d bytes apart, want %d", c.align, addrs[i-1], a, a-addrs[i-1], c.align)
+			}
+		}
+		if len(pages) < c.minPages || len(pages) > c.maxPages {
+			t.Errorf("ALIGN=%d: the functions lie on %d pages, want %d to %d", c.align, len(pages), c.minPages, c.maxPages)
+		}
+		out, err := exec.Command(bin, "100", "50", "1", "5").Output()
+		if err != nil {
+			t.Fatalf("pagecost-%d: %v", c.align, err)
+		}
+		want := fmt.Sprintf("align=%d code=100 data=50 interval_ms=1 wakes=5 cpu_ns_per_wake=", c.align)
+		line := strings.TrimSpace(string(out))
+		if ns, ok := strings.CutPrefix(line, want); !ok {
+			t.Errorf("pagecost-%d printed %q, want %q followed by a number", c.align, line, want)
+		} else if v, err := strconv.ParseFloat(ns, 64); err != nil || v <= 0 {
+			t.Errorf("pagecost-%d: CPU per wake-up %q, want a positive number", c.align, ns)
+		}
+	}
+	if err := exec.Command(filepath.Join(binDir, "pagecost-64"), "257", "0", "1", "1").Run(); err == nil {
+		t.Errorf("pagecost with 257 functions (it has 256) did not fail")
 	}
 }
