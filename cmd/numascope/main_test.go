@@ -929,3 +929,84 @@ func TestRecordOntoAFullDisk(t *testing.T) {
 		t.Errorf("the summary says %s samples, the files hold %d", m[1], rows)
 	}
 }
+
+// TestStatIntoAFileKeepsOrder: stat with stdout on a local file at 60 ms,
+// where the sampling goroutine itself prints each sample (sampler.Direct)
+// and the terminal's goroutine prints the marks, writes every sample once,
+// in time order, with each label between the samples it fell between; and
+// a `ctl record` from stat, whose recorder was passed over until then (a
+// quiet sink), begins a file at the last sample before it that holds
+// every sample after it.
+func TestStatIntoAFileKeepsOrder(t *testing.T) {
+	dir := t.TempDir()
+	fifo, outPath, rec := filepath.Join(dir, "ctl"), filepath.Join(dir, "stat.out"), filepath.Join(dir, "r.jsonl")
+	out, err := os.Create(outPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer out.Close()
+	cmd := exec.Command(binary, "stat", "-i", "60ms", "-n", "25", "-e", "vmstat.pgfault", "--ctl", fifo)
+	cmd.Env = append(os.Environ(), "XDG_RUNTIME_DIR="+dir)
+	var errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = out, &errb
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	waitFor(t, func() bool { st, err := os.Stat(fifo); return err == nil && st.Mode()&os.ModeNamedPipe != 0 })
+	for _, args := range [][]string{{"label", "one"}, {"label", "two"}, {"record", rec}} {
+		time.Sleep(250 * time.Millisecond)
+		if _, errs, code := run(t, append([]string{"ctl", "--ctl", fifo}, args...)...); code != 0 {
+			t.Fatalf("ctl %v: %s", args, errs)
+		}
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("stat: %v: %s", err, errb.String())
+	}
+	var times []float64
+	var labels []string
+	last := 0.0
+	for i, l := range strings.Split(strings.TrimSuffix(readLines(t, outPath), "\n"), "\n") {
+		f := strings.Fields(l)
+		if i == 0 {
+			if strings.Join(f, " ") != "time pgfault" {
+				t.Fatalf("heading %q", l)
+			}
+			continue
+		}
+		var ts float64
+		var err error
+		switch {
+		case len(f) == 4 && f[0] == "#" && f[2] == "label:":
+			labels = append(labels, f[3])
+			ts, err = strconv.ParseFloat(f[1], 64)
+		case len(f) == 2:
+			ts, err = strconv.ParseFloat(f[0], 64)
+			times = append(times, ts)
+		default:
+			t.Fatalf("line %d %q: neither a sample nor a label", i, l)
+		}
+		if err != nil || ts < last {
+			t.Fatalf("line %d %q: time %v after %v", i, l, ts, last)
+		}
+		last = ts
+	}
+	if len(times) != 25 || strings.Join(labels, " ") != "one two" {
+		t.Fatalf("%d samples, labels %q; want 25 samples and the labels one and two:\n%s", len(times), labels, readLines(t, outPath))
+	}
+	r, err := recording.Load(rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := len(r.Samples)
+	if n == 0 || r.End == nil || r.End.Samples != uint64(n) {
+		t.Fatalf("%s: %d samples, end %+v", rec, n, r.End)
+	}
+	// Its samples are stat's last n, and its t=0 the sample before them.
+	for i, s := range r.Samples {
+		t0 := times[len(times)-n-1]
+		if want := times[len(times)-n+i] - t0; s.T < want-0.002 || s.T > want+0.002 {
+			t.Errorf("recorded sample %d at t=%.3f, want %.3f (stat's at %.3f, less the last before the switch at %.3f)", i, s.T, want, times[len(times)-n+i], t0)
+		}
+	}
+}

@@ -7,7 +7,9 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"sync"
 	"syscall"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -69,11 +71,13 @@ pause, resume, interval and record commands (see numascope ctl).`,
 			// the same bytes in fewer writes; raw when stdout is a local
 			// file (see rawio), kept for the same figure as recordings'
 			// (docs/performance.md, "Hand-written I/O").
-			out := bufio.NewWriterSize(rawio.NewFileWriter(os.Stdout), 64<<10)
-			p := term.NewPrinter(out, cols, opt)
-			sink := s.smp.AddSink("terminal", sampler.SinkDepth(s.smp.Interval()))
+			file := rawio.NewFileWriter(os.Stdout)
+			out := bufio.NewWriterSize(file, 64<<10)
+			tm := &terminal{p: term.NewPrinter(out, cols, opt), out: out, file: file, s: s}
+			tm.sink = s.smp.AddSink("terminal", sampler.SinkDepth(s.smp.Interval()))
+			tm.sink.SetDirect(tm.take)
 			printed := make(chan error, 1)
-			go func() { printed <- printSink(p, out, sink, s) }()
+			go func() { printed <- tm.run() }()
 
 			// A closed pipe (stat | head) ends sampling cleanly, so the FIFO is removed.
 			signal.Ignore(syscall.SIGPIPE)
@@ -109,36 +113,89 @@ func displayUnits(cols []*sampler.Column) []string {
 	return units
 }
 
-// printSink prints what the terminal sink receives until sampling ends,
-// writing out each batch once it has been formatted.
-func printSink(p *term.Printer, out *bufio.Writer, sink *sampler.Sink, s *session) error {
-	var werr error
-	fail := func(err error) {
-		if err != nil && werr == nil {
-			// Typically a closed pipe: stop sampling, report nothing more.
-			s.smp.Stop()
-			werr = fmt.Errorf("writing to stdout: %w", err)
+// terminal prints what stat's sink receives. Its goroutine (run) prints
+// each batch the sampler queues; from sampler.BatchEvery up, where every
+// sample is a batch of its own, the sampling goroutine prints it instead
+// (take) when stdout takes a write without waiting (a local file written
+// raw), and the sample is spared the hand-off (see sampler.Direct).
+type terminal struct {
+	mu   sync.Mutex // held by whichever of run and take prints
+	p    *term.Printer
+	out  *bufio.Writer
+	file *rawio.FileWriter // under out
+	sink *sampler.Sink
+	s    *session
+	werr error // the first write error: nothing more is printed
+	derr error // a write error take met, for run to report
+}
+
+// run prints what the sink queues until sampling ends, writing out each
+// batch once it has been formatted, and returns the first write error.
+func (tm *terminal) run() error {
+	for range tm.sink.Ready() {
+		tm.mu.Lock()
+		if tm.derr != nil {
+			tm.fail(tm.derr)
 		}
-	}
-	for range sink.Ready() {
 		for {
-			r, open := sink.Next()
+			r, open := tm.sink.Next()
 			if r == nil {
-				if werr == nil {
-					fail(out.Flush())
+				if tm.werr == nil {
+					tm.fail(tm.out.Flush())
 				}
 				if !open {
-					return werr
+					tm.mu.Unlock()
+					return tm.werr
 				}
 				break
 			}
-			if werr == nil {
-				fail(printRecord(p, r, s))
+			if tm.werr == nil {
+				tm.fail(printRecord(tm.p, r, tm.s))
 			}
-			sink.Release(r)
+			tm.sink.Release(r)
 		}
+		tm.mu.Unlock()
 	}
-	return werr
+	tm.mu.Lock()
+	defer tm.mu.Unlock()
+	return tm.werr
+}
+
+// fail keeps the first write error and stops sampling: typically a closed
+// pipe, after which nothing more is reported. run's goroutine only: Stop
+// waits for room in the sampler's command queue.
+func (tm *terminal) fail(err error) {
+	if err != nil && tm.werr == nil {
+		tm.s.smp.Stop()
+		tm.werr = fmt.Errorf("writing to stdout: %w", err)
+	}
+}
+
+// take prints one sample on the sampling goroutine (a sampler.Direct): only
+// when run is not printing and the write will be raw, so that it never
+// waits on anything but the kernel. (On the one P the process samples on,
+// a raw write the kernel holds delays sampling wherever it is made; with
+// more Ps, from a GOMAXPROCS in the environment, only when made here.
+// Either way rawio then writes the ordinary way for a while, and take
+// declines.) A failed write is declined and left to
+// run, which the queued sample wakes.
+func (tm *terminal) take(t time.Duration, values []float64) bool {
+	if !tm.mu.TryLock() {
+		return false
+	}
+	defer tm.mu.Unlock()
+	if tm.werr != nil || tm.derr != nil || !tm.file.RawNow() {
+		return false
+	}
+	err := tm.p.Sample(t, values)
+	if err == nil {
+		err = tm.out.Flush()
+	}
+	if err != nil {
+		tm.derr = err
+		return false
+	}
+	return true
 }
 
 func printRecord(p *term.Printer, r *sampler.Record, s *session) error {

@@ -96,6 +96,14 @@ func NewFileWriter(f *os.File) *FileWriter {
 // Raw says whether the FileWriter writes raw (when not paused after a slow write).
 func (w *FileWriter) Raw() bool { return w.raw }
 
+// RawNow says whether a write now would be made raw: the file may be
+// written raw, raw file writes are on (SetRawFiles), and no slow write has
+// paused them. A caller that must not wait (the sampling goroutine) writes
+// only then.
+func (w *FileWriter) RawNow() bool {
+	return w.raw && !noRawFiles.Load() && (w.until.IsZero() || !time.Now().Before(w.until))
+}
+
 // localFS says whether a file system of type magic (statfs's f_type) keeps
 // its writes in the local page cache: disks and memory, not the network or
 // a user-space server.
@@ -117,7 +125,7 @@ func localFS(magic int64) bool {
 // Write writes p whole, or returns the error that stopped it: the same
 // *fs.PathError an os.File write returns.
 func (w *FileWriter) Write(p []byte) (int, error) {
-	if !w.raw || noRawFiles.Load() || (!w.until.IsZero() && time.Now().Before(w.until)) {
+	if !w.RawNow() {
 		return w.f.Write(p)
 	}
 	t0 := time.Now()

@@ -241,6 +241,13 @@ func (r *Recorder) Handle(rec *sampler.Record) time.Duration {
 		}
 	}
 	t := r.base + rec.T
+	if rec.Kind != sampler.KindSample && r.sink != nil {
+		// Samples passed over while this recorder had no file (a quiet
+		// sink) still end the time before a switch's new file.
+		if st, ok := r.sink.LastSkipped(); ok && r.base+st > r.lastSample {
+			r.lastSample = r.base + st
+		}
+	}
 	if r.pending != nil {
 		r.beginPending()
 	}

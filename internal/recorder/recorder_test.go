@@ -216,6 +216,63 @@ func TestRotatedFileStartsAtTheLastSample(t *testing.T) {
 	}
 }
 
+// TestFirstFileOfAQuietRecorder: a recorder without a file (stat's) is
+// passed over while it waits (its sink is quiet), yet the file that `ctl
+// record` begins has its t=0 at the last sample before the switch, and
+// holds every sample after it.
+func TestFirstFileOfAQuietRecorder(t *testing.T) {
+	b := filepath.Join(t.TempDir(), "b.jsonl")
+	smp, rec, msgs := setup(t, 40)
+	type seen struct {
+		kind sampler.RecordKind
+		t    time.Duration
+	}
+	var all []seen
+	other := smp.AddSink("all", 64)
+	drained := make(chan struct{})
+	go func() {
+		defer close(drained)
+		for r := range other.Records() {
+			all = append(all, seen{r.Kind, r.T})
+			other.Release(r)
+		}
+	}()
+	runRotating(t, smp, rec, 300*time.Millisecond, b)
+	<-drained
+	if len(*msgs) != 0 {
+		t.Fatalf("reported %q", *msgs)
+	}
+	var before time.Duration
+	after := 0
+	rotated := false
+	for _, r := range all {
+		switch {
+		case r.kind == sampler.KindRotate:
+			rotated = true
+		case r.kind == sampler.KindSample && !rotated:
+			before = r.t
+		case r.kind == sampler.KindSample:
+			after++
+		}
+	}
+	if !rotated || before == 0 || after == 0 {
+		t.Fatalf("the other sink saw %d records, switch %v, last sample before it %v, %d after", len(all), rotated, before, after)
+	}
+	if st, ok := rec.sink.LastSkipped(); !ok || st != before {
+		t.Errorf("LastSkipped = %v, %v; want the last sample before the switch, %v, passed over", st, ok, before)
+	}
+	rb, err := recording.Load(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := rb.Header.Start.Sub(smp.Start()) - before; d < -10*time.Microsecond || d > 10*time.Microsecond {
+		t.Errorf("b starts %v after the last sample before the switch, want at it", d)
+	}
+	if len(rb.Samples) != after || rb.End == nil || rb.End.Samples != uint64(after) {
+		t.Errorf("b holds %d samples (end %+v), want the %d after the switch", len(rb.Samples), rb.End, after)
+	}
+}
+
 // feeder is an owner that feeds a Recorder synchronously, as live's hub
 // does: Handle for each record, FlushLater when no record waits and when
 // the flush timer fires, and something of its own every 20 ms (here: a look

@@ -42,7 +42,7 @@ func TestDefaultSampleDoesNotAllocate(t *testing.T) {
 	s.Sample(time.Second)
 	allocs := testing.AllocsPerRun(200, func() {
 		s.Sample(time.Second)
-		s.publish(time.Second, 0)
+		s.publish(time.Second, 0, 0)
 		k.Release(<-k.queue)
 	})
 	if allocs != 0 {

@@ -477,7 +477,7 @@ func (s *Sampler) Run(ctx context.Context) error {
 		last = now
 		n := s.samples.Add(1)
 		if !paused {
-			s.publish(time.Duration(now-base), now)
+			s.publish(time.Duration(now-base), now, interval)
 		}
 		return n
 	}
@@ -588,9 +588,24 @@ func (s *Sampler) finish(end time.Duration) {
 }
 
 // publish hands the current values to every sink. It wakes a sink's
-// consumer only once per batch (see Sink), not per sample.
-func (s *Sampler) publish(t time.Duration, now int64) {
+// consumer only once per batch (see Sink), not per sample, offers the
+// sample to a Direct consumer when a batch is due or each sample is one
+// (interval ns of BatchEvery and more: the clock's jitter makes some wake-ups
+// at exactly BatchEvery come a little less than it after the last ring),
+// and passes over a quiet sink.
+func (s *Sampler) publish(t time.Duration, now, interval int64) {
 	for _, k := range *s.sinks.Load() {
+		if q := k.quietAt.Load(); q >= 0 && uint64(q) == k.marks {
+			k.skipped.Store(int64(t) + 1)
+			continue
+		}
+		due := now-k.rung >= int64(k.batch)
+		if (due || interval >= int64(k.batch)) && len(k.queue) == 0 {
+			if take := k.direct.Load(); take != nil && (*take)(t, s.values) {
+				k.rung = now
+				continue
+			}
+		}
 		select {
 		case r := <-k.free:
 			r.Kind, r.T, r.Text = KindSample, t, ""
@@ -599,7 +614,7 @@ func (s *Sampler) publish(t time.Duration, now int64) {
 		default:
 			k.dropped.Add(1)
 		}
-		if (now-k.rung >= int64(k.batch) && !k.quiet.Load()) || len(k.queue) >= k.depth/2 {
+		if due || len(k.queue) >= k.depth/2 {
 			k.rung = now
 			k.ring()
 		}

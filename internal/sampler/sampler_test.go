@@ -290,7 +290,7 @@ func TestSampleDoesNotAllocate(t *testing.T) {
 	k := s.AddSink("test", 4)
 	allocs := testing.AllocsPerRun(1000, func() {
 		s.Sample(time.Millisecond)
-		s.publish(time.Millisecond, 0)
+		s.publish(time.Millisecond, 0, 0)
 		r := <-k.queue
 		k.Release(r)
 	})

@@ -47,7 +47,9 @@ type Record struct {
 // at short intervals. The sampler rings the sink's bell when BatchEvery has
 // passed since it last rang (so at intervals of BatchEvery or more, every
 // sample), when the queue is half full, and for every mark and the end; a
-// sample so waits at most about BatchEvery plus one interval.
+// sample so waits at most about BatchEvery plus one interval. A consumer
+// may also take samples on the sampling goroutine (SetDirect), or none for
+// a while (SetQuiet).
 type Sink struct {
 	name    string
 	free    chan *Record
@@ -58,16 +60,70 @@ type Sink struct {
 	rung    int64 // CLOCK_MONOTONIC ns of the last ring; the sampling thread's
 	dropped atomic.Uint64
 	wakes   atomic.Uint64 // times Records parked and was woken, for tests
-	quiet   atomic.Bool
+	direct  atomic.Pointer[Direct]
+
+	// Quiet (SetQuiet): marks counts the marks queued (the sampling
+	// thread's), taken those the consumer has taken (the consumer's);
+	// quietAt is taken when the consumer asked for quiet, -1 when it did
+	// not, and skipped the T+1 of the last sample passed over, 0 if none.
+	marks   uint64
+	taken   uint64
+	quietAt atomic.Int64
+	skipped atomic.Int64
 }
 
-// SetQuiet tells the sampler that the consumer has nothing to do with
-// samples for now (a recorder without a file): it is then woken for marks,
-// the end, and when the queue is half full, not for every batch. At long
-// intervals, where every sample is a batch, that saves a thread wake-up per
-// sample for `stat`, whose recorder waits for a `ctl record` that may never
-// come.
-func (k *Sink) SetQuiet(q bool) { k.quiet.Store(q) }
+// SetQuiet tells the sampler whether the consumer has any use for samples
+// for now. A quiet sink is passed over: no record is taken from its pool,
+// queued or rung for (at 1 s, about 3% of a sample's CPU: docs/performance.md,
+// "Run together"), and LastSkipped says when the last sample passed over was taken. A mark
+// (a label, a record switch...) ends the quiet: the samples after it are
+// queued as usual until the consumer, having taken the mark, asks for
+// quiet again. Only the consumer calls it, between records. It is for a
+// recorder without a file: `stat`'s waits for a `ctl record` that may never
+// come, and the samples before that command it never writes.
+func (k *Sink) SetQuiet(q bool) {
+	if q {
+		k.quietAt.Store(int64(k.taken))
+	} else {
+		k.quietAt.Store(-1)
+	}
+}
+
+// LastSkipped is the time (since the sampler's start) of the last sample
+// passed over because the sink was quiet; false if none was. A consumer
+// that starts to use samples after a mark (a recorder's first file) reads
+// it when it takes the mark: then no later sample has been passed over.
+func (k *Sink) LastSkipped() (time.Duration, bool) {
+	t := k.skipped.Load()
+	return time.Duration(t - 1), t > 0
+}
+
+// Direct takes a sample on the sampling goroutine instead of the sink's
+// queue: t is its time since the sampler's start, values its values, valid
+// only during the call. It returns false to decline, and the sample is then
+// queued and the consumer woken as usual.
+//
+// The sampler offers a sample to Direct only when a batch is due and
+// nothing waits in the queue, which from BatchEvery up is every sample: a
+// consumer that can take such a sample without waiting spares it the
+// hand-off to its goroutine (six channel operations and a goroutine switch:
+// at 1 s, about 4% of a sample's CPU, docs/performance.md, "Run together").
+// So Direct
+// must never wait: not for a lock (TryLock, and decline), not for a write
+// that may block (a pipe, a terminal, a file under a paused rawio), and not
+// for the sampler (its Stop and other commands queue for the very goroutine
+// Direct runs on): a failure is declined and left for the consumer's
+// goroutine to report.
+type Direct func(t time.Duration, values []float64) bool
+
+// SetDirect lets the sampler hand samples to take (see Direct); nil stops it.
+func (k *Sink) SetDirect(take Direct) {
+	if take == nil {
+		k.direct.Store(nil)
+		return
+	}
+	k.direct.Store(&take)
+}
 
 // markRoom is how many marks (labels, pauses...) may wait in a queue on top
 // of the full pool of samples.
@@ -88,6 +144,7 @@ func (s *Sampler) AddSink(name string, depth int) *Sink {
 	}
 	k := &Sink{name: name, free: make(chan *Record, depth), queue: make(chan *Record, depth+markRoom),
 		bell: make(chan struct{}, 1), depth: depth, batch: BatchEvery}
+	k.quietAt.Store(-1)
 	for i := 0; i < depth; i++ {
 		k.free <- &Record{Values: make([]float64, len(s.cols)), pooled: true}
 	}
@@ -151,6 +208,9 @@ func (k *Sink) Records() iter.Seq[*Record] {
 func (k *Sink) Next() (r *Record, open bool) {
 	select {
 	case r, ok := <-k.queue:
+		if ok && r.Kind != KindSample {
+			k.taken++
+		}
 		return r, ok
 	default:
 		return nil, true
@@ -181,11 +241,13 @@ func (k *Sink) Release(r *Record) {
 // Dropped is the number of samples this sink lost because it fell behind.
 func (k *Sink) Dropped() uint64 { return k.dropped.Load() }
 
-// push queues a mark without blocking; it reports false when there is no room.
+// push queues a mark without blocking; it reports false when there is no
+// room. Only the sampling thread calls it.
 func (k *Sink) push(m Record) bool {
 	r := m
 	select {
 	case k.queue <- &r:
+		k.marks++
 		return true
 	default:
 		return false

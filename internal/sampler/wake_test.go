@@ -226,37 +226,6 @@ func TestShortIntervalLetsTheRuntimeWork(t *testing.T) {
 	}
 }
 
-// TestQuietSinkIsNotWokenPerSample: a quiet sink's consumer is woken for
-// marks and a half-full queue, not for every sample.
-func TestQuietSinkIsNotWokenPerSample(t *testing.T) {
-	c, _ := newStepCatalog()
-	cols, _ := c.Select([]string{"step.hits"}, false)
-	// At 60 ms every sample would be a batch of its own.
-	s, err := New(cols, Config{Interval: 60 * time.Millisecond, Count: 10})
-	if err != nil {
-		t.Fatal(err)
-	}
-	k := s.AddSink("t", 64)
-	k.SetQuiet(true)
-	done := make(chan error, 1)
-	go func() { done <- s.Run(context.Background()) }()
-	go func() {
-		time.Sleep(200 * time.Millisecond)
-		s.Label("wake")
-	}()
-	n, labels := countRecords(k)
-	if err := <-done; err != nil {
-		t.Fatal(err)
-	}
-	if n != 10 || labels != 1 {
-		t.Fatalf("%d samples, %d labels; want 10 and 1", n, labels)
-	}
-	// Woken by the label and by the end: not by each of the 10 samples.
-	if w := k.wakes.Load(); w > 3 {
-		t.Errorf("a quiet sink was woken %d times for 10 samples", w)
-	}
-}
-
 // countRecords drains k to its end and counts its samples and labels.
 func countRecords(k *Sink) (samples, labels int) {
 	for r := range k.Records() {
