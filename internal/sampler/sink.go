@@ -74,11 +74,11 @@ type Sink struct {
 
 // SetQuiet tells the sampler whether the consumer has any use for samples
 // for now. A quiet sink is passed over: no record is taken from its pool,
-// queued or rung for (at 1 s, about 3% of a sample's CPU: docs/performance.md,
-// "Run together"), and LastSkipped says when the last sample passed over was taken. A mark
-// (a label, a record switch...) ends the quiet: the samples after it are
-// queued as usual until the consumer, having taken the mark, asks for
-// quiet again. Only the consumer calls it, between records. It is for a
+// queued or rung for (at 1 s, about 3% of a sample's CPU:
+// docs/performance.md, "Run together"), and LastSkipped says when the last
+// sample passed over was taken. A mark (a label, a record switch...) ends
+// the quiet: the samples after it are queued as usual until the consumer,
+// having taken the mark, asks for quiet again. Only the consumer calls it, between records. It is for a
 // recorder without a file: `stat`'s waits for a `ctl record` that may never
 // come, and the samples before that command it never writes.
 func (k *Sink) SetQuiet(q bool) {
