@@ -945,7 +945,10 @@ func TestStatIntoAFileKeepsOrder(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer out.Close()
-	cmd := exec.Command(binary, "stat", "-i", "60ms", "-n", "25", "-e", "vmstat.pgfault", "--ctl", fifo)
+	// 60 samples (3.6 s): room for the three ctl commands, each a process
+	// started on a machine that may be busy.
+	const samples = 60
+	cmd := exec.Command(binary, "stat", "-i", "60ms", "-n", strconv.Itoa(samples), "-e", "vmstat.pgfault", "--ctl", fifo)
 	cmd.Env = append(os.Environ(), "XDG_RUNTIME_DIR="+dir)
 	var errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = out, &errb
@@ -991,8 +994,8 @@ func TestStatIntoAFileKeepsOrder(t *testing.T) {
 		}
 		last = ts
 	}
-	if len(times) != 25 || strings.Join(labels, " ") != "one two" {
-		t.Fatalf("%d samples, labels %q; want 25 samples and the labels one and two:\n%s", len(times), labels, readLines(t, outPath))
+	if len(times) != samples || strings.Join(labels, " ") != "one two" {
+		t.Fatalf("%d samples, labels %q; want %d samples and the labels one and two:\n%s", len(times), labels, samples, readLines(t, outPath))
 	}
 	r, err := recording.Load(rec)
 	if err != nil {
