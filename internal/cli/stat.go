@@ -156,9 +156,7 @@ func (tm *terminal) run() error {
 		}
 		tm.mu.Unlock()
 	}
-	tm.mu.Lock()
-	defer tm.mu.Unlock()
-	return tm.werr
+	return tm.werr // the bell is never closed: a closed queue ends the loop above
 }
 
 // fail keeps the first write error and stops sampling: typically a closed
@@ -177,8 +175,8 @@ func (tm *terminal) fail(err error) {
 // a raw write the kernel holds delays sampling wherever it is made; with
 // more Ps, from a GOMAXPROCS in the environment, only when made here.
 // Either way rawio then writes the ordinary way for a while, and take
-// declines.) A failed write is declined and left to
-// run, which the queued sample wakes.
+// declines.) A failed write is declined and left to run, which the queued
+// sample wakes.
 func (tm *terminal) take(t time.Duration, values []float64) bool {
 	if !tm.mu.TryLock() {
 		return false
