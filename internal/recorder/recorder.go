@@ -22,6 +22,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -32,8 +33,15 @@ import (
 )
 
 // Recorder writes the records of one timeline to the current file, if any.
-// Its methods are called from one goroutine: Run's, or its owner's.
+// Its methods are called from one goroutine: Run's, or its owner's. Under
+// Run, the sampling goroutine may also write a sample (take).
 type Recorder struct {
+	// mu is held, under Run, by whichever of Run's goroutine and take
+	// writes; derr is a write error take met, for Run to report.
+	mu      sync.Mutex
+	derr    error
+	directN uint64 // samples take wrote, for tests
+
 	header recording.Header // template: everything but Start and Interval
 	force  bool
 	report func(error)
@@ -178,39 +186,102 @@ func (r *Recorder) end() recording.End {
 const zstdFlushEvery = 250 * time.Millisecond
 
 // Run drains the sink until sampling ends, then closes the file. It returns
-// the first error that stopped a recording.
+// the first error that stopped a recording. While it runs, samples that
+// arrive one batch at a time may be written on the sampling goroutine
+// instead (take).
 func (r *Recorder) Run() error {
 	flush := time.NewTimer(time.Hour)
 	flush.Stop()
 	defer flush.Stop()
+	r.sink.SetDirect(r.take)
+	defer r.sink.SetDirect(nil)
 	for {
 		select {
 		case <-r.sink.Ready():
-			for {
-				rec, open := r.sink.Next()
-				if rec == nil {
-					if !open {
-						r.Stop()
-						return r.err
-					}
-					// Caught up: one flush per batch, not per sample.
-					r.FlushLater(flush)
-					// Without a file, samples can wait until a switch
-					// (a mark, which always wakes this loop) needs them.
-					r.sink.SetQuiet(r.w == nil && r.pending == nil)
-					break
-				}
-				end := rec.Kind == sampler.KindEnd
-				r.Handle(rec)
-				r.sink.Release(rec)
-				if end {
-					r.Stop()
-				}
+			if !r.drain(flush) {
+				return r.err
 			}
 		case <-flush.C:
+			r.mu.Lock()
 			r.FlushLater(flush)
+			r.mu.Unlock()
 		}
 	}
+}
+
+// drain handles what the sink holds, under mu; false when sampling ended
+// and the recording was closed.
+func (r *Recorder) drain(flush *time.Timer) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.derr != nil {
+		// take's write failed: the recording stops here, off the
+		// sampling goroutine, and the sample it declined, queued behind
+		// this, finds no file.
+		if r.w != nil {
+			r.fail(r.derr)
+		}
+		r.derr = nil
+	}
+	for {
+		rec, open := r.sink.Next()
+		if rec == nil {
+			if !open {
+				r.Stop()
+				return false
+			}
+			// Caught up: one flush per batch, not per sample.
+			r.FlushLater(flush)
+			// Without a file, samples can wait until a switch (a
+			// mark, which always wakes this loop) needs them.
+			r.sink.SetQuiet(r.w == nil && r.pending == nil)
+			return true
+		}
+		end := rec.Kind == sampler.KindEnd
+		r.Handle(rec)
+		r.sink.Release(rec)
+		if end {
+			r.Stop()
+		}
+	}
+}
+
+// take writes a sample on the sampling goroutine (a sampler.Direct),
+// sparing it the hand-off to Run's goroutine: only when Run is not writing,
+// the current file is begun, and writing it out now cannot wait on
+// anything but the kernel (recording.Writer.RawNow). A compressed file is
+// taken only when its flush is due (at intervals of zstdFlushEvery or
+// more, every sample), so that its held-back flushes stay with Run's timer.
+// A failed write is declined and left to Run, which reports it and stops
+// the recording; take never reports, rotates or stops anything itself, as
+// those may wait.
+func (r *Recorder) take(t time.Duration, values []float64) bool {
+	if !r.mu.TryLock() {
+		return false
+	}
+	defer r.mu.Unlock()
+	if r.derr != nil || r.w == nil || r.pending != nil || !r.based || r.fixOffset || !r.w.RawNow() {
+		return false
+	}
+	var now time.Time
+	if r.compressed {
+		if now = time.Now(); now.Sub(r.lastFlush) < zstdFlushEvery {
+			return false
+		}
+	}
+	t += r.base
+	err := r.w.WriteSample(t-r.offset, values)
+	if err == nil {
+		err = r.w.Flush()
+	}
+	if err != nil {
+		r.derr = err
+		return false
+	}
+	r.lastSample = t
+	r.dirty, r.lastFlush = false, now
+	r.directN++
+	return true
 }
 
 // FlushLater flushes and, when a compressed file's flush is held back,

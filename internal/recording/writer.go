@@ -31,12 +31,13 @@ import (
 type Writer struct {
 	mu     sync.Mutex
 	path   string
-	file   *os.File      // non-nil when the Writer owns a file
-	buf    *bufio.Writer // buffers plain output (nil for zstd)
-	enc    *zstd.Encoder // non-nil for compressed output
-	out    io.Writer     // where lines go: buf or enc
-	line   []byte        // reused line buffer
-	ncols  int           // values per sample in the current column set
+	file   *os.File          // non-nil when the Writer owns a file
+	raw    *rawio.FileWriter // under the output, when Create made it
+	buf    *bufio.Writer     // buffers plain output (nil for zstd)
+	enc    *zstd.Encoder     // non-nil for compressed output
+	out    io.Writer         // where lines go: buf or enc
+	line   []byte            // reused line buffer
+	ncols  int               // values per sample in the current column set
 	header bool
 	closed bool
 	last   time.Duration // latest t written, for the end line
@@ -104,8 +105,9 @@ func Create(path string, force bool) (*Writer, error) {
 	// for the figure in docs/performance.md ("How the sampling loop keeps
 	// its cost down"): ordinary writes cost record 13-20% more CPU per
 	// sample at 1 s (225 against 198 µs), past the 0.2 ms/s goal.
-	w := newWriter(rawio.NewFileWriter(f), strings.HasSuffix(path, ".zst"))
-	w.file = f
+	fw := rawio.NewFileWriter(f)
+	w := newWriter(fw, strings.HasSuffix(path, ".zst"))
+	w.file, w.raw = f, fw
 	w.path = path
 	return w, nil
 }
@@ -201,6 +203,13 @@ func (w *Writer) settle() {
 		w.ends, w.head = w.ends[:n], 0
 	}
 }
+
+// RawNow says whether what is written and flushed now reaches the file
+// without waiting on anything but the kernel's page cache: a file Create
+// made, written raw at this moment (rawio.FileWriter.RawNow). A caller that
+// must not wait (the sampling goroutine, internal/recorder) writes only
+// then.
+func (w *Writer) RawNow() bool { return w.raw != nil && w.raw.RawNow() }
 
 // Path returns the file name given to Create, or "" for NewWriter.
 func (w *Writer) Path() string { return w.path }
