@@ -254,7 +254,11 @@ func (r *Recorder) drain(flush *time.Timer) bool {
 // more, every sample), so that its held-back flushes stay with Run's timer.
 // A failed write is declined and left to Run, which reports it and stops
 // the recording; take never reports, rotates or stops anything itself, as
-// those may wait.
+// those may wait. (A raw write the kernel holds, under another process's
+// writeback, delays sampling wherever it is made on the one P the process
+// samples on; with more Ps, from a GOMAXPROCS in the environment, only when
+// made here. Either way rawio then writes the ordinary way for a while, and
+// take declines.)
 func (r *Recorder) take(t time.Duration, values []float64) bool {
 	if !r.mu.TryLock() {
 		return false
@@ -278,8 +282,10 @@ func (r *Recorder) take(t time.Duration, values []float64) bool {
 		r.derr = err
 		return false
 	}
-	r.lastSample = t
-	r.dirty, r.lastFlush = false, now
+	r.lastSample, r.dirty = t, false
+	if r.compressed {
+		r.lastFlush = now
+	}
 	r.directN++
 	return true
 }
