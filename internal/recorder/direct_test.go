@@ -203,3 +203,25 @@ func TestRecordingTakenOnTheSamplingGoroutine(t *testing.T) {
 
 // micros is a recording's time in seconds, written to the microsecond.
 func micros(s float64) time.Duration { return time.Duration(math.Round(s*1e6)) * time.Microsecond }
+
+// TestSwitchWhileTakingDirectly: `ctl record` at an interval whose samples
+// the sampling goroutine writes. The switch is Run's; the samples taken
+// before it end the first file, and the second file's t=0 is the last of
+// them, as when every sample went through Run.
+func TestSwitchWhileTakingDirectly(t *testing.T) {
+	const n = 20
+	dir := t.TempDir()
+	a, b := filepath.Join(dir, "a.jsonl"), filepath.Join(dir, "b.jsonl")
+	smp, rec, msgs := setupAt(t, sampler.BatchEvery, n)
+	if err := rec.Create(a); err != nil {
+		t.Fatal(err)
+	}
+	runRotating(t, smp, rec, 8*sampler.BatchEvery+sampler.BatchEvery/2, b)
+	ra, rb := loadSwitched(t, a, b)
+	if got := len(ra.Samples) + len(rb.Samples); got != n || len(*msgs) != 1 {
+		t.Errorf("%d + %d samples across the two files, reported %q; want %d and the switch", len(ra.Samples), len(rb.Samples), *msgs, n)
+	}
+	if rec.directN < n/2 {
+		t.Errorf("%d of %d samples taken on the sampling goroutine; want most", rec.directN, n)
+	}
+}

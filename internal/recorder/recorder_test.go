@@ -29,15 +29,22 @@ func openCatalog(t *testing.T) (*sampler.Catalog, *topology.Topology) {
 	return cat, topo
 }
 
-// setup samples vmstat.pgfault and node.MemFree on the live machine.
+// setup samples vmstat.pgfault and node.MemFree on the live machine every
+// 10 ms.
 func setup(t *testing.T, count uint64) (*sampler.Sampler, *Recorder, *[]string) {
+	t.Helper()
+	return setupAt(t, 10*time.Millisecond, count)
+}
+
+// setupAt is setup at another interval.
+func setupAt(t *testing.T, interval time.Duration, count uint64) (*sampler.Sampler, *Recorder, *[]string) {
 	t.Helper()
 	cat, topo := openCatalog(t)
 	cols, err := cat.Select([]string{"vmstat.pgfault", "node.MemFree"}, false)
 	if err != nil {
 		t.Fatal(err)
 	}
-	smp, err := sampler.New(cols, sampler.Config{Interval: 10 * time.Millisecond, Count: count})
+	smp, err := sampler.New(cols, sampler.Config{Interval: interval, Count: count})
 	if err != nil {
 		t.Fatal(err)
 	}
