@@ -567,6 +567,14 @@ func (s *Sampler) Run(ctx context.Context) error {
 			deadline += skipped * interval
 		}
 		deadline += interval
+		if w.notified() {
+			// A notify whose command was taken already fired the timer
+			// as a deadline passed: a one-shot now, it must be armed to
+			// the deadlines again (or sampling would stop here).
+			if err := w.arm(deadline, interval); err != nil {
+				return err
+			}
+		}
 		n := sample(now)
 		if s.cfg.Count > 0 && n >= s.cfg.Count {
 			return nil // the count's last sample is the final one

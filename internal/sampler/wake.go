@@ -5,6 +5,7 @@ import (
 	"os"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 	"unsafe"
@@ -32,6 +33,16 @@ import (
 // until then, was preempted by sysmon every 10 ms and handed between
 // threads, and its consumers ran on the CPU it woke on).
 //
+// The timer is read only once it may have fired: at or after its next
+// expiry, or after a notify since the sampler last armed it. A read before
+// that, which would only find the timer not yet due, is a system call per
+// sample saved (one of the five the sampler made per sample at 10 ms and
+// more); the poller tells when the timer fires. The next expiry is the
+// timer's own, not the sampler's deadline: a periodic timerfd that fired
+// starts its next period only when it is read, so a read it is owed must
+// never be skipped (a sampler late behind a deadline that the timer
+// reached after its last read would otherwise sleep forever).
+//
 // A command (Stop, SetInterval, a label...) wakes the sampler by re-arming
 // the timer to a time already past, which ends the sleep at once. The
 // sampler, woken with commands queued, takes them and re-arms the timer to
@@ -47,6 +58,13 @@ type waker struct {
 	read func(fd uintptr) bool
 	err  syscall.Errno // the last read's error, set by read
 	buf  [8]byte
+
+	// The sampling goroutine's: when the timer fires next, at the latest
+	// (CLOCK_MONOTONIC ns), and its period, as last armed and read.
+	next, period int64
+	notes        atomic.Uint64 // notifies that re-armed the timer
+	armed        uint64        // notes when the sampler last armed it
+	reads        int           // the timer's reads, for tests
 }
 
 func newWaker() *waker { return &waker{fd: -1} }
@@ -68,9 +86,26 @@ func (w *waker) open() error {
 	}
 	// One closure for the waker's life: a wait allocates nothing.
 	w.read = func(fd uintptr) bool {
+		now := nanotime()
+		if !w.notified() && now < w.next {
+			// Neither its period nor a notify can have fired the
+			// timer: park in the poller without asking the kernel.
+			// (Either firing after this look wakes the poller, which
+			// RawConn has told to wait for the next one before calling
+			// read.) A notify's re-arming, which replaced the periodic
+			// timer, must be read and then armed over by the sampler.
+			return false
+		}
+		w.reads++
 		_, _, e := unix.RawSyscall(unix.SYS_READ, fd, uintptr(unsafe.Pointer(&w.buf[0])), uintptr(len(w.buf)))
 		if e == unix.EAGAIN {
 			return false // not yet: park in the poller
+		}
+		if e == 0 && now >= w.next {
+			// The read started the timer's next period: its first
+			// expiry after the kernel's clock at the read, which was
+			// at least now.
+			w.next += ((now-w.next)/w.period + 1) * w.period
 		}
 		w.err = e
 		return true
@@ -88,12 +123,20 @@ func (w *waker) open() error {
 // arm makes the timer fire at first (CLOCK_MONOTONIC ns) and every period
 // after it.
 func (w *waker) arm(first, period int64) error {
+	// Counted before the timer is set: a notify after this look re-arms
+	// it, and then counts as one since.
+	w.armed = w.notes.Load()
+	w.next, w.period = first, period
 	spec := unix.ItimerSpec{Value: unix.NsecToTimespec(first), Interval: unix.NsecToTimespec(period)}
 	if err := unix.TimerfdSettime(w.fd, unix.TFD_TIMER_ABSTIME, &spec, nil); err != nil {
 		return fmt.Errorf("timerfd_settime: %w", err)
 	}
 	return nil
 }
+
+// notified says whether a notify re-armed the timer since the sampler last
+// armed it.
+func (w *waker) notified() bool { return w.notes.Load() != w.armed }
 
 // wait sleeps until the timer fires: at a deadline, or at once after notify.
 // The caller tells which by the clock and its command queue. It does not
@@ -119,6 +162,7 @@ func (w *waker) notify() {
 		return
 	}
 	// 1 ns after boot: long past, so the timer expires at once.
+	w.notes.Add(1)
 	spec := unix.ItimerSpec{Value: unix.Timespec{Nsec: 1}}
 	_ = unix.TimerfdSettime(w.fd, unix.TFD_TIMER_ABSTIME, &spec, nil)
 }

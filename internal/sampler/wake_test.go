@@ -187,6 +187,152 @@ func TestCommandBeforeRun(t *testing.T) {
 	}
 }
 
+// TestTimerReadOncePerSample: the sampler reads its timer once it may have
+// fired, not also before, when a read would find it not yet due (a system
+// call per sample saved).
+func TestTimerReadOncePerSample(t *testing.T) {
+	const n = 20
+	c, _ := newStepCatalog()
+	cols, _ := c.Select([]string{"step.hits"}, false)
+	s, err := New(cols, Config{Interval: 20 * time.Millisecond, Count: n})
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := s.AddSink("t", 64)
+	go func() {
+		for r := range k.Records() {
+			k.Release(r)
+		}
+	}()
+	if err := s.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	// One read per sample, and now and then one more: a wake-up that
+	// finds the deadline passed a moment before the timer's interrupt
+	// (before this change, two reads per sample, one of them too early).
+	if r := s.wake.reads; r < n-1 || r > n+n/4 {
+		t.Errorf("the timer was read %d times for %d samples; want about one a sample", r, n)
+	}
+}
+
+// TestNotifyWithoutACommand: a notify whose command was taken already (it
+// re-armed the timer after the sampler had, to fire at once) is still read,
+// and the sampler arms its deadlines again: sampling goes on at them.
+func TestNotifyWithoutACommand(t *testing.T) {
+	c, _ := newStepCatalog()
+	cols, _ := c.Select([]string{"step.hits"}, false)
+	s, err := New(cols, Config{Interval: 50 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := s.AddSink("t", 64)
+	done := make(chan error, 1)
+	go func() { done <- s.Run(context.Background()) }()
+	<-s.Sampling()
+	for range 3 {
+		time.Sleep(15 * time.Millisecond)
+		s.wake.notify()
+	}
+	// The timer, left one-shot and expired by the last notify, would never
+	// fire again had that notify not been read.
+	time.Sleep(300 * time.Millisecond)
+	s.Stop()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for r := range k.Records() {
+		if r.Kind == KindSample {
+			n++
+		}
+		k.Release(r)
+	}
+	// 345 ms at 50 ms, and the final sample: 7 or 8; fewer only if a
+	// loaded machine missed deadlines, which the stats count.
+	if st := s.Stats(); n < 6 || uint64(n)+st.MissedDeadlines < 7 {
+		t.Errorf("%d samples (%d missed deadlines) in 345 ms at 50 ms after three bare notifies", n, st.MissedDeadlines)
+	}
+}
+
+// TestNotifyAsADeadlinePasses: a notify whose command was taken already,
+// made while the sampler is late past its next deadline, leaves the timer a
+// one-shot that fired; the sampler, woken by it and finding the deadline
+// passed, samples and arms its deadlines again, and sampling goes on.
+func TestNotifyAsADeadlinePasses(t *testing.T) {
+	const n = 10
+	c, _ := newStepCatalog()
+	cols, _ := c.Select([]string{"step.hits"}, false)
+	s, err := New(cols, Config{Interval: BatchEvery, Count: n})
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := s.AddSink("t", 64)
+	taken := 0
+	k.SetDirect(func(time.Duration, []float64) bool {
+		if taken++; taken == 3 {
+			// On the sampling goroutine: the notify, then late past
+			// the next deadline before the sampler waits again.
+			s.wake.notify()
+			time.Sleep(BatchEvery + BatchEvery/2)
+		}
+		return true
+	})
+	done := make(chan error, 1)
+	go func() { done <- s.Run(context.Background()) }()
+	go func() {
+		for r := range k.Records() {
+			k.Release(r)
+		}
+	}()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(20 * time.Second):
+		s.Abort()
+		t.Fatalf("sampling stopped after a notify as a deadline passed: %d samples of %d in 20 s", s.Stats().Samples, n)
+	}
+}
+
+// TestWaitAfterAnUnreadExpiry: a periodic timerfd that fired starts its
+// next period only when it is read. A waiter late past an expiry (here,
+// after sleeping through one) must read it, not park until an expiry that
+// will never come.
+func TestWaitAfterAnUnreadExpiry(t *testing.T) {
+	w := newWaker()
+	if err := w.open(); err != nil {
+		t.Fatal(err)
+	}
+	defer w.close()
+	const period = 5 * time.Millisecond
+	if err := w.arm(nanotime()+int64(period), int64(period)); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		for i := range 4 {
+			if err := w.wait(); err != nil {
+				done <- err
+				return
+			}
+			if i == 0 {
+				time.Sleep(2*period + period/2) // past the next expiry, unread
+			}
+		}
+		done <- nil
+	}()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(10 * time.Second):
+		w.notify() // let the goroutine end
+		t.Fatal("a wait after an expiry left unread did not return in 10 s at a 5 ms period")
+	}
+}
+
 // TestShortIntervalLetsTheRuntimeWork: sampling at 2 ms on one P, garbage
 // collections (which stop the world) and commands still go through
 // promptly, and no sample is lost.

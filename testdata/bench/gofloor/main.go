@@ -6,8 +6,9 @@
 // sampling loop keeps its cost down"): one P (GOMAXPROCS 1), a periodic
 // CLOCK_MONOTONIC timerfd (its deadlines fixed from the start) registered with the runtime's
 // network poller, the goroutine parked on it and the timer read with a raw
-// read, so that the only thread that wakes is the one that returns from
-// epoll_pwait. Per sample it then does what the C sampler does: one pread of
+// read once it may have fired (not before: a read then would only find it
+// not yet due), so that the only thread that wakes is the one that returns
+// from epoll_pwait. Per sample it then does what the C sampler does: one pread of
 // /proc/vmstat, a scan of its lines for the named counters, one line
 // "seconds value value ..." (each counter's change since the previous sample)
 // into a 4 KiB buffer, written out when full. SIGUSR1 writes "# label: mN" at
@@ -24,6 +25,7 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"encoding/binary"
 	"fmt"
 	"os"
 	"os/signal"
@@ -68,12 +70,6 @@ func run(iv int64, names []string) error {
 	if err != nil {
 		return err
 	}
-	var expirations [8]byte
-	readTimer := func(fd uintptr) bool {
-		_, _, e := unix.RawSyscall(unix.SYS_READ, fd, uintptr(unsafe.Pointer(&expirations[0])), 8)
-		return e != unix.EAGAIN
-	}
-
 	// Signals: a label at the next sample; a stop fires the timer at once.
 	var marks, stop atomic.Int32
 	usr1 := make(chan os.Signal, 8)
@@ -96,6 +92,18 @@ func run(iv int64, names []string) error {
 	// monotonic reading): a clock_gettime made as a system call enters the
 	// scheduler and wakes sysmon, a thread more at every sample.
 	t0 := time.Now()
+	// next is the timer's next expiry in ns after t0, or a little before it
+	// (the timer is set just after t0): before next, unless a stop fired it,
+	// the timer has not fired, and the goroutine parks without reading it.
+	next := iv
+	var expirations [8]byte
+	readTimer := func(fd uintptr) bool {
+		if stop.Load() == 0 && int64(time.Since(t0)) < next {
+			return false
+		}
+		_, _, e := unix.RawSyscall(unix.SYS_READ, fd, uintptr(unsafe.Pointer(&expirations[0])), 8)
+		return e != unix.EAGAIN
+	}
 	spec := unix.ItimerSpec{Value: unix.NsecToTimespec(iv), Interval: unix.NsecToTimespec(iv)}
 	if err := unix.TimerfdSettime(tfd, 0, &spec, nil); err != nil {
 		return fmt.Errorf("timerfd_settime: %w", err)
@@ -118,6 +126,7 @@ func run(iv int64, names []string) error {
 		if stop.Load() != 0 {
 			return nil
 		}
+		next += int64(binary.NativeEndian.Uint64(expirations[:])) * iv
 		n, _, e := unix.RawSyscall6(unix.SYS_PREAD64, uintptr(vm), uintptr(unsafe.Pointer(&buf[0])), uintptr(len(buf)), 0, 0, 0)
 		if e != 0 || n == 0 {
 			return fmt.Errorf("pread /proc/vmstat: %v", e)
