@@ -49,7 +49,7 @@ import (
 // its deadlines; it then looks at the queue again, so that a command whose
 // re-arming it overwrote is not left waiting (see Sampler.Run).
 type waker struct {
-	mu     sync.Mutex // guards fd against notify and close
+	mu     sync.Mutex // guards fd against notify and close; orders notify and arm
 	fd     int
 	closed bool
 
@@ -123,8 +123,11 @@ func (w *waker) open() error {
 // arm makes the timer fire at first (CLOCK_MONOTONIC ns) and every period
 // after it.
 func (w *waker) arm(first, period int64) error {
-	// Counted before the timer is set: a notify after this look re-arms
-	// it, and then counts as one since.
+	// With notify's count and setting on one side of this, not between
+	// (see notify): a notify counted after this look sets the timer after
+	// this arm does.
+	w.mu.Lock()
+	defer w.mu.Unlock()
 	w.armed = w.notes.Load()
 	w.next, w.period = first, period
 	spec := unix.ItimerSpec{Value: unix.NsecToTimespec(first), Interval: unix.NsecToTimespec(period)}
@@ -161,8 +164,13 @@ func (w *waker) notify() {
 	if w.closed || w.fd < 0 {
 		return
 	}
-	// 1 ns after boot: long past, so the timer expires at once.
+	// Counted before the timer is set, so that the sampler, woken by this
+	// setting, sees the count and reads the timer (counted after, it could
+	// park on a one-shot timer that fired); and under mu, as arm looks at
+	// the count and sets the timer, so that no arm comes between the two
+	// and overlooks a setting that then outlasts its own.
 	w.notes.Add(1)
+	// 1 ns after boot: long past, so the timer expires at once.
 	spec := unix.ItimerSpec{Value: unix.Timespec{Nsec: 1}}
 	_ = unix.TimerfdSettime(w.fd, unix.TFD_TIMER_ABSTIME, &spec, nil)
 }
