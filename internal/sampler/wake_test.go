@@ -383,8 +383,11 @@ func TestCommandStormKeepsSampling(t *testing.T) {
 	}
 	wg.Wait()
 	// With no command after the storm, only the timer wakes the sampler.
-	for l := labels.Load(); l < senders*each; l = labels.Load() {
-		time.Sleep(time.Millisecond)
+	for give := time.Now().Add(20 * time.Second); labels.Load() < senders*each; time.Sleep(time.Millisecond) {
+		if time.Now().After(give) {
+			s.Abort()
+			t.Fatalf("%d of %d labels taken 20 s after the storm", labels.Load(), senders*each)
+		}
 	}
 	before := samples.Load()
 	time.Sleep(200 * time.Millisecond)
