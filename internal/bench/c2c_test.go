@@ -285,7 +285,7 @@ func TestC2CTurnsLookAtDeadline(t *testing.T) {
 		defer close(partner)
 		c2cTurns(&w, 1, 1<<22, time.Now().Add(200*time.Millisecond))
 	}()
-	mine, ok := c2cTurns(&w, 0, 1<<22, time.Now().Add(-time.Second))
+	mine, _, ok := c2cTurns(&w, 0, 1<<22, time.Now().Add(-time.Second))
 	<-partner
 	if ok || mine/2 > c2cDeadlineTurns {
 		t.Errorf("past its deadline the ping-pong took %d turns (finished %v), want at most %d", mine/2, ok, c2cDeadlineTurns)
