@@ -473,20 +473,8 @@ func TestSynchronousFeed(t *testing.T) {
 func TestHandlingASampleDoesNotAllocate(t *testing.T) {
 	for _, name := range []string{"a.jsonl", "a.jsonl.zst"} {
 		t.Run(name, func(t *testing.T) {
-			smp, rec, msgs := setup(t, 1)
-			if err := rec.Create(filepath.Join(t.TempDir(), name)); err != nil {
-				t.Fatal(err)
-			}
 			// One real record sets the timeline up and begins the file.
-			sink := smp.AddSink("alloc", 4)
-			if err := smp.Run(context.Background()); err != nil {
-				t.Fatal(err)
-			}
-			first, _ := sink.Next()
-			if first == nil {
-				t.Fatal("no record")
-			}
-			rec.Handle(first)
+			rec, msgs := begun(t, filepath.Join(t.TempDir(), name))
 			r := &sampler.Record{Kind: sampler.KindSample, Values: []float64{1, 2}}
 			timer := time.NewTimer(time.Hour)
 			defer timer.Stop()

@@ -439,7 +439,8 @@ func (s *Sampler) Abort() { s.send(control{op: opAbort}) }
 // runs, the process runs on one P (see waker and procs) and, with
 // Config.PinCPUs, is pinned. A wake-up more than one interval after its
 // deadline counts the deadlines in between as missed and skips them rather
-// than catching up with a burst. Each sample reads the clock once.
+// than catching up with a burst. Each sample reads the clock once for its
+// time (the waker reads it too, to skip a read of a timer not yet due).
 func (s *Sampler) Run(ctx context.Context) error {
 	if len(s.cfg.PinCPUs) > 0 {
 		if err := pinProcess(s.cfg.PinCPUs); err != nil {

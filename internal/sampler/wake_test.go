@@ -189,18 +189,25 @@ func TestCommandBeforeRun(t *testing.T) {
 	}
 }
 
+// stepSampler is a sampler of the step sensor's hits with cfg and one sink
+// of the given depth, not yet running.
+func stepSampler(t *testing.T, cfg Config, depth int) (*Sampler, *Sink) {
+	t.Helper()
+	c, _ := newStepCatalog()
+	cols, _ := c.Select([]string{"step.hits"}, false)
+	s, err := New(cols, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s, s.AddSink("t", depth)
+}
+
 // TestTimerReadOncePerSample: the sampler reads its timer once it may have
 // fired, not also before, when a read would find it not yet due (a system
 // call per sample saved).
 func TestTimerReadOncePerSample(t *testing.T) {
 	const n = 20
-	c, _ := newStepCatalog()
-	cols, _ := c.Select([]string{"step.hits"}, false)
-	s, err := New(cols, Config{Interval: 20 * time.Millisecond, Count: n})
-	if err != nil {
-		t.Fatal(err)
-	}
-	k := s.AddSink("t", 64)
+	s, k := stepSampler(t, Config{Interval: 20 * time.Millisecond, Count: n}, 64)
 	go func() {
 		for r := range k.Records() {
 			k.Release(r)
@@ -221,13 +228,7 @@ func TestTimerReadOncePerSample(t *testing.T) {
 // re-armed the timer after the sampler had, to fire at once) is still read,
 // and the sampler arms its deadlines again: sampling goes on at them.
 func TestNotifyWithoutACommand(t *testing.T) {
-	c, _ := newStepCatalog()
-	cols, _ := c.Select([]string{"step.hits"}, false)
-	s, err := New(cols, Config{Interval: 50 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
-	k := s.AddSink("t", 64)
+	s, k := stepSampler(t, Config{Interval: 50 * time.Millisecond}, 64)
 	done := make(chan error, 1)
 	go func() { done <- s.Run(context.Background()) }()
 	<-s.Sampling()
@@ -262,13 +263,7 @@ func TestNotifyWithoutACommand(t *testing.T) {
 // passed, samples and arms its deadlines again, and sampling goes on.
 func TestNotifyAsADeadlinePasses(t *testing.T) {
 	const n = 10
-	c, _ := newStepCatalog()
-	cols, _ := c.Select([]string{"step.hits"}, false)
-	s, err := New(cols, Config{Interval: BatchEvery, Count: n})
-	if err != nil {
-		t.Fatal(err)
-	}
-	k := s.AddSink("t", 64)
+	s, k := stepSampler(t, Config{Interval: BatchEvery, Count: n}, 64)
 	taken := 0
 	k.SetDirect(func(time.Duration, []float64) bool {
 		if taken++; taken == 3 {
@@ -343,13 +338,7 @@ func TestWaitAfterAnUnreadExpiry(t *testing.T) {
 // waker.arm exclude by construction, are too rare to be met here: this is
 // the coarse check.)
 func TestCommandStormKeepsSampling(t *testing.T) {
-	c, _ := newStepCatalog()
-	cols, _ := c.Select([]string{"step.hits"}, false)
-	s, err := New(cols, Config{Interval: 2 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
-	k := s.AddSink("t", 4096)
+	s, k := stepSampler(t, Config{Interval: 2 * time.Millisecond}, 4096)
 	done := make(chan error, 1)
 	go func() { done <- s.Run(context.Background()) }()
 	var labels, samples atomic.Int64
