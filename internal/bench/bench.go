@@ -369,6 +369,7 @@ func Run(opt Options) (*Result, error) {
 	// Nothing in the measured loops allocates, but the garbage collector
 	// could still wake for what Run allocates between them.
 	defer debug.SetGCPercent(debug.SetGCPercent(-1))
+	defer enoughPs(p.threadsAtOnce() + 1)()
 
 	total := 0
 	if opt.Kinds.Latency {

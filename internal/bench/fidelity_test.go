@@ -1,17 +1,27 @@
 package bench
 
 import (
+	"bufio"
 	"fmt"
+	"io"
 	"math"
+	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
+	"runtime/debug"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"unsafe"
 
+	"golang.org/x/sys/unix"
+
+	"github.com/numascope/numascope/internal/sysfs"
 	"github.com/numascope/numascope/internal/testutil"
+	"github.com/numascope/numascope/internal/topology"
 )
 
 // TestRandomChainIsOneCycle: the default chain goes through every line
@@ -203,4 +213,270 @@ func keyValues(out []byte) map[string]float64 {
 		}
 	}
 	return fields
+}
+
+// TestBandwidthMatchesReference: numascope's copy bandwidth pass (the
+// plan's array size and CPUs, the buffers bound to the node, the pinned
+// threads and their first touch, the gate, the copy kernel and STREAM's
+// counting) agrees within 20% with testdata/bench/refstream.c, a
+// STREAM-like OpenMP copy written apart from numascope (its own threads,
+// placement, barrier, clock and compiler-made loop), on the same CPUs with
+// arrays of the same size: on one CPU, and on all the node's. Run's loop
+// around the passes (an uncounted one, then the best of --repeat) is
+// TestRunLive's.
+//
+// Each tool runs as a process of its own under SCHED_FIFO (when the test
+// may set it: root): a pass with a measuring thread descheduled for part
+// of it is another quantity, and which tool such a pass hits is chance.
+// Beside the NUMA VM suite in CI, QEMU's threads take the two CPUs for
+// minutes: there, scheduled as usual, whole runs of the two compared
+// 0.36-1.65 round by round (CI of 2026-12-02). Real-time threads run
+// before QEMU's and before busy loops.
+//
+// The host moves more than the tolerance. On the build machines (KVM
+// guests) a pass reads 9-30 GB/s within one run, and a run's best 22-42
+// GB/s from one second to the next, with the neighbours' traffic: whole
+// runs compared round by round spread 0.71-1.53 a round. So the two tools
+// take turns pass by pass (refstream --stepped, and this test binary as
+// numascope's helper, driving bench's own team of threads), each pass
+// 20-30 ms from the other tool's, and a session's ratio is the median of
+// its pairs' (the order alternating from pair to pair; no order effect
+// was seen). Sessions still differ, by the arrays the kernel gave each
+// process (on a VM, host memory of another speed behind them): 0.97-1.15
+// on one CPU. So the test starts both afresh for each of 5 sessions and
+// holds the median of the sessions' ratios.
+//
+// Tolerance, 20%. Both move the same bytes with the same kind of stores
+// over arrays of the same size, far beyond the caches, and each times a
+// pass from all its threads streaming to the last one's end (probed: on
+// the build machine every thread started within 1 us of numascope's clock
+// and 7 us of the reference's). Yet numascope read 0-11% over the C loop
+// on the AMD build machine (test medians 1.02-1.11 on one CPU, 1.02-1.05
+// on two, quiet or beside the VM suite and four busy loops; sessions
+// 0.95-1.15), drifting over minutes, its AVX2 and SSE2 loops alike; with
+// -funroll-loops the reference read lower still. The cause is not pinned
+// down (docs/fidelity.md), and a run lands anywhere in that range, so the
+// tolerance leaves room above it. What 20% catches: copying with
+// non-temporal stores (copy-nt reads 1.6-1.7 times the reference),
+// counting the write-allocate's read (1.5) and threads that take turns
+// (0.5).
+func TestBandwidthMatchesReference(t *testing.T) {
+	topo := liveTopology(t)
+	bin := buildReference(t, "refstream.c", "-O3", "-march=native", "-fopenmp", "-fno-tree-loop-distribute-patterns")
+	ini, err := Initiators("", topo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	node := ini[0]
+	all, err := threadCPUs(node, 0, topo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Run("one CPU", func(t *testing.T) { matchReference(t, bin, node, 1, 0.20) })
+	if len(all) > 1 {
+		t.Run("all CPUs", func(t *testing.T) { matchReference(t, bin, node, len(all), 0.20) })
+	}
+}
+
+// matchReference compares the two tools' copy passes on the node's first
+// threads CPUs (TestBandwidthMatchesReference), over several sessions:
+// each starts both tools afresh, and so on arrays the kernel gave them
+// anew.
+func matchReference(t *testing.T, bin string, node, threads int, tolerance float64) {
+	cpus, err := threadCPUs(node, threads, liveTopology(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const perArray, sessions, warm, pairs = 256 << 20, 5, 2, 32
+	places := make([]string, len(cpus))
+	for i, c := range cpus {
+		places[i] = "{" + strconv.Itoa(c) + "}"
+	}
+	med := func(v []float64) float64 {
+		s := slices.Sorted(slices.Values(v))
+		return (s[(len(s)-1)/2] + s[len(s)/2]) / 2
+	}
+	var perSession, o, c []float64
+	var huge []string
+	for range sessions {
+		helper := exec.Command(os.Args[0], "-test.run=^$")
+		helper.Env = append(os.Environ(), bandwidthHelper+"="+fmt.Sprintf("%d %d %d %s", node, 2*perArray, threads, kernelHelper))
+		ref := exec.Command(bin, "--size", strconv.Itoa(perArray), "--thp", "--stepped")
+		ref.Env = append(os.Environ(), "OMP_NUM_THREADS="+strconv.Itoa(len(cpus)), "OMP_PLACES="+strings.Join(places, ","), "OMP_PROC_BIND=close")
+		ours, theirs := startStepped(t, "numascope", helper), startStepped(t, "refstream", ref)
+		if math.Abs(ours.huge-theirs.huge) > 0.1 {
+			t.Fatalf("numascope's arrays are %.2f on huge pages, the reference's %.2f: the kernel could not back them alike (see /sys/kernel/mm/transparent_hugepage and memory fragmentation), so the two bandwidths are not comparable here", ours.huge, theirs.huge)
+		}
+		huge = append(huge, fmt.Sprintf("%.2f/%.2f", ours.huge, theirs.huge))
+		var ratios []float64
+		for i := range warm + pairs {
+			var a, b float64
+			if i%2 == 0 {
+				a, b = ours.pass(), theirs.pass()
+			} else {
+				b, a = theirs.pass(), ours.pass()
+			}
+			if i >= warm {
+				o, c, ratios = append(o, a), append(c, b), append(ratios, a/b)
+			}
+		}
+		ours.stop()
+		theirs.stop()
+		perSession = append(perSession, med(ratios))
+	}
+	ratio := med(perSession)
+	t.Logf("copy bandwidth, %d MiB an array, %d threads on CPUs %v, %d sessions of %d pairs of passes: median of the sessions' median ratios %.3f (sessions %.3f); huge-page shares %s; median pass, numascope %.0f MB/s, reference %.0f; best pass, numascope %.0f, reference %.0f",
+		perArray>>20, len(cpus), cpus, sessions, pairs, ratio, perSession, huge, med(o), med(c), slices.Max(o), slices.Max(c))
+	if math.Abs(ratio-1) > tolerance {
+		t.Errorf("numascope's copy bandwidth on %d CPUs is %.1f%% off the STREAM-like reference's (median of %d sessions' median ratios of interleaved passes: %.3f; median pass: numascope %.0f MB/s, reference %.0f); want within %.0f%%",
+			len(cpus), 100*(ratio-1), sessions, perSession, med(o), med(c), 100*tolerance)
+	}
+}
+
+// stepped is a process that runs a bandwidth pass for each line it reads
+// and prints the pass's MB/s: refstream --stepped, or numascope's helper.
+type stepped struct {
+	t    *testing.T
+	name string
+	in   io.WriteCloser
+	out  *bufio.Scanner
+	huge float64
+	stop func() // ends it: its input closed, its exit awaited
+}
+
+// startStepped starts cmd under SCHED_FIFO and reads its "ready huge=S".
+func startStepped(t *testing.T, name string, cmd *exec.Cmd) *stepped {
+	t.Helper()
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	startFIFO(t, cmd)
+	s := &stepped{t: t, name: name, in: in, out: bufio.NewScanner(out)}
+	s.stop = sync.OnceFunc(func() {
+		in.Close()
+		if err := cmd.Wait(); err != nil {
+			t.Errorf("%s: %v: %s", name, err, stderr.String())
+		}
+	})
+	t.Cleanup(s.stop)
+	line := s.line()
+	h, ok := strings.CutPrefix(line, "ready huge=")
+	if !ok {
+		t.Fatalf("%s printed %q, want ready huge=S (%s)", name, line, stderr.String())
+	}
+	if s.huge, err = strconv.ParseFloat(h, 64); err != nil {
+		t.Fatalf("%s: %q: %v", name, line, err)
+	}
+	return s
+}
+
+func (s *stepped) line() string {
+	s.t.Helper()
+	if !s.out.Scan() {
+		s.t.Fatalf("%s ended early (%v)", s.name, s.out.Err())
+	}
+	return s.out.Text()
+}
+
+// pass asks for one pass and returns its MB/s.
+func (s *stepped) pass() float64 {
+	s.t.Helper()
+	if _, err := io.WriteString(s.in, "pass\n"); err != nil {
+		s.t.Fatalf("%s: %v", s.name, err)
+	}
+	line := s.line()
+	v, err := strconv.ParseFloat(line, 64)
+	if err != nil || v <= 0 {
+		s.t.Fatalf("%s printed %q for a pass", s.name, line)
+	}
+	return v
+}
+
+// bandwidthHelper, set to "NODE SIZE THREADS KERNEL", makes the test
+// binary numascope's side of TestBandwidthMatchesReference (TestMain):
+// bench's team of THREADS threads for the pair NODE -> NODE, with arrays of
+// SIZE bytes in all, stepped as refstream --stepped is. A process of its own, so that it
+// runs under the scheduling policy its parent gave it, as the reference
+// does.
+const bandwidthHelper = "NUMASCOPE_BENCH_BANDWIDTH_HELPER"
+
+// kernelHelper is the kernel the helper runs: a mutation test of
+// TestBandwidthMatchesReference sets it to copy-nt, and the test must fail.
+var kernelHelper = "copy"
+
+func TestMain(m *testing.M) {
+	if spec := os.Getenv(bandwidthHelper); spec != "" {
+		if err := steppedBandwidth(spec); err != nil {
+			fmt.Fprintf(os.Stderr, "%s=%q: %v\n", bandwidthHelper, spec, err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+// steppedBandwidth is the helper process: as Run sets up a bandwidth pair
+// (the plan, enough Ps, the collector off), then a pass a line.
+func steppedBandwidth(spec string) error {
+	var node, threads int
+	var size uint64
+	var kernel string
+	if _, err := fmt.Sscan(spec, &node, &size, &threads, &kernel); err != nil {
+		return err
+	}
+	topo, err := topology.Discover(sysfs.New(""))
+	if err != nil {
+		return err
+	}
+	k := slices.Index(KernelNames, kernel)
+	p, err := newPlan(Options{Topology: topo, Kinds: Kinds{Bandwidth: true}, Kernel: Kernel(k), From: strconv.Itoa(node), To: strconv.Itoa(node),
+		Size: size, Repeat: 1, Threads: threads})
+	if err != nil {
+		return err
+	}
+	defer enoughPs(p.threadsAtOnce() + 1)()
+	defer debug.SetGCPercent(debug.SetGCPercent(-1))
+	tm, err := p.newTeam(p.bwCPUs[0], node)
+	if err != nil {
+		return err
+	}
+	defer tm.close()
+	_, huge, err := placedAll(tm.bufs, "bandwidth", node, node)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("ready huge=%.3f\n", huge)
+	in := bufio.NewScanner(os.Stdin)
+	for in.Scan() {
+		fmt.Printf("%.1f\n", tm.pass())
+	}
+	return in.Err()
+}
+
+// startFIFO starts cmd under SCHED_FIFO (priority 1), which the child
+// takes from the thread that forks it. Where the test may not set the
+// policy (not root), cmd runs as scheduled before, and the test says so.
+func startFIFO(t *testing.T, cmd *exec.Cmd) {
+	t.Helper()
+	ch := make(chan error, 1)
+	go func() {
+		// The thread is left locked: it exits with the goroutine, its
+		// policy with it.
+		runtime.LockOSThread()
+		attr := unix.SchedAttr{Size: unix.SizeofSchedAttr, Policy: unix.SCHED_FIFO, Priority: 1}
+		if err := unix.SchedSetAttr(0, &attr, 0); err != nil {
+			t.Logf("%s runs as scheduled before, not under SCHED_FIFO (%v): another task may take its CPUs during a pass", filepath.Base(cmd.Path), err)
+		}
+		ch <- cmd.Start()
+	}()
+	if err := <-ch; err != nil {
+		t.Fatalf("%s: %v", filepath.Base(cmd.Path), err)
+	}
 }
