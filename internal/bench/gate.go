@@ -12,12 +12,12 @@ import (
 // an OpenMP loop whose threads wait at a spinning barrier.
 //
 // Waking the threads one by one and timing from the first wake-up does
-// not: each wake-up takes some microseconds (a futex, a P handed to the
-// locked thread), so the first threads stream with part of the memory
-// system to themselves and the pass is shorter than the same bytes moved
-// by all the threads together. On the 2-vCPU build machine that read 9-21%
-// over a STREAM-like C program (docs/performance.md, "Bandwidth passes
-// started at once").
+// not: each wake-up takes tens of microseconds (a futex, a P handed to the
+// locked thread, on a VM an idle vCPU woken), so the wake-ups fall inside
+// the pass one after another, and the first threads stream with part of
+// the memory system to themselves. On the 2-vCPU build machine the second
+// of two threads arrived a median 73 us after the first, 0.8 ms at the
+// 90th percentile (docs/bench.md); with many threads it adds up.
 //
 // A pass: the coordinator arms the gate and wakes every thread (a token on
 // its channel). Each woken thread says it arrived and spins; the lead
