@@ -8,7 +8,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -27,18 +26,6 @@ const (
 	mixAnonMiB  = 64
 	mixHuge     = 4 // huge pages asked for
 )
-
-type numastatRow struct {
-	name string
-	cat  procnuma.Category
-}
-
-// numastatRows are the rows of `numastat -p PID`, in its order, with the
-// category each shows.
-var numastatRows = []numastatRow{
-	{"Huge", procnuma.CategoryHuge}, {"Heap", procnuma.CategoryHeap},
-	{"Stack", procnuma.CategoryStack}, {"Private", procnuma.CategoryPrivate},
-}
 
 // TestMemoryMatchesNumastat is the fidelity check of top's memory per node
 // (docs/fidelity.md): a process with a known mix of heap, stack, anonymous
@@ -114,7 +101,7 @@ func TestMemoryMatchesNumastat(t *testing.T) {
 	}
 	defer c.Close()
 	var (
-		ref    map[string]map[string]string
+		ref    testutil.NumastatTable
 		frame  *Frame
 		detail *Detail
 	)
@@ -174,7 +161,13 @@ func TestMemoryMatchesNumastat(t *testing.T) {
 		{"top --format json", js.Processes[0].ByNode, jsCats},
 		{"the drill-down", detail.MemoryByNode, detail.MemoryByCategory},
 	} {
-		compareNumastat(t, v.what, ref, v.byNode, v.cats)
+		if v.cats == nil {
+			t.Errorf("%s: no memory by category", v.what)
+			continue
+		}
+		for _, d := range testutil.CompareNumastat(ref, v.byNode, byName(v.cats)) {
+			t.Errorf("%s: %s", v.what, d)
+		}
 	}
 
 	// The mix is there, each part in its category: a breakdown that put
@@ -206,79 +199,28 @@ func sum(m map[string]uint64) uint64 {
 	return s
 }
 
-// compareNumastat checks every cell of numastat's table against numascope's
-// figures, printed as numastat prints them.
-func compareNumastat(t *testing.T, what string, ref map[string]map[string]string, byNode map[string]uint64, cats *MemoryCategories) {
-	t.Helper()
-	if cats == nil {
-		t.Errorf("%s: no memory by category", what)
-		return
+// byName keys the categories by their names (memory_bytes_by_category's
+// keys), as testutil.CompareNumastat takes them.
+func byName(c *MemoryCategories) map[string]map[string]uint64 {
+	m := map[string]map[string]uint64{}
+	for k := range procnuma.Categories {
+		m[k.String()] = c.Category(k)
 	}
-	mb := func(b uint64) string { return fmt.Sprintf("%.2f", float64(b)/(1<<20)) }
-	nodes := ref["Total"]
-	check := func(rowName, col string, got uint64) {
-		if want := ref[rowName][col]; mb(got) != want {
-			t.Errorf("%s: %s on %s: %s MB (%d bytes), numastat %s MB", what, rowName, col, mb(got), got, want)
-		}
-	}
-	for _, r := range numastatRows {
-		m := cats.Category(r.cat)
-		for n := range m {
-			if _, ok := nodes[n]; !ok {
-				t.Errorf("%s: %s has memory on node %s, which numastat does not show", what, r.name, n)
-			}
-		}
-		for col := range nodes {
-			if col != "Total" {
-				check(r.name, col, m[col])
-			}
-		}
-		check(r.name, "Total", sum(m))
-	}
-	for col := range nodes {
-		if col != "Total" {
-			check("Total", col, byNode[col])
-		}
-	}
-	check("Total", "Total", sum(byNode))
+	return m
 }
 
-// readNumastat runs numastat -p pid and returns its table: row (Huge, Heap,
-// Stack, Private, Total) to column (a node number, or Total) to the printed
-// MB. NUMASTAT_WIDTH keeps a table of many nodes on one line.
-func readNumastat(t *testing.T, numastat string, pid int) map[string]map[string]string {
+// readNumastat runs numastat -p pid and returns its table.
+func readNumastat(t *testing.T, numastat string, pid int) testutil.NumastatTable {
 	t.Helper()
 	cmd := exec.Command(numastat, "-p", strconv.Itoa(pid))
-	cmd.Env = append(os.Environ(), "NUMASTAT_WIDTH=100000")
+	cmd.Env = append(os.Environ(), testutil.NumastatEnv)
 	out, err := cmd.Output()
 	if err != nil {
 		t.Fatalf("numastat -p %d: %v\n%s", pid, err, out)
 	}
-	var cols []string
-	table := map[string]map[string]string{}
-	for _, l := range strings.Split(string(out), "\n") {
-		f := strings.Fields(l)
-		switch {
-		case len(f) > 2 && f[0] == "Node" && f[len(f)-1] == "Total":
-			for i := 0; i+1 < len(f)-1; i += 2 {
-				if f[i] != "Node" {
-					t.Fatalf("numastat's header %q", l)
-				}
-				cols = append(cols, f[i+1])
-			}
-			cols = append(cols, "Total")
-		case len(f) > 0 && (f[0] == "Total" || slices.ContainsFunc(numastatRows, func(r numastatRow) bool { return r.name == f[0] })):
-			if len(f)-1 != len(cols) {
-				t.Fatalf("numastat's row %q has %d figures for %d columns:\n%s", f[0], len(f)-1, len(cols), out)
-			}
-			table[f[0]] = map[string]string{}
-			for i, c := range cols {
-				table[f[0]][c] = f[i+1]
-			}
-		}
-	}
-	if len(table) != len(numastatRows)+1 {
-		t.Fatalf("numastat -p %d: %d of the 5 rows:\n%s", pid, len(table), out)
+	table, err := testutil.ParseNumastat(out)
+	if err != nil {
+		t.Fatalf("numastat -p %d: %v:\n%s", pid, err, out)
 	}
 	return table
 }

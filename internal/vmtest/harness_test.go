@@ -72,7 +72,8 @@ func requireVM(t *testing.T) {
 
 // trackInputs opens every file that the VM runs depend on but that this test
 // binary does not import: numascope's sources (numavm builds the binary from
-// them), the scripts and the workloads; and reads numavm's environment
+// them), the C sources the tests build, the scripts, the workloads and the
+// bench references; and reads numavm's environment
 // variables. go test records the files a test opens and the variables it
 // reads in its cache key, so a cached pass is reused only while none of them
 // changed, instead of hiding a numascope that no longer works.
@@ -91,13 +92,16 @@ func trackInputs(t *testing.T) {
 	for _, f := range []string{"go.mod", "go.sum"} {
 		touch(filepath.Join(root, f))
 	}
-	for _, dir := range []string{"cmd", "internal", "scripts", filepath.Join("testdata", "workloads")} {
+	for _, dir := range []string{"cmd", "internal", "scripts", filepath.Join("testdata", "workloads"), filepath.Join("testdata", "bench")} {
 		_ = filepath.WalkDir(filepath.Join(root, dir), func(p string, d os.DirEntry, err error) error {
 			if err != nil || d.IsDir() {
 				return nil
 			}
-			// Go sources of the binary; every file of the scripts and workloads.
-			if strings.HasSuffix(p, ".go") || (dir != "cmd" && dir != "internal") {
+			// Go sources of the binary, and C sources the tests build
+			// (internal/top/testdata/memmix.c); every file of the
+			// scripts, the workloads and the bench references.
+			c := strings.HasSuffix(p, ".c") || strings.HasSuffix(p, ".h")
+			if strings.HasSuffix(p, ".go") || (dir == "internal" && c) || (dir != "cmd" && dir != "internal") {
 				touch(p)
 			}
 			return nil

@@ -1,0 +1,175 @@
+package vmtest
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/numascope/numascope/internal/testutil"
+)
+
+// numastatScript reserves 4 huge pages, runs memmix (internal/top's known
+// mix: 48 MiB of heap, 16 MiB of stack, 64 MiB of anonymous memory and the
+// huge pages) with its memory interleaved over nodes 0-2, stops it once it
+// has touched every page, and reads it with the host's numastat, then
+// numascope top's JSON and live's drill-down, then numastat again.
+const numastatScript = `ip link set lo up
+echo 4 > /proc/sys/vm/nr_hugepages
+H=$(( $(cat /proc/sys/vm/nr_hugepages) * $(awk '/^Hugepagesize:/ {print $2}' /proc/meminfo) * 1024 ))
+numastat() { NUMASTAT_WIDTH=100000 /data/ld-linux-x86-64.so.2 --library-path /data /data/numastat "$@"; }
+numascope run --policy interleave:0-2 -- memmix 48 16 64 $H > /tmp/mm.out 2>&1 &
+P=$!
+i=0; while ! grep -q ready /tmp/mm.out && kill -0 $P 2>/dev/null; do sleep 0.1; i=$((i+1)); [ $i -gt 600 ] && break; done
+cat /tmp/mm.out
+kill -STOP $P
+while ! grep -q '^State:.*T' /proc/$P/status; do sleep 0.05; done
+echo "@@pid $P"
+numascope live --listen 127.0.0.1:8765 --no-token -i 1s -e vmstat.numa_hit > /tmp/live.out 2>&1 &
+L=$!
+i=0; while ! wget -qO /dev/null http://127.0.0.1:8765/ 2>/dev/null; do sleep 0.2; i=$((i+1)); [ $i -gt 150 ] && break; done
+sec before numastat -p $P
+sec top numascope top -b --format json -n 1 --no-events --filter $P
+sec detail wget -qO- "http://127.0.0.1:8765/api/processes/detail?pid=$P"
+sec after numastat -p $P
+kill $L; kill -KILL $P
+`
+
+// TestTopMemoryMatchesNumastatVM holds top's memory per node and category
+// against numactl's numastat -p on three nodes, where the build machines'
+// TestMemoryMatchesNumastat (internal/top) sees one: the host's numastat
+// (Debian's numactl, its own C parser of numa_maps) is carried into the VM
+// with its loader and C library, and memmix's memory is interleaved over
+// nodes 0-2 (numascope run --policy interleave:0-2), so every category has
+// a share on each node. The process is stopped; numastat reads it before
+// and after top's JSON and live's drill-down, and the two reads must
+// agree. Every cell, each category and the total on each node and in all,
+// must print the same at numastat's precision (0.01 MB), for the frame's
+// JSON and the drill-down alike (docs/fidelity.md).
+func TestTopMemoryMatchesNumastatVM(t *testing.T) {
+	requireVM(t)
+	numastat, err := exec.LookPath("numastat")
+	if err != nil {
+		t.Fatal("numactl's numastat is not installed: scripts/install-test-deps installs Debian's numactl")
+	}
+	adds := numastatFiles(t, numastat)
+	memmix := buildStaticC(t, filepath.Join("internal", "top", "testdata", "memmix.c"), "memmix", "-O2", "-Wall")
+	opts := []string{"--nodes", "3", "--mem-per-node", "768M", "--add", memmix}
+	for _, a := range adds {
+		opts = append(opts, "--add", a)
+	}
+	r := runVM(t, opts, numastatScript)
+	m := regexp.MustCompile(`(?m)^@@pid (\d+)\r?$`).FindStringSubmatch(r.Stdout)
+	if m == nil {
+		t.Fatalf("the VM printed no @@pid line:\n%s", tail(r.Stdout, 4000))
+	}
+	pid, _ := strconv.Atoi(m[1])
+	if !strings.Contains(r.Stdout, "ready") || strings.Contains(r.Stdout, "huge=0") {
+		t.Fatalf("memmix did not get its memory, huge pages included:\n%s", tail(r.Stdout, 4000))
+	}
+	before, after := r.section(t, "before"), r.section(t, "after")
+	ref, err := testutil.ParseNumastat([]byte(before))
+	if err != nil {
+		t.Fatalf("numastat -p %d in the VM: %v:\n%s", pid, err, before)
+	}
+	if again, err := testutil.ParseNumastat([]byte(after)); err != nil || fmt.Sprint(again) != fmt.Sprint(ref) {
+		t.Fatalf("numastat's figures of the stopped process changed between its two reads (%v):\n%s\n%s", err, before, after)
+	}
+	t.Logf("numastat -p %d in the VM:\n%s", pid, before)
+	if nodes := ref.Nodes(); len(nodes) != 3 {
+		t.Fatalf("numastat shows nodes %v, want the VM's 3", nodes)
+	}
+	// Interleaved: each of the three nodes holds a share of each part of
+	// the mix, so a per-node mix-up cannot pass by agreeing on zeros.
+	for _, row := range []string{"Heap", "Stack", "Private", "Huge"} {
+		for _, n := range ref.Nodes() {
+			if v, _ := strconv.ParseFloat(ref[row][n], 64); v < 1 {
+				t.Errorf("numastat: %s on node %s is %s MB; the interleaved mix should put at least 1 MB of it there", row, n, ref[row][n])
+			}
+		}
+	}
+
+	type figures struct {
+		ByNode map[string]uint64            `json:"memory_bytes_by_node"`
+		ByCat  map[string]map[string]uint64 `json:"memory_bytes_by_category"`
+	}
+	var frame struct {
+		Processes []struct {
+			PID int `json:"pid"`
+			figures
+		} `json:"processes"`
+	}
+	if err := json.Unmarshal([]byte(r.section(t, "top")), &frame); err != nil || len(frame.Processes) != 1 || frame.Processes[0].PID != pid {
+		t.Fatalf("top --format json --filter %d: %v: %.1000s", pid, err, r.section(t, "top"))
+	}
+	var detail struct {
+		PID int `json:"pid"`
+		figures
+	}
+	if err := json.Unmarshal([]byte(r.section(t, "detail")), &detail); err != nil || detail.PID != pid {
+		t.Fatalf("live's drill-down of memmix %d: %v: %.1000s", pid, err, r.section(t, "detail"))
+	}
+	for _, v := range []struct {
+		what string
+		figures
+	}{
+		{"top --format json", frame.Processes[0].figures},
+		{"live's drill-down", detail.figures},
+	} {
+		if len(v.ByCat) != 4 {
+			t.Errorf("%s: memory_bytes_by_category has keys %v, want huge, heap, stack, private", v.what, v.ByCat)
+		}
+		for _, d := range testutil.CompareNumastat(ref, v.ByNode, v.ByCat) {
+			t.Errorf("%s: %s", v.what, d)
+		}
+	}
+}
+
+// numastatFiles returns the host's numastat and the loader and libraries
+// it needs (ldd's list), each a file of its own under its own name, for
+// --add: the VM has no C library, and numavm copies a symbolic link as a
+// link.
+func numastatFiles(t *testing.T, numastat string) []string {
+	t.Helper()
+	out, err := exec.Command("ldd", numastat).Output()
+	if err != nil {
+		t.Fatalf("ldd %s: %v", numastat, err)
+	}
+	files := []string{numastat}
+	for _, l := range strings.Split(string(out), "\n") {
+		// "libc.so.6 => /lib/x86_64-linux-gnu/libc.so.6 (0x...)" or
+		// "/lib64/ld-linux-x86-64.so.2 (0x...)"; the vDSO has no file.
+		f := strings.Fields(l)
+		if len(f) >= 3 && f[1] == "=>" {
+			files = append(files, f[2])
+		} else if len(f) == 2 && strings.HasPrefix(f[0], "/") {
+			files = append(files, f[0])
+		}
+	}
+	dir := t.TempDir()
+	var adds []string
+	for _, f := range files {
+		real, err := filepath.EvalSymlinks(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := os.ReadFile(real)
+		if err != nil {
+			t.Fatal(err)
+		}
+		dst := filepath.Join(dir, filepath.Base(f))
+		if err := os.WriteFile(dst, b, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		adds = append(adds, dst)
+	}
+	if len(adds) < 3 || !strings.Contains(strings.Join(adds, " "), "ld-linux") {
+		t.Fatalf("ldd %s named no loader and C library: %s", numastat, out)
+	}
+	return adds
+}
