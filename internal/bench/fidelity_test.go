@@ -215,15 +215,15 @@ func keyValues(out []byte) map[string]float64 {
 	return fields
 }
 
-// TestBandwidthMatchesReference: numascope's copy bandwidth pass (the
-// plan's array size and CPUs, the buffers bound to the node, the pinned
-// threads and their first touch, the gate, the copy kernel and STREAM's
-// counting) agrees within 20% with testdata/bench/refstream.c, a
-// STREAM-like OpenMP copy written apart from numascope (its own threads,
-// placement, barrier, clock and compiler-made loop), on the same CPUs with
-// arrays of the same size: on one CPU, and on all the node's. Run's loop
-// around the passes (an uncounted one, then the best of --repeat) is
-// TestRunLive's.
+// TestBandwidthMatchesReference: numascope's bandwidth pass (the plan's
+// array size and CPUs, the buffers bound to the node, the pinned threads
+// and their first touch, the gate, the kernel and STREAM's counting)
+// agrees with testdata/bench/refstream.c, a STREAM-like OpenMP
+// program written apart from numascope (its own threads, placement,
+// barrier, clock and compiler-made loops), on the same CPUs with arrays of
+// the same size: copy on one CPU, and copy, triad, load and store on all
+// the node's. Run's loop around the passes (an uncounted one, then the
+// best of --repeat) is TestRunLive's.
 //
 // Each tool runs as a process of its own under SCHED_FIFO (when the test
 // may set it: root): a pass with a measuring thread descheduled for part
@@ -242,27 +242,28 @@ func keyValues(out []byte) map[string]float64 {
 // 20-30 ms from the other tool's, and a session's ratio is the median of
 // its pairs' (the order alternating from pair to pair; no order effect
 // was seen). Sessions still differ, by the arrays the kernel gave each
-// process (on a VM, host memory of another speed behind them): 0.97-1.15
-// on one CPU. So the test starts both afresh for each of 5 sessions and
-// holds the median of the sessions' ratios.
+// process (on a VM, host memory of another speed behind them): 0.95-1.23
+// for copy on one CPU. So the test starts both afresh for each of 5
+// sessions and holds the median of the sessions' ratios.
 //
-// Tolerance, 20%. Both move the same bytes with the same kind of stores
-// over arrays of the same size, far beyond the caches, and each times a
-// pass from all its threads streaming to the last one's end (probed: on
-// the build machine every thread started within 1 us of numascope's clock
-// and 7 us of the reference's). Yet numascope read 0-11% over the C loop
-// on the AMD build machine (test medians 1.02-1.11 on one CPU, 1.02-1.05
-// on two, quiet or beside the VM suite and four busy loops; sessions
-// 0.95-1.15), drifting over minutes, its AVX2 and SSE2 loops alike; with
-// -funroll-loops the reference read lower still. The cause is not pinned
-// down (docs/fidelity.md), and a run lands anywhere in that range, so the
-// tolerance leaves room above it. What 20% catches: copying with
-// non-temporal stores (copy-nt reads 1.6-1.7 times the reference),
-// counting the write-allocate's read (1.5) and threads that take turns
-// (0.5).
+// Tolerances. Both move the same bytes with the same kind of stores over
+// arrays of the same size, far beyond the caches, and each times a pass
+// from all its threads streaming to the last one's end (probed: on the
+// build machine every thread started within 1 us of numascope's clock and
+// 7 us of the reference's). On the AMD build machine store agrees
+// (0.998-1.005), and so does load once the reference's loop is unrolled
+// (0.986-0.991; its one-accumulator loop read 11% under numascope's
+// four), hence -funroll-loops: 10% for those two, latency's bound. The
+// kernels that read and write read over the reference: copy 1.02-1.14
+// (one CPU or two, quiet or beside the VM suite and four busy loops,
+// drifting over minutes), triad 1.10-1.12, numascope's AVX2 and SSE2 loops
+// alike. The cause is not pinned down (docs/fidelity.md), so 25% there,
+// room above that range. What the bounds catch: copying with non-temporal
+// stores (copy-nt reads 1.6-1.7 times the reference), counting the
+// write-allocate's read (1.5 for copy), threads that take turns (0.5).
 func TestBandwidthMatchesReference(t *testing.T) {
 	topo := liveTopology(t)
-	bin := buildReference(t, "refstream.c", "-O3", "-march=native", "-fopenmp", "-fno-tree-loop-distribute-patterns")
+	bin := buildReference(t, "refstream.c", "-O3", "-march=native", "-fopenmp", "-fno-tree-loop-distribute-patterns", "-ffp-contract=off", "-funroll-loops")
 	ini, err := Initiators("", topo)
 	if err != nil {
 		t.Fatal(err)
@@ -272,22 +273,32 @@ func TestBandwidthMatchesReference(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Run("one CPU", func(t *testing.T) { matchReference(t, bin, node, 1, 0.20) })
+	// The tolerances: see above.
+	tolerance := map[string]float64{"copy": 0.25, "triad": 0.25, "load": 0.10, "store": 0.10}
+	t.Run("copy on one CPU", func(t *testing.T) { matchReference(t, bin, node, 1, "copy", tolerance["copy"]) })
 	if len(all) > 1 {
-		t.Run("all CPUs", func(t *testing.T) { matchReference(t, bin, node, len(all), 0.20) })
+		for _, k := range []string{"copy", "triad", "load", "store"} {
+			t.Run(k+" on all CPUs", func(t *testing.T) { matchReference(t, bin, node, len(all), k, tolerance[k]) })
+		}
 	}
 }
 
-// matchReference compares the two tools' copy passes on the node's first
-// threads CPUs (TestBandwidthMatchesReference), over several sessions:
-// each starts both tools afresh, and so on arrays the kernel gave them
-// anew.
-func matchReference(t *testing.T, bin string, node, threads int, tolerance float64) {
+// matchReference compares the two tools' passes of kernel on the node's
+// first threads CPUs (TestBandwidthMatchesReference), over several
+// sessions: each starts both tools afresh, and so on arrays the kernel gave
+// them anew. The arrays hold 512 MiB in all, whatever their number.
+func matchReference(t *testing.T, bin string, node, threads int, kernel string, tolerance float64) {
 	cpus, err := threadCPUs(node, threads, liveTopology(t))
 	if err != nil {
 		t.Fatal(err)
 	}
-	const perArray, sessions, warm, pairs = 256 << 20, 5, 2, 32
+	const total, sessions, warm, pairs = 512 << 20, 5, 2, 32
+	k := slices.Index(KernelNames, kernel)
+	perArray := total / (stream{kernel: Kernel(k)}).arrays()
+	ourKernel := kernel
+	if kernel == "copy" {
+		ourKernel = kernelHelper // a mutation test's
+	}
 	places := make([]string, len(cpus))
 	for i, c := range cpus {
 		places[i] = "{" + strconv.Itoa(c) + "}"
@@ -300,8 +311,8 @@ func matchReference(t *testing.T, bin string, node, threads int, tolerance float
 	var huge []string
 	for range sessions {
 		helper := exec.Command(os.Args[0], "-test.run=^$")
-		helper.Env = append(os.Environ(), bandwidthHelper+"="+fmt.Sprintf("%d %d %d %s", node, 2*perArray, threads, kernelHelper))
-		ref := exec.Command(bin, "--size", strconv.Itoa(perArray), "--thp", "--stepped")
+		helper.Env = append(os.Environ(), bandwidthHelper+"="+fmt.Sprintf("%d %d %d %s", node, total, threads, ourKernel))
+		ref := exec.Command(bin, "--kernel", kernel, "--size", strconv.Itoa(perArray), "--thp", "--stepped")
 		ref.Env = append(os.Environ(), "OMP_NUM_THREADS="+strconv.Itoa(len(cpus)), "OMP_PLACES="+strings.Join(places, ","), "OMP_PROC_BIND=close")
 		ours, theirs := startStepped(t, "numascope", helper), startStepped(t, "refstream", ref)
 		if math.Abs(ours.huge-theirs.huge) > 0.1 {
@@ -325,11 +336,11 @@ func matchReference(t *testing.T, bin string, node, threads int, tolerance float
 		perSession = append(perSession, med(ratios))
 	}
 	ratio := med(perSession)
-	t.Logf("copy bandwidth, %d MiB an array, %d threads on CPUs %v, %d sessions of %d pairs of passes: median of the sessions' median ratios %.3f (sessions %.3f); huge-page shares %s; median pass, numascope %.0f MB/s, reference %.0f; best pass, numascope %.0f, reference %.0f",
-		perArray>>20, len(cpus), cpus, sessions, pairs, ratio, perSession, huge, med(o), med(c), slices.Max(o), slices.Max(c))
+	t.Logf("%s bandwidth, %d MiB an array, %d threads on CPUs %v, %d sessions of %d pairs of passes: median of the sessions' median ratios %.3f (sessions %.3f); huge-page shares %s; median pass, numascope %.0f MB/s, reference %.0f; best pass, numascope %.0f, reference %.0f",
+		kernel, perArray>>20, len(cpus), cpus, sessions, pairs, ratio, perSession, huge, med(o), med(c), slices.Max(o), slices.Max(c))
 	if math.Abs(ratio-1) > tolerance {
-		t.Errorf("numascope's copy bandwidth on %d CPUs is %.1f%% off the STREAM-like reference's (median of %d sessions' median ratios of interleaved passes: %.3f; median pass: numascope %.0f MB/s, reference %.0f); want within %.0f%%",
-			len(cpus), 100*(ratio-1), sessions, perSession, med(o), med(c), 100*tolerance)
+		t.Errorf("numascope's %s bandwidth on %d CPUs is %.1f%% off the STREAM-like reference's (median of %d sessions' median ratios of interleaved passes: %.3f; median pass: numascope %.0f MB/s, reference %.0f); want within %.0f%%",
+			kernel, len(cpus), 100*(ratio-1), sessions, perSession, med(o), med(c), 100*tolerance)
 	}
 }
 
@@ -407,8 +418,9 @@ func (s *stepped) pass() float64 {
 // does.
 const bandwidthHelper = "NUMASCOPE_BENCH_BANDWIDTH_HELPER"
 
-// kernelHelper is the kernel the helper runs: a mutation test of
-// TestBandwidthMatchesReference sets it to copy-nt, and the test must fail.
+// kernelHelper is the kernel the helper runs where the test asks for
+// copy: a mutation test of TestBandwidthMatchesReference sets it to
+// copy-nt, and the test must fail.
 var kernelHelper = "copy"
 
 func TestMain(m *testing.M) {

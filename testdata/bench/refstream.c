@@ -1,10 +1,17 @@
 /*
- * refstream: an independent reference for numascope bench's copy bandwidth
+ * refstream: an independent reference for numascope bench's bandwidth
  * (docs/fidelity.md). It is written as John McCalpin's STREAM measures
  * copy, and shares no code and no design choice with internal/bench beyond
- * what the measurement is: the rate of c[j] = a[j] over arrays far bigger
- * than the caches, by every thread at once, counting 16 bytes an element
- * (the load and the store; not the write-allocate's read).
+ * what the measurement is: the rate of a loop over arrays far bigger than
+ * the caches, by every thread at once, counting 8 bytes for each array
+ * element the loop names (not the write-allocate's read):
+ *
+ *   copy   c[j] = a[j]               16 bytes
+ *   triad  c[j] = a[j] + b[j]*d[j]   32 bytes (likwid-bench's triad, as
+ *                                    numascope's; STREAM's has 3 arrays)
+ *   load   s += a[j]                 8 bytes
+ *   store  c[j] = 1                  8 bytes
+ *
  *
  *   - OpenMP: one parallel loop, schedule(static), so each thread copies
  *     one contiguous block; the threads are placed by OpenMP's own binding
@@ -20,10 +27,12 @@
  *     memcpy, whose non-temporal stores for large copies would move fewer
  *     bytes than STREAM counts.
  *
- * Build: gcc -O3 -mavx2 -fopenmp -fno-tree-loop-distribute-patterns
- *            -o refstream refstream.c
- * Usage: refstream [--size BYTES] [--passes N] [--thp | --no-thp] [--stepped]
- *   --size: bytes per array (default 256M; K, M, G binary); --passes 10.
+ * Build: gcc -O3 -march=native -fopenmp -fno-tree-loop-distribute-patterns
+ *            -ffp-contract=off -funroll-loops -o refstream refstream.c
+ * Usage: refstream [--kernel copy|triad|load|store] [--size BYTES]
+ *                  [--passes N] [--thp | --no-thp] [--stepped]
+ *   --kernel copy; --size: bytes per array (default 256M; K, M, G binary);
+ *   --passes 10.
  *   Threads and places: OMP_NUM_THREADS, OMP_PLACES, OMP_PROC_BIND.
  *   --stepped: after the first touch print "ready huge=S", then run one
  *   pass for each line read on standard input and print its MB/s on a line
@@ -32,7 +41,7 @@
  *   threads have slept while waiting for the line, and STREAM's passes,
  *   back to back, find them spinning at libgomp's barrier, not asleep.
  * Prints one line:
- *   refstream size=B threads=T thp=H huge=S best_mbs=X median_mbs=M mbs=a,b,..
+ *   refstream kernel=K size=B threads=T thp=H huge=S best_mbs=X median_mbs=M mbs=a,b,..
  * MB/s are 10^6 bytes a second; the first pass is not counted (STREAM's
  * rule), best and median are over the counted ones, listed in order. S is
  * the share of the two arrays that the kernel backed with transparent huge
@@ -62,8 +71,9 @@ static int cmp(const void *a, const void *b) {
 	return (x > y) - (x < y);
 }
 
-/* huge_share: AnonHugePages over Size of the mappings that hold a or c. */
-static double huge_share(const void *a, const void *c) {
+/* huge_share: AnonHugePages over Size of the mappings that hold the n
+ * arrays arr[0..n-1]. */
+static double huge_share(double *const *arr, int n) {
 	FILE *f = fopen("/proc/self/smaps", "r");
 	if (!f)
 		return -1;
@@ -73,7 +83,9 @@ static double huge_share(const void *a, const void *c) {
 	while (fgets(line, sizeof line, f)) {
 		unsigned long lo, hi;
 		if (sscanf(line, "%lx-%lx ", &lo, &hi) == 2) {
-			in = ((unsigned long)a >= lo && (unsigned long)a < hi) || ((unsigned long)c >= lo && (unsigned long)c < hi);
+			in = 0;
+			for (int i = 0; i < n; i++)
+				in |= (unsigned long)arr[i] >= lo && (unsigned long)arr[i] < hi;
 			continue;
 		}
 		if (!in)
@@ -97,19 +109,49 @@ static double *array(size_t bytes, int thp) {
 	return p;
 }
 
-/* pass: one timed copy by every thread, in MB/s. */
-static double pass(const double *restrict a, double *restrict c, long n) {
+enum kernel { COPY, TRIAD, LOAD, STORE };
+static const char *const names[] = {"copy", "triad", "load", "store"};
+static const int arrays_of[] = {2, 4, 1, 1};
+static volatile double sink; /* the load's sum, kept */
+
+/* pass: one timed pass of kernel k by every thread, in MB/s; arr[0] is
+ * the array written (copy, triad, store) or read (load). */
+static double pass(enum kernel k, double *const *arr, long n) {
+	double *restrict c = arr[0];
+	const double *restrict a = arr[1], *restrict b = arr[2], *restrict d = arr[3];
+	double s = 0;
 	double t = omp_get_wtime();
+	switch (k) {
+	case COPY:
 #pragma omp parallel for schedule(static)
-	for (long j = 0; j < n; j++)
-		c[j] = a[j];
+		for (long j = 0; j < n; j++)
+			c[j] = a[j];
+		break;
+	case TRIAD:
+#pragma omp parallel for schedule(static)
+		for (long j = 0; j < n; j++)
+			c[j] = a[j] + b[j] * d[j];
+		break;
+	case LOAD:
+#pragma omp parallel for simd schedule(static) reduction(+ : s)
+		for (long j = 0; j < n; j++)
+			s += c[j];
+		break;
+	case STORE:
+#pragma omp parallel for schedule(static)
+		for (long j = 0; j < n; j++)
+			c[j] = 1.0;
+		break;
+	}
 	t = omp_get_wtime() - t;
-	return 2.0 * sizeof(double) * n / t / 1e6;
+	sink = s;
+	return 8.0 * arrays_of[k] * n / t / 1e6;
 }
 
 int main(int argc, char **argv) {
 	size_t size = 256u << 20;
 	int passes = 10, thp = 1, stepped = 0;
+	enum kernel k = COPY;
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--stepped")) { stepped = 1; continue; }
 		if (!strcmp(argv[i], "--thp")) { thp = 1; continue; }
@@ -118,7 +160,19 @@ int main(int argc, char **argv) {
 			fprintf(stderr, "refstream: %s needs a value\n", argv[i]);
 			return 2;
 		}
-		if (!strcmp(argv[i], "--size")) size = parse_size(argv[++i]);
+		if (!strcmp(argv[i], "--kernel")) {
+			const char *name = argv[++i];
+			int found = 0;
+			for (int j = 0; j < 4; j++)
+				if (!strcmp(name, names[j])) {
+					k = (enum kernel)j;
+					found = 1;
+				}
+			if (!found) {
+				fprintf(stderr, "refstream: unknown kernel %s (copy, triad, load, store)\n", name);
+				return 2;
+			}
+		} else if (!strcmp(argv[i], "--size")) size = parse_size(argv[++i]);
 		else if (!strcmp(argv[i], "--passes")) passes = atoi(argv[++i]);
 		else {
 			fprintf(stderr, "refstream: unknown option %s\n", argv[i]);
@@ -130,51 +184,56 @@ int main(int argc, char **argv) {
 		fprintf(stderr, "refstream: want --size of 8K or more and --passes of 2 or more\n");
 		return 2;
 	}
-	double *a = array(n * sizeof(double), thp), *c = array(n * sizeof(double), thp);
+	double *arr[4] = {0};
+	for (int i = 0; i < arrays_of[k]; i++)
+		arr[i] = array(n * sizeof(double), thp);
 	int threads = 1;
 #pragma omp parallel
 	{
 #pragma omp single
 		threads = omp_get_num_threads();
 	}
+	/* First touch by the same static schedule: the written array 0 (1 for
+	 * the load, which reads it), a 1, b 2, d 3. */
+	for (int i = 0; i < arrays_of[k]; i++) {
+		double *x = arr[i], v = k == LOAD ? 1.0 : (double)i;
 #pragma omp parallel for schedule(static)
-	for (long j = 0; j < n; j++) {
-		a[j] = 1.0;
-		c[j] = 0.0;
+		for (long j = 0; j < n; j++)
+			x[j] = v;
 	}
 
 	if (stepped) {
-		printf("ready huge=%.3f\n", huge_share(a, c));
+		printf("ready huge=%.3f\n", huge_share(arr, arrays_of[k]));
 		fflush(stdout);
 		char line[64];
 		while (fgets(line, sizeof line, stdin)) {
 #pragma omp parallel
 			{
 			}
-			printf("%.1f\n", pass(a, c, n));
+			printf("%.1f\n", pass(k, arr, n));
 			fflush(stdout);
 		}
 		return 0;
 	}
 	double *mbs = malloc(passes * sizeof(double));
-	for (int k = 0; k < passes; k++)
-		mbs[k] = pass(a, c, n);
-	/* Every element must have been copied: a check the compiler cannot drop. */
+	for (int p = 0; p < passes; p++)
+		mbs[p] = pass(k, arr, n);
+	/* The passes wrote what they should: a check the compiler cannot drop. */
+	double want = k == COPY ? 1.0 : k == TRIAD ? 1.0 + 2.0 * 3.0 : 1.0;
 	for (long j = 0; j < n; j += 4099)
-		if (c[j] != 1.0) {
-			fprintf(stderr, "refstream: c[%ld] = %g after the copy\n", j, c[j]);
+		if (arr[0][j] != want || (k == LOAD && sink != (double)n)) {
+			fprintf(stderr, "refstream: %s: element %ld is %g, the sum %g\n", names[k], j, arr[0][j], sink);
 			return 1;
 		}
-
 	int counted = passes - 1;
 	double *sorted = malloc(counted * sizeof(double));
 	memcpy(sorted, mbs + 1, counted * sizeof(double));
 	qsort(sorted, counted, sizeof(double), cmp);
 	double median = counted % 2 ? sorted[counted / 2] : (sorted[counted / 2 - 1] + sorted[counted / 2]) / 2;
-	printf("refstream size=%zu threads=%d thp=%d huge=%.3f best_mbs=%.1f median_mbs=%.1f mbs=", n * sizeof(double), threads, thp,
-	       huge_share(a, c), sorted[counted - 1], median);
-	for (int k = 1; k < passes; k++)
-		printf("%s%.1f", k > 1 ? "," : "", mbs[k]);
+	printf("refstream kernel=%s size=%zu threads=%d thp=%d huge=%.3f best_mbs=%.1f median_mbs=%.1f mbs=", names[k], n * sizeof(double),
+	       threads, thp, huge_share(arr, arrays_of[k]), sorted[counted - 1], median);
+	for (int p = 1; p < passes; p++)
+		printf("%s%.1f", p > 1 ? "," : "", mbs[p]);
 	printf("\n");
 	return 0;
 }
