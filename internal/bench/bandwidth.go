@@ -1,8 +1,6 @@
 package bench
 
-import (
-	"fmt"
-)
+import "fmt"
 
 // worker is one bandwidth thread: its part of each array, and the sum the
 // load kernel returns (kept, so that the loads are not dead code). The

@@ -19,9 +19,10 @@
  *     barrier, as STREAM's do.
  *   - Each pass is timed with omp_get_wtime around the parallel loop, the
  *     fork and the join included, as STREAM times it.
- *   - The arrays are first touched by the same static schedule, so each
- *     thread's block lies where that thread touched it; mmap'd, and with
- *     --thp asked to be backed by transparent huge pages.
+ *   - The arrays are first touched by the same static schedule, in one
+ *     loop over all of them as STREAM initialises them, so each thread's
+ *     block lies where that thread touched it; each mmap'd on its own,
+ *     and with --thp asked to be backed by transparent huge pages.
  *   - Built with -fno-tree-loop-distribute-patterns, so that the compiler
  *     keeps the loop (vectorised, with ordinary stores) rather than call
  *     memcpy, whose non-temporal stores for large copies would move fewer
@@ -193,13 +194,16 @@ int main(int argc, char **argv) {
 #pragma omp single
 		threads = omp_get_num_threads();
 	}
-	/* First touch by the same static schedule: the written array 0 (1 for
-	 * the load, which reads it), a 1, b 2, d 3. */
-	for (int i = 0; i < arrays_of[k]; i++) {
-		double *x = arr[i], v = k == LOAD ? 1.0 : (double)i;
+	/* First touch by the same static schedule, in one loop over all the
+	 * arrays, as STREAM initialises them: the written array 0 (1 for the
+	 * load, which reads it), a 1, b 2, d 3. */
+	int na = arrays_of[k];
+	double v0 = k == LOAD ? 1.0 : 0.0;
 #pragma omp parallel for schedule(static)
-		for (long j = 0; j < n; j++)
-			x[j] = v;
+	for (long j = 0; j < n; j++) {
+		arr[0][j] = v0;
+		for (int i = 1; i < na; i++)
+			arr[i][j] = (double)i;
 	}
 
 	if (stepped) {
