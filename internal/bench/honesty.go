@@ -20,7 +20,7 @@ import (
 // purpose, and by how much says how alike the threads streamed.
 const (
 	bandwidthMethod = "best of the repeats; one repeat is one pass of every thread over its part of the arrays, " +
-		"timed from the moment they are started together to the last one's finish, so waking the threads, " +
+		"timed from the moment they are released together, all awake, to the last one's finish, so " +
 		"stragglers and uneven parts count"
 	peakMethod = "best of the repeats; one repeat is a 200 ms window that starts once every thread is streaming " +
 		"at full rate and counts the bytes they streamed meanwhile: the steady-state throughput, with no start " +
@@ -32,7 +32,7 @@ const peakAgainstBandwidth = "Peak injection is not Bandwidth: peak is what all 
 	"once every one is streaming (the sustained throughput); Bandwidth is the best of whole passes, each timed from the " +
 	"threads' common start to the last one's finish (start-up and stragglers count, but a short pass may escape other tasks). " +
 	"On a quiet machine with --size beyond the caches they agree within some percent; a bigger gap means the threads did " +
-	"not stream alike or were interrupted (another task on a CPU, late wake-ups, an uneven node), or that the caches " +
+	"not stream alike or were interrupted (another task on a CPU, an uneven node), or that the caches " +
 	"served part of the passes."
 
 // llcFactor is how many times the last-level cache a buffer must exceed
@@ -315,7 +315,7 @@ func (r *Result) honestyNotes() []string {
 				if a == nil || b == nil || *b <= 0 || math.Abs(*a / *b - 1) <= 0.10 {
 					continue
 				}
-				notes = append(notes, fmt.Sprintf("node %d -> node %d: peak injection %.0f MB/s is %+.0f%% against bandwidth %.0f MB/s of the same kernel: peak is sustained over a 200 ms window while every thread streams, bandwidth the best of whole passes from a common start to the last finish, so a gap this big means the threads did not stream alike or were interrupted (another task on a CPU, late wake-ups, an uneven node), or that the caches served part of the passes",
+				notes = append(notes, fmt.Sprintf("node %d -> node %d: peak injection %.0f MB/s is %+.0f%% against bandwidth %.0f MB/s of the same kernel: peak is sustained over a 200 ms window while every thread streams, bandwidth the best of whole passes from a common start to the last finish, so a gap this big means the threads did not stream alike or were interrupted (another task on a CPU, an uneven node), or that the caches served part of the passes",
 					i, t, *a, 100*(*a / *b - 1), *b))
 			}
 		}
