@@ -8,6 +8,53 @@ import (
 	"time"
 )
 
+// gateTeam is a gate's threads for a test: n goroutines, each locked to
+// its thread, that wait for a pass on their channel, call arrive (if not
+// nil), enter the gate (thread 0 leads), call work and leave.
+type gateTeam struct {
+	g     *gate
+	start []chan uint64
+	wg    sync.WaitGroup
+}
+
+func startGateTeam(n int, arrive, work func(w int, pass uint64)) *gateTeam {
+	gt := &gateTeam{g: newGate(n), start: make([]chan uint64, n)}
+	for w := range n {
+		gt.start[w] = make(chan uint64, 1)
+		gt.wg.Add(1)
+		go func() {
+			defer gt.wg.Done()
+			runtime.LockOSThread()
+			defer runtime.UnlockOSThread()
+			for pass := range gt.start[w] {
+				if arrive != nil {
+					arrive(w, pass)
+				}
+				gt.g.enter(w == 0, pass)
+				work(w, pass)
+				gt.g.leave()
+			}
+		}()
+	}
+	return gt
+}
+
+// pass runs pass on every thread, as team.pass does, and returns its time.
+func (gt *gateTeam) pass(pass uint64) int64 {
+	gt.g.arm()
+	for _, c := range gt.start {
+		c <- pass
+	}
+	return gt.g.wait()
+}
+
+func (gt *gateTeam) stop() {
+	for _, c := range gt.start {
+		close(c)
+	}
+	gt.wg.Wait()
+}
+
 // TestGateStartsAllAtOnce: no thread leaves the gate before the last one
 // has arrived, the clock starts at the release, and a pass's time covers
 // every thread's work, the slowest's included. The threads arrive at
@@ -16,37 +63,21 @@ import (
 func TestGateStartsAllAtOnce(t *testing.T) {
 	const n, passes = 4, 50
 	defer enoughPs(n + 1)()
-	g := newGate(n)
 	var arrived, left [n]atomic.Int64 // per thread, this pass's times (nanotime)
 	var slowest atomic.Int64
-	start := make([]chan uint64, n)
-	var wg sync.WaitGroup
-	for w := range n {
-		start[w] = make(chan uint64, 1)
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			runtime.LockOSThread()
-			defer runtime.UnlockOSThread()
-			for pass := range start[w] {
-				time.Sleep(time.Duration(w*int(pass%3)) * 100 * time.Microsecond) // late arrivals
-				arrived[w].Store(nanotime())
-				g.enter(w == 0, pass)
-				left[w].Store(nanotime())
-				work := time.Duration(w+1) * 200 * time.Microsecond
-				for t0 := nanotime(); nanotime()-t0 < int64(work); {
-				}
-				slowest.Store(max(slowest.Load(), int64(work)))
-				g.leave()
-			}
-		}()
-	}
-	for pass := uint64(1); pass <= passes; pass++ {
-		g.arm()
-		for w := range n {
-			start[w] <- pass
+	gt := startGateTeam(n, func(w int, pass uint64) {
+		time.Sleep(time.Duration(w*int(pass%3)) * 100 * time.Microsecond) // late arrivals
+		arrived[w].Store(nanotime())
+	}, func(w int, pass uint64) {
+		left[w].Store(nanotime())
+		work := time.Duration(w+1) * 200 * time.Microsecond
+		for t0 := nanotime(); nanotime()-t0 < int64(work); {
 		}
-		dt := g.wait()
+		slowest.Store(max(slowest.Load(), int64(work)))
+	})
+	defer gt.stop()
+	for pass := uint64(1); pass <= passes; pass++ {
+		dt := gt.pass(pass)
 		var last int64
 		for w := range n {
 			last = max(last, arrived[w].Load())
@@ -55,21 +86,17 @@ func TestGateStartsAllAtOnce(t *testing.T) {
 			if l := left[w].Load(); l < last {
 				t.Fatalf("pass %d: thread %d left the gate %d ns before the last thread arrived", pass, w, last-l)
 			}
-			if l := left[w].Load(); l < g.t0 {
-				t.Fatalf("pass %d: thread %d left the gate %d ns before the clock started", pass, w, g.t0-l)
+			if l := left[w].Load(); l < gt.g.t0 {
+				t.Fatalf("pass %d: thread %d left the gate %d ns before the clock started", pass, w, gt.g.t0-l)
 			}
 		}
-		if g.t0 < last {
-			t.Fatalf("pass %d: the clock started %d ns before the last thread arrived", pass, last-g.t0)
+		if gt.g.t0 < last {
+			t.Fatalf("pass %d: the clock started %d ns before the last thread arrived", pass, last-gt.g.t0)
 		}
 		if dt < slowest.Load() {
 			t.Fatalf("pass %d: timed %d ns, less than the slowest thread's work (%d ns)", pass, dt, slowest.Load())
 		}
 	}
-	for w := range n {
-		close(start[w])
-	}
-	wg.Wait()
 }
 
 // TestGateRunsEachPassOnce: over many quick passes every thread streams
@@ -77,41 +104,17 @@ func TestGateStartsAllAtOnce(t *testing.T) {
 func TestGateRunsEachPassOnce(t *testing.T) {
 	const n, passes = 3, 2000
 	defer enoughPs(n + 1)()
-	g := newGate(n)
 	var runs [n]atomic.Int64
-	var running atomic.Int32
-	start := make([]chan uint64, n)
-	var wg sync.WaitGroup
-	for w := range n {
-		start[w] = make(chan uint64, 1)
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for pass := range start[w] {
-				g.enter(w == 0, pass)
-				running.Add(1)
-				runs[w].Add(1)
-				running.Add(-1)
-				g.leave()
-			}
-		}()
-	}
+	gt := startGateTeam(n, nil, func(w int, _ uint64) { runs[w].Add(1) })
+	defer gt.stop()
 	for pass := uint64(1); pass <= passes; pass++ {
-		g.arm()
-		for w := range n {
-			start[w] <- pass
-		}
-		g.wait()
+		gt.pass(pass)
 		for w := range n {
 			if r := runs[w].Load(); r != int64(pass) {
 				t.Fatalf("after pass %d thread %d ran %d passes", pass, w, r)
 			}
 		}
 	}
-	for w := range n {
-		close(start[w])
-	}
-	wg.Wait()
 }
 
 // TestEnoughPs: GOMAXPROCS is raised to what a run needs and put back
