@@ -258,15 +258,16 @@ func keyValues(out []byte) map[string]float64 {
 // (0.998-1.005), and so does load once the reference's loop is unrolled
 // (0.986-0.991; its one-accumulator loop read 11% under numascope's
 // four), hence -funroll-loops: 10% for those two, latency's bound. The
-// kernels that read and write read over the reference, drifting over
-// minutes: copy 0.99-1.14, triad 1.10-1.15 (sessions to 1.18), one CPU or
+// kernels that read and write read over the reference, drifting over an
+// hour: copy 0.99-1.21, triad 1.10-1.23 (sessions to 1.25), one CPU or
 // two, quiet or beside the VM suite and four busy loops. Ruled out: the
 // clocks (probed), huge pages (both 1.00), numascope's ISA (AVX2 and SSE2
 // alike), the reference's unrolling, the order of the first touch
 // (STREAM's one loop over all arrays, or numascope's array after array in
 // each thread's part) and which process maps its arrays first (alternated
-// from session to session). The cause is not pinned down, so 25% there,
-// room above that range. What the bounds catch: copying with non-temporal
+// from session to session), and binding the reference's memory as bench
+// binds its own (numactl --membind: 1.16-1.23). The cause is not pinned
+// down, so 35% there, room above that range. What the bounds catch: copying with non-temporal
 // stores (copy-nt reads 1.6-1.7 times the reference), counting the
 // write-allocate's read (1.5 for copy), threads that take turns (0.5).
 func TestBandwidthMatchesReference(t *testing.T) {
@@ -282,7 +283,7 @@ func TestBandwidthMatchesReference(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The tolerances: see above.
-	tolerance := map[string]float64{"copy": 0.25, "triad": 0.25, "load": 0.10, "store": 0.10}
+	tolerance := map[string]float64{"copy": 0.35, "triad": 0.35, "load": 0.10, "store": 0.10}
 	t.Run("copy on one CPU", func(t *testing.T) { matchReference(t, bin, node, 1, "copy", tolerance["copy"]) })
 	if len(all) > 1 {
 		for _, k := range []string{"copy", "triad", "load", "store"} {

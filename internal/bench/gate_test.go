@@ -140,7 +140,9 @@ func TestEnoughPs(t *testing.T) {
 // TestRunOnOneP: under GOMAXPROCS=1 (or a container quota the runtime
 // takes for its default), Run still gives each measuring thread a P of
 // its own while it measures: without, the bandwidth threads would take
-// turns, and the gate, which waits for all of them, would wait forever.
+// turns, a spinning thread handing its P over only now and then (the
+// gate's Gosched after 1 ms), and a pass would time them one after
+// another.
 func TestRunOnOneP(t *testing.T) {
 	topo := liveTopology(t)
 	ini, err := Initiators("", topo)
