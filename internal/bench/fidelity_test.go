@@ -442,7 +442,7 @@ const bandwidthHelper = "NUMASCOPE_BENCH_BANDWIDTH_HELPER"
 var kernelHelper = "copy"
 
 func TestMain(m *testing.M) {
-	for env, helper := range map[string]func(string) error{bandwidthHelper: steppedBandwidth, latencyHelper: measureLatency} {
+	for env, helper := range map[string]func(string) error{bandwidthHelper: steppedBandwidth, latencyHelper: measureLatency, loadedHelper: steppedLoaded} {
 		if spec := os.Getenv(env); spec != "" {
 			if err := helper(spec); err != nil {
 				fmt.Fprintf(os.Stderr, "%s=%q: %v\n", env, spec, err)

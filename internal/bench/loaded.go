@@ -144,9 +144,12 @@ type window struct {
 	pieces uint64
 }
 
-// crew is a pair's injectors and its chaser.
+// crew is a pair's injectors and its chaser, and the buffers they use:
+// the arrays, then the chain.
 type crew struct {
 	s       stream
+	bufs    []*buffer
+	started bool // its threads run: close ends them
 	workers []*injector
 	stop    atomic.Bool
 	done    chan struct{}
@@ -284,59 +287,12 @@ func mbs(bytes uint64, dt time.Duration) float64 { return float64(bytes) / dt.Se
 // share of huge pages.
 func (p *plan) loaded(r, target int, lp *LoadedPair, status func(string)) (peak []float64, pl []Pair, huge float64, err error) {
 	initiator := p.initiators[r]
-	s := p.stream
 	lp.CPU = usableCPUs(p.opt.Topology)[initiator][0]
-	cpus := slices.Clone(p.bwCPUs[r])
-	if k := slices.Index(cpus, lp.CPU); k > 0 {
-		cpus[0], cpus[k] = cpus[k], cpus[0] // the chasing CPU leads peak
-	}
-	elems := int(p.bwPerArray / 8)
-	part := elems / len(cpus) / s.granule() * s.granule()
-	if part == 0 {
-		return nil, nil, -1, fmt.Errorf("--size is too small for %d injectors: each needs at least %d bytes per array", len(cpus), s.granule()*8)
-	}
-	bufs := make([]*buffer, s.arrays()+1)
-	defer func() {
-		for _, b := range bufs {
-			if b != nil {
-				b.free()
-			}
-		}
-	}()
-	for a := range bufs {
-		size := p.bwPerArray
-		if a == s.arrays() {
-			size = p.latSize
-		}
-		if bufs[a], err = newBuffer(int(size), target, !p.opt.NoHugePages); err != nil {
-			return nil, nil, -1, err
-		}
-	}
-	c := &crew{s: s, done: make(chan struct{}, len(cpus)), report: make(chan window, 1), chaser: make(chan order)}
-	ready := make(chan error, len(cpus)+1)
-	for k, cpu := range cpus {
-		w := &injector{cpu: cpu, n: part, orders: make(chan order)}
-		for a := range s.arrays() {
-			w.arrays[a] = bufs[a].floats(k*part*8, part)
-		}
-		c.workers = append(c.workers, w)
-		go c.inject(w, ready)
-	}
-	go c.follow(p, lp.CPU, bufs[s.arrays()], ready)
-	defer func() {
-		for _, w := range c.workers {
-			close(w.orders)
-		}
-		close(c.chaser)
-	}()
-	for range len(cpus) + 1 {
-		if e := <-ready; e != nil && err == nil {
-			err = e
-		}
-	}
+	c, err := p.newCrew(p.bwCPUs[r], lp.CPU, target)
 	if err != nil {
 		return nil, nil, -1, err
 	}
+	defer c.close()
 
 	// Peak: every thread at full rate, one uncounted window first.
 	status("peak injection")
@@ -347,15 +303,12 @@ func (p *plan) loaded(r, target int, lp *LoadedPair, status func(string)) (peak 
 		}
 	}
 
-	var inj []*injector
-	for _, w := range c.workers {
-		if w.cpu != lp.CPU {
-			inj = append(inj, w)
-			lp.Injectors = append(lp.Injectors, w.cpu)
-		}
+	inj := c.injectors(lp.CPU)
+	lp.Injectors = []int{}
+	for _, w := range inj {
+		lp.Injectors = append(lp.Injectors, w.cpu)
 	}
 	if len(inj) == 0 {
-		lp.Injectors = []int{}
 		lp.Reason = fmt.Sprintf("node %d has only CPU %d to use, which follows the chain: no CPU is left to inject bandwidth (loaded latency needs two)", initiator, lp.CPU)
 		if n := len(usableCPUs(p.opt.Topology)[initiator]); n > 1 {
 			lp.Reason = fmt.Sprintf("--threads %d gives node %d only CPU %d, which follows the chain: no CPU is left to inject bandwidth (give --threads 2 or more; the node has %d)", p.opt.Threads, initiator, lp.CPU, n)
@@ -366,11 +319,108 @@ func (p *plan) loaded(r, target int, lp *LoadedPair, status func(string)) (peak 
 		}
 	}
 
-	pair, huge, err := placedAll(bufs, "loaded", initiator, target)
+	pair, huge, err := placedAll(c.bufs, "loaded", initiator, target)
 	if err != nil {
 		return nil, nil, -1, err
 	}
 	return peak, []Pair{pair}, huge, nil
+}
+
+// newCrew binds a pair's buffers to target and starts its threads: an
+// injector pinned to each of cpus, which first-touches its part of the
+// arrays, and the chaser pinned to chaseCPU, which builds and warms the
+// chain. The chasing CPU, when among cpus, leads peak. close ends the
+// threads and frees the buffers.
+func (p *plan) newCrew(cpus []int, chaseCPU, target int) (c *crew, err error) {
+	s := p.stream
+	cpus = slices.Clone(cpus)
+	if k := slices.Index(cpus, chaseCPU); k > 0 {
+		cpus[0], cpus[k] = cpus[k], cpus[0]
+	}
+	elems := int(p.bwPerArray / 8)
+	part := elems / len(cpus) / s.granule() * s.granule()
+	if part == 0 {
+		return nil, fmt.Errorf("--size is too small for %d injectors: each needs at least %d bytes per array", len(cpus), s.granule()*8)
+	}
+	c = &crew{s: s, done: make(chan struct{}, len(cpus)), report: make(chan window, 1), chaser: make(chan order)}
+	c.bufs = make([]*buffer, s.arrays()+1)
+	for a := range c.bufs {
+		size := p.bwPerArray
+		if a == s.arrays() {
+			size = p.latSize
+		}
+		if c.bufs[a], err = newBuffer(int(size), target, !p.opt.NoHugePages); err != nil {
+			c.close()
+			return nil, err
+		}
+	}
+	ready := make(chan error, len(cpus)+1)
+	for k, cpu := range cpus {
+		w := &injector{cpu: cpu, n: part, orders: make(chan order)}
+		for a := range s.arrays() {
+			w.arrays[a] = c.bufs[a].floats(k*part*8, part)
+		}
+		c.workers = append(c.workers, w)
+		go c.inject(w, ready)
+	}
+	go c.follow(p, chaseCPU, c.bufs[s.arrays()], ready)
+	c.started = true
+	for range len(cpus) + 1 {
+		if e := <-ready; e != nil && err == nil {
+			err = e
+		}
+	}
+	if err != nil {
+		c.close()
+		return nil, err
+	}
+	return c, nil
+}
+
+// close ends the crew's threads and frees its buffers.
+func (c *crew) close() {
+	if c.started {
+		for _, w := range c.workers {
+			close(w.orders)
+		}
+		close(c.chaser)
+	}
+	for _, b := range c.bufs {
+		if b != nil {
+			b.free()
+		}
+	}
+}
+
+// injectors are the crew's threads but the one on the chasing CPU.
+func (c *crew) injectors(chaseCPU int) []*injector {
+	var inj []*injector
+	for _, w := range c.workers {
+		if w.cpu != chaseCPU {
+			inj = append(inj, w)
+		}
+	}
+	return inj
+}
+
+// pieceTime runs an uncounted full-rate step of loads dependent loads and
+// returns the time one piece takes an injector at full rate, in ns: the
+// unit of the delays.
+func (c *crew) pieceTime(inj []*injector, loads int) (float64, error) {
+	full := c.run(inj, 0, c.chaser, order{chase: loads})
+	if full.pieces == 0 {
+		return 0, fmt.Errorf("the injectors finished no piece while %d loads were chased: give a bigger --size", loads)
+	}
+	return float64(full.dt.Nanoseconds()) * float64(len(inj)) / float64(full.pieces), nil
+}
+
+// step measures once: the chase of loads dependent loads while active
+// inject with delay spin turns after each piece (none active: idle). It
+// returns the latency per load and the bandwidth the injectors streamed
+// meanwhile.
+func (c *crew) step(active []*injector, delay, loads int) (latencyNS, bandwidthMBs float64) {
+	m := c.run(active, delay, c.chaser, order{chase: loads})
+	return float64(m.dt.Nanoseconds()) / float64(loads), mbs(m.bytes, m.dt)
 }
 
 // curve measures the loaded-latency steps of a pair: idle, then each of
@@ -379,11 +429,10 @@ func (p *plan) loaded(r, target int, lp *LoadedPair, status func(string)) (peak 
 func (p *plan) curve(c *crew, inj []*injector, lp *LoadedPair, status func(string)) error {
 	steps := p.loads()
 	status("loaded latency: calibrating")
-	full := c.run(inj, 0, c.chaser, order{chase: steps})
-	if full.pieces == 0 {
-		return fmt.Errorf("the injectors finished no piece while %d loads were chased: give a bigger --size", steps)
+	pieceNS, err := c.pieceTime(inj, steps)
+	if err != nil {
+		return err
 	}
-	pieceNS := float64(full.dt.Nanoseconds()) * float64(len(inj)) / float64(full.pieces)
 	rate, err := p.spinRate()
 	if err != nil {
 		return err
@@ -404,9 +453,9 @@ func (p *plan) curve(c *crew, inj []*injector, lp *LoadedPair, status func(strin
 			delay = &d
 		}
 		for range p.opt.Repeat {
-			m := c.run(active, turns, c.chaser, order{chase: steps})
-			lat = append(lat, float64(m.dt.Nanoseconds())/float64(steps))
-			bw = append(bw, mbs(m.bytes, m.dt))
+			l, b := c.step(active, turns, steps)
+			lat = append(lat, l)
+			bw = append(bw, b)
 		}
 		sort.Float64s(lat)
 		sort.Float64s(bw)
