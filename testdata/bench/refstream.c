@@ -12,6 +12,15 @@
  *   load   s += a[j]                 8 bytes
  *   store  c[j] = 1                  8 bytes
  *
+ * and the same with non-temporal (streaming) stores, which bypass the
+ * caches and so move no write-allocate read, counted as the ordinary ones:
+ *
+ *   nt-store, copy-nt, triad-nt      8, 16, 32 bytes
+ *
+ * written with the compiler's intrinsics (_mm256_stream_pd where the
+ * target has AVX, _mm_stream_pd otherwise) over whole vectors, each
+ * thread's loop followed by an sfence inside the timed region, as a
+ * streaming store is complete only once fenced.
  *
  *   - OpenMP: one parallel loop, schedule(static), so each thread copies
  *     one contiguous block; the threads are placed by OpenMP's own binding
@@ -30,7 +39,8 @@
  *
  * Build: gcc -O3 -march=native -fopenmp -fno-tree-loop-distribute-patterns
  *            -ffp-contract=off -funroll-loops -o refstream refstream.c
- * Usage: refstream [--kernel copy|triad|load|store] [--size BYTES]
+ * Usage: refstream [--kernel copy|triad|load|store|nt-store|copy-nt|triad-nt]
+ *                  [--size BYTES]
  *                  [--passes N] [--thp | --no-thp] [--stepped]
  *   --kernel copy; --size: bytes per array (default 256M; K, M, G binary);
  *   --passes 10.
@@ -50,6 +60,9 @@
  * smaps cannot tell).
  */
 #define _GNU_SOURCE
+#ifdef __SSE2__
+#include <immintrin.h>
+#endif
 #include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -110,9 +123,31 @@ static double *array(size_t bytes, int thp) {
 	return p;
 }
 
-enum kernel { COPY, TRIAD, LOAD, STORE };
-static const char *const names[] = {"copy", "triad", "load", "store"};
-static const int arrays_of[] = {2, 4, 1, 1};
+enum kernel { COPY, TRIAD, LOAD, STORE, NTSTORE, COPYNT, TRIADNT, KERNELS };
+static const char *const names[] = {"copy", "triad", "load", "store", "nt-store", "copy-nt", "triad-nt"};
+static const int arrays_of[] = {2, 4, 1, 1, 1, 2, 4};
+
+/* The streaming stores: VEC doubles a vector, stored with stream(). Only
+ * on x86 (SSE2 or later); elsewhere the nt kernels are refused. */
+#if !defined(__SSE2__)
+#define NO_NT 1
+#elif defined(__AVX__)
+#define VEC 4
+typedef __m256d vec;
+#define vload(p) _mm256_loadu_pd(p)
+#define vset1(x) _mm256_set1_pd(x)
+#define vadd(x, y) _mm256_add_pd(x, y)
+#define vmul(x, y) _mm256_mul_pd(x, y)
+#define stream(p, v) _mm256_stream_pd(p, v)
+#else
+#define VEC 2
+typedef __m128d vec;
+#define vload(p) _mm_loadu_pd(p)
+#define vset1(x) _mm_set1_pd(x)
+#define vadd(x, y) _mm_add_pd(x, y)
+#define vmul(x, y) _mm_mul_pd(x, y)
+#define stream(p, v) _mm_stream_pd(p, v)
+#endif
 static volatile double sink; /* the load's sum, kept */
 
 /* pass: one timed pass of kernel k by every thread, in MB/s; arr[0] is
@@ -143,6 +178,40 @@ static double pass(enum kernel k, double *const *arr, long n) {
 		for (long j = 0; j < n; j++)
 			c[j] = 1.0;
 		break;
+#ifndef NO_NT
+	/* n is a whole number of vectors and the arrays are page-aligned, so
+	 * every vector's store is aligned whatever block a thread gets. */
+	case NTSTORE:
+#pragma omp parallel
+		{
+			vec one = vset1(1.0);
+#pragma omp for schedule(static) nowait
+			for (long v = 0; v < n / VEC; v++)
+				stream(c + v * VEC, one);
+			_mm_sfence();
+		}
+		break;
+	case COPYNT:
+#pragma omp parallel
+		{
+#pragma omp for schedule(static) nowait
+			for (long v = 0; v < n / VEC; v++)
+				stream(c + v * VEC, vload(a + v * VEC));
+			_mm_sfence();
+		}
+		break;
+	case TRIADNT:
+#pragma omp parallel
+		{
+#pragma omp for schedule(static) nowait
+			for (long v = 0; v < n / VEC; v++)
+				stream(c + v * VEC, vadd(vload(a + v * VEC), vmul(vload(b + v * VEC), vload(d + v * VEC))));
+			_mm_sfence();
+		}
+		break;
+#endif
+	default:
+		break;
 	}
 	t = omp_get_wtime() - t;
 	sink = s;
@@ -164,13 +233,13 @@ int main(int argc, char **argv) {
 		if (!strcmp(argv[i], "--kernel")) {
 			const char *name = argv[++i];
 			int found = 0;
-			for (int j = 0; j < 4; j++)
+			for (int j = 0; j < KERNELS; j++)
 				if (!strcmp(name, names[j])) {
 					k = (enum kernel)j;
 					found = 1;
 				}
 			if (!found) {
-				fprintf(stderr, "refstream: unknown kernel %s (copy, triad, load, store)\n", name);
+				fprintf(stderr, "refstream: unknown kernel %s (copy, triad, load, store, nt-store, copy-nt, triad-nt)\n", name);
 				return 2;
 			}
 		} else if (!strcmp(argv[i], "--size")) size = parse_size(argv[++i]);
@@ -180,7 +249,13 @@ int main(int argc, char **argv) {
 			return 2;
 		}
 	}
-	long n = (long)(size / sizeof(double));
+#ifdef NO_NT
+	if (k >= NTSTORE) {
+		fprintf(stderr, "refstream: %s needs x86 streaming stores, which this build lacks\n", names[k]);
+		return 2;
+	}
+#endif
+	long n = (long)(size / sizeof(double)) / 16 * 16;
 	if (n < 1024 || passes < 2) {
 		fprintf(stderr, "refstream: want --size of 8K or more and --passes of 2 or more\n");
 		return 2;
@@ -223,7 +298,7 @@ int main(int argc, char **argv) {
 	for (int p = 0; p < passes; p++)
 		mbs[p] = pass(k, arr, n);
 	/* The passes wrote what they should: a check the compiler cannot drop. */
-	double want = k == COPY ? 1.0 : k == TRIAD ? 1.0 + 2.0 * 3.0 : 1.0;
+	double want = k == COPY || k == COPYNT ? 1.0 : k == TRIAD || k == TRIADNT ? 1.0 + 2.0 * 3.0 : 1.0;
 	for (long j = 0; j < n; j += 4099)
 		if (arr[0][j] != want || (k == LOAD && sink != (double)n)) {
 			fprintf(stderr, "refstream: %s: element %ld is %g, the sum %g\n", names[k], j, arr[0][j], sink);
