@@ -334,19 +334,7 @@ func matchReference(t *testing.T, bin string, node, threads int, kernel string, 
 		helper.Env = append(os.Environ(), bandwidthHelper+"="+fmt.Sprintf("%d %d %d %s", node, total, threads, ourKernel))
 		ref := exec.Command(bin, "--kernel", kernel, "--size", strconv.Itoa(perArray), "--thp", "--stepped")
 		ref.Env = append(os.Environ(), "OMP_NUM_THREADS="+strconv.Itoa(len(cpus)), "OMP_PLACES="+strings.Join(places, ","), "OMP_PROC_BIND=close")
-		// Whichever starts first maps its arrays first; the order
-		// alternates from session to session.
-		var ours, theirs *stepped
-		if sess%2 == 0 {
-			ours = startStepped(t, "numascope", helper)
-			theirs = startStepped(t, "refstream", ref)
-		} else {
-			theirs = startStepped(t, "refstream", ref)
-			ours = startStepped(t, "numascope", helper)
-		}
-		if math.Abs(ours.huge-theirs.huge) > 0.1 {
-			t.Fatalf("numascope's arrays are %.2f on huge pages, the reference's %.2f: the kernel could not back them alike (see /sys/kernel/mm/transparent_hugepage and memory fragmentation), so the two bandwidths are not comparable here", ours.huge, theirs.huge)
-		}
+		ours, theirs := startSession(t, sess, helper, "refstream", ref)
 		huge = append(huge, fmt.Sprintf("%.2f/%.2f", ours.huge, theirs.huge))
 		var ratios []float64
 		for i := range warm + pairs {
@@ -373,8 +361,28 @@ func matchReference(t *testing.T, bin string, node, threads int, kernel string, 
 	}
 }
 
-// stepped is a process that runs a bandwidth pass for each line it reads
-// and prints the pass's MB/s: refstream --stepped, or numascope's helper.
+// startSession starts numascope's helper and the reference for a session
+// of a stepped comparison. Whichever starts first maps its buffers first;
+// the order alternates from session to session. The two must have their
+// buffers alike on huge pages, or the figures are not comparable.
+func startSession(t *testing.T, sess int, helper *exec.Cmd, refName string, ref *exec.Cmd) (ours, theirs *stepped) {
+	t.Helper()
+	if sess%2 == 0 {
+		ours = startStepped(t, "numascope", helper)
+		theirs = startStepped(t, refName, ref)
+	} else {
+		theirs = startStepped(t, refName, ref)
+		ours = startStepped(t, "numascope", helper)
+	}
+	if math.Abs(ours.huge-theirs.huge) > 0.1 {
+		t.Fatalf("numascope's buffers are %.2f on huge pages, %s's %.2f: the kernel could not back them alike (see /sys/kernel/mm/transparent_hugepage and memory fragmentation), so the two are not comparable here", ours.huge, refName, theirs.huge)
+	}
+	return ours, theirs
+}
+
+// stepped is a process that measures once for each line it reads and
+// prints the figure: refstream --stepped and refloaded, or numascope's
+// helpers.
 type stepped struct {
 	t    *testing.T
 	name string

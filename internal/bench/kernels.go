@@ -101,6 +101,8 @@ const ntAlign = 64
 // run runs kernel k over the first n elements of the arrays (a[0] is
 // written by the store kernels, copy and triad, the others read) in the
 // best instruction set, and returns load's sum (0 for the others).
+//
+//go:norace
 func (k Kernel) run(a *[4][]float64, n int) float64 { return k.runISA(DefaultISA(), a, n) }
 
 // runISA is run in the instruction set isa, which must be Supported. It
@@ -108,6 +110,15 @@ func (k Kernel) run(a *[4][]float64, n int) float64 { return k.runISA(DefaultISA
 // rest: the tail, and, for a non-temporal kernel, the head before the
 // destination is aligned for its streaming stores (the bench's arrays are
 // aligned already: only the tests' odd slices have a head).
+//
+// The path from an injector's piece to the assembly (this, goRange,
+// blocks, ptrs, stream.run) is not instrumented by the race detector: its
+// hooks at each call and access came to a fifth of a 32 KiB piece's time,
+// and so of the injected bandwidth, in the tests (-race), where the
+// fidelity tests measure this very code. The path touches only the calling
+// thread's own arrays.
+//
+//go:norace
 func (k Kernel) runISA(isa ISA, a *[4][]float64, n int) float64 {
 	h := 0
 	if k.NonTemporal() && n > 0 && isa != ISAGo {
@@ -127,6 +138,8 @@ func (k Kernel) runISA(isa ISA, a *[4][]float64, n int) float64 {
 
 // goRange runs the portable kernel over elements lo to hi (ordinary
 // stores for the non-temporal kernels: Go has no streaming store).
+//
+//go:norace
 func (k Kernel) goRange(a *[4][]float64, lo, hi int) float64 {
 	if hi <= lo {
 		return 0
@@ -147,6 +160,8 @@ func (k Kernel) goRange(a *[4][]float64, lo, hi int) float64 {
 // ptrs checks that each of the kernel's arrays holds elements lo to hi
 // and returns a pointer to element lo of each (nil past its arrays): the
 // assembly is given only what the bounds check passed.
+//
+//go:norace
 func (k Kernel) ptrs(a *[4][]float64, lo, hi int) (p [4]*float64) {
 	for i := range k.Arrays() {
 		_ = a[i][lo:hi][hi-lo-1]

@@ -81,7 +81,9 @@ type kernelSet struct {
 	triad, triadnt func(a, b, c, d *float64, n int)
 }
 
-var kernelSets = map[ISA]*kernelSet{
+// kernelSets are indexed by ISA (an array: a map's lookup, on every piece
+// an injector streams, costs more).
+var kernelSets = [...]*kernelSet{
 	ISASSE2:   {loadSSE2, storeSSE2, ntstoreSSE2, copySSE2, copyntSSE2, triadSSE2, triadntSSE2},
 	ISAAVX2:   {loadAVX2, storeAVX2, ntstoreAVX2, copyAVX2, copyntAVX2, triadAVX2, triadntAVX2},
 	ISAAVX512: {loadAVX512, storeAVX512, ntstoreAVX512, copyAVX512, copyntAVX512, triadAVX512, triadntAVX512},
@@ -131,7 +133,10 @@ func whyUnsupported(isa ISA) string {
 }
 
 // blocks runs kernel k in isa's assembly over elements lo to hi, a
-// multiple of block apart.
+// multiple of block apart. Not instrumented by the race detector (see
+// Kernel.runISA).
+//
+//go:norace
 func blocks(isa ISA, k Kernel, a *[4][]float64, lo, hi int) float64 {
 	ks, n, p := kernelSets[isa], hi-lo, k.ptrs(a, lo, hi)
 	switch k {

@@ -15,4 +15,5 @@ func whyUnsupported(ISA) string {
 	return "numascope's assembly kernels are written for amd64 only"
 }
 
+//go:norace
 func blocks(_ ISA, k Kernel, a *[4][]float64, lo, hi int) float64 { return k.goRange(a, lo, hi) }

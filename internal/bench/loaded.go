@@ -110,27 +110,53 @@ func delayTurns(factor, pieceNS, turnsPerNS float64) int {
 	return int(math.Round(factor * pieceNS * turnsPerNS))
 }
 
-// injector is one thread of a crew. The counters are written by it alone
-// and read by the thread that times a window; the padding keeps two
-// injectors' counters off one cache line.
+// injector is one thread of a crew. It counts what it streamed in
+// streamed and done, its own, and publishes them to bytes and pieces, which
+// the thread that times a window reads, once per batch of pieces (publish);
+// the padding keeps two injectors' counters off one cache line.
 type injector struct {
-	_      [64]byte
-	bytes  atomic.Uint64
-	pieces atomic.Uint64
-	cpu    int
-	arrays [4][]float64
-	n, pos int
-	sum    float64
-	orders chan order
-	_      [64]byte
+	_              [64]byte
+	bytes          atomic.Uint64
+	pieces         atomic.Uint64
+	streamed, done uint64
+	cpu            int
+	arrays         [4][]float64
+	n, pos         int
+	sum            float64
+	orders         chan order
+	_              [64]byte
+}
+
+// publishNS is about how often, in time, an injector publishes its
+// counters and looks whether to stop: the batch of pieces between two
+// looks (order.every) takes about this long. An atomic operation per
+// piece was a third of the injected bandwidth under the race detector (a
+// 32 KiB piece takes some microseconds, an atomic operation there some
+// hundreds of nanoseconds); at 20 us the counters still move in steps far
+// finer than a window (a chase of 2^21 loads, hundreds of milliseconds),
+// and a window's two reads of them lag alike, so what it counts is not
+// biased.
+const publishNS = 20_000
+
+// peakEvery is order.every at full rate before the pieces are timed (peak
+// injection, and the uncounted step that times them): 8 pieces of 32 KiB,
+// 13 us at 20 GB/s.
+const peakEvery = 8
+
+// publishEvery is order.every for a step whose delay is factor times a
+// piece's time pieceNS.
+func publishEvery(pieceNS, factor float64) int {
+	return max(1, int(publishNS/(pieceNS*(1+factor))))
 }
 
 // order is what a crew's thread does until the crew stops: inject with
-// delay spin turns after each piece, and, for the one that times
+// delay spin turns after each piece, publishing its counters and looking
+// whether to stop every so many pieces, and, for the one that times
 // (window > 0 or chase > 0), wait until every active injector has
 // streamed since started, then time the window or the chase.
 type order struct {
 	delay   int
+	every   int
 	window  time.Duration
 	chase   int
 	active  []*injector
@@ -159,6 +185,10 @@ type crew struct {
 }
 
 // piece streams the next piece of the injector's part, wrapping around.
+// Not instrumented by the race detector, as the kernels' path
+// (Kernel.runISA): its fields are the injector's thread's own.
+//
+//go:norace
 func (w *injector) piece(s stream) {
 	m := min(pieceElems/s.granule()*s.granule(), w.n-w.pos)
 	var a [4][]float64
@@ -169,8 +199,27 @@ func (w *injector) piece(s stream) {
 	if w.pos += m; w.pos >= w.n {
 		w.pos = 0
 	}
-	w.bytes.Add(uint64(m * s.bytesPerElement()))
-	w.pieces.Add(1)
+	w.streamed += uint64(m * s.bytesPerElement())
+	w.done++
+}
+
+// batch streams every pieces (at least one), each followed by delay spin
+// turns, then publishes the counts. Not instrumented by the race detector,
+// as piece.
+//
+//go:norace
+func (w *injector) batch(s stream, every, delay int) {
+	for range max(1, every) {
+		w.piece(s)
+		spin(delay)
+	}
+	w.publish()
+}
+
+// publish makes the injector's counts visible to the timing thread.
+func (w *injector) publish() {
+	w.bytes.Store(w.streamed)
+	w.pieces.Store(w.done)
 }
 
 // totals sums the active injectors' counters.
@@ -182,7 +231,7 @@ func totals(active []*injector) (bytes, pieces uint64) {
 	return bytes, pieces
 }
 
-// waitStarted waits until every active injector but self has finished a
+// waitStarted waits until every active injector but self has published a
 // piece since its count was started, so that a window sees them all
 // streaming.
 func waitStarted(active []*injector, started []uint64, self *injector) {
@@ -197,6 +246,9 @@ func waitStarted(active []*injector, started []uint64, self *injector) {
 // to the end of the chase, or of the window (streaming meanwhile).
 func (c *crew) timed(o order, self *injector) {
 	waitStarted(o.active, o.started, self)
+	if self != nil {
+		self.publish()
+	}
 	b0, p0 := totals(o.active)
 	t0 := time.Now()
 	if o.chase > 0 {
@@ -205,6 +257,7 @@ func (c *crew) timed(o order, self *injector) {
 		for time.Since(t0) < o.window {
 			self.piece(c.s)
 		}
+		self.publish()
 	}
 	dt := time.Since(t0)
 	b1, p1 := totals(o.active)
@@ -233,8 +286,7 @@ func (c *crew) inject(w *injector, ready chan<- error) {
 			c.timed(o, w)
 		}
 		for !c.stop.Load() {
-			w.piece(c.s)
-			spin(o.delay)
+			w.batch(c.s, o.every, o.delay)
 		}
 		c.done <- struct{}{}
 	}
@@ -256,9 +308,11 @@ func (c *crew) follow(p *plan, cpu int, buf *buffer, ready chan<- error) {
 	}
 }
 
-// run gives the injectors in active the delay and the timer its order, and
+// run gives the injectors in active the delay and the batch of pieces
+// between their looks at the stop (every), and the timer its order, and
 // returns what the timer measured once all have stopped.
-func (c *crew) run(active []*injector, delay int, timer chan<- order, o order) window {
+func (c *crew) run(active []*injector, delay, every int, timer chan<- order, o order) window {
+	o.delay, o.every = delay, every
 	o.active = active
 	o.started = make([]uint64, len(active))
 	for i, w := range active {
@@ -267,7 +321,7 @@ func (c *crew) run(active []*injector, delay int, timer chan<- order, o order) w
 	c.stop.Store(false)
 	for _, w := range active {
 		if w.orders != timer {
-			w.orders <- order{delay: delay}
+			w.orders <- order{delay: delay, every: every}
 		}
 	}
 	timer <- o
@@ -297,7 +351,7 @@ func (p *plan) loaded(r, target int, lp *LoadedPair, status func(string)) (peak 
 	// Peak: every thread at full rate, one uncounted window first.
 	status("peak injection")
 	for k := -1; k < p.opt.Repeat; k++ {
-		m := c.run(c.workers, 0, c.workers[0].orders, order{window: peakWindow})
+		m := c.run(c.workers, 0, peakEvery, c.workers[0].orders, order{window: peakWindow})
 		if k >= 0 {
 			peak = append(peak, mbs(m.bytes, m.dt))
 		}
@@ -407,7 +461,7 @@ func (c *crew) injectors(chaseCPU int) []*injector {
 // returns the time one piece takes an injector at full rate, in ns: the
 // unit of the delays.
 func (c *crew) pieceTime(inj []*injector, loads int) (float64, error) {
-	full := c.run(inj, 0, c.chaser, order{chase: loads})
+	full := c.run(inj, 0, peakEvery, c.chaser, order{chase: loads})
 	if full.pieces == 0 {
 		return 0, fmt.Errorf("the injectors finished no piece while %d loads were chased: give a bigger --size", loads)
 	}
@@ -415,11 +469,11 @@ func (c *crew) pieceTime(inj []*injector, loads int) (float64, error) {
 }
 
 // step measures once: the chase of loads dependent loads while active
-// inject with delay spin turns after each piece (none active: idle). It
-// returns the latency per load and the bandwidth the injectors streamed
-// meanwhile.
-func (c *crew) step(active []*injector, delay, loads int) (latencyNS, bandwidthMBs float64) {
-	m := c.run(active, delay, c.chaser, order{chase: loads})
+// inject with delay spin turns after each piece, publishing every so many
+// pieces (none active: idle). It returns the latency per load and the
+// bandwidth the injectors streamed meanwhile.
+func (c *crew) step(active []*injector, delay, every, loads int) (latencyNS, bandwidthMBs float64) {
+	m := c.run(active, delay, every, c.chaser, order{chase: loads})
 	return float64(m.dt.Nanoseconds()) / float64(loads), mbs(m.bytes, m.dt)
 }
 
@@ -442,18 +496,18 @@ func (p *plan) curve(c *crew, inj []*injector, lp *LoadedPair, status func(strin
 		status(fmt.Sprintf("loaded latency: step %d/%d", k+1, n))
 		var lat, bw []float64
 		var delay *float64
-		turns := 0
+		turns, every := 0, 1
 		active := inj
 		if k == 0 {
 			active = nil // idle
 		} else {
 			f := loadedFactors[k-1]
-			turns = delayTurns(f, pieceNS, rate)
+			turns, every = delayTurns(f, pieceNS, rate), publishEvery(pieceNS, f)
 			d := f * pieceNS
 			delay = &d
 		}
 		for range p.opt.Repeat {
-			l, b := c.step(active, turns, steps)
+			l, b := c.step(active, turns, every, steps)
 			lat = append(lat, l)
 			bw = append(bw, b)
 		}

@@ -137,6 +137,8 @@ func (s stream) initial(a int) float64 {
 }
 
 // run runs over the first n elements (a multiple of granule) of the arrays.
+//
+//go:norace
 func (s stream) run(a *[4][]float64, n int) float64 {
 	if s.mix != nil {
 		return s.mix.run(a[0], n)
