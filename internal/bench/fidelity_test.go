@@ -255,27 +255,30 @@ func keyValues(out []byte) map[string]float64 {
 // arrays of the same size, far beyond the caches, and each times a pass
 // from all its threads streaming to the last one's end (probed: on the
 // build machine every thread started within 1 us of numascope's clock and
-// 7 us of the reference's). On the AMD build machine store agrees
-// (0.998-1.005), and so does load once the reference's loop is unrolled
-// (0.986-0.991; its one-accumulator loop read 11% under numascope's
-// four), hence -funroll-loops, and so do nt-store (1.000-1.005) and
-// copy-nt (1.016): 10% for those four, latency's bound. The kernels that
-// read two streams or more at once (the write-allocate counted) read over
-// the reference, drifting over an hour: copy 0.99-1.21, triad 1.10-1.23
-// (sessions to 1.25), triad-nt 1.115-1.147, one CPU or two, quiet or
-// beside the VM suite and four busy loops. Ruled out: the
-// clocks (probed), huge pages (both 1.00), numascope's ISA (AVX2 and SSE2
-// alike), the reference's unrolling, the order of the first touch
-// (STREAM's one loop over all arrays, or numascope's array after array in
-// each thread's part) and which process maps its arrays first (alternated
-// from session to session), and binding the reference's memory as bench
-// binds its own (numactl --membind: 1.16-1.23). The cause is not pinned
-// down, so 35% there, room above that range (the arrays' relative
-// placement moves these kernels on this host: the reference with its
-// arrays offset by 4 KiB + 192 bytes, STREAM's OFFSET, read triad-nt 5-30%
-// faster). What the bounds catch: copying with non-temporal
-// stores (copy-nt reads 1.6-1.7 times the reference), counting the
-// write-allocate's read (1.5 for copy), threads that take turns (0.5).
+// 7 us of the reference's). On the AMD build machine, 2026-12-07, quiet
+// and beside four busy loops: load 0.97-0.99, store 1.01, nt-store
+// 1.00, copy-nt 1.02 (10%, latency's bound); copy 1.00-1.04 on two CPUs
+// and 1.04-1.07 on one, triad 1.00-1.01, triad-nt 1.04-1.05 (15%: the
+// kernels that read two streams or more at once, the write-allocate
+// counted, drifted most before the offsets below).
+//
+// History: until 2026-12-07 the reference's arrays all began page-aligned,
+// and the kernels that read two streams or more read over it, drifting
+// over an hour (copy 0.99-1.21, triad 1.10-1.23, triad-nt 1.12-1.15;
+// bounds of 35%), while the one-stream kernels agreed. Ruled out then: the
+// clocks, huge pages, numascope's ISA, the reference's unrolling, the order
+// of the first touch, which process maps first, and binding the
+// reference's memory. The arrays' relative placement was it: the reference
+// with its arrays 4 KiB + 192 bytes apart in their pages, as STREAM's
+// arrays, declared one after another, are not page-aligned alike either,
+// read copy, triad and triad-nt within 2% of numascope (0.98-1.01), 1 KiB
+// apart 1.05, 64 bytes 1.01-1.11. So refstream offsets them by default.
+// numascope's own arrays are page-aligned alike and read as the offset
+// reference does; why its assembly does not lose by it was not examined.
+//
+// What the bounds catch: copying with non-temporal stores (copy-nt reads
+// 1.6-1.7 times the reference), counting the write-allocate's read (1.5
+// for copy), threads that take turns (0.5).
 func TestBandwidthMatchesReference(t *testing.T) {
 	topo := liveTopology(t)
 	bin := buildReference(t, "refstream.c", "-O3", "-march=native", "-fopenmp", "-fno-tree-loop-distribute-patterns", "-ffp-contract=off", "-funroll-loops")
@@ -289,7 +292,7 @@ func TestBandwidthMatchesReference(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The tolerances: see above.
-	tolerance := map[string]float64{"copy": 0.35, "triad": 0.35, "load": 0.10, "store": 0.10, "nt-store": 0.10, "copy-nt": 0.10, "triad-nt": 0.35}
+	tolerance := map[string]float64{"copy": 0.15, "triad": 0.15, "load": 0.10, "store": 0.10, "nt-store": 0.10, "copy-nt": 0.10, "triad-nt": 0.15}
 	t.Run("copy on one CPU", func(t *testing.T) { matchReference(t, bin, node, 1, "copy", tolerance["copy"]) })
 	if len(all) > 1 {
 		for _, k := range []string{"copy", "triad", "load", "store", "nt-store", "copy-nt", "triad-nt"} {

@@ -129,13 +129,14 @@ type injector struct {
 
 // publishNS is about how often, in time, an injector publishes its
 // counters and looks whether to stop: the batch of pieces between two
-// looks (order.every) takes about this long. An atomic operation per
-// piece was a third of the injected bandwidth under the race detector (a
-// 32 KiB piece takes some microseconds, an atomic operation there some
-// hundreds of nanoseconds); at 20 us the counters still move in steps far
-// finer than a window (a chase of 2^21 loads, hundreds of milliseconds),
-// and a window's two reads of them lag alike, so what it counts is not
-// biased.
+// looks (order.every) takes about this long. Three atomic operations a
+// piece, with the race detector's hooks on the path (see piece), cost a
+// third of the injected bandwidth under -race (a 32 KiB piece takes some
+// microseconds, an atomic operation there some hundreds of nanoseconds;
+// without -race no difference was measured); at 20 us the counters still
+// move in steps far finer than a window (a chase of 2^21 loads, hundreds
+// of milliseconds), and a window's two reads of them lag alike, so what it
+// counts is not biased.
 const publishNS = 20_000
 
 // peakEvery is order.every at full rate before the pieces are timed (peak
