@@ -176,7 +176,6 @@ type window struct {
 type crew struct {
 	s       stream
 	bufs    []*buffer
-	started bool // its threads run: close ends them
 	workers []*injector
 	stop    atomic.Bool
 	done    chan struct{}
@@ -419,7 +418,6 @@ func (p *plan) newCrew(cpus []int, chaseCPU, target int) (c *crew, err error) {
 		go c.inject(w, ready)
 	}
 	go c.follow(p, chaseCPU, c.bufs[s.arrays()], ready)
-	c.started = true
 	for range len(cpus) + 1 {
 		if e := <-ready; e != nil && err == nil {
 			err = e
@@ -432,14 +430,13 @@ func (p *plan) newCrew(cpus []int, chaseCPU, target int) (c *crew, err error) {
 	return c, nil
 }
 
-// close ends the crew's threads and frees its buffers.
+// close ends the crew's threads (closing a channel no thread was started
+// on is harmless) and frees its buffers.
 func (c *crew) close() {
-	if c.started {
-		for _, w := range c.workers {
-			close(w.orders)
-		}
-		close(c.chaser)
+	for _, w := range c.workers {
+		close(w.orders)
 	}
+	close(c.chaser)
 	for _, b := range c.bufs {
 		if b != nil {
 			b.free()
@@ -469,6 +466,27 @@ func (c *crew) pieceTime(inj []*injector, loads int) (float64, error) {
 	return float64(full.dt.Nanoseconds()) * float64(len(inj)) / float64(full.pieces), nil
 }
 
+// pace turns a step's delay factor into the injectors' orders: the time
+// a piece takes at full rate (ns) and the spin loop's speed.
+type pace struct{ pieceNS, turnsPerNS float64 }
+
+// calibrate times the crew's pieces, over an uncounted full-rate step of
+// loads dependent loads, and the spin loop (once per run).
+func (p *plan) calibrate(c *crew, inj []*injector, loads int) (pace, error) {
+	pieceNS, err := c.pieceTime(inj, loads)
+	if err != nil {
+		return pace{}, err
+	}
+	rate, err := p.spinRate()
+	return pace{pieceNS, rate}, err
+}
+
+// at is the delay in spin turns after each piece for a delay of factor
+// times a piece's time, and the pieces between two publishes.
+func (pc pace) at(factor float64) (turns, every int) {
+	return delayTurns(factor, pc.pieceNS, pc.turnsPerNS), publishEvery(pc.pieceNS, factor)
+}
+
 // step measures once: the chase of loads dependent loads while active
 // inject with delay spin turns after each piece, publishing every so many
 // pieces (none active: idle). It returns the latency per load and the
@@ -484,11 +502,7 @@ func (c *crew) step(active []*injector, delay, every, loads int) (latencyNS, ban
 func (p *plan) curve(c *crew, inj []*injector, lp *LoadedPair, status func(string)) error {
 	steps := p.loads()
 	status("loaded latency: calibrating")
-	pieceNS, err := c.pieceTime(inj, steps)
-	if err != nil {
-		return err
-	}
-	rate, err := p.spinRate()
+	pc, err := p.calibrate(c, inj, steps)
 	if err != nil {
 		return err
 	}
@@ -503,8 +517,8 @@ func (p *plan) curve(c *crew, inj []*injector, lp *LoadedPair, status func(strin
 			active = nil // idle
 		} else {
 			f := loadedFactors[k-1]
-			turns, every = delayTurns(f, pieceNS, rate), publishEvery(pieceNS, f)
-			d := f * pieceNS
+			turns, every = pc.at(f)
+			d := f * pc.pieceNS
 			delay = &d
 		}
 		for range p.opt.Repeat {

@@ -227,11 +227,7 @@ func steppedLoaded(spec string) error {
 	}
 	defer c.close()
 	inj := c.injectors(chaseCPU)
-	pieceNS, err := c.pieceTime(inj, loads)
-	if err != nil {
-		return err
-	}
-	rate, err := p.spinRate()
+	pc, err := p.calibrate(c, inj, loads)
 	if err != nil {
 		return err
 	}
@@ -250,7 +246,7 @@ func steppedLoaded(spec string) error {
 			if err != nil {
 				return fmt.Errorf("%q: want idle or a delay factor", req)
 			}
-			turns, every = delayTurns(f, pieceNS, rate), publishEvery(pieceNS, f)
+			turns, every = pc.at(f)
 		}
 		lat, bw := c.step(active, turns, every, loads)
 		fmt.Printf("lat_ns=%.3f mbs=%.1f\n", lat, bw)
