@@ -514,3 +514,21 @@ func agrees(t *testing.T, what string, numascope, truth float64) {
 	within(t, what+" (numascope vs the workload's own delta "+strconv.FormatFloat(truth, 'f', 0, 64)+")",
 		numascope, 0.97*truth-64, 1.05*truth+500)
 }
+
+// agreesSum is agrees for a column summed over n sources against the sum
+// of the workload's per-source deltas: each source may differ by what
+// agrees allows one, so the slack is n times as large.
+func agreesSum(t *testing.T, what string, numascope, truth float64, n int) {
+	t.Helper()
+	within(t, what+" (numascope vs the workload's own deltas summed, "+strconv.FormatFloat(truth, 'f', 0, 64)+")",
+		numascope, 0.97*truth-64*float64(n), 1.05*truth+500*float64(n))
+}
+
+// sum adds the workload's per-node deltas.
+func sum(v []int64) float64 {
+	var s int64
+	for _, x := range v {
+		s += x
+	}
+	return float64(s)
+}

@@ -18,8 +18,11 @@ const pageSize = 4096
 const slackBytes = 3 << 20
 
 // events recorded in every scenario: per-node numastat counters and meminfo
-// gauges, and the system-wide NUMA balancing counters.
+// gauges, three of them also summed over the nodes (node.numa_hit, the
+// column a user sees without --discrete), and the system-wide NUMA
+// balancing counters.
 const events = "node.*.numa_hit,node.*.local_node,node.*.interleave_hit,node.*.AnonPages,node.*.MemUsed," +
+	"node.numa_hit,node.interleave_hit,node.AnonPages," +
 	"vmstat.numa_hint_faults,vmstat.numa_pages_migrated"
 
 // recordScript returns the VM script lines that record one workload run
@@ -311,6 +314,13 @@ func TestParallelFirstTouch(t *testing.T) {
 		within(t, fmt.Sprintf("numascope: node %d local_node", k), local, 0.98*pages, math.Inf(1))
 		agrees(t, fmt.Sprintf("numascope: node %d local_node", k), local, float64(total.LocalNode[k]))
 	}
+	// The summed columns, with the pages spread over every node: a sum that
+	// left a node out would miss a quarter, one that took a node twice would
+	// be a quarter over.
+	agreesSum(t, "numascope: numa_hit summed over the nodes", s.total(t, "node.numa_hit"), sum(total.NumaHit), nodes)
+	within(t, "numascope: AnonPages summed over the nodes, growth at the peak (bytes)",
+		s.col(t, "node.AnonPages")[peak]-s.firstValue(t, "node.AnonPages"),
+		0.85*nodes*pages*pageSize-nodes*slackBytes, 1.15*nodes*pages*pageSize+nodes*slackBytes)
 }
 
 // ---- interleave ----------------------------------------------------------------
@@ -344,6 +354,10 @@ func checkInterleave(t *testing.T, r *vmResult, name string, nodes, mb int) {
 		within(t, fmt.Sprintf("%s numascope: node %d AnonPages growth at the peak (bytes)", name, k), g,
 			0.85*share*pageSize-slackBytes, 1.15*share*pageSize+slackBytes)
 	}
+	// Summed over the nodes (on 4 nodes, and on 8 in TestEightNodes), the
+	// interleaved hits are the workload's on every node together.
+	agreesSum(t, name+" numascope: interleave_hit summed over the nodes", s.total(t, "node.interleave_hit"),
+		sum(touch.InterleaveHit), nodes)
 }
 
 // TestInterleave: MPOL_INTERLEAVE for the process (set_mempolicy) and for
