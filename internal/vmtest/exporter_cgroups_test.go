@@ -1,6 +1,8 @@
 package vmtest
 
 import (
+	"fmt"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -25,8 +27,12 @@ for cg in il:66000000 pin:33000000; do
 done
 taskset -c 0 numascope exporter --listen 127.0.0.1:9864 --cgroups --cgroup-faults >/tmp/exporter.out 2>/tmp/exporter.err &
 for i in $(seq 100); do wget -q -O /dev/null http://127.0.0.1:9864/metrics 2>/dev/null && break; sleep 0.1; done
+sec numastat.il.before cat /sys/fs/cgroup/il/memory.numa_stat
+sec numastat.pin.before cat /sys/fs/cgroup/pin/memory.numa_stat
+sec memstat.before cat /sys/fs/cgroup/il/memory.stat
 sec scrape wget -q -O - http://127.0.0.1:9864/metrics
-sec numastat cat /sys/fs/cgroup/il/memory.numa_stat /sys/fs/cgroup/pin/memory.numa_stat
+sec numastat.il cat /sys/fs/cgroup/il/memory.numa_stat
+sec numastat.pin cat /sys/fs/cgroup/pin/memory.numa_stat
 sec memstat cat /sys/fs/cgroup/il/memory.stat
 sec stderr cat /tmp/exporter.err
 `
@@ -70,7 +76,7 @@ func TestExporterCgroups(t *testing.T) {
 	anon := func(cg, node string) float64 {
 		v, ok := get("numascope_cgroup_memory_bytes", map[string]string{"cgroup": cg, "numa_node": node, "type": "anon"})
 		if !ok {
-			t.Errorf("no numascope_cgroup_memory_bytes{cgroup=%q,numa_node=%q,type=\"anon\"}\nmemory.numa_stat:\n%s", cg, node, r.section(t, "numastat"))
+			t.Errorf("no numascope_cgroup_memory_bytes{cgroup=%q,numa_node=%q,type=\"anon\"}\nmemory.numa_stat:\n%s", cg, node, r.section(t, "numastat"+strings.ReplaceAll(cg, "/", ".")))
 		}
 		return v
 	}
@@ -93,22 +99,93 @@ func TestExporterCgroups(t *testing.T) {
 			}
 		}
 	}
+	// Every byte figure against the kernel's own memory.numa_stat, read with
+	// cat just before and just after the scrape: each line the exporter
+	// keeps (not the workingset_ events, not the LRU lists), on each node,
+	// lies between the two reads. The workloads hold their memory still, so
+	// the two reads mostly agree and the check is exact; a wrong node, a
+	// unit error or a line taken for another fails.
+	for _, cg := range []string{"il", "pin"} {
+		before := numaStatLines(t, r.section(t, "numastat."+cg+".before"))
+		after := numaStatLines(t, r.section(t, "numastat."+cg))
+		compared := 0
+		for typ, nodes := range after {
+			if strings.HasPrefix(typ, "workingset_") || strings.HasPrefix(typ, "active_") || strings.HasPrefix(typ, "inactive_") {
+				continue
+			}
+			for node, b := range nodes {
+				a, ok := before[typ][node]
+				if !ok {
+					t.Errorf("/%s memory.numa_stat %s N%s: in the read after the scrape only", cg, typ, node)
+					continue
+				}
+				v, ok := get("numascope_cgroup_memory_bytes", map[string]string{"cgroup": "/" + cg, "numa_node": node, "type": typ})
+				if !ok {
+					t.Errorf("/%s memory.numa_stat %s N%s: not exported", cg, typ, node)
+					continue
+				}
+				within(t, fmt.Sprintf("/%s %s on node %s (bytes; memory.numa_stat before and after the scrape)", cg, typ, node),
+					v, min(a, b), max(a, b))
+				compared++
+			}
+		}
+		if compared < 8 {
+			t.Errorf("/%s: only %d memory.numa_stat values compared with the scrape", cg, compared)
+		}
+	}
+
 	// memory.stat's NUMA balancing and tiering lines, where this kernel
 	// has them (numa_* from 6.11): each one there is exported, and none
-	// that is not.
-	stat := map[string]bool{}
-	for _, l := range strings.Split(r.section(t, "memstat"), "\n") {
-		if k, _, ok := strings.Cut(strings.TrimSpace(l), " "); ok {
-			stat[k] = true
-		}
-	}
+	// that is not; each exported counter lies between the file's reads
+	// before and after the scrape.
+	stat, stat0 := memStatLines(r.section(t, "memstat")), memStatLines(r.section(t, "memstat.before"))
 	for _, k := range []string{"numa_hint_faults", "numa_pte_updates", "numa_pages_migrated", "pgpromote_success", "pgdemote_kswapd", "pgdemote_direct", "pgdemote_khugepaged", "pgdemote_proactive"} {
-		_, ok := get("numascope_cgroup_"+k+"_total", map[string]string{"cgroup": "/il"})
-		if ok != stat[k] {
-			t.Errorf("memory.stat %s: in the file %v, exported %v", k, stat[k], ok)
+		v, ok := get("numascope_cgroup_"+k+"_total", map[string]string{"cgroup": "/il"})
+		_, inFile := stat[k]
+		if ok != inFile {
+			t.Errorf("memory.stat %s: in the file %v, exported %v", k, inFile, ok)
 		}
-		t.Logf("memory.stat %s: in this kernel's file %v", k, stat[k])
+		if ok && inFile {
+			within(t, "/il memory.stat "+k+" (before and after the scrape)", v, stat0[k], stat[k])
+		}
+		t.Logf("memory.stat %s: in this kernel's file %v", k, inFile)
 	}
+}
+
+// numaStatLines reads a memory.numa_stat as the kernel writes it ("anon
+// N0=1234 N1=5678" a line): type -> node -> value, bytes.
+func numaStatLines(t *testing.T, text string) map[string]map[string]float64 {
+	t.Helper()
+	out := map[string]map[string]float64{}
+	for _, l := range strings.Split(strings.TrimSpace(text), "\n") {
+		f := strings.Fields(l)
+		if len(f) < 2 {
+			t.Fatalf("memory.numa_stat line %q", l)
+		}
+		out[f[0]] = map[string]float64{}
+		for _, kv := range f[1:] {
+			k, v, ok := strings.Cut(kv, "=")
+			n, err := strconv.ParseFloat(v, 64)
+			if !ok || !strings.HasPrefix(k, "N") || err != nil {
+				t.Fatalf("memory.numa_stat line %q: field %q", l, kv)
+			}
+			out[f[0]][strings.TrimPrefix(k, "N")] = n
+		}
+	}
+	return out
+}
+
+// memStatLines reads memory.stat ("key value" a line).
+func memStatLines(text string) map[string]float64 {
+	out := map[string]float64{}
+	for _, l := range strings.Split(text, "\n") {
+		if k, v, ok := strings.Cut(strings.TrimSpace(l), " "); ok {
+			if n, err := strconv.ParseFloat(v, 64); err == nil {
+				out[k] = n
+			}
+		}
+	}
+	return out
 }
 
 func metricValue(m *dto.Metric) float64 {
