@@ -30,7 +30,8 @@ import (
 var binary string
 
 func TestMain(m *testing.M) {
-	rankTouchHelper() // exits when this binary is TestMPIProfileRanks' workload
+	rankTouchHelper()  // exits when this binary is TestMPIProfileRanks' workload
+	syscallMixHelper() // never returns when this binary is TestPerIsTheRatioOfTheCounts' workload
 	dir, err := os.MkdirTemp("", "numascope-e2e")
 	if err != nil {
 		panic(err)
