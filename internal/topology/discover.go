@@ -241,7 +241,7 @@ type rawNode struct {
 // cpuState is per-CPU discovery state that is not part of the public type.
 type cpuState struct {
 	topology bool  // the kernel exposes cpuN/topology (online CPUs only)
-	pkgCPUs  []int // package_cpus / core_siblings, read when the package ID is unknown
+	pkgCPUs  []int // package_cpus / core_siblings: the kernel's CPUs of this CPU's package
 }
 
 func (d *discoverer) run() (*Topology, error) {
@@ -368,6 +368,7 @@ func (d *discoverer) run() (*Topology, error) {
 	}
 
 	// 5. Caches, one entry per instance.
+	coreSiblings(t.CPUs, states)
 	t.Caches = d.caches(cpuRoot, t.CPUs)
 
 	// 6. What this process may use.
@@ -375,7 +376,7 @@ func (d *discoverer) run() (*Topology, error) {
 	applyAllowed(t)
 
 	// 7. Packages.
-	numberPackages(t.CPUs, states)
+	d.numberPackages(t.CPUs, states)
 	t.Packages = packages(t.CPUs, states)
 
 	d.flushDisagreements()
@@ -411,9 +412,7 @@ func (d *discoverer) cpu(cpuRoot string, id int, haveOnlineList bool, onlineSet 
 		if v, ok := d.readInt(filepath.Join(topo, "physical_package_id")); ok {
 			c.Package = v
 		}
-		if c.Package < 0 {
-			st.pkgCPUs, _ = d.readSet(topo, "package_cpus_list", "core_siblings_list", "package_cpus", "core_siblings")
-		}
+		st.pkgCPUs, _ = d.readSet(topo, "package_cpus_list", "core_siblings_list", "package_cpus", "core_siblings")
 		if v, ok := d.readInt(filepath.Join(topo, "die_id")); ok {
 			c.Die = v
 		}
@@ -670,33 +669,79 @@ func applyAllowed(t *Topology) {
 	}
 }
 
-// numberPackages gives package IDs to CPUs whose kernel reports none
-// (physical_package_id is -1 on ppc64 LPARs and some ARM boards, absent on
-// very old kernels). Such CPUs are told apart by their package sibling set
-// (package_cpus or core_siblings) and numbered after the highest real ID in
-// order of their first CPU, so that CPU.Package and Package.ID stay
-// consistent and distinct packages never merge into one "-1".
-func numberPackages(cpus []CPU, states map[int]*cpuState) {
+// numberPackages gives package IDs where the kernel's are no use, telling
+// packages apart by the kernel's package sibling sets (package_cpus or
+// core_siblings), as hwloc does:
+//   - CPUs whose kernel reports no ID (physical_package_id is -1 on ppc64
+//     LPARs and some ARM boards, absent on very old kernels), so that
+//     distinct packages never merge into one "-1";
+//   - CPUs that share an ID with CPUs of another sibling set (ia64 firmware
+//     gives two sockets one ID): the set holding the ID's lowest CPU keeps
+//     it, with a warning.
+//
+// New IDs follow the highest real one, in order of each set's first CPU,
+// so that CPU.Package and Package.ID stay consistent.
+func (d *discoverer) numberPackages(cpus []CPU, states map[int]*cpuState) {
 	next := 0
 	for _, c := range cpus {
 		if c.Package >= next {
 			next = c.Package + 1
 		}
 	}
-	ids := map[string]int{}
+	owner := map[int]string{} // a real ID -> the sibling set that keeps it
+	ids := map[string]int{}   // a sibling set given a new ID -> that ID
+	var split []string
 	for i := range cpus {
-		st := states[cpus[i].ID]
-		if cpus[i].Package >= 0 || !st.topology || len(st.pkgCPUs) == 0 {
+		c, st := &cpus[i], states[cpus[i].ID]
+		if !st.topology || len(st.pkgCPUs) == 0 {
 			continue
 		}
 		key := sysfs.FormatCPUList(st.pkgCPUs)
+		if c.Package >= 0 {
+			if k, ok := owner[c.Package]; !ok || k == key {
+				owner[c.Package] = key
+				continue
+			}
+		}
 		id, ok := ids[key]
 		if !ok {
 			id = next
 			next++
 			ids[key] = id
+			if c.Package >= 0 {
+				split = append(split, fmt.Sprintf("CPUs %s as package %d", key, id))
+			}
 		}
-		cpus[i].Package = id
+		c.Package = id
+	}
+	if len(split) > 0 {
+		d.warnf("physical_package_id repeats across CPUs whose package_cpus (core_siblings) sets differ; told apart by the sets, as hwloc does: %s",
+			strings.Join(split, ", "))
+	}
+}
+
+// coreSiblings keeps, of each CPU's thread siblings, those on its own core
+// (the same package, die and core_id). The kernel's thread_siblings hold
+// more on AMD family 15h (Bulldozer and after), where the two cores of a
+// compute unit, each with a core_id of its own, are listed as siblings for
+// the scheduler's sake: hwloc shows them as two cores, and SMT threads they
+// are not. A sibling whose topology is unknown is kept.
+func coreSiblings(cpus []CPU, states map[int]*cpuState) {
+	byID := map[int]*CPU{}
+	for i := range cpus {
+		if states[cpus[i].ID].topology {
+			byID[cpus[i].ID] = &cpus[i]
+		}
+	}
+	for i := range cpus {
+		c := &cpus[i]
+		if len(c.Siblings) < 2 {
+			continue
+		}
+		c.Siblings = slices.DeleteFunc(slices.Clone(c.Siblings), func(s int) bool {
+			o := byID[s]
+			return o != nil && s != c.ID && (o.Package != c.Package || o.Die != c.Die || o.Core != c.Core)
+		})
 	}
 }
 

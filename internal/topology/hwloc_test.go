@@ -44,18 +44,21 @@ type hwlocExpect struct {
 	pus           []int // every PU shown
 	disallowedPUs []int // PUs marked (disallowed) (console --disallowed)
 	dist          map[[2]int]int
-	allowedCPUs   []int    // XML root allowed_cpuset; nil when absent or infinite
-	complete      []int    // every CPU hwloc knows: shown plus "not represented"
-	caches        []string // cacheKey of every CPU cache object
-	allowedNodes  []int    // XML root allowed_nodeset
-	cgroup        string   // "LinuxCgroup" info: the cpuset path hwloc resolved
+	allowedCPUs   []int        // XML root allowed_cpuset; nil when absent or infinite
+	complete      []int        // every CPU hwloc knows: shown plus "not represented"
+	caches        []string     // cacheKey of every CPU cache object
+	packages      []hwlocGroup // every Package object with a PU
+	cores         []string     // groupKey of every Core object (its PUs: SMT siblings)
+	allowedNodes  []int        // XML root allowed_nodeset
+	cgroup        string       // "LinuxCgroup" info: the cpuset path hwloc resolved
 }
 
 // hwlocQuirk documents where hwloc's output is not the kernel's raw view.
 type hwlocQuirk struct {
 	// skipNodes, skipCaches: the comparison does not apply; the reason is logged.
-	skipNodes  string
-	skipCaches string
+	skipNodes    string
+	skipCaches   string
+	skipPackages string
 	// hidden reports nodes hwloc hides on purpose, with the reason.
 	hidden func(n Node) bool
 	reason string
@@ -76,6 +79,8 @@ var hwlocQuirks = map[string]hwlocQuirk{
 		skipCaches: "the tree was edited to hold conflicting cpusets (see its .test file): cpu2's L3 shared_cpu_map says 0-3 " +
 			"while its shared_cpu_list and the other CPUs of package 2 say 2,6,...,38; hwloc drops objects that conflict with " +
 			"others, numascope reports each cache instance the files describe and warns about the list/map disagreement",
+		skipPackages: "the tree was edited the same way for package 3: cpu3's core_siblings map says 0-3 while its list and " +
+			"the other CPUs of package 3 say 3,7,...,39; hwloc drops the conflicting package, numascope reads the lists",
 		check: func(t *testing.T, top *Topology) {
 			if !hasWarning(top, "cpu2/cache/index3/shared_cpu_list says \"2,6,10,14,18,22,26,30,34,38\", shared_cpu_map \"0-3\"") {
 				t.Errorf("want a warning about cpu2's L3 list and map; got %q", top.Warnings)
@@ -259,6 +264,7 @@ func compareWithHwloc(t *testing.T, ht hwlocTest, root string, top *Topology, ex
 	} else {
 		compareCaches(t, ht, top, wantPUs, exp)
 	}
+	compareGroups(t, q, top, wantPUs, exp)
 
 	if q.skipNodes != "" {
 		t.Logf("node comparison skipped: %s", q.skipNodes)
@@ -398,6 +404,97 @@ func compareCaches(t *testing.T, ht hwlocTest, top *Topology, shownPUs []int, ex
 	}
 }
 
+// hwlocGroup is a Package object: its OS index (physical_package_id) and PUs.
+type hwlocGroup struct {
+	os    int
+	hasOS bool
+	pus   []int
+}
+
+// groupKey names a package (by its OS index, where hwloc gives one) or a
+// core the same way for hwloc and numascope: by the PUs it holds.
+func groupKey(os int, hasOS bool, pus []int) string {
+	if hasOS {
+		return fmt.Sprintf("P#%d cpus=%s", os, sysfs.FormatCPUList(pus))
+	}
+	return "cpus=" + sysfs.FormatCPUList(pus)
+}
+
+func deref(p *int) int {
+	if p == nil {
+		return 0
+	}
+	return *p
+}
+
+// compareGroups holds numascope's packages (physical_package_id and the
+// CPUs of each) and cores (each CPU's SMT siblings) to hwloc's Package and
+// Core objects, over the PUs hwloc shows. A tree where hwloc shows none
+// (filtered or merged away) is not compared for that kind.
+func compareGroups(t *testing.T, q hwlocQuirk, top *Topology, shownPUs []int, exp *hwlocExpect) {
+	shown := toSet(shownPUs)
+	only := func(cpus []int) []int {
+		var out []int
+		for _, c := range cpus {
+			if shown[c] {
+				out = append(out, c)
+			}
+		}
+		return out
+	}
+	switch {
+	case q.skipPackages != "":
+		t.Logf("packages not compared: %s", q.skipPackages)
+	case len(exp.packages) == 0:
+		t.Logf("packages not compared: hwloc shows no Package object")
+	default:
+		// Where hwloc gives one OS index to two packages (ia64 firmware),
+		// numascope numbers the second anew: compare the PUs alone.
+		withOS, seen := true, map[int]bool{}
+		for _, p := range exp.packages {
+			withOS = withOS && p.hasOS && !seen[p.os]
+			seen[p.os] = true
+		}
+		var hw, mine []string
+		for _, p := range exp.packages {
+			hw = append(hw, groupKey(p.os, withOS, p.pus))
+		}
+		for _, p := range top.Packages {
+			if cpus := only(p.CPUs); len(cpus) > 0 {
+				mine = append(mine, groupKey(p.ID, withOS, cpus))
+			}
+		}
+		sort.Strings(hw)
+		sort.Strings(mine)
+		if !slices.Equal(hw, mine) {
+			t.Errorf("packages differ:\n%s", diffLines(hw, mine))
+		}
+	}
+	if len(exp.cores) == 0 {
+		t.Logf("cores not compared: hwloc shows no Core object")
+		return
+	}
+	seen := map[string]bool{}
+	var mine []string
+	for _, c := range top.CPUs {
+		if !shown[c.ID] {
+			continue
+		}
+		sib := only(c.Siblings)
+		if len(sib) == 0 {
+			sib = []int{c.ID}
+		}
+		if k := groupKey(0, false, sib); !seen[k] {
+			seen[k] = true
+			mine = append(mine, k)
+		}
+	}
+	sort.Strings(mine)
+	if !slices.Equal(exp.cores, mine) {
+		t.Errorf("cores (SMT siblings) differ:\n%s", diffLines(exp.cores, mine))
+	}
+}
+
 // diffLines shows the lines only hwloc has (-) and only numascope has (+).
 func diffLines(hw, mine []string) string {
 	count := map[string]int{}
@@ -490,7 +587,7 @@ func parseHwlocConsole(s string) (*hwlocExpect, error) {
 	exp := &hwlocExpect{}
 	lines := strings.Split(s, "\n")
 	var stack []*consoleObj
-	var nodes, cacheObjs []*consoleObj
+	var nodes, cacheObjs, groupObjs []*consoleObj
 	i := 0
 	for ; i < len(lines); i++ {
 		l := lines[i]
@@ -535,6 +632,8 @@ func parseHwlocConsole(s string) (*hwlocExpect, error) {
 		switch o.typ {
 		case "NUMANode":
 			nodes = append(nodes, o)
+		case "Package", "Core":
+			groupObjs = append(groupObjs, o)
 		case "PU":
 			if !o.hasOS {
 				return nil, fmt.Errorf("line %d: PU without P#", i+1)
@@ -556,6 +655,19 @@ func parseHwlocConsole(s string) (*hwlocExpect, error) {
 		exp.caches = append(exp.caches, cacheKey(level, m[2], c.size, pus))
 	}
 	sort.Strings(exp.caches)
+	for _, g := range groupObjs {
+		var pus []int
+		collectPUs(g, &pus)
+		sort.Ints(pus)
+		switch {
+		case len(pus) == 0: // a package of disallowed CPUs, kept for its memory
+		case g.typ == "Package":
+			exp.packages = append(exp.packages, hwlocGroup{os: g.os, hasOS: g.hasOS, pus: pus})
+		default:
+			exp.cores = append(exp.cores, groupKey(0, false, pus))
+		}
+	}
+	sort.Strings(exp.cores)
 	exp.complete = exp.pus
 	for _, l := range lines[i:] {
 		if _, rest, ok := strings.Cut(l, "LinuxCgroup="); ok && strings.HasPrefix(l, "Topology infos:") {
@@ -746,6 +858,18 @@ func parseHwlocXML(b []byte) (*hwlocExpect, error) {
 				kind := map[int]string{0: "", 1: "d", 2: "i"}[o.CacheType]
 				exp.caches = append(exp.caches, cacheKey(o.Depth, kind, hwlocSize(o.CacheSize), pus))
 			}
+		case "Package", "Core":
+			pus, _, err := parseHwlocSet(o.CPUSet)
+			if err != nil {
+				return fmt.Errorf("%s cpuset: %v", o.Type, err)
+			}
+			if len(pus) > 0 { // all its CPUs disallowed: the console drops it
+				if o.Type == "Package" {
+					exp.packages = append(exp.packages, hwlocGroup{os: deref(o.OSIndex), hasOS: o.OSIndex != nil, pus: pus})
+				} else {
+					exp.cores = append(exp.cores, groupKey(0, false, pus))
+				}
+			}
 		case "NUMANode":
 			if o.OSIndex == nil {
 				return fmt.Errorf("NUMANode without os_index")
@@ -772,6 +896,7 @@ func parseHwlocXML(b []byte) (*hwlocExpect, error) {
 	}
 	sort.Ints(exp.pus)
 	sort.Strings(exp.caches)
+	sort.Strings(exp.cores)
 	for _, d := range x.Distances {
 		if d.Type != "NUMANode" || d.Name != "NUMALatency" {
 			continue

@@ -123,8 +123,9 @@ func (n *Node) AccessFrom(initiator int) *Access {
 // CPU is one logical CPU (hardware thread). Package, Die, Core and Node are
 // Unknown (-1) when the kernel does not say: an offline CPU has no topology
 // directory, old kernels have no die_id. Package IDs are the kernel's; where
-// it reports none (ppc64, some ARM), packages are numbered by their sibling
-// sets. Core IDs repeat across packages (and dies): Siblings identifies a core.
+// it reports none (ppc64, some ARM), or one for CPUs its package sibling sets
+// separate (ia64), packages are numbered by their sibling sets. Core IDs
+// repeat across packages (and dies): Siblings identifies a core.
 type CPU struct {
 	ID      int  `json:"id"`
 	Node    int  `json:"node"`
@@ -133,8 +134,10 @@ type CPU struct {
 	Core    int  `json:"core"`
 	Online  bool `json:"online"`
 	Allowed bool `json:"allowed"`
-	// Siblings are the SMT threads sharing this CPU's core, itself included;
-	// empty when unknown (offline CPU).
+	// Siblings are the SMT threads sharing this CPU's core, itself included:
+	// the kernel's thread_siblings on the same package, die and core_id
+	// (AMD family 15h lists a compute unit's two cores there too); empty
+	// when unknown (offline CPU).
 	Siblings []int `json:"siblings"`
 }
 
