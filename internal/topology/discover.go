@@ -577,6 +577,7 @@ func (d *discoverer) syntheticNode(cpus []CPU) Node {
 func (d *discoverer) caches(cpuRoot string, cpus []CPU) []Cache {
 	out := []Cache{}
 	seen := map[string]bool{}
+	badWays := map[string]bool{} // the indexM whose ways were warned about, once for all CPUs
 	for _, c := range cpus {
 		dir := filepath.Join(cpuRoot, "cpu"+strconv.Itoa(c.ID), "cache")
 		idx, ok := d.listNumbered(dir, "index")
@@ -621,6 +622,27 @@ func (d *discoverer) caches(cpuRoot string, cpus []CPU) []Cache {
 			}
 			if v, ok := d.readInt(filepath.Join(ix, "ways_of_associativity")); ok {
 				cache.Associativity = v
+			}
+			// A set-associative cache is sets x ways x partitions x line
+			// bytes (physical_line_partition: lines per tag, 1 but on some
+			// Intel L2s). Where the kernel's figures disagree (ARM firmware's
+			// PPTT: an L3 of 32 MiB, 2048 sets of 128-byte lines, "15"
+			// ways), the ways are taken from the others, as hwloc does.
+			if sets, ok := d.readInt(filepath.Join(ix, "number_of_sets")); ok && sets > 0 && cache.LineSize > 0 && cache.SizeBytes > 0 {
+				part, ok := d.readInt(filepath.Join(ix, "physical_line_partition"))
+				if !ok || part <= 0 {
+					part = 1
+				}
+				if per := uint64(sets) * uint64(cache.LineSize) * uint64(part); cache.SizeBytes%per == 0 {
+					if w := int(cache.SizeBytes / per); w != cache.Associativity && cache.Associativity > 0 {
+						if !badWays[ix[len(dir):]] {
+							badWays[ix[len(dir):]] = true
+							d.warnf("%s says %d, but size / (number_of_sets x physical_line_partition x coherency_line_size) is %d; %d ways used, as hwloc does",
+								filepath.Join(ix, "ways_of_associativity"), cache.Associativity, w, w)
+						}
+						cache.Associativity = w
+					}
+				}
 			}
 			out = append(out, cache)
 		}

@@ -293,7 +293,7 @@ var skipPatterns = [][]string{
 var (
 	cpuKeep   = map[string]bool{"topology": true, "cache": true, "online": true}
 	cacheKeep = map[string]bool{"level": true, "type": true, "size": true, "coherency_line_size": true,
-		"ways_of_associativity": true, "shared_cpu_list": true, "shared_cpu_map": true}
+		"ways_of_associativity": true, "number_of_sets": true, "physical_line_partition": true, "shared_cpu_list": true, "shared_cpu_map": true}
 )
 
 func skipEntry(name string) bool {

@@ -396,7 +396,7 @@ func compareCaches(t *testing.T, ht hwlocTest, top *Topology, shownPUs []int, ex
 		if len(cpus) == 0 {
 			continue
 		}
-		mine = append(mine, cacheKey(c.Level, kind, hwlocSize(c.SizeBytes), cpus))
+		mine = append(mine, cacheKey(c.Level, kind, hwlocSize(c.SizeBytes), c.LineSize, c.Associativity, cpus))
 	}
 	sort.Strings(mine)
 	if got, want := strings.Join(exp.caches, "\n"), strings.Join(mine, "\n"); got != want {
@@ -560,6 +560,7 @@ type consoleObj struct {
 	hasOS      bool
 	local      string
 	size       string
+	line, ways int // a cache's linesize= and ways= (0 where lstopo prints none)
 	logical    int
 	disallowed bool
 	parent     *consoleObj
@@ -571,14 +572,16 @@ var (
 	reLocal   = regexp.MustCompile(`local=(\d+[KMGT]i?B)`)
 	reLogical = regexp.MustCompile(` L#(\d+)`)
 	reSize    = regexp.MustCompile(`[( ]size=(\d+[KMGT]i?B)`)
+	reLine    = regexp.MustCompile(`[( ]linesize=(\d+)`)
+	reWays    = regexp.MustCompile(`[( ]ways=(-?\d+)`)
 	// CPU caches: L1dCache, L1iCache, L2Cache...; not memory-side MemCache.
 	reCacheType = regexp.MustCompile(`^L(\d)([di]?)Cache$`)
 )
 
 // cacheKey names a cache instance the same way for hwloc and numascope:
 // level, kind (d, i or empty for unified), size as lstopo prints it, CPUs.
-func cacheKey(level int, kind, size string, cpus []int) string {
-	return fmt.Sprintf("L%d%s size=%s cpus=%s", level, kind, size, sysfs.FormatCPUList(cpus))
+func cacheKey(level int, kind, size string, line, ways int, cpus []int) string {
+	return fmt.Sprintf("L%d%s size=%s line=%d ways=%d cpus=%s", level, kind, size, line, ways, sysfs.FormatCPUList(cpus))
 }
 
 // parseHwlocConsole reads `lstopo -v -` output: the indented object tree,
@@ -626,6 +629,12 @@ func parseHwlocConsole(s string) (*hwlocExpect, error) {
 		if m := reSize.FindStringSubmatch(head); m != nil {
 			o.size = m[1]
 		}
+		if m := reLine.FindStringSubmatch(head); m != nil {
+			o.line, _ = strconv.Atoi(m[1])
+		}
+		if m := reWays.FindStringSubmatch(head); m != nil {
+			o.ways, _ = strconv.Atoi(m[1])
+		}
 		if reCacheType.MatchString(o.typ) {
 			cacheObjs = append(cacheObjs, o)
 		}
@@ -652,7 +661,7 @@ func parseHwlocConsole(s string) (*hwlocExpect, error) {
 		var pus []int
 		collectPUs(c, &pus)
 		sort.Ints(pus)
-		exp.caches = append(exp.caches, cacheKey(level, m[2], c.size, pus))
+		exp.caches = append(exp.caches, cacheKey(level, m[2], c.size, c.line, c.ways, pus))
 	}
 	sort.Strings(exp.caches)
 	for _, g := range groupObjs {
@@ -768,6 +777,8 @@ type xmlObject struct {
 	LocalMemory    *uint64     `xml:"local_memory,attr"`
 	CacheSize      uint64      `xml:"cache_size,attr"`
 	CacheType      int         `xml:"cache_type,attr"`
+	CacheLine      int         `xml:"cache_linesize,attr"`
+	CacheWays      int         `xml:"cache_associativity,attr"`
 	Depth          int         `xml:"depth,attr"`
 	GPIndex        int         `xml:"gp_index,attr"`
 	Children       []xmlObject `xml:"object"`
@@ -856,7 +867,7 @@ func parseHwlocXML(b []byte) (*hwlocExpect, error) {
 			// empty cpuset; the console drops them. Drop them here too.
 			if len(pus) > 0 {
 				kind := map[int]string{0: "", 1: "d", 2: "i"}[o.CacheType]
-				exp.caches = append(exp.caches, cacheKey(o.Depth, kind, hwlocSize(o.CacheSize), pus))
+				exp.caches = append(exp.caches, cacheKey(o.Depth, kind, hwlocSize(o.CacheSize), o.CacheLine, o.CacheWays, pus))
 			}
 		case "Package", "Core":
 			pus, _, err := parseHwlocSet(o.CPUSet)
