@@ -306,6 +306,42 @@ func TestHwlocXMLFixtures(t *testing.T) {
 			if !slices.Equal(hw, mine) {
 				t.Errorf("NUMA nodes: hwloc on the tree %v, lstopo on numascope's XML %v", hw, mine)
 			}
+			// What lstopo read back of each node's memory, of the distances,
+			// the packages and the cores, against hwloc on the tree (the
+			// XML holds no caches: WriteHwlocXML).
+			backMem := map[int]uint64{}
+			for _, n := range back.nodes {
+				backMem[n.os] = n.mem
+			}
+			for _, n := range exp.nodes {
+				switch m := backMem[n.os]; {
+				case exp.fromXML && m != n.mem:
+					t.Errorf("node %d memory: hwloc on the tree %d bytes, lstopo on numascope's XML %d", n.os, n.mem, m)
+				case !exp.fromXML && n.hasMem && hwlocSize(m) != n.memText:
+					t.Errorf("node %d memory: hwloc on the tree local=%s, lstopo on numascope's XML %d bytes = %s", n.os, n.memText, m, hwlocSize(m))
+				}
+			}
+			for k, v := range exp.dist {
+				if got, ok := back.dist[k]; !ok || got != v {
+					t.Errorf("distance %d->%d: hwloc on the tree %d, lstopo on numascope's XML %d (present %v)", k[0], k[1], v, got, ok)
+				}
+			}
+			if q.skipPackages == "" {
+				pk := func(e *hwlocExpect) []string {
+					var out []string
+					for _, p := range e.packages {
+						out = append(out, groupKey(0, false, p.pus))
+					}
+					sort.Strings(out)
+					return out
+				}
+				if hw, mine := pk(exp), pk(back); len(hw) > 0 && !slices.Equal(hw, mine) {
+					t.Errorf("packages, hwloc on the tree (-) and lstopo on numascope's XML (+):\n%s", diffLines(hw, mine))
+				}
+			}
+			if len(exp.cores) > 0 && !slices.Equal(exp.cores, back.cores) {
+				t.Errorf("cores, hwloc on the tree (-) and lstopo on numascope's XML (+):\n%s", diffLines(exp.cores, back.cores))
+			}
 			compared++
 		})
 	}
