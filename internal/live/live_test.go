@@ -57,14 +57,19 @@ func startLive(t *testing.T, opt web.Options, cfg sampling.Config) (*Live, *logB
 // runLive starts a live server; stop ends it (and waits), as cleanup does.
 func runLive(t *testing.T, opt web.Options, cfg sampling.Config) (*Live, *logBuf, func()) {
 	t.Helper()
-	fs := sysfs.New(twonode)
-	topo, err := topology.Discover(fs)
-	if err != nil {
-		t.Fatal(err)
+	// The two-node capture, unless the caller gave a catalog (and the
+	// topology it was opened on).
+	topo := cfg.Header.Topology
+	if cfg.Catalog == nil {
+		fs := sysfs.New(twonode)
+		var err error
+		if topo, err = topology.Discover(fs); err != nil {
+			t.Fatal(err)
+		}
+		cat := sampler.Open(sensor.Env{FS: fs, Topology: topo})
+		t.Cleanup(func() { cat.Close() })
+		cfg.Catalog = cat
 	}
-	cat := sampler.Open(sensor.Env{FS: fs, Topology: topo})
-	t.Cleanup(func() { cat.Close() })
-	cfg.Catalog = cat
 	if cfg.Events == nil {
 		cfg.Events = []string{"node.numa_hit", "node.numa_miss", "vmstat.pgfault"}
 	}
