@@ -49,6 +49,7 @@ type hwlocExpect struct {
 	caches        []string     // cacheKey of every CPU cache object
 	packages      []hwlocGroup // every Package object with a PU
 	cores         []string     // groupKey of every Core object (its PUs: SMT siblings)
+	dies          []string     // groupKey of every Die object
 	allowedNodes  []int        // XML root allowed_nodeset
 	cgroup        string       // "LinuxCgroup" info: the cpuset path hwloc resolved
 }
@@ -470,6 +471,24 @@ func compareGroups(t *testing.T, q hwlocQuirk, top *Topology, shownPUs []int, ex
 			t.Errorf("packages differ:\n%s", diffLines(hw, mine))
 		}
 	}
+	// Dies: hwloc shows them where a package holds more than one.
+	if len(exp.dies) > 0 {
+		dies := map[[2]int][]int{}
+		for _, c := range top.CPUs {
+			if shown[c.ID] {
+				k := [2]int{c.Package, c.Die}
+				dies[k] = append(dies[k], c.ID)
+			}
+		}
+		var mine []string
+		for _, cpus := range dies {
+			mine = append(mine, groupKey(0, false, cpus))
+		}
+		sort.Strings(mine)
+		if !slices.Equal(exp.dies, mine) {
+			t.Errorf("dies differ:\n%s", diffLines(exp.dies, mine))
+		}
+	}
 	if len(exp.cores) == 0 {
 		t.Logf("cores not compared: hwloc shows no Core object")
 		return
@@ -641,7 +660,7 @@ func parseHwlocConsole(s string) (*hwlocExpect, error) {
 		switch o.typ {
 		case "NUMANode":
 			nodes = append(nodes, o)
-		case "Package", "Core":
+		case "Package", "Core", "Die":
 			groupObjs = append(groupObjs, o)
 		case "PU":
 			if !o.hasOS {
@@ -672,11 +691,14 @@ func parseHwlocConsole(s string) (*hwlocExpect, error) {
 		case len(pus) == 0: // a package of disallowed CPUs, kept for its memory
 		case g.typ == "Package":
 			exp.packages = append(exp.packages, hwlocGroup{os: g.os, hasOS: g.hasOS, pus: pus})
+		case g.typ == "Die":
+			exp.dies = append(exp.dies, groupKey(0, false, pus))
 		default:
 			exp.cores = append(exp.cores, groupKey(0, false, pus))
 		}
 	}
 	sort.Strings(exp.cores)
+	sort.Strings(exp.dies)
 	exp.complete = exp.pus
 	for _, l := range lines[i:] {
 		if _, rest, ok := strings.Cut(l, "LinuxCgroup="); ok && strings.HasPrefix(l, "Topology infos:") {
@@ -869,17 +891,19 @@ func parseHwlocXML(b []byte) (*hwlocExpect, error) {
 				kind := map[int]string{0: "", 1: "d", 2: "i"}[o.CacheType]
 				exp.caches = append(exp.caches, cacheKey(o.Depth, kind, hwlocSize(o.CacheSize), o.CacheLine, o.CacheWays, pus))
 			}
-		case "Package", "Core":
+		case "Package", "Core", "Die":
 			pus, _, err := parseHwlocSet(o.CPUSet)
 			if err != nil {
 				return fmt.Errorf("%s cpuset: %v", o.Type, err)
 			}
-			if len(pus) > 0 { // all its CPUs disallowed: the console drops it
-				if o.Type == "Package" {
-					exp.packages = append(exp.packages, hwlocGroup{os: deref(o.OSIndex), hasOS: o.OSIndex != nil, pus: pus})
-				} else {
-					exp.cores = append(exp.cores, groupKey(0, false, pus))
-				}
+			switch {
+			case len(pus) == 0: // all its CPUs disallowed: the console drops it
+			case o.Type == "Package":
+				exp.packages = append(exp.packages, hwlocGroup{os: deref(o.OSIndex), hasOS: o.OSIndex != nil, pus: pus})
+			case o.Type == "Die":
+				exp.dies = append(exp.dies, groupKey(0, false, pus))
+			default:
+				exp.cores = append(exp.cores, groupKey(0, false, pus))
 			}
 		case "NUMANode":
 			if o.OSIndex == nil {
@@ -908,6 +932,7 @@ func parseHwlocXML(b []byte) (*hwlocExpect, error) {
 	sort.Ints(exp.pus)
 	sort.Strings(exp.caches)
 	sort.Strings(exp.cores)
+	sort.Strings(exp.dies)
 	for _, d := range x.Distances {
 		if d.Type != "NUMANode" || d.Name != "NUMALatency" {
 			continue
