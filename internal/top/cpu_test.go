@@ -14,6 +14,22 @@ import (
 	"github.com/numascope/numascope/internal/testutil"
 )
 
+// buildC builds testdata/NAME.c, a program written apart from numascope,
+// and returns its path. Without gcc the test is skipped, or fails where
+// the suite requires everything (scripts/test).
+func buildC(t *testing.T, name string) string {
+	t.Helper()
+	gcc, err := exec.LookPath("gcc")
+	if err != nil {
+		testutil.SkipUnless(t, testutil.VMRequired, "gcc is not installed (sudo scripts/install-test-deps installs it)")
+	}
+	bin := filepath.Join(t.TempDir(), name)
+	if out, err := exec.Command(gcc, "-O2", "-Wall", "-o", bin, filepath.Join("testdata", name+".c")).CombinedOutput(); err != nil {
+		t.Fatalf("building testdata/%s.c: %v\n%s", name, err, out)
+	}
+	return bin
+}
+
 // clockLog is what testdata/cpuclock.c printed: its CPU clock at instants
 // of the wall clock, both in ns, in order.
 type clockLog struct {
@@ -60,15 +76,7 @@ func (l *clockLog) bounds(t time.Time) (lo, hi int64, ok bool) {
 // Caught: user time alone (the kernel's part missing: 28.7% against a
 // range of 47.3-52.1%), and any other tick rate than the kernel's.
 func TestCPUPercentMatchesTheProcessClock(t *testing.T) {
-	gcc, err := exec.LookPath("gcc")
-	if err != nil {
-		testutil.SkipUnless(t, testutil.VMRequired, "gcc is not installed (sudo scripts/install-test-deps installs it)")
-	}
-	bin := filepath.Join(t.TempDir(), "cpuclock")
-	if out, err := exec.Command(gcc, "-O2", "-Wall", "-o", bin, filepath.Join("testdata", "cpuclock.c")).CombinedOutput(); err != nil {
-		t.Fatalf("building testdata/cpuclock.c: %v\n%s", err, out)
-	}
-	cmd := exec.Command(bin)
+	cmd := exec.Command(buildC(t, "cpuclock"))
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)

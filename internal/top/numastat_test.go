@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -48,14 +47,7 @@ func TestMemoryMatchesNumastat(t *testing.T) {
 	if err != nil {
 		testutil.SkipUnless(t, testutil.VMRequired, "numactl's numastat is not installed (sudo scripts/install-test-deps installs Debian's numactl)")
 	}
-	gcc, err := exec.LookPath("gcc")
-	if err != nil {
-		testutil.SkipUnless(t, testutil.VMRequired, "gcc is not installed (sudo scripts/install-test-deps installs it)")
-	}
-	bin := filepath.Join(t.TempDir(), "memmix")
-	if out, err := exec.Command(gcc, "-O2", "-Wall", "-o", bin, filepath.Join("testdata", "memmix.c")).CombinedOutput(); err != nil {
-		t.Fatalf("building testdata/memmix.c: %v\n%s", err, out)
-	}
+	bin := buildC(t, "memmix")
 	hugeSize, nHuge := reserveHugePages(t, mixHuge)
 
 	cmd := exec.Command(bin, strconv.Itoa(mixHeapMiB), strconv.Itoa(mixStackMiB), strconv.Itoa(mixAnonMiB),
