@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -318,6 +319,51 @@ type smResult struct {
 	Residual smTerm                        `json:"residual"`
 	Mean     float64                       `json:"mean"`
 	Effects  map[string]map[string]float64 `json:"effects"`
+	// SumCoded is the same model fitted with sum-to-zero coding: the
+	// intervals of the grand mean, of every coefficient (each level's or
+	// combination's effect but the last's) and of every contrast.
+	SumCoded struct {
+		MeanCI  smInterval `json:"mean_ci"`
+		Effects []struct {
+			Term   string   `json:"term"`
+			Levels []string `json:"levels"`
+			smInterval
+		} `json:"effects"`
+		Contrasts []struct {
+			Factor string `json:"factor"`
+			A      string `json:"a"`
+			B      string `json:"b"`
+			smInterval
+		} `json:"contrasts"`
+	} `json:"sum_coded"`
+}
+
+// smInterval is an estimate with its standard error and interval, from
+// statsmodels.
+type smInterval struct {
+	Estimate float64 `json:"estimate"`
+	StdErr   float64 `json:"stderr"`
+	Low      float64 `json:"low"`
+	High     float64 `json:"high"`
+}
+
+// sameInterval compares one of numascope's intervals with statsmodels':
+// estimate and standard error to rel, the bounds to rel plus what two
+// implementations of Student's t quantile may differ by (1e-9 of the
+// half-width).
+func sameInterval(t *testing.T, what string, got Interval, want smInterval, rel float64) {
+	t.Helper()
+	half := math.Abs(want.High - want.Low)
+	for _, c := range []struct {
+		name      string
+		got, want float64
+		abs       float64
+	}{{"estimate", got.Estimate, want.Estimate, 0}, {"stderr", got.StdErr, want.StdErr, 0},
+		{"low", got.Low, want.Low, 1e-9 * half}, {"high", got.High, want.High, 1e-9 * half}} {
+		if !relEq(c.got, c.want, rel) && math.Abs(c.got-c.want) > c.abs {
+			t.Errorf("%s %s = %.15g, statsmodels %.15g", what, c.name, c.got, c.want)
+		}
+	}
 }
 
 // requireStatsmodels skips unless python3 can import statsmodels, or fails
@@ -361,6 +407,7 @@ func TestAgainstStatsmodels(t *testing.T) {
 		Factors    []string `json:"factors"`
 		Replicated bool     `json:"replicated"`
 		Log        bool     `json:"log"`
+		Confidence float64  `json:"confidence"`
 	}
 	rng := rand.New(rand.NewPCG(6, 42))
 	dir := t.TempDir()
@@ -369,7 +416,7 @@ func TestAgainstStatsmodels(t *testing.T) {
 		for _, reps := range []int{1, 3} {
 			for _, log := range []bool{false, true} {
 				d := &design{name: fmt.Sprintf("levels=%v/reps=%d/log=%v", levels, reps, log), log: log,
-					Response: "y", Replicated: reps > 1, Log: log}
+					Response: "y", Replicated: reps > 1, Log: log, Confidence: DefaultConfidence}
 				d.factors, d.obs = randomDesign(rng, levels, reps)
 				for _, f := range d.factors {
 					d.Factors = append(d.Factors, f.Name)
@@ -453,6 +500,44 @@ func TestAgainstStatsmodels(t *testing.T) {
 					}
 				}
 			}
+
+			// The intervals: the grand mean's, each effect's (of every
+			// term the model fits) and each contrast's.
+			sc := sm.SumCoded
+			sameInterval(t, "mean", r.MeanCI, sc.MeanCI, rel)
+			if len(sc.Effects) == 0 || len(sc.Contrasts) == 0 {
+				t.Fatalf("statsmodels gave %d effect and %d contrast intervals", len(sc.Effects), len(sc.Contrasts))
+			}
+			for _, want := range sc.Effects {
+				var got *LevelEffect
+				for _, te := range r.TermEffects {
+					for i, le := range te.Effects {
+						if te.Term == want.Term && slices.Equal(le.Levels, want.Levels) {
+							got = &te.Effects[i]
+						}
+					}
+				}
+				if got == nil {
+					t.Errorf("no effect interval for %s %v, which statsmodels fits", want.Term, want.Levels)
+					continue
+				}
+				sameInterval(t, fmt.Sprintf("effect %s %v", want.Term, want.Levels), got.Interval, want.smInterval, rel)
+			}
+			for _, want := range sc.Contrasts {
+				i := slices.IndexFunc(r.Contrasts, func(c Contrast) bool {
+					return c.Factor == want.Factor && (c.A == want.A && c.B == want.B || c.A == want.B && c.B == want.A)
+				})
+				if i < 0 {
+					t.Errorf("no contrast %s %s-%s", want.Factor, want.A, want.B)
+					continue
+				}
+				got := r.Contrasts[i].Interval
+				if r.Contrasts[i].A != want.A { // the other way round: B - A
+					got.Estimate, got.Low, got.High = -got.Estimate, -got.High, -got.Low
+				}
+				sameInterval(t, fmt.Sprintf("contrast %s %s-%s", want.Factor, want.A, want.B), got, want.smInterval, rel)
+			}
+			t.Logf("intervals compared with statsmodels: the mean's, %d effects', %d contrasts'", len(sc.Effects), len(sc.Contrasts))
 		})
 	}
 }
