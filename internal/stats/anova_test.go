@@ -336,6 +336,17 @@ type smResult struct {
 			smInterval
 		} `json:"contrasts"`
 	} `json:"sum_coded"`
+	// Residuals are the OLS fit's, in the file's row order, with the QQ
+	// plot numpy and scipy draw of them.
+	Residuals struct {
+		Fitted        []float64 `json:"fitted"`
+		Resid         []float64 `json:"resid"`
+		MaxAbs        float64   `json:"max_abs"`
+		Range         float64   `json:"range"`
+		QQNormal      []float64 `json:"qq_normal"`
+		QQResid       []float64 `json:"qq_resid"`
+		QQCorrelation *float64  `json:"qq_correlation"`
+	} `json:"residuals"`
 }
 
 // smInterval is an estimate with its standard error and interval, from
@@ -538,6 +549,51 @@ func TestAgainstStatsmodels(t *testing.T) {
 				sameInterval(t, fmt.Sprintf("contrast %s %s-%s", want.Factor, want.A, want.B), got, want.smInterval, rel)
 			}
 			t.Logf("intervals compared with statsmodels: the mean's, %d effects', %d contrasts'", len(sc.Effects), len(sc.Contrasts))
+
+			sameResiduals(t, r, sm, rel)
 		})
+	}
+}
+
+// sameResiduals compares the residuals, their QQ plot and the diagnostics
+// with statsmodels' fit and scipy's quantiles. Residuals scatter around
+// zero, so they are compared to rel of the response's largest magnitude
+// rather than to their own.
+func sameResiduals(t *testing.T, r *Result, sm smResult, rel float64) {
+	t.Helper()
+	res := sm.Residuals
+	if len(res.Resid) != r.N || len(r.Residuals) != r.N || len(res.QQResid) != r.N || len(r.QQ) != r.N {
+		t.Fatalf("statsmodels has %d residuals and %d QQ points, numascope %d and %d, for %d observations",
+			len(res.Resid), len(res.QQResid), len(r.Residuals), len(r.QQ), r.N)
+	}
+	scale := 0.0
+	for _, x := range r.Residuals {
+		scale = math.Max(scale, math.Abs(x.Observed))
+	}
+	tol := rel * scale
+	bad := 0
+	for i, x := range r.Residuals {
+		if math.Abs(x.Predicted-res.Fitted[i]) > tol || math.Abs(x.Residual-res.Resid[i]) > tol {
+			if bad++; bad <= 3 {
+				t.Errorf("observation %d %v: predicted %.15g residual %.15g, statsmodels %.15g and %.15g",
+					i, x.Levels, x.Predicted, x.Residual, res.Fitted[i], res.Resid[i])
+			}
+		}
+	}
+	for i, q := range r.QQ {
+		if !relEq(q.Normal, res.QQNormal[i], rel) || math.Abs(q.Residual-res.QQResid[i]) > tol {
+			if bad++; bad <= 3 {
+				t.Errorf("QQ point %d: (%.15g, %.15g), scipy (%.15g, %.15g)", i, q.Normal, q.Residual, res.QQNormal[i], res.QQResid[i])
+			}
+		}
+	}
+	d := r.Diagnostics
+	if res.QQCorrelation == nil || math.IsNaN(float64(d.QQCorrelation)) {
+		t.Errorf("QQ correlation %v, numpy %v", d.QQCorrelation, res.QQCorrelation)
+	} else if math.Abs(float64(d.QQCorrelation)-*res.QQCorrelation) > rel {
+		t.Errorf("QQ correlation %.15g, numpy %.15g", float64(d.QQCorrelation), *res.QQCorrelation)
+	}
+	if math.Abs(d.MaxAbsResidual-res.MaxAbs) > tol || !relEq(d.ResponseRange, res.Range, rel) {
+		t.Errorf("largest residual %.15g and range %.15g, numpy %.15g and %.15g", d.MaxAbsResidual, d.ResponseRange, res.MaxAbs, res.Range)
 	}
 }

@@ -22,6 +22,12 @@ coefficient's estimate, standard error and confidence interval (OLS's
 conf_int, Student t quantiles from scipy), and for every pair of levels of
 each factor the difference of their effects through a t test of that
 linear combination of coefficients.
+
+And the residuals: each observation's fitted value and residual (the OLS
+fit's fittedvalues and resid, in the file's row order), the largest absolute
+residual, the response's range, and the normal QQ plot (the sorted residuals
+against scipy's standard normal quantiles at (i - 0.5)/n, i = 1..n) with
+numpy's correlation of its points.
 """
 import json
 import sys
@@ -29,6 +35,7 @@ import sys
 import numpy as np
 import pandas as pd
 import statsmodels.formula.api as smf
+from scipy.stats import norm
 from statsmodels.stats.anova import anova_lm
 
 
@@ -78,6 +85,20 @@ def sum_coded(df, alias, replicated, alpha):
     return out
 
 
+def residuals(model, y):
+    resid = np.asarray(model.resid, dtype=float)
+    n = len(resid)
+    normal = norm.ppf((np.arange(1, n + 1) - 0.5) / n)
+    qq = np.sort(resid)
+    corr = None
+    if np.ptp(qq) > 0:
+        corr = float(np.corrcoef(normal, qq)[0, 1])
+    return {"fitted": [float(v) for v in model.fittedvalues], "resid": [float(v) for v in resid],
+            "max_abs": float(np.max(np.abs(resid))), "range": float(np.ptp(y)),
+            "qq_normal": [float(v) for v in normal], "qq_resid": [float(v) for v in qq],
+            "qq_correlation": corr}
+
+
 def analyse(path, response, factors, replicated, log, confidence):
     df = pd.read_csv(path, dtype={f: str for f in factors})
     y = df[response].astype(float)
@@ -107,6 +128,7 @@ def analyse(path, response, factors, replicated, log, confidence):
         m = df.groupby("f%d" % factors.index(f))["__y"].mean() - df["__y"].mean()
         out["effects"][f] = {str(k): float(v) for k, v in m.items()}
     out["sum_coded"] = sum_coded(df, alias, replicated, 1 - confidence)
+    out["residuals"] = residuals(model, df["__y"])
     return out
 
 
