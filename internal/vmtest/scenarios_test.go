@@ -182,11 +182,14 @@ func twoLevel(nodes int) [][]int {
 	return d
 }
 
-// TestTopology: 4 nodes of 2 CPUs with numavm's default distances.
+// TestTopology: 4 nodes of 2 CPUs with numavm's default distances; the
+// nodes' free memory against numastat -m with 128 MiB held on node 1.
 func TestTopology(t *testing.T) {
 	requireVM(t)
-	r := runVM(t, []string{"--nodes", "4", "--cpus-per-node", "2", "--mem-per-node", "384M"}, topologyScript)
+	opts := []string{"--nodes", "4", "--cpus-per-node", "2", "--mem-per-node", "384M"}
+	r := runVM(t, append(opts, topologyFreeAdds(t)...), topologyScript+topologyFreeScript)
 	checkTopology(t, r, 4, 2, 384, twoLevel(4))
+	t.Run("free", func(t *testing.T) { checkTopologyFree(t, r, 4) })
 }
 
 // ---- first touch -----------------------------------------------------------------
