@@ -18,7 +18,10 @@ import (
 // mix: 48 MiB of heap, 16 MiB of stack, 64 MiB of anonymous memory and the
 // huge pages) with its memory interleaved over nodes 0-2, stops it once it
 // has touched every page, and reads it with the host's numastat, then
-// numascope top's JSON and live's drill-down, then numastat again.
+// numascope top's JSON and live's drill-down, then numastat again. Then,
+// with 96 MiB more held on node 2 (so that no two nodes' free memory is
+// alike) and a busy loop on CPU 2 (node 1's first of two), top's node view
+// on node 0 between two reads of numastat -m.
 const numastatScript = `ip link set lo up
 echo 4 > /proc/sys/vm/nr_hugepages
 H=$(( $(cat /proc/sys/vm/nr_hugepages) * $(awk '/^Hugepagesize:/ {print $2}' /proc/meminfo) * 1024 ))
@@ -37,7 +40,17 @@ sec before numastat -p $P
 sec top numascope top -b --format json -n 1 --no-events --filter $P
 sec detail wget -qO- "http://127.0.0.1:8765/api/processes/detail?pid=$P"
 sec after numastat -p $P
-kill $L; kill -KILL $P
+kill $L; wait $L
+numascope run --policy bind:2 -- memmix 0 0 96 0 > /tmp/hog.out 2>&1 &
+G=$!
+i=0; while ! grep -q ready /tmp/hog.out && kill -0 $G 2>/dev/null; do sleep 0.1; i=$((i+1)); [ $i -gt 600 ] && break; done
+kill -STOP $G
+numascope run --cpus 2 -- sh -c 'while :; do :; done' &
+B=$!
+sec nodesbefore numastat -m
+sec nodes numascope run --nodes 0 --policy bind:0 -- numascope top -b --format json -n 3 -d 1s --no-events --filter $P
+sec nodesafter numastat -m
+kill $B; kill -KILL $G $P
 `
 
 // TestTopMemoryMatchesNumastatVM holds top's memory per node and category
@@ -59,7 +72,7 @@ func TestTopMemoryMatchesNumastatVM(t *testing.T) {
 	}
 	adds := numastatFiles(t, numastat)
 	memmix := buildStaticC(t, filepath.Join("internal", "top", "testdata", "memmix.c"), "memmix", "-O2", "-Wall")
-	opts := []string{"--nodes", "3", "--mem-per-node", "768M", "--add", memmix}
+	opts := []string{"--nodes", "3", "--cpus-per-node", "2", "--mem-per-node", "768M", "--add", memmix}
 	for _, a := range adds {
 		opts = append(opts, "--add", a)
 	}
@@ -126,6 +139,48 @@ func TestTopMemoryMatchesNumastatVM(t *testing.T) {
 		}
 		for _, d := range testutil.CompareNumastat(ref, v.ByNode, v.ByCat) {
 			t.Errorf("%s: %s", v.what, d)
+		}
+	}
+	t.Run("nodes", func(t *testing.T) { checkTopNodes(t, r) })
+}
+
+// checkTopNodes holds top's node view to references outside numascope:
+// each node's memory_total_bytes and memory_free_bytes, in every frame, to
+// numastat -m read before and after top (checkNodeMemory; top runs bound
+// to node 0); cpu_percent to a known load, a busy loop in user space
+// pinned to CPU 2, one of node 1's two CPUs, in an otherwise idle VM.
+//
+// A busy CPU is charged every tick, the idle one next to it next to
+// nothing, so node 1 must read 50%: within 45-56 (kernel threads may take
+// the loop's CPU for a moment, or run on the idle one). Node 2, idle, at
+// most 5. Caught: the busy and idle ticks of a node summed rather than
+// averaged (100), taken over every CPU (17), or given to another node.
+func checkTopNodes(t *testing.T, r *vmResult) {
+	frames := topFrames(t, r.section(t, "nodes"))
+	if len(frames) != 3 {
+		t.Fatalf("%d frames of top's node view, want 3", len(frames))
+	}
+	for i, f := range frames {
+		got := map[int][2]uint64{}
+		for _, n := range f.Nodes {
+			got[n.Node] = [2]uint64{n.MemTotal, n.MemFree}
+		}
+		checkNodeMemory(t, fmt.Sprintf("top frame %d", i), r.section(t, "nodesbefore"), r.section(t, "nodesafter"), got, 0)
+		if i == 0 {
+			continue // no interval yet
+		}
+		for _, n := range f.Nodes {
+			switch n.Node {
+			case 1:
+				if fmt.Sprint(n.CPUs) != "[2 3]" || n.CPUPercent < 45 || n.CPUPercent > 56 {
+					t.Errorf("top frame %d: node 1 (CPUs %v) at %.1f%% CPU; a busy loop holds CPU 2 of its two: want 50 (45-56)", i, n.CPUs, n.CPUPercent)
+				}
+			case 2:
+				if n.CPUPercent > 5 {
+					t.Errorf("top frame %d: node 2, idle, at %.1f%% CPU", i, n.CPUPercent)
+				}
+			}
+			t.Logf("top frame %d over %.2f s: node %d at %.1f%% CPU", i, f.Interval, n.Node, n.CPUPercent)
 		}
 	}
 }

@@ -83,21 +83,11 @@ func numastatMeminfo(t *testing.T, out string) map[string]map[int]float64 {
 }
 
 // checkTopologyFree holds `numascope topology`'s memory_total_bytes and
-// memory_free_bytes to numactl's numastat -m, which reads the nodes'
-// meminfo with its own code, run just before and just after it:
-//
-//   - MemTotal: as numastat prints it (MiB, two decimals), exactly.
-//   - MemFree: between the two numastat reads, widened by 2 MiB for what
-//     the kernel does meanwhile; on node 3, which holds numascope's own
-//     memory while it runs (bound there, as are its CPUs; about 9 MiB), the
-//     low end 24 MiB lower.
-//
-// Node 1 holds memmix's 128 MiB (stopped), so that one node's MemFree is
-// not near another's.
+// memory_free_bytes to numactl's numastat -m (checkNodeMemory). Node 1
+// holds memmix's 128 MiB (stopped), so that one node's MemFree is not near
+// another's.
 func checkTopologyFree(t *testing.T, r *vmResult, nodes int) {
 	t.Helper()
-	before := numastatMeminfo(t, r.section(t, "freebefore"))
-	after := numastatMeminfo(t, r.section(t, "freeafter"))
 	var topo topoJSON
 	if err := json.Unmarshal([]byte(r.section(t, "topofree")), &topo); err != nil {
 		t.Fatalf("numascope topology --format json: %v\n%s", err, tail(r.section(t, "topofree"), 2000))
@@ -109,21 +99,46 @@ func checkTopologyFree(t *testing.T, r *vmResult, nodes int) {
 	if n1 := numaMapsPages(r.section(t, "hogmaps"), 1); n1 < 128<<20/pageSize {
 		t.Fatalf("memmix has %d pages on node 1, want its 128 MiB there:\n%s", n1, r.section(t, "hogmaps"))
 	}
-	mib := func(b uint64) float64 { return float64(b) / (1 << 20) }
+	got := map[int][2]uint64{}
 	for _, n := range topo.Nodes {
-		if got, want := fmt.Sprintf("%.2f", mib(n.MemoryTotal)), fmt.Sprintf("%.2f", before["MemTotal"][n.ID]); got != want {
-			t.Errorf("node %d memory_total_bytes = %d (%s MiB), numastat -m %s", n.ID, n.MemoryTotal, got, want)
+		got[n.ID] = [2]uint64{n.MemoryTotal, n.MemoryFree}
+	}
+	checkNodeMemory(t, "topology", r.section(t, "freebefore"), r.section(t, "freeafter"), got, 3)
+}
+
+// checkNodeMemory holds numascope's MemTotal and MemFree of each node
+// (got: node to total and free, in bytes) to numactl's numastat -m, which
+// reads the nodes' meminfo with its own code, run just before and just
+// after numascope:
+//
+//   - MemTotal: as numastat prints it (MiB, two decimals), exactly.
+//   - MemFree: between the two numastat reads, widened by 2 MiB for what
+//     the kernel does meanwhile; on self, the node that holds numascope's
+//     own memory while it runs (it is bound there; about 9 MiB), the low
+//     end 24 MiB lower.
+func checkNodeMemory(t *testing.T, what, beforeOut, afterOut string, got map[int][2]uint64, self int) {
+	t.Helper()
+	before := numastatMeminfo(t, beforeOut)
+	after := numastatMeminfo(t, afterOut)
+	if len(got) != len(before["MemTotal"]) {
+		t.Errorf("%s shows %d nodes, numastat -m %d", what, len(got), len(before["MemTotal"]))
+	}
+	mib := func(b uint64) float64 { return float64(b) / (1 << 20) }
+	for id, m := range got {
+		total, free := m[0], m[1]
+		if got, want := fmt.Sprintf("%.2f", mib(total)), fmt.Sprintf("%.2f", before["MemTotal"][id]); got != want {
+			t.Errorf("%s: node %d memory_total_bytes = %d (%s MiB), numastat -m %s", what, id, total, got, want)
 		}
-		lo := math.Min(before["MemFree"][n.ID], after["MemFree"][n.ID]) - 2
-		hi := math.Max(before["MemFree"][n.ID], after["MemFree"][n.ID]) + 2
-		if n.ID == 3 {
+		b, a := before["MemFree"][id], after["MemFree"][id]
+		lo, hi := math.Min(b, a)-2, math.Max(b, a)+2
+		if id == self {
 			lo -= 24
 		}
-		if got := mib(n.MemoryFree); got < lo || got > hi {
-			t.Errorf("node %d memory_free_bytes = %.2f MiB; numastat -m read %.2f before and %.2f after (bounds %.2f-%.2f)",
-				n.ID, got, before["MemFree"][n.ID], after["MemFree"][n.ID], lo, hi)
+		if got := mib(free); got < lo || got > hi {
+			t.Errorf("%s: node %d memory_free_bytes = %.2f MiB; numastat -m read %.2f before and %.2f after (bounds %.2f-%.2f)",
+				what, id, got, b, a, lo, hi)
 		} else {
-			t.Logf("node %d memory_free_bytes = %.2f MiB; numastat -m %.2f before, %.2f after", n.ID, got, before["MemFree"][n.ID], after["MemFree"][n.ID])
+			t.Logf("%s: node %d memory_free_bytes = %.2f MiB; numastat -m %.2f before, %.2f after", what, id, got, b, a)
 		}
 	}
 }
