@@ -3,6 +3,7 @@ package vmtest
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -21,7 +22,8 @@ import (
 // numascope top's JSON and live's drill-down, then numastat again. Then,
 // with 96 MiB more held on node 2 (so that no two nodes' free memory is
 // alike) and a busy loop on CPU 2 (node 1's first of two), top's node view
-// on node 0 between two reads of numastat -m.
+// and stat's node meminfo columns, both on node 0, between two reads of
+// numastat -m.
 const numastatScript = `ip link set lo up
 echo 4 > /proc/sys/vm/nr_hugepages
 H=$(( $(cat /proc/sys/vm/nr_hugepages) * $(awk '/^Hugepagesize:/ {print $2}' /proc/meminfo) * 1024 ))
@@ -49,6 +51,8 @@ numascope run --cpus 2 -- sh -c 'while :; do :; done' &
 B=$!
 sec nodesbefore numastat -m
 sec nodes numascope run --nodes 0 --policy bind:0 -- numascope top -b --format json -n 3 -d 1s --no-events --filter $P
+sec nodestat numascope run --nodes 0 --policy bind:0 -- numascope stat --csv -n 1 -i 200ms --discrete -e 'node.*'
+sec hugesize awk '/^Hugepagesize:/ {print $2 * 1024}' /proc/meminfo
 sec nodesafter numastat -m
 kill $B; kill -KILL $G $P
 `
@@ -142,6 +146,7 @@ func TestTopMemoryMatchesNumastatVM(t *testing.T) {
 		}
 	}
 	t.Run("nodes", func(t *testing.T) { checkTopNodes(t, r) })
+	t.Run("stat", func(t *testing.T) { checkStatMeminfo(t, r) })
 }
 
 // checkTopNodes holds top's node view to references outside numascope:
@@ -227,4 +232,69 @@ func numastatFiles(t *testing.T, numastat string) []string {
 		t.Fatalf("ldd %s named no loader and C library: %s", numastat, out)
 	}
 	return adds
+}
+
+// checkStatMeminfo holds every per-node meminfo column of `numascope stat`
+// (node.N.FIELD, gauges in bytes; HugePages_* in pages) that numactl's
+// numastat -m also shows (in MiB, huge pages converted at the VM's huge
+// page size) to numastat's reads before and after it: within the two
+// reads, widened by meminfoSlackMiB (the kernel's own churn meanwhile),
+// and on node 0, where stat and top ran bound with their memory, by 24 MiB
+// more below and above (their heap, stacks, page tables and mapped binary
+// come and go). The VM holds memmix's mix over nodes 0-2, 96 MiB more on node 2 and
+// 4 huge pages, so the fields are not all zero.
+func checkStatMeminfo(t *testing.T, r *vmResult) {
+	before := numastatMeminfo(t, r.section(t, "nodesbefore"))
+	after := numastatMeminfo(t, r.section(t, "nodesafter"))
+	huge, err := strconv.ParseFloat(strings.TrimSpace(r.section(t, "hugesize")), 64)
+	if err != nil || huge <= 0 {
+		t.Fatalf("Hugepagesize in the VM: %q", r.section(t, "hugesize"))
+	}
+	lines := strings.Split(strings.TrimSpace(r.section(t, "nodestat")), "\n")
+	if len(lines) != 2 {
+		t.Fatalf("stat --csv -n 1 printed %d lines, want a header and a sample:\n%s", len(lines), r.section(t, "nodestat"))
+	}
+	head, vals := strings.Split(lines[0], ","), strings.Split(lines[1], ",")
+	if len(head) != len(vals) {
+		t.Fatalf("%d columns and %d values", len(head), len(vals))
+	}
+	compared, nonzero := 0, 0
+	for i, col := range head {
+		// node.N.FIELD
+		parts := strings.SplitN(col, ".", 3)
+		if len(parts) != 3 || parts[0] != "node" {
+			continue
+		}
+		node, err := strconv.Atoi(parts[1])
+		field := parts[2]
+		if err != nil || before[field] == nil {
+			continue
+		}
+		v, err := strconv.ParseFloat(vals[i], 64)
+		if err != nil {
+			t.Errorf("%s = %q", col, vals[i])
+			continue
+		}
+		mib := v / (1 << 20)
+		if strings.HasPrefix(field, "HugePages_") {
+			mib = v * huge / (1 << 20)
+		}
+		b, a := before[field][node], after[field][node]
+		lo, hi := math.Min(b, a)-meminfoSlackMiB, math.Max(b, a)+meminfoSlackMiB
+		if node == 0 {
+			lo, hi = lo-24, hi+24
+		}
+		if mib < lo || mib > hi {
+			t.Errorf("stat's %s = %.2f MiB; numastat -m read %.2f before and %.2f after (bounds %.2f-%.2f)", col, mib, b, a, lo, hi)
+		}
+		compared++
+		if b > 0 {
+			nonzero++
+		}
+	}
+	// numastat -m shows some 30 fields on each of 3 nodes.
+	if compared < 60 || nonzero < 30 {
+		t.Errorf("compared %d of stat's node meminfo columns with numastat -m (%d non-zero there), want at least 60 (30)", compared, nonzero)
+	}
+	t.Logf("compared %d node meminfo columns with numastat -m, %d of them non-zero there", compared, nonzero)
 }
