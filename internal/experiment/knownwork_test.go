@@ -38,6 +38,8 @@ func (c childClock) elapsed() float64 { return c.end.Sub(c.start).Seconds() }
 //   - total:EVENT: at least the calls made and at most a few more (the shell
 //     reads $PPID; other processes call getppid rarely).
 //   - rate:EVENT: the total over the wall time.
+//   - total:EVENT-EVENT: the child also makes CALLS / 2 getpgid calls; the
+//     difference must be CALLS / 2, to 20 either way.
 //   - speedup: the mean wall times' ratio must lie in the bracket the
 //     children's own elapsed times give, widened by the largest overhead
 //     measured in this run.
@@ -51,6 +53,8 @@ func TestExperimentFiguresOfKnownWork(t *testing.T) {
 		t.Skip("end-to-end test skipped in -short mode")
 	}
 	const event = "perf.syscalls:sys_enter_getppid"
+	const other = "perf.syscalls:sys_enter_getpgid"
+	const diff = event + "-" + other
 	if _, err := os.Stat("/sys/kernel/tracing/events/syscalls/sys_enter_getppid"); err != nil {
 		if _, err2 := os.Stat("/sys/kernel/debug/tracing/events/syscalls/sys_enter_getppid"); err2 != nil {
 			testutil.SkipUnless(t, testutil.VMRequired, "the syscall tracepoints are not visible here (tracefs): %v", err)
@@ -75,8 +79,8 @@ command = "%s {calls} {ms} {extra} %s/run{run}.txt"
 replications = 2
 seed = 3
 interval = "50ms"
-events = [%q]
-responses = ["wall_time", "total:%s", "rate:%s"]
+events = [%q, %q]
+responses = ["wall_time", "total:%s", "rate:%s", "total:%s"]
 
 [[factor]]
 name = "extra"
@@ -91,13 +95,14 @@ vars = { calls = "2000", ms = "500" }
 name = "many"
 policy = "first-touch"
 vars = { calls = "6000", ms = "150" }
-`, kw, clocks, event, event, event)
+`, kw, clocks, event, other, event, event, diff)
 	path := filepath.Join(dir, "known.toml")
 	if err := os.WriteFile(path, []byte(spec), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	env := append(os.Environ(), "XDG_RUNTIME_DIR="+dir)
-	cmd := exec.Command(bin, "experiment", "--perf-events", strings.TrimPrefix(event, "perf."), "--format", "json", path)
+	cmd := exec.Command(bin, "experiment", "--perf-events", strings.TrimPrefix(event, "perf."),
+		"--perf-events", strings.TrimPrefix(other, "perf."), "--format", "json", path)
 	cmd.Env = env
 	out, err := cmd.Output()
 	if err != nil {
@@ -159,7 +164,7 @@ vars = { calls = "6000", ms = "150" }
 		tot := r.Responses["total:"+event]
 		rate := r.Responses["rate:"+event]
 		if tot == nil || rate == nil {
-			t.Fatalf("run %d: total %v, rate %v; its events: %v", r.Run, tot, rate, r.Events)
+			t.Fatalf("run %d: total %s, rate %s; its events: %v", r.Run, value(tot), value(rate), r.Events)
 		}
 		total[regime] = append(total[regime], *tot)
 		if *tot < c.calls || *tot > c.calls+20 {
@@ -168,8 +173,12 @@ vars = { calls = "6000", ms = "150" }
 		if want := *tot / r.WallTime; !relEq(*rate, want, 1e-12) {
 			t.Errorf("run %d: rate %v, total over wall time %v", r.Run, *rate, want)
 		}
+		// getppid less getpgid: CALLS - CALLS/2, each count to +20.
+		if d := r.Responses["total:"+diff]; d == nil || *d < c.calls/2-20 || *d > c.calls/2+20 {
+			t.Errorf("run %d (%v): total:%s = %s, the child made %v getppid and %v getpgid calls", r.Run, r.Levels, diff, value(d), c.calls, c.calls/2)
+		}
 		if w := r.Responses["wall_time"]; w == nil || *w != r.WallTime {
-			t.Errorf("run %d: the wall_time response %v, the run's %v", r.Run, w, r.WallTime)
+			t.Errorf("run %d: the wall_time response %s, the run's %v", r.Run, value(w), r.WallTime)
 		}
 	}
 	t.Logf("wall time over the child's own: at most %.1f ms (bound %.1f ms: the same commands run by the test took up to %.1f ms over); getppid totals %v (2 000 a run) and %v (6 000)",
@@ -240,6 +249,14 @@ func readChildClock(t *testing.T, path string) childClock {
 	}
 	c.start, c.end = time.Unix(0, start), time.Unix(0, end)
 	return c
+}
+
+// value formats a response, which is nil when a run has none.
+func value(v *float64) string {
+	if v == nil {
+		return "none"
+	}
+	return fmt.Sprint(*v)
 }
 
 // relEq reports whether a and b agree to rel relative precision.

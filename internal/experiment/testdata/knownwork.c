@@ -4,11 +4,11 @@
  *
  * Usage: knownwork CALLS MILLISECONDS MORE_MILLISECONDS OUTFILE
  *
- * Makes exactly CALLS getppid system calls (through syscall(2), so that no
- * library caches them), sleeps MILLISECONDS + MORE_MILLISECONDS (one from
- * each of two factors of the experiment), and writes to OUTFILE one line:
- * its CLOCK_REALTIME at the start of main and just before it exits, in
- * nanoseconds, and CALLS. The test holds the experiment's wall time to the
+ * Makes exactly CALLS getppid system calls and CALLS / 2 getpgid calls
+ * (through syscall(2), so that no library caches them), sleeps
+ * MILLISECONDS + MORE_MILLISECONDS (one from each of two factors of the
+ * experiment), and writes to OUTFILE one line: its CLOCK_REALTIME at the
+ * start of main and just before it exits, in nanoseconds, and CALLS. The test holds the experiment's wall time to the
  * time between the two, its event totals to CALLS.
  */
 #define _GNU_SOURCE
@@ -35,8 +35,11 @@ int main(int argc, char **argv)
 	}
 	long calls = atol(argv[1]);
 	long ms = atol(argv[2]) + atol(argv[3]);
-	for (long i = 0; i < calls; i++)
+	for (long i = 0; i < calls; i++) {
 		syscall(SYS_getppid);
+		if (i % 2 == 1)
+			syscall(SYS_getpgid, 0);
+	}
 	struct timespec d = {ms / 1000, (ms % 1000) * 1000000L};
 	while (nanosleep(&d, &d) != 0 && errno == EINTR)
 		;
