@@ -33,18 +33,8 @@ import (
 // 50 051 faults (docs/fidelity.md, with the phases of today's version).
 // Caught: a repeat fault also counted as a first touch.
 func TestSamplesAreTheProcessFaults(t *testing.T) {
-	bin := buildC(t, filepath.Join("testdata", "faultcount.c"), false)
-	out := filepath.Join(t.TempDir(), "faults.txt")
 	const pages = 25000
-	p := runProfileWith(t, Options{}, bin, fmt.Sprint(pages), out)
-	b, err := os.ReadFile(out)
-	if err != nil {
-		t.Fatalf("faultcount wrote nothing: %v", err)
-	}
-	var phase1, phase2, all uint64
-	if n, err := fmt.Sscan(string(b), &phase1, &phase2, &all); n != 3 || err != nil {
-		t.Fatalf("faultcount wrote %q: %v", b, err)
-	}
+	p, phase1, phase2, all := profileFaultcount(t, Options{}, pages, 1)
 	t.Logf("getrusage: phase 1 %d, phase 2 %d, whole process %d faults; profile: %d samples, %d lost, %d first touches, %d repeat faults, %d after a loss, %d accesses",
 		phase1, phase2, all, p.Samples, p.Lost, p.Totals.FirstTouch, p.RepeatFaults, p.FaultsAfterLoss, p.Totals.Accesses())
 	if phase1 < pages/2 || phase2 < pages || phase2%2 != 0 {
@@ -86,17 +76,7 @@ func TestSamplesAreTheProcessFaults(t *testing.T) {
 // end-of-run count of records lost without a PERF_RECORD_LOST (every loss
 // here was told by one: the test passes with that count left out).
 func TestLostRecordsAreTheProcessFaults(t *testing.T) {
-	bin := buildC(t, filepath.Join("testdata", "faultcount.c"), false)
-	out := filepath.Join(t.TempDir(), "faults.txt")
-	p := runProfileWith(t, Options{RingBytes: 16 << 10}, bin, "40000", out, "8")
-	b, err := os.ReadFile(out)
-	if err != nil {
-		t.Fatalf("faultcount wrote nothing: %v", err)
-	}
-	var phase1, phase2, all uint64
-	if n, err := fmt.Sscan(string(b), &phase1, &phase2, &all); n != 3 || err != nil {
-		t.Fatalf("faultcount wrote %q: %v", b, err)
-	}
+	p, _, _, all := profileFaultcount(t, Options{RingBytes: 16 << 10}, 40000, 8)
 	t.Logf("getrusage: whole process %d faults; profile: %d samples, %d lost, %d first touches, %d repeat faults, %d after a loss; notes %q",
 		all, p.Samples, p.Lost, p.Totals.FirstTouch, p.RepeatFaults, p.FaultsAfterLoss, p.Notes)
 	if p.Lost == 0 {
@@ -106,4 +86,22 @@ func TestLostRecordsAreTheProcessFaults(t *testing.T) {
 	if got := p.Samples + p.Lost; got+below < all || got > all+above {
 		t.Errorf("%d samples + %d lost = %d; the process counted %d faults of its own (bounds -%d, +%d)", p.Samples, p.Lost, got, all, below, above)
 	}
+}
+
+// profileFaultcount profiles testdata/faultcount.c over pages pages a
+// phase, in threads threads, and returns the profile and the faults the
+// program counted: in phase 1, in phase 2 and in all.
+func profileFaultcount(t *testing.T, opt Options, pages, threads int) (p *Profile, phase1, phase2, all uint64) {
+	t.Helper()
+	bin := buildC(t, filepath.Join("testdata", "faultcount.c"), false)
+	out := filepath.Join(t.TempDir(), "faults.txt")
+	p = runProfileWith(t, opt, bin, fmt.Sprint(pages), out, fmt.Sprint(threads))
+	b, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatalf("faultcount wrote nothing: %v", err)
+	}
+	if n, err := fmt.Sscan(string(b), &phase1, &phase2, &all); n != 3 || err != nil {
+		t.Fatalf("faultcount wrote %q: %v", b, err)
+	}
+	return p, phase1, phase2, all
 }
