@@ -1,6 +1,7 @@
 package vmtest
 
 import (
+	"encoding/json"
 	"fmt"
 	"strconv"
 	"strings"
@@ -63,6 +64,23 @@ taskset -c 0 numascope exporter --listen 127.0.0.1:9865 --cgroups --cgroup-fault
 for i in $(seq 100); do wget -q -O /dev/null http://127.0.0.1:9865/metrics 2>/dev/null && break; sleep 0.1; done
 sec scrape wget -q -O - http://127.0.0.1:9865/metrics
 sec faults.after faults
+pfaults() {
+	for p in $A $B; do
+		cat /proc/$p/task/*/sched | awk -v p=$p '
+			/^current_node=/ { split($0, a, /[=,]/); cur = a[2] }
+			/^numa_faults node=/ {
+				for (i = 2; i <= NF; i++) { split($i, kv, "="); v[kv[1]] = kv[2] }
+				n = v["task_private"] + v["task_shared"]
+				if (v["node"] == cur) local += n; else remote += n
+			}
+			END { printf "%s %d %d 2\n", p, local, remote }'
+	done
+}
+sec pfaults.before pfaults
+sec numastat.before cat /sys/fs/cgroup/bal/memory.numa_stat
+sec top numascope top -b --format json --cgroup -n 1 --no-events
+sec numastat.after cat /sys/fs/cgroup/bal/memory.numa_stat
+sec pfaults.after pfaults
 sec stderr cat /tmp/exporter.err
 kill -KILL $A $B
 `
@@ -131,4 +149,67 @@ func TestExporterCgroupFaultsVM(t *testing.T) {
 	if sub, all := before["/bal/sub"], before["/bal"]; all[0] <= sub[0] || all[1] <= sub[1] {
 		t.Errorf("/bal %v holds /bal/sub's threads and its own, but is not above /bal/sub's %v", all, sub)
 	}
+	t.Run("top", func(t *testing.T) { checkTopCgroupFaults(t, r, read) })
+}
+
+// checkTopCgroupFaults holds what `numascope top --cgroup --no-events`
+// shows of the stopped workloads to the kernel's figures read apart from
+// numascope: each process's recent remote share (REM% marked ~) to awk's
+// remote / (local + remote) over /proc/PID/task/*/sched, and /bal's
+// memory per node to anon + file of its memory.numa_stat read with cat,
+// before and after.
+func checkTopCgroupFaults(t *testing.T, r *vmResult, read func(string) map[string][2]float64) {
+	var frame struct {
+		Processes []struct {
+			PID         int      `json:"pid"`
+			Cgroup      string   `json:"cgroup"`
+			RecentShare *float64 `json:"recent_remote_share"`
+		} `json:"processes"`
+		Cgroups []struct {
+			Path   string            `json:"path"`
+			Memory map[string]uint64 `json:"memory_bytes_by_node"`
+		} `json:"cgroups"`
+	}
+	if err := json.Unmarshal([]byte(r.section(t, "top")), &frame); err != nil {
+		t.Fatalf("top --format json: %v", err)
+	}
+	before, after := read("pfaults.before"), read("pfaults.after")
+	if len(before) != 2 {
+		t.Fatalf("awk read %d processes, want the 2 workloads", len(before))
+	}
+	for pid, b := range before {
+		a := after[pid]
+		share := func(f [2]float64) float64 { return f[1] / (f[0] + f[1]) }
+		lo, hi := min(share(a), share(b)), max(share(a), share(b))
+		found := false
+		for _, p := range frame.Processes {
+			if strconv.Itoa(p.PID) != pid {
+				continue
+			}
+			found = true
+			switch {
+			case p.RecentShare == nil:
+				t.Errorf("top: process %s (%s) has no recent remote share", pid, p.Cgroup)
+			case *p.RecentShare < lo-1e-9 || *p.RecentShare > hi+1e-9:
+				t.Errorf("top: process %s's recent remote share %.6f, awk's %.6f-%.6f (local, remote %v and %v)", pid, *p.RecentShare, lo, hi, b, a)
+			default:
+				t.Logf("top: process %s's recent remote share %.6f, awk's %.6f (local, remote %v)", pid, *p.RecentShare, lo, b)
+			}
+		}
+		if !found {
+			t.Errorf("top shows no process %s", pid)
+		}
+	}
+	nb, na := numaStatLines(t, r.section(t, "numastat.before")), numaStatLines(t, r.section(t, "numastat.after"))
+	for _, g := range frame.Cgroups {
+		if g.Path != "/bal" {
+			continue
+		}
+		for _, node := range []string{"0", "1"} {
+			b, a := nb["anon"][node]+nb["file"][node], na["anon"][node]+na["file"][node]
+			within(t, "top: /bal memory on node "+node+" (bytes; memory.numa_stat's anon + file before and after)", float64(g.Memory[node]), min(a, b), max(a, b))
+		}
+		return
+	}
+	t.Errorf("top shows no cgroup /bal")
 }
