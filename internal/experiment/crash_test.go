@@ -8,8 +8,6 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-
-	"github.com/numascope/numascope/internal/testutil"
 )
 
 // TestExitStatusOfCrashingTargets holds the exit_status response of runs
@@ -32,20 +30,9 @@ func TestExitStatusOfCrashingTargets(t *testing.T) {
 	}
 	const event = "perf.syscalls:sys_enter_getppid"
 	const calls = 1000
-	if _, err := os.Stat("/sys/kernel/tracing/events/syscalls/sys_enter_getppid"); err != nil {
-		if _, err2 := os.Stat("/sys/kernel/debug/tracing/events/syscalls/sys_enter_getppid"); err2 != nil {
-			testutil.SkipUnless(t, testutil.VMRequired, "the syscall tracepoints are not visible here (tracefs): %v", err)
-		}
-	}
-	gcc, err := exec.LookPath("gcc")
-	if err != nil {
-		testutil.SkipUnless(t, testutil.VMRequired, "gcc is not installed (sudo scripts/install-test-deps installs it)")
-	}
+	requireSyscallTracepoints(t)
 	dir := t.TempDir()
-	crash := filepath.Join(dir, "crash")
-	if out, err := exec.Command(gcc, "-O2", "-Wall", "-o", crash, filepath.Join("testdata", "crash.c")).CombinedOutput(); err != nil {
-		t.Fatalf("building testdata/crash.c: %v\n%s", err, out)
-	}
+	crash := buildTestC(t, dir, "crash")
 	modes := []string{"exit0", "exit3", "segv", "abort", "kill", "term"}
 	// The reference: the shell's $? for each mode.
 	want := map[string]int{}

@@ -55,20 +55,9 @@ func TestExperimentFiguresOfKnownWork(t *testing.T) {
 	const event = "perf.syscalls:sys_enter_getppid"
 	const other = "perf.syscalls:sys_enter_getpgid"
 	const diff = event + "-" + other
-	if _, err := os.Stat("/sys/kernel/tracing/events/syscalls/sys_enter_getppid"); err != nil {
-		if _, err2 := os.Stat("/sys/kernel/debug/tracing/events/syscalls/sys_enter_getppid"); err2 != nil {
-			testutil.SkipUnless(t, testutil.VMRequired, "the syscall tracepoints are not visible here (tracefs): %v", err)
-		}
-	}
-	gcc, err := exec.LookPath("gcc")
-	if err != nil {
-		testutil.SkipUnless(t, testutil.VMRequired, "gcc is not installed (sudo scripts/install-test-deps installs it)")
-	}
+	requireSyscallTracepoints(t)
 	dir := t.TempDir()
-	kw := filepath.Join(dir, "knownwork")
-	if out, err := exec.Command(gcc, "-O2", "-Wall", "-o", kw, filepath.Join("testdata", "knownwork.c")).CombinedOutput(); err != nil {
-		t.Fatalf("building testdata/knownwork.c: %v\n%s", err, out)
-	}
+	kw := buildTestC(t, dir, "knownwork")
 	bin := buildNumascope(t)
 	clocks := filepath.Join(dir, "clocks")
 	if err := os.Mkdir(clocks, 0o755); err != nil {
@@ -262,4 +251,29 @@ func value(v *float64) string {
 // relEq reports whether a and b agree to rel relative precision.
 func relEq(a, b, rel float64) bool {
 	return math.Abs(a-b) <= rel*math.Max(math.Abs(a), math.Abs(b))
+}
+
+// requireSyscallTracepoints skips the test (fails it where the VM tests are
+// required) when the kernel's syscall tracepoints cannot be seen.
+func requireSyscallTracepoints(t *testing.T) {
+	t.Helper()
+	if _, err := os.Stat("/sys/kernel/tracing/events/syscalls/sys_enter_getppid"); err != nil {
+		if _, err2 := os.Stat("/sys/kernel/debug/tracing/events/syscalls/sys_enter_getppid"); err2 != nil {
+			testutil.SkipUnless(t, testutil.VMRequired, "the syscall tracepoints are not visible here (tracefs): %v", err)
+		}
+	}
+}
+
+// buildTestC builds testdata/NAME.c into dir and returns the program.
+func buildTestC(t *testing.T, dir, name string) string {
+	t.Helper()
+	gcc, err := exec.LookPath("gcc")
+	if err != nil {
+		testutil.SkipUnless(t, testutil.VMRequired, "gcc is not installed (sudo scripts/install-test-deps installs it)")
+	}
+	bin := filepath.Join(dir, name)
+	if out, err := exec.Command(gcc, "-O2", "-Wall", "-o", bin, filepath.Join("testdata", name+".c")).CombinedOutput(); err != nil {
+		t.Fatalf("building testdata/%s.c: %v\n%s", name, err, out)
+	}
+	return bin
 }

@@ -504,6 +504,22 @@ func within(t *testing.T, what string, got, lo, hi float64) {
 	}
 }
 
+// agreeBothWays fails for each key whose value numascope (got) and the
+// reference (ref, named refName) give differently, or that only one gives.
+func agreeBothWays[V comparable](t *testing.T, refName string, ref, got map[string]V) {
+	t.Helper()
+	for k, v := range ref {
+		if g, ok := got[k]; !ok || g != v {
+			t.Errorf("%s: %s %v, numascope %v (present: %v)", k, refName, v, g, ok)
+		}
+	}
+	for k, v := range got {
+		if _, ok := ref[k]; !ok {
+			t.Errorf("%s: numascope reports %v, %s nothing", k, v, refName)
+		}
+	}
+}
+
 // agrees checks numascope's count of something against the workload's own
 // delta of the same kernel counter. numascope's recording spans the workload
 // and a little more (its lead and linger, numascope's own allocations), so it

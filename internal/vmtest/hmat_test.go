@@ -27,20 +27,7 @@ func TestHMAT(t *testing.T) {
 
 	files := r.section(t, "files")
 	t.Logf("the kernel's files:\n%s", files)
-	var topo struct {
-		Nodes []struct {
-			ID     int `json:"id"`
-			Access []struct {
-				Class      int     `json:"class"`
-				Initiators []int   `json:"initiators"`
-				ReadLat    *uint64 `json:"read_latency_ns"`
-				WriteLat   *uint64 `json:"write_latency_ns"`
-				ReadBW     *uint64 `json:"read_bandwidth_mibs"`
-				WriteBW    *uint64 `json:"write_bandwidth_mibs"`
-			} `json:"access"`
-			Caches []map[string]*uint64 `json:"memory_side_caches"`
-		} `json:"nodes"`
-	}
+	var topo hmatTopo
 	if err := json.Unmarshal([]byte(r.section(t, "topo")), &topo); err != nil {
 		t.Fatalf("topology JSON: %v", err)
 	}
@@ -87,16 +74,7 @@ func TestHMAT(t *testing.T) {
 	if len(want) == 0 {
 		t.Fatalf("the VM's kernel exposes no HMAT file: QEMU's HMAT did not reach it")
 	}
-	for p, v := range want {
-		if got[p] != v {
-			t.Errorf("%s: the kernel says %q, numascope %q", p, v, got[p])
-		}
-	}
-	for p, v := range got {
-		if _, ok := want[p]; !ok {
-			t.Errorf("numascope reports %s = %s, which the kernel does not", p, v)
-		}
-	}
+	agreeBothWays(t, "the kernel", want, got)
 	if !strings.Contains(files, "node2/memory_side_cache/index1/size") {
 		t.Errorf("no memory-side cache on node 2")
 	}

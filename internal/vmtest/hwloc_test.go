@@ -158,21 +158,12 @@ func TestTopologyMatchesHwlocVM(t *testing.T) {
 	if len(hwKey) == 0 {
 		t.Fatal("hwloc reports no rated latency or bandwidth: the HMAT did not reach it")
 	}
-	for k, v := range hwKey {
-		if ours[k] != v {
-			t.Errorf("%s: hwloc %d, numascope %d", k, v, ours[k])
-		}
-	}
-	for k, v := range ours {
-		if _, ok := hwKey[k]; !ok {
-			t.Errorf("%s: numascope reports %d, hwloc nothing", k, v)
-		}
-	}
+	agreeBothWays(t, "hwloc", hwKey, ours)
 	t.Logf("hwloc's %d rated values: %v", len(hwKey), hwKey)
 }
 
-// hmatTopo is the part of `numascope topology --format json` this test
-// compares with hwloc.
+// hmatTopo is the part of `numascope topology --format json` that
+// TestTopologyMatchesHwlocVM and TestHMAT compare.
 type hmatTopo struct {
 	Nodes []struct {
 		ID          int            `json:"id"`
