@@ -4,6 +4,7 @@ import (
 	"encoding/xml"
 	"fmt"
 	"maps"
+	"math"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -120,6 +121,7 @@ func TestHwlocFixtures(t *testing.T) {
 		t.Errorf("extracting %s: %v", name, err)
 	}
 	covered := map[string]bool{}
+	textHeaders, textCaches := 0, 0
 	for _, tf := range tests {
 		ht, err := parseHwlocTest(tf)
 		if err != nil {
@@ -142,7 +144,20 @@ func TestHwlocFixtures(t *testing.T) {
 				t.Fatalf("parsing %s: %v", ht.target, err)
 			}
 			compareWithHwloc(t, ht, root, top, exp)
+			q := hwlocQuirks[ht.name]
+			if compareTextHeader(t, q, top, exp) {
+				textHeaders++
+			}
+			if q.skipCaches == "" && compareTextCaches(t, ht, top, exp) {
+				textCaches++
+			}
 		})
+	}
+	// Most trees show every CPU and cache, so the text is compared on
+	// most: 46 headers and 26 cache tables of the 51 on 2026-12-07 (the
+	// others hide CPUs, or were captured with --merge or --no-caches).
+	if textHeaders < 40 || textCaches < 20 {
+		t.Errorf("the text's header was compared with hwloc on %d trees and its cache table on %d, want at least 40 and 20", textHeaders, textCaches)
 	}
 	for _, b := range balls {
 		name := strings.TrimSuffix(filepath.Base(b), ".tar.bz2")
@@ -512,6 +527,192 @@ func compareGroups(t *testing.T, q hwlocQuirk, top *Topology, shownPUs []int, ex
 	if !slices.Equal(exp.cores, mine) {
 		t.Errorf("cores (SMT siblings) differ:\n%s", diffLines(exp.cores, mine))
 	}
+}
+
+// textHeader is the first line of `numascope topology`'s text.
+var textHeader = regexp.MustCompile(`^Machine: (\d+) packages?, (\d+) NUMA nodes?(?: \(\d+ CPU-less\))?, (\d+) cores?, (\d+) threads?`)
+
+// compareTextHeader holds the counts the text's first lines print to
+// hwloc's objects: packages, NUMA nodes, cores and threads, the dies line
+// and the most threads per core on the SMT line. The text counts every
+// CPU and node the kernel lists, where hwloc shows the allowed and online
+// ones; a count is compared only where hwloc shows them all.
+func compareTextHeader(t *testing.T, q hwlocQuirk, top *Topology, exp *hwlocExpect) bool {
+	var b strings.Builder
+	if err := top.WriteText(&b); err != nil {
+		t.Fatal(err)
+	}
+	text := b.String()
+	m := textHeader.FindStringSubmatch(text)
+	if m == nil {
+		t.Errorf("the text's first line is not \"Machine: N packages, M NUMA nodes, C cores, T threads\":\n%s", firstLines(text, 3))
+		return false
+	}
+	n := func(i int) int { v, _ := strconv.Atoi(m[i]); return v }
+	allCPUs := len(exp.pus) == len(top.CPUs)
+	allNodes := len(exp.nodes) == len(top.Nodes) && q.skipNodes == ""
+	compared := 0
+	check := func(what string, ok bool, got, want int) {
+		if !ok {
+			return
+		}
+		compared++
+		if got != want {
+			t.Errorf("the text says %d %s, hwloc shows %d: %q", got, what, want, m[0])
+		}
+	}
+	check("packages", allCPUs && q.skipPackages == "" && len(exp.packages) > 0, n(1), len(exp.packages))
+	check("NUMA nodes", allNodes, n(2), len(exp.nodes))
+	check("cores", allCPUs && len(exp.cores) > 0, n(3), len(exp.cores))
+	check("threads", allCPUs, n(4), len(exp.pus))
+	if allCPUs && len(exp.dies) > 0 && len(exp.dies) > len(exp.packages) {
+		check("dies", true, countIn(text, `(?m)^  dies: +(\d+)$`), len(exp.dies))
+	}
+	if allCPUs && len(exp.cores) > 0 && len(exp.cores) < len(exp.pus) {
+		most := 0
+		for _, c := range exp.cores {
+			pus, err := sysfs.ParseCPUList(strings.TrimPrefix(c, "cpus="))
+			if err != nil {
+				t.Fatalf("hwloc core %q: %v", c, err)
+			}
+			most = max(most, len(pus))
+		}
+		check("threads per core at most", true, countIn(text, `(?m)^  SMT: +up to (\d+) threads per core$`), most)
+	}
+	if compared == 0 {
+		t.Logf("text header not compared: hwloc hides some CPUs and nodes (%q)", m[0])
+	} else {
+		t.Logf("text header: %d counts compared with hwloc's (%q)", compared, m[0])
+	}
+	return compared > 0
+}
+
+// hwlocCacheKey parses cacheKey's form.
+var hwlocCacheKey = regexp.MustCompile(`^(L\d+\w?) size=(\d+)(KiB|MiB|GiB|TiB) line=(\d+) ways=(-?\d+) cpus=(.*)$`)
+
+// textCacheRow is a row of the text's cache table, or a group of hwloc's
+// cache objects alike in all but their CPUs.
+type textCacheRow struct {
+	name, line, ways string
+	shared, count    int
+	size             float64 // bytes; to the text's printed precision
+}
+
+// compareTextCaches holds the text's cache table (one row per kind of
+// cache: size, line, ways, how many, shared by how many CPUs) to hwloc's
+// cache objects grouped the same way, where hwloc shows every CPU and
+// every cache. Sizes agree to 6%: the text prints one decimal (1.25 MiB
+// reads 1.2), hwloc whole KiB or MiB. It reports whether it compared.
+func compareTextCaches(t *testing.T, ht hwlocTest, top *Topology, exp *hwlocExpect) bool {
+	for _, o := range []string{"--merge", "--filter", "--no-caches", "--no-icaches"} {
+		if ht.hasOption(o) {
+			return false
+		}
+	}
+	if len(exp.pus) != len(top.CPUs) {
+		return false
+	}
+	unit := map[string]float64{"B": 1, "KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30, "TiB": 1 << 40}
+	var hw []*textCacheRow
+	for _, k := range exp.caches {
+		m := hwlocCacheKey.FindStringSubmatch(k)
+		if m == nil {
+			t.Fatalf("hwloc cache %q", k)
+		}
+		cpus, err := sysfs.ParseCPUList(m[6])
+		if err != nil {
+			t.Fatalf("hwloc cache %q: %v", k, err)
+		}
+		v, _ := strconv.ParseFloat(m[2], 64)
+		r := textCacheRow{name: m[1], line: m[4], ways: m[5], shared: len(cpus), size: v * unit[m[3]]}
+		// lstopo prints no linesize= or ways= where they are unknown,
+		// the text a dash.
+		if r.ways == "0" {
+			r.ways = "-"
+		}
+		if r.line == "0" {
+			r.line = "-"
+		}
+		i := slices.IndexFunc(hw, func(g *textCacheRow) bool {
+			return g.name == r.name && g.line == r.line && g.ways == r.ways && g.shared == r.shared && g.size == r.size
+		})
+		if i < 0 {
+			hw = append(hw, &r)
+			i = len(hw) - 1
+		}
+		hw[i].count++
+	}
+	var b strings.Builder
+	if err := top.WriteText(&b); err != nil {
+		t.Fatal(err)
+	}
+	text := b.String()
+	start := strings.Index(text, "\nCaches:\n")
+	if start < 0 {
+		if len(hw) > 0 {
+			t.Errorf("the text has no cache table; hwloc shows %d kinds of cache", len(hw))
+		}
+		return false
+	}
+	var rows []textCacheRow
+	for _, l := range strings.Split(text[start+len("\nCaches:\n"):], "\n")[1:] {
+		f := strings.Fields(l)
+		if len(f) == 0 {
+			break
+		}
+		// name size unit (line B | -) ways count N CPU(s)
+		n := len(f)
+		if n < 7 {
+			t.Fatalf("cache row %q", l)
+		}
+		r := textCacheRow{name: f[0], ways: f[n-4], line: "-"}
+		r.count, _ = strconv.Atoi(f[n-3])
+		r.shared, _ = strconv.Atoi(f[n-2])
+		if f[n-5] == "B" {
+			r.line = f[n-6]
+		}
+		if v, err := strconv.ParseFloat(f[1], 64); err == nil {
+			r.size = v * unit[f[2]]
+		}
+		rows = append(rows, r)
+	}
+	matched := make([]bool, len(hw))
+	for _, r := range rows {
+		i := slices.IndexFunc(hw, func(g *textCacheRow) bool {
+			return g.name == r.name && g.line == r.line && g.ways == r.ways && g.shared == r.shared &&
+				math.Abs(g.size-r.size) <= 0.06*g.size
+		})
+		switch {
+		case i < 0:
+			t.Errorf("the text's cache row %+v matches no hwloc cache", r)
+		case hw[i].count != r.count:
+			t.Errorf("the text counts %d of %s (%.0f bytes, shared by %d), hwloc %d", r.count, r.name, r.size, r.shared, hw[i].count)
+		default:
+			matched[i] = true
+		}
+	}
+	for i, g := range hw {
+		if !matched[i] {
+			t.Errorf("hwloc's %d %s caches (%.0f bytes, line %s, ways %s, shared by %d) are in no row of the text", g.count, g.name, g.size, g.line, g.ways, g.shared)
+		}
+	}
+	return true
+}
+
+// countIn returns the number the regular expression's group catches in
+// text, or -1.
+func countIn(text, re string) int {
+	m := regexp.MustCompile(re).FindStringSubmatch(text)
+	if m == nil {
+		return -1
+	}
+	v, _ := strconv.Atoi(m[1])
+	return v
+}
+
+func firstLines(s string, n int) string {
+	l := strings.SplitN(s, "\n", n+1)
+	return strings.Join(l[:min(n, len(l))], "\n")
 }
 
 // diffLines shows the lines only hwloc has (-) and only numascope has (+).
