@@ -81,6 +81,13 @@ sec numastat.before cat /sys/fs/cgroup/bal/memory.numa_stat
 sec top numascope top -b --format json --cgroup -n 1 --no-events
 sec numastat.after cat /sys/fs/cgroup/bal/memory.numa_stat
 sec pfaults.after pfaults
+sec preferred sh -c "for t in /proc/$A/task/* /proc/$B/task/*; do echo \$(basename \$t) \$(awk '/^numa_preferred_nid/ {print \$3}' \$t/sched); done"
+numascope live --listen 127.0.0.1:8766 --no-token -i 1s -e vmstat.numa_hit > /tmp/live.out 2>&1 &
+L=$!
+i=0; while ! wget -qO /dev/null http://127.0.0.1:8766/ 2>/dev/null; do sleep 0.2; i=$((i+1)); [ $i -gt 150 ] && break; done
+sec detailA wget -qO- "http://127.0.0.1:8766/api/processes/detail?pid=$A"
+sec detailB wget -qO- "http://127.0.0.1:8766/api/processes/detail?pid=$B"
+kill $L
 sec stderr cat /tmp/exporter.err
 kill -KILL $A $B
 `
@@ -160,12 +167,8 @@ func TestExporterCgroupFaultsVM(t *testing.T) {
 // before and after.
 func checkTopCgroupFaults(t *testing.T, r *vmResult, read func(string) map[string][2]float64) {
 	var frame struct {
-		Processes []struct {
-			PID         int      `json:"pid"`
-			Cgroup      string   `json:"cgroup"`
-			RecentShare *float64 `json:"recent_remote_share"`
-		} `json:"processes"`
-		Cgroups []struct {
+		Processes []topProcess `json:"processes"`
+		Cgroups   []struct {
 			Path   string            `json:"path"`
 			Memory map[string]uint64 `json:"memory_bytes_by_node"`
 		} `json:"cgroups"`
@@ -200,6 +203,7 @@ func checkTopCgroupFaults(t *testing.T, r *vmResult, read func(string) map[strin
 			t.Errorf("top shows no process %s", pid)
 		}
 	}
+	checkPreferredNodes(t, r, frame.Processes)
 	nb, na := numaStatLines(t, r.section(t, "numastat.before")), numaStatLines(t, r.section(t, "numastat.after"))
 	for _, g := range frame.Cgroups {
 		if g.Path != "/bal" {
@@ -212,4 +216,68 @@ func checkTopCgroupFaults(t *testing.T, r *vmResult, read func(string) map[strin
 		return
 	}
 	t.Errorf("top shows no cgroup /bal")
+}
+
+// topProcess is what checkTopCgroupFaults reads of a process in top's JSON.
+type topProcess struct {
+	PID         int      `json:"pid"`
+	Cgroup      string   `json:"cgroup"`
+	RecentShare *float64 `json:"recent_remote_share"`
+	Preferred   int      `json:"preferred_node"`
+}
+
+// checkPreferredNodes holds the balancer's preferred node as top shows it
+// (a process's, its main thread's: PREF) and as live's drill-down shows it
+// for every thread, to numa_preferred_nid of /proc/PID/task/TID/sched read
+// with awk. The workers' is node 0, where all their memory is, whatever
+// node they run on (node 1 for half of them); the main threads have none
+// (-1), having taken no hinting fault.
+func checkPreferredNodes(t *testing.T, r *vmResult, procs []topProcess) {
+	want := map[int]int{}
+	for _, l := range strings.Split(strings.TrimSpace(r.section(t, "preferred")), "\n") {
+		var tid, nid int
+		if _, err := fmt.Sscan(l, &tid, &nid); err != nil {
+			t.Fatalf("preferred: line %q: %v", l, err)
+		}
+		want[tid] = nid
+	}
+	seen := map[int]bool{}
+	for _, sec := range []string{"detailA", "detailB"} {
+		var d struct {
+			PID     int `json:"pid"`
+			Threads []struct {
+				TID       int `json:"tid"`
+				Node      int `json:"node"`
+				Preferred int `json:"preferred_node"`
+			} `json:"threads"`
+		}
+		if err := json.Unmarshal([]byte(r.section(t, sec)), &d); err != nil {
+			t.Fatalf("%s: %v", sec, err)
+		}
+		for _, th := range d.Threads {
+			w, ok := want[th.TID]
+			seen[th.TID] = true
+			if !ok || th.Preferred != w {
+				t.Errorf("live's drill-down of %d: thread %d (on node %d) prefers node %d, its sched file says %d (read: %v)", d.PID, th.TID, th.Node, th.Preferred, w, ok)
+			}
+		}
+		for _, p := range procs {
+			if p.PID == d.PID && p.Preferred != want[d.PID] {
+				t.Errorf("top: process %d prefers node %d, its main thread's sched file says %d", p.PID, p.Preferred, want[d.PID])
+			}
+		}
+	}
+	workers := 0
+	for tid, nid := range want {
+		if !seen[tid] {
+			t.Errorf("thread %d is in no drill-down", tid)
+		}
+		if nid == 0 {
+			workers++
+		}
+	}
+	if workers < 4 {
+		t.Errorf("%d threads prefer node 0, want the 4 workers (all memory is there): %v", workers, want)
+	}
+	t.Logf("preferred nodes by thread: %v", want)
 }
