@@ -133,10 +133,13 @@ type perfSensor struct {
 	fs      sysfs.FS
 	sources []string
 	srcCPUs [][]int // per source: the CPUs to open per-CPU events on
-	srcOf   map[int]int
-	events  []perfEv
-	evs     []Event
-	presets map[string][]string
+	// srcLater lists, per node, its CPUs that were offline at Open: their
+	// groups are opened once they come online (counters.read).
+	srcLater [][]int
+	srcOf    map[int]int
+	events   []perfEv
+	evs      []Event
+	presets  map[string][]string
 	// presetNote says which preset model was selected, or why none.
 	presetNote string
 	c          *counters
@@ -202,18 +205,28 @@ func (p *perfSensor) Open(env Env) error {
 		}
 	} else {
 		for _, nd := range t.Nodes {
-			var cpus []int
+			var cpus, later []int
 			for _, c := range nd.CPUs {
 				if _, dup := p.srcOf[c]; online[c] && !dup {
 					cpus = append(cpus, c)
-					p.srcOf[c] = len(p.sources)
 				}
 			}
 			if len(cpus) == 0 {
 				continue
 			}
+			// A node's cpulist lists its online CPUs; an offline one
+			// keeps its node link (cpuN/nodeM), which the topology reads.
+			for _, c := range t.CPUs {
+				if _, dup := p.srcOf[c.ID]; !c.Online && c.Node == nd.ID && !dup {
+					later = append(later, c.ID)
+				}
+			}
+			for _, c := range slices.Concat(cpus, later) {
+				p.srcOf[c] = len(p.sources)
+			}
 			p.sources = append(p.sources, strconv.Itoa(nd.ID))
 			p.srcCPUs = append(p.srcCPUs, cpus)
+			p.srcLater = append(p.srcLater, later)
 		}
 	}
 	if len(p.sources) == 0 {
@@ -445,7 +458,13 @@ func (p *perfSensor) eventCPUs(ev *perfevent.Event, s int) (cpus []int, types []
 		}
 		return cpus, types
 	}
-	for _, c := range p.srcCPUs[s] {
+	return p.cpuEvents(ev, p.srcCPUs[s])
+}
+
+// cpuEvents lists the CPUs of list that a per-CPU event ev is counted on
+// (all but those its PMU does not cover), with its type on each.
+func (p *perfSensor) cpuEvents(ev *perfevent.Event, list []int) (cpus []int, types []uint32) {
+	for _, c := range list {
 		if ev.CPUs != nil && !slices.Contains(ev.CPUs, c) {
 			continue
 		}
@@ -563,7 +582,7 @@ func (p *perfSensor) Enable(events []int) error {
 		}
 	}
 	nsrc := len(p.sources)
-	c := &counters{nsrc: nsrc}
+	c := &counters{nsrc: nsrc, fs: p.fs}
 	nslot := len(events) * nsrc
 	c.slotDst = make([]int, nslot)
 	c.slotScale = make([]float64, nslot)
@@ -579,6 +598,7 @@ func (p *perfSensor) Enable(events []int) error {
 		class string
 		cpu   int
 		typ   uint32
+		later bool // an offline CPU's: opened once it is online
 	}
 	type member struct {
 		ev   *perfevent.Event
@@ -596,8 +616,13 @@ func (p *perfSensor) Enable(events []int) error {
 		}
 		for s := 0; s < nsrc; s++ {
 			cpus, types := p.eventCPUs(pe.ev, s)
+			n := len(cpus)
+			if !pe.ev.Uncore() && s < len(p.srcLater) {
+				more, moreTypes := p.cpuEvents(pe.ev, p.srcLater[s])
+				cpus, types = append(cpus, more...), append(types, moreTypes...)
+			}
 			for i, cpu := range cpus {
-				ky := key{pe.class, cpu, types[i]}
+				ky := key{pe.class, cpu, types[i], i >= n}
 				if pe.class == "sw" {
 					ky.typ = 0 // software events and tracepoints share a group
 				}
@@ -621,18 +646,8 @@ func (p *perfSensor) Enable(events []int) error {
 			if base, ok := muxSlot[ky.class]; ok {
 				g.muxSlot = base*nsrc + g.src
 			}
-			for i, m := range chunk {
-				leader := -1
-				if i > 0 {
-					leader = g.fds[0]
-				}
-				fd, err := perfOpen(m.ev.Attr, m.typ, ky.cpu, leader)
-				if err != nil {
-					c.groups = append(c.groups, g)
-					c.close()
-					return fmt.Errorf("%s: opening %s on CPU %d: %v", p.Name(), m.ev.Spec.Text, ky.cpu, diagnose(p.fs, m.ev.Spec.Text, err))
-				}
-				g.fds = append(g.fds, fd)
+			for _, m := range chunk {
+				g.members = append(g.members, groupMember{m.ev.Attr, m.typ})
 				g.slots = append(g.slots, m.slot)
 			}
 			g.buf = make([]byte, 8*(3+len(chunk)))
@@ -640,14 +655,27 @@ func (p *perfSensor) Enable(events []int) error {
 			g.acc = make([]uint64, len(chunk))
 			g.ratio = ppm
 			c.groups = append(c.groups, g)
-			if err := unix.IoctlSetInt(g.fds[0], unix.PERF_EVENT_IOC_ENABLE, 0); err != nil {
+			if ky.later {
+				// Offline at Open: read opens it once it is online.
+				g.off = true
+				c.offs++
+				continue
+			}
+			if i, err := g.open(); err != nil {
 				c.close()
-				return fmt.Errorf("%s: enabling the %s counters of CPU %d: %v", p.Name(), ky.class, ky.cpu, err)
+				if i < 0 {
+					return fmt.Errorf("%s: %v: the %s counters of CPU %d", p.Name(), err, ky.class, ky.cpu)
+				}
+				m := chunk[i]
+				return fmt.Errorf("%s: opening %s on CPU %d: %v", p.Name(), m.ev.Spec.Text, ky.cpu, diagnose(p.fs, m.ev.Spec.Text, err))
 			}
 		}
 	}
 	// Baseline: the first read sets prev; counts start from here.
 	for _, g := range c.groups {
+		if g.off {
+			continue
+		}
 		if err := g.read(); err != nil {
 			c.close()
 			return fmt.Errorf("%s: first read of the %s counters of CPU %d: %v", p.Name(), g.class, g.cpu, err)

@@ -10,6 +10,8 @@ import (
 	"fmt"
 	"math/bits"
 	"strconv"
+	"strings"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -38,7 +40,8 @@ type perfEv struct {
 // perfGroup is one perf_event group: a leader and its members on one CPU
 // (or uncore PMU instance), read with one read().
 type perfGroup struct {
-	fds                      []int // fds[0] is the leader
+	fds                      []int // fds[0] is the leader; none while off
+	members                  []groupMember
 	cpu                      int
 	src                      int
 	class                    string
@@ -53,12 +56,69 @@ type perfGroup struct {
 	// CPU: each reports its share of the CPU's one ratio.
 	muxDiv uint64
 	primed bool
+	// off marks a group whose CPU is offline (see counters.read): it has
+	// no file descriptors, and its counts stay what they were. stuck says
+	// that reopening it on its CPU, online again, failed and was said.
+	off, stuck bool
+}
+
+// groupMember is what opening one member of a group takes.
+type groupMember struct {
+	attr perfevent.Attr
+	typ  uint32
+}
+
+// open opens g's members on its CPU and enables the group; the next read
+// sets the baseline. On failure it returns the member that failed (-1 when
+// enabling failed) and leaves g without file descriptors.
+func (g *perfGroup) open() (int, error) {
+	g.closeFDs()
+	if len(g.members) == 0 {
+		return -1, errors.New("a group without members")
+	}
+	for i, m := range g.members {
+		leader := -1
+		if i > 0 {
+			leader = g.fds[0]
+		}
+		fd, err := perfOpen(m.attr, m.typ, g.cpu, leader)
+		if err != nil {
+			g.closeFDs()
+			return i, err
+		}
+		g.fds = append(g.fds, fd)
+	}
+	if err := unix.IoctlSetInt(g.fds[0], unix.PERF_EVENT_IOC_ENABLE, 0); err != nil {
+		g.closeFDs()
+		return -1, fmt.Errorf("enabling: %w", err)
+	}
+	g.primed, g.prevEnabled, g.prevRunning = false, 0, 0
+	return 0, nil
+}
+
+func (g *perfGroup) closeFDs() error {
+	var errs []error
+	for i := len(g.fds) - 1; i >= 0; i-- {
+		if err := unix.Close(g.fds[i]); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	g.fds = g.fds[:0]
+	return errors.Join(errs...)
 }
 
 // counters is the set of open groups for one Enable set.
 type counters struct {
 	groups []*perfGroup
 	nsrc   int
+	fs     sysfs.FS
+	// CPU hotplug (read): the groups whose CPU is offline, when to look
+	// for CPUs back online next, the online CPUs last read, and the
+	// per-source error Read returns, reused.
+	offs      int
+	nextCheck time.Time
+	online    []bool
+	se        SourceError
 	// out maps output slot -> index into dst; scale per slot.
 	slotDst   []int
 	slotScale []float64
@@ -72,12 +132,7 @@ func (c *counters) close() error {
 	}
 	var errs []error
 	for _, g := range c.groups {
-		for i := len(g.fds) - 1; i >= 0; i-- {
-			if err := unix.Close(g.fds[i]); err != nil {
-				errs = append(errs, err)
-			}
-		}
-		g.fds = nil
+		errs = append(errs, g.closeFDs())
 	}
 	c.groups = nil
 	return errors.Join(errs...)
@@ -126,6 +181,16 @@ func perfOpen(a perfevent.Attr, typ uint32, cpu, group int) (int, error) {
 	}
 }
 
+// errStalled is what read returns for a group whose enabled time did not
+// move between two reads: the kernel turned it off, as it does to a
+// CPU's events when the CPU goes offline (and leaves them off when it
+// comes back).
+var errStalled = errors.New("the group stopped counting")
+
+// errShortRead is a group record with fewer values than the group has: a
+// CPU going offline detaches the members of its groups from their leader.
+var errShortRead = errors.New("short perf read")
+
 // read reads g's record with one read() and accounts it.
 func (g *perfGroup) read() error {
 	for {
@@ -137,7 +202,7 @@ func (g *perfGroup) read() error {
 			return err
 		}
 		if n != len(g.buf) {
-			return fmt.Errorf("short perf read: %d of %d bytes", n, len(g.buf))
+			return fmt.Errorf("%w: %d of %d bytes", errShortRead, n, len(g.buf))
 		}
 		break
 	}
@@ -154,6 +219,9 @@ func (g *perfGroup) account(b []byte) error {
 	}
 	en := binary.NativeEndian.Uint64(b[8:])
 	run := binary.NativeEndian.Uint64(b[16:])
+	if g.primed && en == g.prevEnabled {
+		return errStalled
+	}
 	dEn, dRun := en-g.prevEnabled, run-g.prevRunning
 	g.prevEnabled, g.prevRunning = en, run
 	switch {
@@ -188,16 +256,45 @@ func (g *perfGroup) account(b []byte) error {
 	return nil
 }
 
-// read reads every group and stores the per-source sums in dst.
+// hotplugRecheck is how often read looks for offline CPUs back online:
+// one read of /sys/devices/system/cpu/online for all of them.
+const hotplugRecheck = time.Second
+
+// read reads every group and stores the per-source sums in dst. A group
+// that cannot be read fails its source only (a *SourceError): the other
+// sources' values are fresh.
+//
+// CPU hotplug: when a CPU goes offline the kernel turns its events off
+// and detaches the members of its groups, and leaves them so when the CPU
+// comes back. A group whose read fails or whose enabled time stopped is
+// therefore looked up in the online CPUs: offline, its file descriptors
+// are closed and its counts kept as they were (an offline CPU counts
+// nothing; the sum over the source's other CPUs is its true figure); once
+// a second read looks for it online again and reopens it. Online but
+// stopped (offline and back between two reads), it is reopened at once.
+// The source's value is missing in the sample of each change, whose
+// interval lost some of that CPU's counts.
 func (c *counters) read(dst []int64) error {
 	for i := range c.sum {
 		c.sum[i] = 0
 	}
-	var firstErr error
+	c.se.Reset()
+	if c.offs > 0 {
+		if now := time.Now(); !now.Before(c.nextCheck) {
+			c.nextCheck = now.Add(hotplugRecheck)
+			if c.readOnline() == nil {
+				for _, g := range c.groups {
+					if g.off && g.cpu < len(c.online) && c.online[g.cpu] {
+						c.reopen(g, "came back online")
+					}
+				}
+			}
+		}
+	}
 	for _, g := range c.groups {
-		if err := g.read(); err != nil {
-			if firstErr == nil {
-				firstErr = fmt.Errorf("reading the %s counters of CPU %d: %w", g.class, g.cpu, err)
+		if !g.off {
+			if err := g.read(); err != nil {
+				c.failed(g, err)
 			}
 		}
 		for i, s := range g.slots {
@@ -215,7 +312,76 @@ func (c *counters) read(dst []int64) error {
 			dst[d] = int64(v)
 		}
 	}
-	return firstErr
+	if c.se.Failed() {
+		return &c.se
+	}
+	return nil
+}
+
+// failed handles a group that could not be read: its CPU went offline, or
+// went offline and came back, or the read failed for another reason.
+func (c *counters) failed(g *perfGroup, err error) {
+	if c.readOnline() == nil && (g.cpu >= len(c.online) || !c.online[g.cpu]) {
+		g.closeFDs()
+		g.off = true
+		c.offs++
+		c.nextCheck = time.Now().Add(hotplugRecheck)
+		c.se.Add(g.src, fmt.Errorf("CPU %d went offline: its %s counts stop there, and are counted again once it is back online", g.cpu, g.class))
+		return
+	}
+	if errors.Is(err, errStalled) || errors.Is(err, errShortRead) {
+		c.reopen(g, "went offline and came back")
+		return
+	}
+	c.se.Add(g.src, fmt.Errorf("reading the %s counters of CPU %d: %w", g.class, g.cpu, err))
+}
+
+// reopen opens g again on its CPU, which is online, and takes its
+// baseline; g's counts so far are kept. Where that fails, g is off and
+// tried again later.
+func (c *counters) reopen(g *perfGroup, what string) {
+	if g.off {
+		g.off = false
+		c.offs--
+	}
+	_, err := g.open()
+	if err == nil {
+		if err = g.read(); err != nil {
+			g.closeFDs()
+		}
+	}
+	if err != nil {
+		g.off = true
+		c.offs++
+		c.nextCheck = time.Now().Add(hotplugRecheck)
+		if !g.stuck { // said once; tried again quietly
+			g.stuck = true
+			c.se.Add(g.src, fmt.Errorf("CPU %d %s, but its %s counters could not be reopened (tried again every %v): %w", g.cpu, what, g.class, hotplugRecheck, err))
+		}
+		return
+	}
+	g.stuck = false
+	c.se.Add(g.src, fmt.Errorf("CPU %d %s: its %s counters were reopened, and this interval's counts are missing", g.cpu, what, g.class))
+}
+
+// readOnline reads the online CPUs into c.online.
+func (c *counters) readOnline() error {
+	b, err := sysfs.ReadFile(c.fs.Sys("devices/system/cpu/online"))
+	if err != nil {
+		return err
+	}
+	cpus, err := sysfs.ParseCPUList(strings.TrimSpace(string(b)))
+	if err != nil {
+		return err
+	}
+	clear(c.online)
+	for _, cpu := range cpus {
+		if cpu >= len(c.online) {
+			c.online = append(c.online, make([]bool, cpu+1-len(c.online))...)
+		}
+		c.online[cpu] = true
+	}
+	return nil
 }
 
 // perfParanoid reads kernel.perf_event_paranoid; ok is false when unknown.

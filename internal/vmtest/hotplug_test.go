@@ -1,0 +1,145 @@
+package vmtest
+
+import (
+	"fmt"
+	"math"
+	"strings"
+	"testing"
+)
+
+// hotplugScript runs `numascope stat` on the per-node perf software events
+// twice in a 2-node VM of 2 CPUs a node: in "cycle", CPU 3 (node 1's second)
+// goes offline after the second sample and comes back 3 s later; in
+// "late", CPU 3 is offline when stat starts and comes online after the
+// second sample. The shell notes how many CSV lines stat had written at
+// each change.
+const hotplugScript = `cpu3() { echo $1 > /sys/devices/system/cpu/cpu3/online; }
+lines() { cat /tmp/$1.csv 2>/dev/null | wc -l; }
+waitlines() { i=0; while [ "$(lines $1)" -lt $2 ]; do sleep 0.05; i=$((i+1)); [ $i -gt 2400 ] && break; done; }
+run() {
+	numascope stat -i 500ms -n 20 -e 'perf.*.cpu-clock' -e 'perf.*.context-switches' --csv > /tmp/$1.csv 2>/tmp/$1.err &
+	P=$!
+	waitlines $1 3
+	cpu3 $2; echo "@@change $1 $(lines $1)"
+	sleep 3
+	cpu3 $3; echo "@@change $1 $(lines $1)"
+	wait $P
+	echo "@@rc $1 $?"
+}
+run cycle 0 1
+cpu3 0
+run late 1 0
+cpu3 1
+sec cycle.csv cat /tmp/cycle.csv
+sec cycle.err cat /tmp/cycle.err
+sec late.csv cat /tmp/late.csv
+sec late.err cat /tmp/late.err
+`
+
+// TestPerfCPUHotplug holds the perf sensor's per-node counts through CPU
+// hotplug, as when a user turns SMT off and on while numascope runs. The
+// reference is the kernel's clock: cpu-clock counts every nanosecond of an
+// online CPU, so a node's rate is 1e9 per second per online CPU (within
+// 10%): 2e9 for node 1 with both CPUs, 1e9 with CPU 3 offline. Node 0
+// reads on through every change, never missing; node 1 misses at most two
+// samples at each change (the change's and the next, whose rate needs two
+// good reads), says why on stderr, and counts again once CPU 3 is back,
+// also when CPU 3 was offline as stat started. Before 2026-12-07 the
+// kernel's turning a CPU's events off at hotplug went unnoticed: node 1
+// read 1e9 for the rest of the run after CPU 3 came back, and where the
+// two events shared a group, every perf column was missing from the
+// change on.
+func TestPerfCPUHotplug(t *testing.T) {
+	requireVM(t)
+	r := runVM(t, []string{"--nodes", "2", "--cpus-per-node", "2"}, hotplugScript)
+	changes := map[string][]int{}
+	for _, l := range strings.Split(r.Stdout, "\n") {
+		var name string
+		var n int
+		if _, err := fmt.Sscanf(strings.TrimSpace(l), "@@change %s %d", &name, &n); err == nil {
+			changes[name] = append(changes[name], n)
+		}
+		if _, err := fmt.Sscanf(strings.TrimSpace(l), "@@rc %s %d", &name, &n); err == nil && n != 0 {
+			t.Errorf("%s: numascope stat exited with status %d:\n%s", name, n, r.section(t, name+".err"))
+		}
+	}
+	for _, run := range []struct {
+		name       string
+		cpus       [3]float64 // node 1's online CPUs before, between and after the changes
+		offMessage string
+		onMessage  string
+	}{
+		{"cycle", [3]float64{2, 1, 2}, "CPU 3 went offline", "CPU 3 came back online"},
+		{"late", [3]float64{1, 2, 1}, "CPU 3 came back online", "CPU 3 went offline"},
+	} {
+		t.Run(run.name, func(t *testing.T) {
+			ch := changes[run.name]
+			if len(ch) != 2 {
+				t.Fatalf("the script noted %d changes, want 2: %v", len(ch), changes)
+			}
+			s, err := parseCSV(r.section(t, run.name+".csv"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			errs := r.section(t, run.name+".err")
+			t.Logf("stderr:\n%s", errs)
+			for _, m := range []string{run.offMessage, run.onMessage} {
+				if !strings.Contains(errs, m) {
+					t.Errorf("stderr does not say %q", m)
+				}
+			}
+			if !strings.Contains(errs, "2 read errors") {
+				t.Errorf("the summary does not count 2 read errors (one a change)")
+			}
+			node0, node1 := s.col(t, "perf.0.cpu-clock"), s.col(t, "perf.1.cpu-clock")
+			cs1 := s.col(t, "perf.1.context-switches")
+			// Sample i (line i+2 of the file) is the interval ending
+			// at T[i]; lines(file) = n means samples 0..n-2 were out
+			// before the change, so sample n-1 holds the change. A
+			// CPU going offline shows in the next read; one coming
+			// online is looked for once a second (hotplugRecheck),
+			// up to two samples later. The sample that shows the
+			// change and the next are missing.
+			phase := func(i int) int {
+				switch {
+				case i <= ch[0]-2:
+					return 0
+				case i > ch[0]+2 && i <= ch[1]-2:
+					return 1
+				case i > ch[1]+2:
+					return 2
+				}
+				return -1 // around a change
+			}
+			seen := [3]int{}
+			missing := 0
+			for i := range s.T {
+				if math.IsNaN(node0[i]) {
+					t.Errorf("sample %d: node 0's cpu-clock is missing", i)
+				} else if node0[i] < 1.8e9 || node0[i] > 2.2e9 {
+					t.Errorf("sample %d: node 0's cpu-clock %.3g a second, want 2e9 (its 2 CPUs) within 10%%", i, node0[i])
+				}
+				if math.IsNaN(node1[i]) {
+					missing++
+				}
+				p := phase(i)
+				if p < 0 {
+					continue
+				}
+				seen[p]++
+				want := run.cpus[p] * 1e9
+				if math.IsNaN(node1[i]) || math.IsNaN(cs1[i]) || node1[i] < 0.9*want || node1[i] > 1.1*want {
+					t.Errorf("sample %d (phase %d): node 1's cpu-clock %.3g a second (context switches %v), want %.3g (%g online CPUs) within 10%%",
+						i, p, node1[i], cs1[i], want, run.cpus[p])
+				}
+			}
+			if missing > 4 {
+				t.Errorf("node 1 misses %d samples, want at most 2 at each of the 2 changes", missing)
+			}
+			if seen[0] == 0 || seen[1] == 0 || seen[2] == 0 {
+				t.Errorf("samples before, between and after the changes: %v (changes at lines %v of %d samples); every phase must have one", seen, ch, len(s.T))
+			}
+			t.Logf("changes after %v lines; samples per phase %v; node 1 missing in %d", ch, seen, missing)
+		})
+	}
+}
