@@ -204,8 +204,9 @@ func (d *decoder) reasonName(n int64) string {
 type events struct {
 	ids   []uint64
 	kinds []kind
-	// decoded counts each event's samples decoded since it was opened.
-	decoded []uint64
+	// decoded counts each event's samples decoded since it was opened;
+	// enabled is its time enabled at the last read (counted kinds).
+	decoded, enabled []uint64
 }
 
 // find returns the index of event id, -1 for none.
@@ -222,6 +223,7 @@ func (e *events) add(id uint64, k kind) {
 	e.ids = append(e.ids, id)
 	e.kinds = append(e.kinds, k)
 	e.decoded = append(e.decoded, 0)
+	e.enabled = append(e.enabled, 0)
 }
 
 // remove drops event i.
@@ -229,6 +231,7 @@ func (e *events) remove(i int) {
 	e.ids = append(e.ids[:i], e.ids[i+1:]...)
 	e.kinds = append(e.kinds[:i], e.kinds[i+1:]...)
 	e.decoded = append(e.decoded[:i], e.decoded[i+1:]...)
+	e.enabled = append(e.enabled[:i], e.enabled[i+1:]...)
 }
 
 // counted says whether an event's losses are found from its count (a

@@ -28,6 +28,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -99,7 +100,18 @@ type Tracer struct {
 	// lost is the tracepoints' losses reported so far; deficit their
 	// hits less samples decoded at the last Collect.
 	lost, deficit uint64
-	buf           [8]byte
+	buf           [16]byte
+
+	// What reopening a CPU's ring and events takes (hotplug.go): the
+	// ring's dummy event and size, every event opened on the rings, the
+	// system, whether every online CPU is traced, and the online CPUs
+	// last read.
+	ringAttr unix.PerfEventAttr
+	pages    int
+	opened   []openedEvent
+	fs       sysfs.FS
+	allCPUs  bool
+	online   []bool
 }
 
 // ring is one CPU's buffer and the events writing into it.
@@ -107,6 +119,10 @@ type ring struct {
 	r   *perfring.Ring
 	fds []int
 	evs events
+	// down: the CPU was offline at the last look, or its events could not
+	// be reopened; stalled: a counted event's enabled time stopped since
+	// the last Collect (the CPU went offline, and perhaps came back).
+	down, stalled bool
 }
 
 // Ring sizes: each CPU's ring is ringBudget over the CPUs, a power of two
@@ -146,7 +162,7 @@ func Open(fs sysfs.FS, opts Options) (*Tracer, error) {
 			return nil, fmt.Errorf("numatrace: the online CPUs: %v", err)
 		}
 	}
-	t := &Tracer{period: opts.PMUPeriod}
+	t := &Tracer{period: opts.PMUPeriod, fs: fs, allCPUs: opts.CPUs == nil}
 	if t.period == 0 {
 		t.period = DefaultPMUPeriod
 	}
@@ -242,14 +258,15 @@ func Open(fs sysfs.FS, opts Options) (*Tracer, error) {
 func (t *Tracer) openRings(cpus []int, opts Options) string {
 	pg := os.Getpagesize()
 	pages := ringPagesFor(opts, len(cpus), pg)
-	attr := unix.PerfEventAttr{
+	t.ringAttr = unix.PerfEventAttr{
 		Type:        unix.PERF_TYPE_SOFTWARE,
 		Size:        uint32(unsafe.Sizeof(unix.PerfEventAttr{})),
 		Config:      unix.PERF_COUNT_SW_DUMMY,
 		Sample_type: sampleType,
 		Bits:        unix.PerfBitWatermark,
 	}
-	rings, err := perfring.Open(&attr, -1, cpus, pages, minRingPages)
+	t.pages = pages
+	rings, err := perfring.Open(&t.ringAttr, -1, cpus, pages, minRingPages)
 	var oe *perfring.OpenError
 	if errors.As(err, &oe) && !oe.Map {
 		return perfRefused(fmt.Sprintf("perf_event_open(dummy, cpu %d)", oe.CPU), oe.Err)
@@ -319,6 +336,7 @@ func (t *Tracer) openTracepoint(id uint64, k kind, ringWhy string) error {
 		Config:      id,
 		Sample:      1,
 		Sample_type: sampleType | unix.PERF_SAMPLE_RAW,
+		Read_format: countedReadFormat,
 		Bits:        unix.PerfBitExcludeHv,
 	}
 	return t.openOnRings(&attr, k, "tracepoint")
@@ -352,38 +370,58 @@ func (t *Tracer) openOnRings(attr *unix.PerfEventAttr, k kind, what string) erro
 			o.r.evs.remove(len(o.r.evs.ids) - 1)
 		}
 	}
-	a := *attr
-	a.Bits |= unix.PerfBitDisabled
 	for _, r := range t.rings {
-		fd, err := unix.PerfEventOpen(&a, -1, r.r.CPU, -1, unix.PERF_FLAG_FD_CLOEXEC)
+		fd, err := openInto(r, attr, k, what)
 		if err != nil {
 			undo()
-			return &refusedError{perfRefused(fmt.Sprintf("perf_event_open(%s, cpu %d)", what, r.r.CPU), err), err}
+			return err
 		}
-		if openedHook != nil {
-			openedHook(r.r.CPU)
-		}
-		if err := unix.IoctlSetInt(fd, unix.PERF_EVENT_IOC_SET_OUTPUT, r.r.FD); err != nil {
-			unix.Close(fd)
-			undo()
-			return fmt.Errorf("redirecting %s into the ring of cpu %d: %w", what, r.r.CPU, err)
-		}
-		var id uint64
-		if _, _, e := unix.Syscall(unix.SYS_IOCTL, uintptr(fd), unix.PERF_EVENT_IOC_ID, uintptr(unsafe.Pointer(&id))); e != 0 {
-			unix.Close(fd)
-			undo()
-			return fmt.Errorf("the id of %s on cpu %d: %w", what, r.r.CPU, e)
-		}
-		if err := unix.IoctlSetInt(fd, unix.PERF_EVENT_IOC_ENABLE, 0); err != nil {
-			unix.Close(fd)
-			undo()
-			return fmt.Errorf("enabling %s on cpu %d: %w", what, r.r.CPU, err)
-		}
-		r.fds = append(r.fds, fd)
-		r.evs.add(id, k)
 		done = append(done, opened{r, fd})
 	}
+	t.opened = append(t.opened, openedEvent{*attr, k, what})
 	return nil
+}
+
+// countedReadFormat is what reading a counted event (readHits) returns:
+// its count and its time enabled, whose stopping says that CPU hotplug
+// turned it off (hotplug.go).
+const countedReadFormat = unix.PERF_FORMAT_TOTAL_TIME_ENABLED
+
+// openedEvent is an event opened on every ring, as hotplug.go reopens it.
+type openedEvent struct {
+	attr unix.PerfEventAttr
+	k    kind
+	what string
+}
+
+// openInto opens attr on r's CPU, disabled, redirects it into r, and then
+// enables it (see openOnRings for why in that order).
+func openInto(r *ring, attr *unix.PerfEventAttr, k kind, what string) (int, error) {
+	a := *attr
+	a.Bits |= unix.PerfBitDisabled
+	fd, err := unix.PerfEventOpen(&a, -1, r.r.CPU, -1, unix.PERF_FLAG_FD_CLOEXEC)
+	if err != nil {
+		return -1, &refusedError{perfRefused(fmt.Sprintf("perf_event_open(%s, cpu %d)", what, r.r.CPU), err), err}
+	}
+	if openedHook != nil {
+		openedHook(r.r.CPU)
+	}
+	if err := unix.IoctlSetInt(fd, unix.PERF_EVENT_IOC_SET_OUTPUT, r.r.FD); err != nil {
+		unix.Close(fd)
+		return -1, fmt.Errorf("redirecting %s into the ring of cpu %d: %w", what, r.r.CPU, err)
+	}
+	var id uint64
+	if _, _, e := unix.Syscall(unix.SYS_IOCTL, uintptr(fd), unix.PERF_EVENT_IOC_ID, uintptr(unsafe.Pointer(&id))); e != 0 {
+		unix.Close(fd)
+		return -1, fmt.Errorf("the id of %s on cpu %d: %w", what, r.r.CPU, e)
+	}
+	if err := unix.IoctlSetInt(fd, unix.PERF_EVENT_IOC_ENABLE, 0); err != nil {
+		unix.Close(fd)
+		return -1, fmt.Errorf("enabling %s on cpu %d: %w", what, r.r.CPU, err)
+	}
+	r.fds = append(r.fds, fd)
+	r.evs.add(id, k)
+	return fd, nil
 }
 
 // openPMU resolves the presets local_dram and remote_dram for this CPU and
@@ -463,6 +501,7 @@ func (t *Tracer) openPMU(fs sysfs.FS, opts Options, ringWhy string) string {
 
 // closeKind closes the events of kind k on every ring.
 func (t *Tracer) closeKind(k kind) {
+	t.opened = slices.DeleteFunc(t.opened, func(o openedEvent) bool { return o.k == k })
 	for _, r := range t.rings {
 		for i := len(r.fds) - 1; i >= 0; i-- {
 			if r.evs.kinds[i] == k {
@@ -543,6 +582,9 @@ func (t *Tracer) Collect(c *Counts) {
 		t.lost = lost
 	}
 	t.deficit = deficit
+	// Last: a ring reopened here starts its hits and samples afresh, both
+	// counted from the next Collect.
+	t.hotplug()
 }
 
 // readHits sums the counts of ring r's tracepoints: with a sample period
@@ -559,6 +601,11 @@ func (t *Tracer) readHits(r *ring, c *Counts) uint64 {
 			continue
 		}
 		n += binary.LittleEndian.Uint64(t.buf[:])
+		en := binary.LittleEndian.Uint64(t.buf[8:])
+		if en == r.evs.enabled[i] && en != 0 {
+			r.stalled = true
+		}
+		r.evs.enabled[i] = en
 	}
 	return n
 }
@@ -579,11 +626,7 @@ func (t *Tracer) Close() error {
 
 func (t *Tracer) closeRings() {
 	for _, r := range t.rings {
-		for _, fd := range r.fds {
-			unix.Close(fd)
-		}
-		r.fds = nil
-		r.r.Close()
+		r.close()
 	}
 	t.rings = nil
 }

@@ -193,6 +193,7 @@ func TestEventsCountOnlyWhatTheyWrite(t *testing.T) {
 		Config:      tp.ID,
 		Sample:      1,
 		Sample_type: sampleType | unix.PERF_SAMPLE_RAW,
+		Read_format: countedReadFormat,
 		Bits:        unix.PerfBitExcludeHv,
 	}
 	if err := tr.openOnRings(&attr, kindMigrate, "tracepoint"); err != nil {
