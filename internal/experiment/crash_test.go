@@ -105,8 +105,8 @@ policy = "interleave"
 				r.Run, r.Levels, r.ExitStatus, value(st), want[m])
 		}
 		tot := r.Responses["total:"+event]
-		if tot == nil || *tot < calls || *tot > calls+20 {
-			t.Errorf("run %d (%v): total %s getppid calls recorded, the target made %d before it ended", r.Run, r.Levels, value(tot), calls)
+		if tot == nil || *tot < calls || *tot > calls+otherCalls(calls) {
+			t.Errorf("run %d (%v): total %s getppid calls recorded, the target made %d before it ended (bound +%v for other processes)", r.Run, r.Levels, value(tot), calls, otherCalls(calls))
 		}
 	}
 	t.Logf("the shell's statuses %v; %d runs compared", want, len(results))

@@ -156,14 +156,15 @@ vars = { calls = "6000", ms = "150" }
 			t.Fatalf("run %d: total %s, rate %s; its events: %v", r.Run, value(tot), value(rate), r.Events)
 		}
 		total[regime] = append(total[regime], *tot)
-		if *tot < c.calls || *tot > c.calls+20 {
-			t.Errorf("run %d (%v): total %v getppid calls, the child made %v (bound +20 for other processes)", r.Run, r.Levels, *tot, c.calls)
+		if *tot < c.calls || *tot > c.calls+otherCalls(c.calls) {
+			t.Errorf("run %d (%v): total %v getppid calls, the child made %v (bound +%v for other processes)", r.Run, r.Levels, *tot, c.calls, otherCalls(c.calls))
 		}
 		if want := *tot / r.WallTime; !relEq(*rate, want, 1e-12) {
 			t.Errorf("run %d: rate %v, total over wall time %v", r.Run, *rate, want)
 		}
-		// getppid less getpgid: CALLS - CALLS/2, each count to +20.
-		if d := r.Responses["total:"+diff]; d == nil || *d < c.calls/2-20 || *d > c.calls/2+20 {
+		// getppid less getpgid: CALLS - CALLS/2, each count to
+		// otherCalls over.
+		if d, slack := r.Responses["total:"+diff], otherCalls(c.calls); d == nil || *d < c.calls/2-slack || *d > c.calls/2+slack {
 			t.Errorf("run %d (%v): total:%s = %s, the child made %v getppid and %v getpgid calls", r.Run, r.Levels, diff, value(d), c.calls, c.calls/2)
 		}
 		if w := r.Responses["wall_time"]; w == nil || *w != r.WallTime {
@@ -214,8 +215,9 @@ vars = { calls = "6000", ms = "150" }
 	if row == nil || row.Change == nil {
 		t.Fatalf("no change for %s in %+v", event, c.Rows)
 	}
-	// The totals are the calls plus at most a few: within 1% of +200%.
-	if math.Abs(*row.Change-200) > 2 {
+	// The totals are the calls plus at most otherCalls: within 10 points
+	// of +200% (a ratio, 3, or a sum would be far off).
+	if math.Abs(*row.Change-200) > 10 {
 		t.Errorf("change %.3f%% for %s (mean %v to %v), want +200%% (2 000 to 6 000 calls a run)", *row.Change, event, row.Base, row.Other)
 	}
 	if math.Abs(row.Base-mean(total["few"])) > 1e-9*row.Base || math.Abs(row.Other-mean(total["many"])) > 1e-9*row.Other {
@@ -277,3 +279,10 @@ func buildTestC(t *testing.T, dir, name string) string {
 	}
 	return bin
 }
+
+// otherCalls bounds the getppid (or getpgid) calls of other processes
+// that a machine-wide count of the child's may include: the shell's $PPID,
+// and on a shared machine whatever else runs (another test counting the
+// same calls added 49 to 2 000 in a suite run of 2026-12-07). A count
+// taken twice, or a difference taken as a sum, still fails.
+func otherCalls(calls float64) float64 { return 20 + calls/20 }
