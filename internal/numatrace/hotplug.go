@@ -1,8 +1,6 @@
 package numatrace
 
 import (
-	"strings"
-
 	"golang.org/x/sys/unix"
 
 	"github.com/numascope/numascope/internal/perfring"
@@ -99,20 +97,7 @@ func (t *Tracer) traces(cpu int) bool {
 
 // readOnline reads the online CPUs into t.online.
 func (t *Tracer) readOnline() error {
-	s, err := sysfs.ReadString(t.fs.Sys("devices/system/cpu/online"))
-	if err != nil {
-		return err
-	}
-	cpus, err := sysfs.ParseCPUList(strings.TrimSpace(s))
-	if err != nil {
-		return err
-	}
-	clear(t.online)
-	for _, cpu := range cpus {
-		if cpu >= len(t.online) {
-			t.online = append(t.online, make([]bool, cpu+1-len(t.online))...)
-		}
-		t.online[cpu] = true
-	}
-	return nil
+	var err error
+	t.online, err = sysfs.OnlineCPUs(t.fs, t.online)
+	return err
 }

@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"math/bits"
 	"strconv"
-	"strings"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -366,22 +365,9 @@ func (c *counters) reopen(g *perfGroup, what string) {
 
 // readOnline reads the online CPUs into c.online.
 func (c *counters) readOnline() error {
-	b, err := sysfs.ReadFile(c.fs.Sys("devices/system/cpu/online"))
-	if err != nil {
-		return err
-	}
-	cpus, err := sysfs.ParseCPUList(strings.TrimSpace(string(b)))
-	if err != nil {
-		return err
-	}
-	clear(c.online)
-	for _, cpu := range cpus {
-		if cpu >= len(c.online) {
-			c.online = append(c.online, make([]bool, cpu+1-len(c.online))...)
-		}
-		c.online[cpu] = true
-	}
-	return nil
+	var err error
+	c.online, err = sysfs.OnlineCPUs(c.fs, c.online)
+	return err
 }
 
 // perfParanoid reads kernel.perf_event_paranoid; ok is false when unknown.

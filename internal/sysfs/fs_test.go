@@ -1,7 +1,10 @@
 package sysfs
 
 import (
+	"os"
+	"path/filepath"
 	"reflect"
+	"slices"
 	"testing"
 )
 
@@ -99,4 +102,35 @@ func FuzzParseCPUMask(f *testing.F) {
 			}
 		}
 	})
+}
+
+func TestOnlineCPUs(t *testing.T) {
+	root := t.TempDir()
+	p := filepath.Join(root, "sys/devices/system/cpu/online")
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	fs := New(root)
+	var online []bool
+	for _, c := range []struct {
+		list string
+		want []bool
+	}{
+		{"0-2,5\n", []bool{true, true, true, false, false, true}},
+		{"1\n", []bool{false, true, false, false, false, false}}, // storage kept, cleared
+	} {
+		if err := os.WriteFile(p, []byte(c.list), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		var err error
+		if online, err = OnlineCPUs(fs, online); err != nil || !slices.Equal(online, c.want) {
+			t.Errorf("%q: %v, %v; want %v", c.list, online, err, c.want)
+		}
+	}
+	if err := os.WriteFile(p, []byte("x\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := OnlineCPUs(fs, online); err == nil {
+		t.Errorf("a malformed list: no error")
+	}
 }
