@@ -97,7 +97,10 @@ func (t *Tracer) traces(cpu int) bool {
 
 // readOnline reads the online CPUs into t.online.
 func (t *Tracer) readOnline() error {
+	if t.onlineR == nil {
+		t.onlineR = sysfs.NewOnlineReader(t.fs)
+	}
 	var err error
-	t.online, err = sysfs.OnlineCPUs(t.fs, t.online)
+	t.online, err = t.onlineR.Read(t.online)
 	return err
 }

@@ -111,6 +111,7 @@ type Tracer struct {
 	opened   []openedEvent
 	fs       sysfs.FS
 	allCPUs  bool
+	onlineR  *sysfs.OnlineReader
 	online   []bool
 }
 
@@ -621,6 +622,9 @@ func (t *Tracer) Close() error {
 	}
 	t.closed = true
 	t.closeRings()
+	if t.onlineR != nil {
+		t.onlineR.Close()
+	}
 	return t.removeProbe()
 }
 

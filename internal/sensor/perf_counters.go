@@ -116,6 +116,7 @@ type counters struct {
 	// per-source error Read returns, reused.
 	offs      int
 	nextCheck time.Time
+	onlineR   *sysfs.OnlineReader
 	online    []bool
 	se        SourceError
 	// out maps output slot -> index into dst; scale per slot.
@@ -134,6 +135,10 @@ func (c *counters) close() error {
 		errs = append(errs, g.closeFDs())
 	}
 	c.groups = nil
+	if c.onlineR != nil {
+		errs = append(errs, c.onlineR.Close())
+		c.onlineR = nil
+	}
 	return errors.Join(errs...)
 }
 
@@ -365,8 +370,11 @@ func (c *counters) reopen(g *perfGroup, what string) {
 
 // readOnline reads the online CPUs into c.online.
 func (c *counters) readOnline() error {
+	if c.onlineR == nil {
+		c.onlineR = sysfs.NewOnlineReader(c.fs)
+	}
 	var err error
-	c.online, err = sysfs.OnlineCPUs(c.fs, c.online)
+	c.online, err = c.onlineR.Read(c.online)
 	return err
 }
 

@@ -175,26 +175,3 @@ func FormatCPUList(cpus []int) string {
 	}
 	return b.String()
 }
-
-// OnlineCPUs reads the online CPUs (devices/system/cpu/online) of fs into
-// a bitmap, reusing online's storage: online[c] says whether CPU c is
-// online. Samplers look here after CPU hotplug, which turns a CPU's perf
-// events off.
-func OnlineCPUs(fs FS, online []bool) ([]bool, error) {
-	s, err := ReadString(fs.Sys("devices/system/cpu/online"))
-	if err != nil {
-		return online, err
-	}
-	cpus, err := ParseCPUList(strings.TrimSpace(s))
-	if err != nil {
-		return online, err
-	}
-	clear(online)
-	for _, cpu := range cpus {
-		if cpu >= len(online) {
-			online = append(online, make([]bool, cpu+1-len(online))...)
-		}
-		online[cpu] = true
-	}
-	return online, nil
-}

@@ -1,6 +1,7 @@
 package sysfs
 
 import (
+	"bytes"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -104,13 +105,17 @@ func FuzzParseCPUMask(f *testing.F) {
 	})
 }
 
-func TestOnlineCPUs(t *testing.T) {
+// TestOnlineReader reads the online CPUs as they change, from one open
+// file, without allocating once the bitmap is large enough; malformed
+// lists are errors, and the parse agrees with ParseCPUList.
+func TestOnlineReader(t *testing.T) {
 	root := t.TempDir()
 	p := filepath.Join(root, "sys/devices/system/cpu/online")
 	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	fs := New(root)
+	r := NewOnlineReader(New(root))
+	defer r.Close()
 	var online []bool
 	for _, c := range []struct {
 		list string
@@ -118,19 +123,52 @@ func TestOnlineCPUs(t *testing.T) {
 	}{
 		{"0-2,5\n", []bool{true, true, true, false, false, true}},
 		{"1\n", []bool{false, true, false, false, false, false}}, // storage kept, cleared
+		{"", []bool{false, false, false, false, false, false}},
 	} {
 		if err := os.WriteFile(p, []byte(c.list), 0o644); err != nil {
 			t.Fatal(err)
 		}
 		var err error
-		if online, err = OnlineCPUs(fs, online); err != nil || !slices.Equal(online, c.want) {
+		if online, err = r.Read(online); err != nil || !slices.Equal(online, c.want) {
 			t.Errorf("%q: %v, %v; want %v", c.list, online, err, c.want)
 		}
 	}
-	if err := os.WriteFile(p, []byte("x\n"), 0o644); err != nil {
+	if err := os.WriteFile(p, []byte("0-3\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := OnlineCPUs(fs, online); err == nil {
-		t.Errorf("a malformed list: no error")
+	if a := testing.AllocsPerRun(20, func() { online, _ = r.Read(online) }); a != 0 {
+		t.Errorf("Read allocates %v times", a)
 	}
+	for _, bad := range []string{"x", "3-1", "0,,1", "0-", "-1", "1 2", "99999999", "65536", "0-70000", "0,"} {
+		if _, err := parseCPUListInto([]byte(bad), nil); err == nil {
+			t.Errorf("%q: no error", bad)
+		}
+	}
+}
+
+func FuzzParseCPUListInto(f *testing.F) {
+	for _, s := range []string{"0-3,8,10-11\n", "0", "", "5-5", "0,2,4"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		set, err := parseCPUListInto(bytes.TrimSpace([]byte(s)), nil)
+		ref, rerr := ParseCPUList(s)
+		if err != nil {
+			return
+		}
+		if rerr != nil {
+			t.Fatalf("%q: parsed here (%d CPUs in the bitmap), refused by ParseCPUList: %v", s, len(set), rerr)
+		}
+		var got []int
+		for c, on := range set {
+			if on {
+				got = append(got, c)
+			}
+		}
+		slices.Sort(ref)
+		ref = slices.Compact(ref)
+		if !slices.Equal(got, ref) {
+			t.Fatalf("%q: %v, ParseCPUList %v", s, got, ref)
+		}
+	})
 }
