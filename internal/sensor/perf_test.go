@@ -610,4 +610,15 @@ func TestCountersHotplug(t *testing.T) {
 	if err := step(nil, nil); err != nil || !c.groups[0].off || !c.nextCheck.After(time.Now()) {
 		t.Errorf("retrying CPU 0: %v, off %v, next check %v", err, c.groups[0].off, c.nextCheck)
 	}
+	// A CPU that stays offline (nosmt) is looked for once a second for
+	// as long as the sensor runs: without allocating.
+	setOnline("2")
+	if a := testing.AllocsPerRun(20, func() {
+		c.nextCheck = time.Time{}
+		if err := c.read(dst); err != nil {
+			t.Fatal(err)
+		}
+	}); a != 0 {
+		t.Errorf("looking for offline CPUs allocates %v times a read", a)
+	}
 }
