@@ -21,6 +21,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/numascope/numascope/internal/sensor"
+	"github.com/numascope/numascope/internal/term"
 )
 
 // group is one sensor in use: the events enabled on it and the raw values of
@@ -303,7 +304,7 @@ func (s *Sampler) read() {
 			continue
 		}
 		if recovered == len(g.failed) { // the whole sensor: one line
-			s.cfg.Notices(fmt.Sprintf("%s: reading works again after %d failed samples", g.entry.Name, slices.Max(g.errs)))
+			s.cfg.Notices(fmt.Sprintf("%s: reading works again after %s", g.entry.Name, term.Plural(int(slices.Max(g.errs)), "failed sample", "failed samples")))
 			clear(g.failed)
 			clear(g.errs)
 			continue
@@ -311,8 +312,8 @@ func (s *Sampler) read() {
 		for src, ok := range g.okCur {
 			if ok && g.failed[src] {
 				g.failed[src] = false
-				s.cfg.Notices(fmt.Sprintf("%s: source %s: reading works again after %d failed samples",
-					g.entry.Name, sourceName(g.entry.Sources[src]), g.errs[src]))
+				s.cfg.Notices(fmt.Sprintf("%s: source %s: reading works again after %s",
+					g.entry.Name, sourceName(g.entry.Sources[src]), term.Plural(int(g.errs[src]), "failed sample", "failed samples")))
 				g.errs[src] = 0
 			}
 		}

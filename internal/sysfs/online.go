@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"os"
 
-	"github.com/numascope/numascope/internal/rawio"
+	"golang.org/x/sys/unix"
 )
 
 // OnlineReader reads the online CPUs (devices/system/cpu/online) again and
@@ -44,7 +44,10 @@ func (r *OnlineReader) Read(online []bool) ([]bool, error) {
 	var n int
 	for {
 		var err error
-		if n, err = rawio.Pread(int(r.f.Fd()), r.buf, 0); err != nil {
+		for n, err = unix.Pread(int(r.f.Fd()), r.buf, 0); err == unix.EINTR; {
+			n, err = unix.Pread(int(r.f.Fd()), r.buf, 0)
+		}
+		if err != nil {
 			return online, &os.PathError{Op: "read", Path: path, Err: err}
 		}
 		if n < len(r.buf) {
