@@ -57,8 +57,9 @@ type perfGroup struct {
 	primed bool
 	// off marks a group whose CPU is offline (see counters.read): it has
 	// no file descriptors, and its counts stay what they were. stuck says
-	// that reopening it on its CPU, online again, failed and was said.
-	off, stuck bool
+	// that reopening it on its CPU, online again, failed and was said;
+	// reopened, that it was reopened (and its baseline taken) in this read.
+	off, stuck, reopened bool
 }
 
 // groupMember is what opening one member of a group takes.
@@ -296,11 +297,12 @@ func (c *counters) read(dst []int64) error {
 		}
 	}
 	for _, g := range c.groups {
-		if !g.off {
+		if !g.off && !g.reopened {
 			if err := g.read(); err != nil {
 				c.failed(g, err)
 			}
 		}
+		g.reopened = false
 		for i, s := range g.slots {
 			c.sum[s] += g.acc[i]
 		}
@@ -364,7 +366,7 @@ func (c *counters) reopen(g *perfGroup, what string) {
 		}
 		return
 	}
-	g.stuck = false
+	g.stuck, g.reopened = false, true
 	c.se.Add(g.src, fmt.Errorf("CPU %d %s: its %s counters were reopened, and this interval's counts are missing", g.cpu, what, g.class))
 }
 
