@@ -69,21 +69,27 @@ type Collector struct {
 	// cpuNode maps a CPU to its node (-1 unknown).
 	cpuNode []int
 
-	procs   map[int]*procState
-	gen     uint64
-	last    time.Time
-	lastDT  float64
-	pids    []int
-	tids    []int
-	stat    procnuma.Stat
-	sched   procnuma.Sched
-	mapping procnuma.Mapping
-	totals  procnuma.Totals
-	events  EventCounts
-	lost    uint64
-	users   map[uint32]string
-	nodes   nodeReader
-	cgroups cgroupReader
+	procs  map[int]*procState
+	gen    uint64
+	last   time.Time
+	lastDT float64
+	// prevBoot is the boot clock (CLOCK_BOOTTIME, in clock ticks, the unit
+	// of stat's starttime) when the previous refresh began; bootNow when
+	// this one did. A process that started at or after prevBoot was not
+	// there to be read by the previous refresh: all its CPU time is this
+	// interval's.
+	prevBoot, bootNow uint64
+	pids              []int
+	tids              []int
+	stat              procnuma.Stat
+	sched             procnuma.Sched
+	mapping           procnuma.Mapping
+	totals            procnuma.Totals
+	events            EventCounts
+	lost              uint64
+	users             map[uint32]string
+	nodes             nodeReader
+	cgroups           cgroupReader
 	// held counts the stat files held open, at most maxHeld (half the
 	// file descriptor limit): beyond it a process's stat is opened and
 	// closed at each refresh.
@@ -103,6 +109,7 @@ type procState struct {
 	hasMigr bool
 	threads map[int]uint64 // tid → ticks, for the drill-down's CPU%
 	thAt    time.Time
+	thBoot  uint64 // the boot clock in ticks at thAt (bootTicks)
 	user    string // the owner of /proc/PID, read once
 	cgroup  string
 	cgOK    bool
@@ -232,6 +239,7 @@ func (c *Collector) Refresh() (*Frame, error) {
 		dt = now.Sub(c.last).Seconds()
 	}
 	c.last, c.lastDT = now, dt
+	c.prevBoot, c.bootNow = c.bootNow, bootTicks()
 	c.gen++
 	f := &Frame{Time: now, Interval: dt}
 
@@ -385,6 +393,26 @@ func (c *Collector) matches(p *Process) bool {
 	return strings.Contains(strings.ToLower(p.Comm), strings.ToLower(f))
 }
 
+// bootTicks is the boot clock in clock ticks (USER_HZ), the clock of
+// /proc/PID/stat's starttime (boot-based since Linux 5.5; before it the
+// monotonic clock, which differs only by time spent suspended). 0 if it
+// cannot be read, which makes no process new.
+func bootTicks() uint64 {
+	var ts unix.Timespec
+	if unix.ClockGettime(unix.CLOCK_BOOTTIME, &ts) != nil {
+		return 0
+	}
+	return uint64(ts.Sec)*userHZ + uint64(ts.Nsec)/(1e9/userHZ)
+}
+
+// bornSince says whether a task that started at start (clock ticks after
+// boot) started at or after the boot clock read at since: both are
+// truncated to a tick, so a task of the same tick counts as new. A
+// since of 0 (unknown) makes no task new.
+func bornSince(start, since uint64) bool {
+	return since > 0 && start >= since
+}
+
 // readProcess reads one process's stat: the cheap part every process pays.
 func (c *Collector) readProcess(pid int, dt float64) (Process, bool) {
 	st := c.procs[pid]
@@ -399,6 +427,11 @@ func (c *Collector) readProcess(pid int, dt float64) (Process, bool) {
 			c.dropStat(st) // the PID's earlier process
 		}
 		st = &procState{start: s.StartTime, ticks: ticks, user: c.user(pid)}
+		if dt > 0 && bornSince(s.StartTime, c.prevBoot) {
+			// Started within the interval: every tick it has is the
+			// interval's (a build's short jobs would otherwise never show).
+			st.ticks = 0
+		}
 		c.procs[pid] = st
 	}
 	if f != nil && st.stat == nil {

@@ -35,7 +35,8 @@ func (c *Collector) Detail(pid int) (*Detail, error) {
 		dt = now.Sub(st.thAt).Seconds()
 	}
 	old := st.threads
-	st.threads, st.thAt = map[int]uint64{}, now
+	prevBoot := st.thBoot
+	st.threads, st.thAt, st.thBoot = map[int]uint64{}, now, bootTicks()
 
 	var err error
 	c.tids, err = c.rd.Tasks(pid, c.tids)
@@ -59,7 +60,11 @@ func (c *Collector) Detail(pid int) (*Detail, error) {
 		t := Thread{TID: tid, Comm: string(c.stat.Comm), CPU: c.stat.Processor, Node: c.nodeOf(c.stat.Processor), PreferredNode: -1}
 		ticks := c.stat.UTime + c.stat.STime
 		st.threads[tid] = ticks
-		if o, ok := old[tid]; ok && dt > 0 && ticks >= o {
+		o, ok := old[tid]
+		if !ok && dt > 0 && bornSince(c.stat.StartTime, prevBoot) {
+			o, ok = 0, true // started since the last look: all its ticks are new
+		}
+		if ok && dt > 0 && ticks >= o {
 			pc := float64(ticks-o) * 100 / userHZ / dt
 			t.CPUPercent = &pc
 		}
