@@ -14,19 +14,20 @@ const maxCgroups = 4096
 // cgroupReader groups processes by cgroup v2 and reads each cgroup's
 // memory.numa_stat and memory.stat.
 type cgroupReader struct {
-	fs   sysfs.FS
-	numa procnuma.CgroupNUMA
-	prev map[string]uint64 // "path\x00key" → the last value of a counter
-	seen map[string]bool
+	fs     sysfs.FS
+	numa   procnuma.CgroupNUMA
+	counts counters // "path\x00key" → a counter's last value and read
+	seen   map[string]bool
 }
 
 func (r *cgroupReader) init(fs sysfs.FS) {
-	r.fs, r.prev, r.seen = fs, map[string]uint64{}, map[string]bool{}
+	r.fs, r.seen = fs, map[string]bool{}
+	r.counts.init()
 }
 
 // group sums procs by cgroup. A process's cgroup is read once (a process
 // that moves to another cgroup is seen in the old one until it exits).
-func (r *cgroupReader) group(c *Collector, procs []Process, dt float64) []Cgroup {
+func (r *cgroupReader) group(c *Collector, procs []Process) []Cgroup {
 	index := map[string]int{}
 	var out []Cgroup
 	for i := range procs {
@@ -88,22 +89,21 @@ func (r *cgroupReader) group(c *Collector, procs []Process, dt float64) []Cgroup
 			}
 		}
 		if data, err := c.rd.ReadCgroupFile(rel, "memory.stat"); err == nil {
+			at := r.counts.now()
 			eachKV(data, func(k []byte, v uint64) {
 				switch string(k) {
 				case "numa_hint_faults":
-					g.HintFaults = r.delta(rel+"\x00hint", v, dt)
+					g.HintFaults = r.counts.rate(rel+"\x00hint", v, at)
 				case "numa_pages_migrated":
-					g.PagesMigrated = r.delta(rel+"\x00migr", v, dt)
+					g.PagesMigrated = r.counts.rate(rel+"\x00migr", v, at)
 				}
 			})
 		}
 	}
-	for k := range r.prev {
+	r.counts.forget(func(k string) bool {
 		rel, _, _ := cut0(k)
-		if !r.seen[rel] {
-			delete(r.prev, k)
-		}
-	}
+		return r.seen[rel]
+	})
 	return out
 }
 
@@ -114,16 +114,6 @@ func cut0(s string) (string, string, bool) {
 		}
 	}
 	return s, "", false
-}
-
-// delta returns the rate of counter key since the last read.
-func (r *cgroupReader) delta(key string, v uint64, dt float64) float64 {
-	old, ok := r.prev[key]
-	r.prev[key] = v
-	if !ok || dt <= 0 || v < old {
-		return 0
-	}
-	return float64(v-old) / dt
 }
 
 // missing says why no cgroup has memory figures, "" when one has.

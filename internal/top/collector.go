@@ -294,7 +294,7 @@ func (c *Collector) Refresh() (*Frame, error) {
 		SortProcesses(f.Processes[:last], f.Sort)
 	}
 	f.Nodes = c.nodes.read(dt, &c.events)
-	f.System, f.SystemPagesMigrated = c.nodes.system(dt)
+	f.System, f.SystemPagesMigrated = c.nodes.system()
 	f.Source.Missing = append(f.Source.Missing, c.nodes.refused...)
 	if c.opts.Events != nil {
 		if _, migr, _, _ := c.opts.Events.Sources(); migr != "" {
@@ -305,7 +305,7 @@ func (c *Collector) Refresh() (*Frame, error) {
 		}
 	}
 	if c.opts.Cgroups {
-		f.Cgroups = c.cgroups.group(c, f.Processes, dt)
+		f.Cgroups = c.cgroups.group(c, f.Processes)
 		sortCgroups(f.Cgroups, c.opts.Sort)
 		if why := c.cgroups.missing(f.Cgroups); why != "" {
 			f.Source.Missing = append(f.Source.Missing, why)

@@ -17,7 +17,10 @@ import (
 )
 
 // Frame is one refresh: every process, every node, and where the numbers
-// came from. Rates are per second over the interval that ended at Time.
+// came from. Rates are per second over the interval that ended at Time,
+// except those of files read after the walk of /proc (the node files,
+// /proc/vmstat, memory.stat), which are over the time between their own
+// reads (counters).
 type Frame struct {
 	Time time.Time `json:"time"`
 	// Interval is the time since the previous frame in seconds; 0 for the

@@ -26,13 +26,14 @@ type nodeReader struct {
 	fs      sysfs.FS
 	topo    *topology.Topology
 	buf     []byte
-	prev    map[string]uint64 // "N/key" → the last value of a counter
+	counts  counters // "N/key" → a counter's last value and read
 	// cpuBusy, cpuTotal are the last /proc/stat ticks of each CPU.
 	cpuBusy, cpuTotal []uint64
 }
 
 func (r *nodeReader) init(fs sysfs.FS, topo *topology.Topology) {
-	r.fs, r.topo, r.prev = fs, topo, map[string]uint64{}
+	r.fs, r.topo = fs, topo
+	r.counts.init()
 }
 
 // readFile reads name beneath dir, never through a symbolic link. The
@@ -102,16 +103,6 @@ func eachKV(data []byte, fn func(key []byte, v uint64)) {
 	}
 }
 
-// delta returns the rate of counter key since the last read.
-func (r *nodeReader) delta(key string, v uint64, dt float64) float64 {
-	old, ok := r.prev[key]
-	r.prev[key] = v
-	if !ok || dt <= 0 || v < old {
-		return 0
-	}
-	return float64(v-old) / dt
-}
-
 // read returns the node view.
 func (r *nodeReader) read(dt float64, ev *EventCounts) []Node {
 	r.readCPUs()
@@ -136,26 +127,28 @@ func (r *nodeReader) read(dt float64, ev *EventCounts) []Node {
 			n.MemUsed = n.MemTotal - n.MemFree
 		}
 		if data, ok := r.readFile(dir, "numastat"); ok {
+			at := r.counts.now()
 			eachKV(data, func(k []byte, v uint64) {
 				switch string(k) {
 				case "numa_hit":
-					n.NUMAHit = r.delta(id+"/numa_hit", v, dt)
+					n.NUMAHit = r.counts.rate(id+"/numa_hit", v, at)
 				case "numa_miss":
-					n.NUMAMiss = r.delta(id+"/numa_miss", v, dt)
+					n.NUMAMiss = r.counts.rate(id+"/numa_miss", v, at)
 				}
 			})
 		}
 		if data, ok := r.readFile(dir, "vmstat"); ok {
+			at := r.counts.now()
 			var demoted uint64
 			eachKV(data, func(k []byte, v uint64) {
 				switch string(k) {
 				case "pgpromote_success":
-					n.Promoted = r.delta(id+"/pgpromote_success", v, dt)
+					n.Promoted = r.counts.rate(id+"/pgpromote_success", v, at)
 				case "pgdemote_kswapd", "pgdemote_direct", "pgdemote_khugepaged", "pgdemote_proactive":
 					demoted += v
 				}
 			})
-			n.Demoted = r.delta(id+"/pgdemote", demoted, dt)
+			n.Demoted = r.counts.rate(id+"/pgdemote", demoted, at)
 		}
 		var busy, total uint64
 		for _, cpu := range tn.CPUs {
@@ -164,9 +157,9 @@ func (r *nodeReader) read(dt float64, ev *EventCounts) []Node {
 				total += r.cpuTotal[cpu]
 			}
 		}
-		b, t := r.delta(id+"/cpu_busy", busy, 1), r.delta(id+"/cpu_total", total, 1)
-		if t > 0 {
-			n.CPUPercent = 100 * b / t
+		b, _ := r.counts.diff(id+"/cpu_busy", busy)
+		if t, ok := r.counts.diff(id+"/cpu_total", total); ok && t > 0 {
+			n.CPUPercent = 100 * float64(b) / float64(t)
 		}
 		if ev != nil && ev.Nodes != nil {
 			if e := ev.Nodes[tn.ID]; e != nil {
@@ -221,11 +214,12 @@ func (r *nodeReader) readCPUs() {
 }
 
 // system reads /proc/vmstat's NUMA balancing counters as rates.
-func (r *nodeReader) system(dt float64) (*Faults, float64) {
+func (r *nodeReader) system() (*Faults, float64) {
 	data, ok := r.readFile(r.fs.Proc(), "vmstat")
 	if !ok {
 		return nil, 0
 	}
+	at := r.counts.now()
 	var faults, local, migrated uint64
 	have := false
 	eachKV(data, func(k []byte, v uint64) {
@@ -245,6 +239,6 @@ func (r *nodeReader) system(dt float64) (*Faults, float64) {
 	if faults >= local {
 		remote = faults - local
 	}
-	f := &Faults{Local: r.delta("vmstat/local", local, dt), Remote: r.delta("vmstat/remote", remote, dt)}
-	return f, r.delta("vmstat/migrated", migrated, dt)
+	f := &Faults{Local: r.counts.rate("vmstat/local", local, at), Remote: r.counts.rate("vmstat/remote", remote, at)}
+	return f, r.counts.rate("vmstat/migrated", migrated, at)
 }

@@ -435,11 +435,16 @@ func TestNodePromotionsDemotions(t *testing.T) {
 	}
 	var r nodeReader
 	r.init(sysfs.New(root), &topology.Topology{Nodes: []topology.Node{{ID: 0}}})
+	// The rates are over the time between the file's own reads (2 s),
+	// not the interval the frame passes (here 1 s).
+	clock := time.Unix(1e9, 0)
+	r.counts.now = func() time.Time { return clock }
 	ev := &EventCounts{Procs: map[int]*TaskEvents{}, Threads: map[int]*TaskEvents{}, Nodes: map[int]*TaskEvents{}, Migrations: map[string]uint64{}}
 	set(map[string]uint64{"pgpromote_success": 100, "pgdemote_kswapd": 10, "pgdemote_direct": 20, "pgdemote_khugepaged": 0, "pgdemote_proactive": 0})
 	r.read(0, ev)
 	set(map[string]uint64{"pgpromote_success": 300, "pgdemote_kswapd": 50, "pgdemote_direct": 60, "pgdemote_khugepaged": 4, "pgdemote_proactive": 6, "pgpromote_candidate": 1e6})
-	n := r.read(2, ev)
+	clock = clock.Add(2 * time.Second)
+	n := r.read(1, ev)
 	if len(n) != 1 || n[0].Promoted != 100 || n[0].Demoted != 45 {
 		t.Errorf("node view %+v: want 100 pages promoted and 45 demoted per second", n)
 	}

@@ -16,17 +16,21 @@ import (
 // with a long compute phase and, once its first touch is done, prints
 // `numascope top -b --format json --cgroup` frames (processes sorted by
 // remote faults, and cgroups), then `--no-events` frames (/proc alone), as
-// sections, then stops the workload (its compute phase outlasts the
-// sections on a loaded host). Before them, while the workers wait for
-// /tmp/go, live's processes page gives the drill-down of the workload.
-// The workers start computing only once top has printed its first frame
-// (the pipe through which its output goes touches /tmp/go after the first
-// line), so that frame provably shows the memory where the first touch put
-// it: with a fixed settle time, balancing on a busy host had already spread
-// it before the first frame (issue 29). One top arms
-// the kprobe and disarms it: each
-// time the kernel patches task_numa_fault's entry while the workload
-// faults into it, Debian's 6.1 kernel under TCG may crash
+// sections. Before them, while the workers wait for /tmp/go, live's
+// processes page gives the drill-down of the workload.
+//
+// top writes 6 frames to a file whose lines a loop polls (wc, not the
+// shell's read, which takes a long JSON line a byte at a time and falls
+// seconds behind). The workers start computing once the first frame is
+// out (the loop touches /tmp/go), so that frame provably shows the memory
+// where the first touch put it: with a fixed settle time, balancing on a
+// busy host had already spread it before the first frame (issue 29). The
+// workload is stopped (SIGSTOP) once the fifth is out, so that all its
+// hinting faults fall within top's frames, and /proc/vmstat is read
+// before /tmp/go and after the stop (checkFaultsAgainstVmstat). One top
+// arms the kprobe and disarms it, the second time with the workload
+// stopped: each time the kernel patches task_numa_fault's entry while the
+// workload faults into it, Debian's 6.1 kernel under TCG may crash
 // (docs/testing.md).
 const topScript = `ip link set lo up
 mkdir -p /sys/fs/cgroup/wl
@@ -40,12 +44,23 @@ while ! grep -q 'done at' /tmp/wl.out && kill -0 $P 2>/dev/null; do sleep 0.1; d
 echo "@@pid $P"
 sec detail wget -qO- "http://127.0.0.1:8765/api/processes/detail?pid=$P"
 kill $L; wait $L
-first() { IFS= read -r l && printf '%%s\n' "$l"; touch /tmp/go; cat; }
-frames() { { numascope top -b --format json -n 5 -d 1s --cgroup; echo $? > /tmp/top.rc; } | first; return $(cat /tmp/top.rc); }
-sec top frames
+cat /proc/vmstat > /tmp/vm.before
+{ numascope top -b --format json -n 6 -d 1s --cgroup > /tmp/top.json; echo $? > /tmp/top.rc; } &
+T=$!
+lines() { [ -f /tmp/top.json ] && wc -l < /tmp/top.json || echo 0; }
+i=0; while [ "$(lines)" -lt 1 ] && kill -0 $T 2>/dev/null; do sleep 0.05; i=$((i+1)); [ $i -gt 1200 ] && break; done
+touch /tmp/go
+i=0; while [ "$(lines)" -lt 5 ] && kill -0 $T 2>/dev/null; do sleep 0.05; i=$((i+1)); [ $i -gt 1200 ] && break; done
+kill -STOP $P
+echo "@@stopped after $(lines) frames"
+sleep 0.5
+cat /proc/vmstat > /tmp/vm.after
+wait $T
+sec top sh -c 'cat /tmp/top.json; exit $(cat /tmp/top.rc)'
 sec noev numascope top -b --format json -n 2 -d 1s --no-events
 sec events cat /sys/kernel/tracing/kprobe_events
-kill $P; wait $P || true
+sec vmstat sh -c 'grep -E "^numa_hint_faults(_local)? " /tmp/vm.before; grep -E "^numa_hint_faults(_local)? " /tmp/vm.after'
+kill -KILL $P; wait $P || true
 `
 
 // topFrames decodes the JSON lines of `top --format json`.
@@ -76,9 +91,13 @@ func runTopVM(t *testing.T, mode string) (pid int, frames, noev []top.Frame, det
 	pid, _ = strconv.Atoi(m[1])
 	frames = topFrames(t, r.section(t, "top"))
 	noev = topFrames(t, r.section(t, "noev"))
-	if len(frames) != 5 || len(noev) != 2 {
-		t.Fatalf("%d frames and %d --no-events frames, want 5 and 2", len(frames), len(noev))
+	if m := regexp.MustCompile(`(?m)^@@stopped after (\d+) frames`).FindStringSubmatch(r.Stdout); m == nil || m[1] != "5" {
+		t.Fatalf("the workload was not stopped between top's fifth and sixth frames: %q", m)
 	}
+	if len(frames) != 6 || len(noev) != 2 {
+		t.Fatalf("%d frames and %d --no-events frames, want 6 and 2", len(frames), len(noev))
+	}
+	checkFaultsAgainstVmstat(t, r.section(t, "vmstat"), frames, pid)
 	if ev := strings.TrimSpace(r.section(t, "events")); ev != "" {
 		t.Errorf("numascope top left kprobe events behind: %s", ev)
 	}
@@ -86,7 +105,67 @@ func runTopVM(t *testing.T, mode string) (pid int, frames, noev []top.Frame, det
 	if err := json.Unmarshal([]byte(r.section(t, "detail")), detail); err != nil || detail.PID != pid {
 		t.Fatalf("live's drill-down of firsttouch %d: %v: %.500s", pid, err, r.section(t, "detail"))
 	}
-	return pid, frames, noev, detail, r
+	// The first five frames: the workload ran through each of them.
+	return pid, frames[:5], noev, detail, r
+}
+
+// checkFaultsAgainstVmstat holds the fault rates as top prints them, the
+// cgroup /wl's row and firsttouch's (the only process in /wl), to the
+// kernel's own counters: summed over the frames, each rate times its
+// frame's interval is a count of hinting faults, local and remote, which
+// must agree with /proc/vmstat's numa_hint_faults and
+// numa_hint_faults_local deltas from before the workers started (they wait
+// for the first frame) to after they were stopped (after the fifth, one
+// frame before the last). Both windows hold every fault of the workload;
+// the kernel's also counts other processes' (the same tolerance as
+// TestNUMATrace's: at least 0.8 of the kernel's count less 50, at most
+// it plus 50). Rates over an interval 30% too long, or a cgroup that left
+// out its process, fall outside.
+func checkFaultsAgainstVmstat(t *testing.T, vmstat string, frames []top.Frame, pid int) {
+	t.Helper()
+	var v []float64
+	for _, l := range strings.Split(strings.TrimSpace(vmstat), "\n") {
+		f := strings.Fields(l)
+		if len(f) != 2 {
+			t.Fatalf("vmstat: line %q", l)
+		}
+		x, _ := strconv.ParseFloat(f[1], 64)
+		v = append(v, x)
+	}
+	if len(v) != 4 {
+		t.Fatalf("vmstat: want numa_hint_faults and numa_hint_faults_local before and after:\n%s", vmstat)
+	}
+	kAll, kLocal := v[2]-v[0], v[3]-v[1]
+	if kAll < 1000 {
+		t.Errorf("/proc/vmstat: %.0f hinting faults over the workload's run: too few to hold top's rates to", kAll)
+	}
+	var cg, proc top.Faults
+	var per []string
+	for i := 1; i < len(frames); i++ {
+		f := &frames[i]
+		g, p := cgroupOf(f, "/wl"), rowOf(f, pid)
+		if g == nil || g.NUMAFaults == nil || p == nil || p.NUMAFaults == nil {
+			t.Fatalf("frame %d: /wl %+v, firsttouch %+v: want both with fault rates", i, g, p)
+		}
+		per = append(per, fmt.Sprintf("%.0f+%.0f/s over %.2f s (system %+v, lost %d)", g.NUMAFaults.Local, g.NUMAFaults.Remote, f.Interval, *f.System, f.Source.Lost))
+		cg.Local += g.NUMAFaults.Local * f.Interval
+		cg.Remote += g.NUMAFaults.Remote * f.Interval
+		proc.Local += p.NUMAFaults.Local * f.Interval
+		proc.Remote += p.NUMAFaults.Remote * f.Interval
+	}
+	t.Logf("hinting faults over top's frames: /wl %.0f local + %.0f remote, firsttouch %.0f + %.0f; /proc/vmstat: %.0f local of %.0f; frames: %s",
+		cg.Local, cg.Remote, proc.Local, proc.Remote, kLocal, kAll, strings.Join(per, "; "))
+	for _, c := range []struct {
+		what      string
+		got, krnl float64
+	}{
+		{"/wl's hinting faults vs numa_hint_faults", cg.Local + cg.Remote, kAll},
+		{"/wl's local hinting faults vs numa_hint_faults_local", cg.Local, kLocal},
+		{"firsttouch's hinting faults vs numa_hint_faults", proc.Local + proc.Remote, kAll},
+		{"firsttouch's local hinting faults vs numa_hint_faults_local", proc.Local, kLocal},
+	} {
+		within(t, "top's rates x intervals: "+c.what, c.got, 0.8*c.krnl-50, c.krnl+50)
+	}
 }
 
 // checkDetail checks the drill-down of firsttouch in its settle phase: its
