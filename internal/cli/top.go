@@ -25,6 +25,7 @@ type topConfig struct {
 	sort      top.SortKey
 	filter    string
 	cgroups   bool
+	cgDepth   int
 	detailed  int
 	mapsEvery time.Duration
 	rows      int
@@ -64,6 +65,9 @@ per frame and line, for scripts.`,
 			if cfg.interval < 100*time.Millisecond {
 				return fmt.Errorf("-d %s: the interval must be at least 100ms", cfg.interval)
 			}
+			if cfg.cgDepth < 1 || cfg.cgDepth > top.MaxCgroupDepth {
+				return fmt.Errorf("--cgroup-depth %d: give 1 (the root's children) to %d", cfg.cgDepth, top.MaxCgroupDepth)
+			}
 			if cfg.count < 0 {
 				return fmt.Errorf("-n %d: give a count of frames, or 0 for no end", cfg.count)
 			}
@@ -85,7 +89,8 @@ per frame and line, for scripts.`,
 	fl.StringVar(&cfg.format, "format", "text", "batch output: text or json (json implies -b)")
 	fl.StringVar(&sortKey, "sort", string(top.SortRemote), "sort key: remote, local, cpu, memory, migrated, pid")
 	fl.StringVar(&cfg.filter, "filter", "", "keep only processes whose command contains TEXT, or whose PID is TEXT")
-	fl.BoolVar(&cfg.cgroups, "cgroup", false, "group by cgroup v2 (containers): memory.numa_stat and memory.stat's numa_* per cgroup")
+	fl.BoolVar(&cfg.cgroups, "cgroup", false, "group by cgroup v2 (containers): each cgroup with everything below it, its cpu.stat, memory.numa_stat and memory.stat's numa_*")
+	fl.IntVar(&cfg.cgDepth, "cgroup-depth", top.DefaultCgroupDepth, "with --cgroup: the rows go this many levels below the root; deeper cgroups count in their ancestor")
 	fl.IntVar(&cfg.detailed, "detailed", top.DefaultDetailed, "read the first N processes in full (threads' nodes, preferred node, numa_maps)")
 	fl.DurationVar(&cfg.mapsEvery, "maps-every", top.DefaultMapsEvery, "how often numa_maps of a shown process is read again")
 	fl.IntVar(&cfg.rows, "rows", 0, "batch text: print at most N processes per frame (0: all)")
@@ -100,7 +105,7 @@ func runTop(ctx context.Context, g *globals, cfg topConfig) error {
 		return err
 	}
 	opts := top.Options{
-		Sort: cfg.sort, Filter: cfg.filter, Cgroups: cfg.cgroups,
+		Sort: cfg.sort, Filter: cfg.filter, Cgroups: cfg.cgroups, CgroupDepth: cfg.cgDepth,
 		Detailed: cfg.detailed, MapsEvery: cfg.mapsEvery,
 	}
 	if cfg.noEvents {

@@ -3,6 +3,7 @@ package top
 import (
 	"fmt"
 	"strconv"
+	"strings"
 
 	"github.com/numascope/numascope/internal/procnuma"
 	"github.com/numascope/numascope/internal/sysfs"
@@ -25,11 +26,21 @@ func (r *cgroupReader) init(fs sysfs.FS) {
 	r.counts.init()
 }
 
-// group sums procs by cgroup. A process's cgroup is read once (a process
-// that moves to another cgroup is seen in the old one until it exits).
+// group sums procs by cgroup v2, as the kernel's own per-cgroup figures
+// count: each row is a cgroup and everything below it. A process counts in
+// the root "/" and in each cgroup on its path down to depth levels below
+// the root (a deeper cgroup's processes count in its ancestor at depth),
+// so that a pod's row holds its containers' processes, as its
+// memory.numa_stat holds their memory. A process's cgroup is read once (a
+// process that moves to another cgroup is seen in the old one until it
+// exits).
 func (r *cgroupReader) group(c *Collector, procs []Process) []Cgroup {
 	index := map[string]int{}
 	var out []Cgroup
+	depth := c.opts.CgroupDepth
+	if depth <= 0 {
+		depth = DefaultCgroupDepth
+	}
 	for i := range procs {
 		p := &procs[i]
 		st := c.procs[p.PID]
@@ -44,24 +55,30 @@ func (r *cgroupReader) group(c *Collector, procs []Process) []Cgroup {
 			continue
 		}
 		p.Cgroup = "/" + st.cgroup
-		k, ok := index[p.Cgroup]
-		if !ok {
-			if len(out) >= maxCgroups {
-				continue
+		// The prefixes of p.Cgroup that end before a '/' (and the whole
+		// path), from the root down: "/", "/a", "/a/b", ...
+		end, level := 1, 0
+		for {
+			path := p.Cgroup[:end]
+			k, ok := index[path]
+			if !ok && len(out) < maxCgroups {
+				k, ok = len(out), true
+				index[path] = k
+				out = append(out, Cgroup{Path: path, HintFaults: -1, PagesMigrated: -1})
 			}
-			k = len(out)
-			index[p.Cgroup] = k
-			out = append(out, Cgroup{Path: p.Cgroup, HintFaults: -1, PagesMigrated: -1})
-		}
-		g := &out[k]
-		g.Processes++
-		g.CPUPercent += p.CPUPercent
-		if p.NUMAFaults != nil {
-			if g.NUMAFaults == nil {
-				g.NUMAFaults = &Faults{}
+			if ok {
+				out[k].add(p)
 			}
-			g.NUMAFaults.Local += p.NUMAFaults.Local
-			g.NUMAFaults.Remote += p.NUMAFaults.Remote
+			if end >= len(p.Cgroup) || level == depth {
+				break
+			}
+			next := strings.IndexByte(p.Cgroup[end+1:], '/')
+			if next < 0 {
+				end = len(p.Cgroup)
+			} else {
+				end += 1 + next
+			}
+			level++
 		}
 	}
 	clear(r.seen)
@@ -70,7 +87,7 @@ func (r *cgroupReader) group(c *Collector, procs []Process) []Cgroup {
 		rel := g.Path[1:]
 		r.seen[rel] = true
 		if rel == "" {
-			continue // the root cgroup has neither file
+			continue // the root cgroup has none of the files (its cpu.stat is the machine's)
 		}
 		if data, err := c.rd.ReadCgroupFile(rel, "memory.numa_stat"); err == nil &&
 			procnuma.ParseCgroupNUMA(data, &r.numa) == nil {
@@ -87,6 +104,22 @@ func (r *cgroupReader) group(c *Collector, procs []Process) []Cgroup {
 					g.MemoryByNode[strconv.Itoa(n)] = b
 				}
 			}
+		}
+		if data, err := c.rd.ReadCgroupFile(rel, "cpu.stat"); err == nil {
+			// The kernel's run time of the cgroup's tasks, those that
+			// exited within the interval included (their last ticks are
+			// in no /proc/PID/stat): the processes' sum stands only for a
+			// cgroup's first frame, which has no earlier reading.
+			at := r.counts.now()
+			eachKV(data, func(k []byte, v uint64) {
+				if string(k) == "usage_usec" {
+					key := rel + "\x00cpu"
+					had := r.counts.has(key)
+					if pct := r.counts.rate(key, v, at) / 1e4; had {
+						g.CPUPercent = pct
+					}
+				}
+			})
 		}
 		if data, err := c.rd.ReadCgroupFile(rel, "memory.stat"); err == nil {
 			at := r.counts.now()
@@ -124,4 +157,17 @@ func (r *cgroupReader) missing(gs []Cgroup) string {
 		}
 	}
 	return fmt.Sprintf("memory per node by cgroup: no cgroup v2 memory.numa_stat under %s (a cgroup v1 or hybrid machine, or the memory controller is not enabled there): --cgroup groups by the cgroup v2 path only", r.fs.Sys("fs", "cgroup"))
+}
+
+// add counts process p in the row.
+func (g *Cgroup) add(p *Process) {
+	g.Processes++
+	g.CPUPercent += p.CPUPercent
+	if p.NUMAFaults != nil {
+		if g.NUMAFaults == nil {
+			g.NUMAFaults = &Faults{}
+		}
+		g.NUMAFaults.Local += p.NUMAFaults.Local
+		g.NUMAFaults.Remote += p.NUMAFaults.Remote
+	}
 }

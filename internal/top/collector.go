@@ -37,6 +37,10 @@ type Options struct {
 	MapsEvery time.Duration
 	// Cgroups groups the processes by cgroup v2 (Frame.Cgroups).
 	Cgroups bool
+	// CgroupDepth is how many levels below the root the cgroup rows go
+	// (0: DefaultCgroupDepth); a deeper cgroup counts in its ancestor at
+	// that depth.
+	CgroupDepth int
 	// Events is the kernel event source; nil leaves the fault and
 	// migration rates to what /proc gives (Source says what is missing).
 	Events EventSource
@@ -52,6 +56,11 @@ type Options struct {
 const (
 	DefaultDetailed  = 20
 	DefaultMapsEvery = 5 * time.Second
+	// DefaultCgroupDepth reaches a Kubernetes container:
+	// kubepods.slice/kubepods-burstable.slice/POD.slice/CONTAINER.scope.
+	DefaultCgroupDepth = 4
+	// MaxCgroupDepth bounds Options.CgroupDepth.
+	MaxCgroupDepth = 32
 	// maxDetailed bounds Options.Detailed: a refresh must stay cheap.
 	maxDetailed = 500
 	// maxFilter bounds the filter text a client may set.
@@ -274,6 +283,13 @@ func (c *Collector) Refresh() (*Frame, error) {
 			delete(c.procs, pid)
 		}
 	}
+	if c.opts.Cgroups {
+		// Right after the walk, before the numa_maps reads: a new row's
+		// first CPU% is its processes' sum and the next ones come from its
+		// cpu.stat, so what runs between the processes' reads and the first
+		// read of cpu.stat counts in neither.
+		f.Cgroups = c.cgroups.group(c, f.Processes)
+	}
 	// The key really used: the one asked for, unless no process has that
 	// figure. The detailed slots go to the first processes in that order
 	// (on the first frame, without rates: those that hold the most
@@ -305,7 +321,6 @@ func (c *Collector) Refresh() (*Frame, error) {
 		}
 	}
 	if c.opts.Cgroups {
-		f.Cgroups = c.cgroups.group(c, f.Processes)
 		sortCgroups(f.Cgroups, c.opts.Sort)
 		if why := c.cgroups.missing(f.Cgroups); why != "" {
 			f.Source.Missing = append(f.Source.Missing, why)

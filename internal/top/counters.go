@@ -37,6 +37,12 @@ func (c *counters) rate(key string, v uint64, at time.Time) float64 {
 	return float64(v-old.v) / dt
 }
 
+// has says whether counter key has been read before.
+func (c *counters) has(key string) bool {
+	_, ok := c.prev[key]
+	return ok
+}
+
 // diff records v as counter key's value and returns its increase since
 // the previous read (false for the first read or a reset): for a ratio
 // of two counters read together, where no clock is needed.

@@ -7,14 +7,16 @@
  * It spins until its own CPU clock (CLOCK_PROCESS_CPUTIME_ID) has grown by
  * MS milliseconds, prints "done PID CPU_NS" (flushed), then sleeps until
  * killed, so that it stays in its cgroup and in /proc while it spends
- * nothing more.
+ * nothing more; with "exit", it exits instead (a short job, whose last
+ * ticks no /proc reader sees).
  *
- * Usage: burn MS
+ * Usage: burn MS [exit]
  */
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -27,8 +29,8 @@ static int64_t cpu_ns(void)
 
 int main(int argc, char **argv)
 {
-	if (argc != 2 || atol(argv[1]) <= 0) {
-		fprintf(stderr, "usage: burn MS\n");
+	if (argc < 2 || argc > 3 || atol(argv[1]) <= 0 || (argc == 3 && strcmp(argv[2], "exit"))) {
+		fprintf(stderr, "usage: burn MS [exit]\n");
 		return 2;
 	}
 	int64_t until = cpu_ns() + (int64_t)atol(argv[1]) * 1000000;
@@ -38,6 +40,8 @@ int main(int argc, char **argv)
 			x = x * 6364136223846793005ULL + 1442695040888963407ULL;
 	printf("done %d %lld\n", (int)getpid(), (long long)cpu_ns());
 	fflush(stdout);
+	if (argc == 3)
+		return 0;
 	for (;;)
 		pause();
 }
