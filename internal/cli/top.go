@@ -89,7 +89,7 @@ per frame and line, for scripts.`,
 	fl.StringVar(&cfg.format, "format", "text", "batch output: text or json (json implies -b)")
 	fl.StringVar(&sortKey, "sort", string(top.SortRemote), "sort key: remote, local, cpu, memory, migrated, pid")
 	fl.StringVar(&cfg.filter, "filter", "", "keep only processes whose command contains TEXT, or whose PID is TEXT")
-	fl.BoolVar(&cfg.cgroups, "cgroup", false, "group by cgroup v2 (containers): each cgroup with everything below it, its cpu.stat, memory.numa_stat and memory.stat's numa_*")
+	fl.BoolVar(&cfg.cgroups, "cgroup", false, "group by cgroup (containers, pods, Slurm jobs): each cgroup with everything below it; cgroup v2, or v1's memory hierarchy on a hybrid machine")
 	fl.IntVar(&cfg.cgDepth, "cgroup-depth", top.DefaultCgroupDepth, "with --cgroup: the rows go this many levels below the root; deeper cgroups count in their ancestor")
 	fl.IntVar(&cfg.detailed, "detailed", top.DefaultDetailed, "read the first N processes in full (threads' nodes, preferred node, numa_maps)")
 	fl.DurationVar(&cfg.mapsEvery, "maps-every", top.DefaultMapsEvery, "how often numa_maps of a shown process is read again")

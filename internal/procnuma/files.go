@@ -87,6 +87,26 @@ func (r *Reader) ReadCgroupFile(cg, name string) ([]byte, error) {
 	return r.read(0, path.Join(cg, name), maxSmallFile, r.fs.Sys("fs", "cgroup"))
 }
 
+// CgroupV1Of returns process pid's path in the cgroup v1 hierarchy of
+// controller ("memory"), relative to its mount ("" for its root); ok is
+// false where no v1 hierarchy has that controller.
+func (r *Reader) CgroupV1Of(pid int, controller string) (cg string, ok bool, err error) {
+	data, err := r.read(pid, path.Join(taskDir(pid, 0), "cgroup"), maxSmallFile)
+	if err != nil {
+		return "", false, err
+	}
+	b, ok, err := CgroupV1Path(data, controller)
+	return string(b), ok, err
+}
+
+// ReadCgroupV1File reads the file name of cgroup cg (as CgroupV1Of gives)
+// in the v1 hierarchy of controller, mounted at /sys/fs/cgroup/CONTROLLER
+// as systemd and the distributions mount it, never through a symbolic
+// link. The data is valid until the Reader's next read.
+func (r *Reader) ReadCgroupV1File(controller, cg, name string) ([]byte, error) {
+	return r.read(0, path.Join(cg, name), maxSmallFile, r.fs.Sys("fs", "cgroup", controller))
+}
+
 // PIDs appends the processes under the proc directory to dst[:0], sorted.
 func (r *Reader) PIDs(dst []int) ([]int, error) {
 	return r.ids(".", dst)

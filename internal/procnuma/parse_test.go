@@ -261,6 +261,7 @@ func TestParsersDoNotAllocate(t *testing.T) {
 	status := readFixture(t, "vm4-compute/proc/139/status")
 	stat := readFixture(t, "vm4-compute/proc/139/stat")
 	numaStat := readFixture(t, "vm4-compute/sys/fs/cgroup/wl/memory.numa_stat")
+	numaStatV1 := readFixture(t, "vm2-v1/sys/fs/cgroup/memory/slurm/memory.numa_stat")
 	var (
 		s  Sched
 		m  Mapping
@@ -268,13 +269,15 @@ func TestParsersDoNotAllocate(t *testing.T) {
 		st Status
 		sa Stat
 		c  CgroupNUMA
+		c1 CgroupNUMA
 	)
 	for name, f := range map[string]func() error{
-		"sched":     func() error { return ParseSched(sched, &s) },
-		"numa_maps": func() error { return SumNUMAMaps(maps, &tt, &m) },
-		"status":    func() error { return ParseStatus(status, &st) },
-		"stat":      func() error { return ParseStat(stat, &sa) },
-		"numa_stat": func() error { return ParseCgroupNUMA(numaStat, &c) },
+		"sched":        func() error { return ParseSched(sched, &s) },
+		"numa_maps":    func() error { return SumNUMAMaps(maps, &tt, &m) },
+		"status":       func() error { return ParseStatus(status, &st) },
+		"stat":         func() error { return ParseStat(stat, &sa) },
+		"numa_stat":    func() error { return ParseCgroupNUMA(numaStat, &c) },
+		"numa_stat v1": func() error { return ParseCgroupV1NUMA(numaStatV1, &c1, 4096) },
 	} {
 		if err := f(); err != nil {
 			t.Fatal(name, err)
@@ -404,6 +407,115 @@ func FuzzParseCgroupNUMA(f *testing.F) {
 		}
 		if c.Anon == nil || len(c.Items) == 0 || len(c.Anon) > MaxNode+1 {
 			t.Fatalf("accepted %+v", c)
+		}
+	})
+}
+
+// TestParseCgroupV1NUMA reads the v1 memory controller's memory.numa_stat
+// of the VM capture (testdata/README.md): pages become bytes, and Anon and
+// File are the hierarchical lines, so that /slurm, with no page of its own,
+// holds its two jobs' pages as a v2 parent would.
+func TestParseCgroupV1NUMA(t *testing.T) {
+	const page = 4096
+	for _, c := range []struct {
+		name           string
+		anonPg, filePg []uint64 // pages
+	}{
+		{"vm2-v1/sys/fs/cgroup/memory/slurm/memory.numa_stat", []uint64{2131, 4249}, []uint64{0, 0}},
+		{"vm2-v1/sys/fs/cgroup/memory/slurm/job_1/memory.numa_stat", []uint64{2049, 2165}, []uint64{0, 0}},
+		{"vm2-v1/sys/fs/cgroup/memory/slurm/job_2/memory.numa_stat", []uint64{82, 2084}, []uint64{0, 0}},
+		{"build-v1/sys/fs/cgroup/memory/process_api/3a1abf10ce6132bc9ba7ac4e3a295f22/memory.numa_stat", []uint64{604}, []uint64{185884}},
+	} {
+		var n CgroupNUMA
+		if err := ParseCgroupV1NUMA(readFixture(t, c.name), &n, page); err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		anon, file := slices.Clone(c.anonPg), slices.Clone(c.filePg)
+		for i := range anon {
+			anon[i] *= page
+			file[i] *= page
+		}
+		if !slices.Equal(n.Anon, anon) || !slices.Equal(n.File, file) {
+			t.Errorf("%s: anon %v file %v, want %v and %v bytes", c.name, n.Anon, n.File, anon, file)
+		}
+		if len(n.Items) != 8 || n.Items[0].Name != "total" || n.Items[7].Name != "hierarchical_unevictable" {
+			t.Errorf("%s: items %+v, want the file's 8 lines by name", c.name, n.Items)
+		}
+	}
+	// A kernel that prints no hierarchical lines: the cgroup's own.
+	var n CgroupNUMA
+	if err := ParseCgroupV1NUMA([]byte("total=3 N0=1 N1=2\nfile=1 N0=1 N1=0\nanon=2 N0=0 N1=2\n"), &n, page); err != nil ||
+		!slices.Equal(n.Anon, []uint64{0, 2 * page}) || !slices.Equal(n.File, []uint64{page, 0}) {
+		t.Errorf("without hierarchical lines: %+v, %v", n, err)
+	}
+	for _, bad := range []string{
+		"",                                 // no anon line
+		"anon N0=1\n",                      // v2's format
+		"anon=1\n",                         // no node
+		"anon=1 N0=x\n",                    // not a number
+		"anon=x N0=1\n",                    // total not a number
+		"=1 N0=1\n",                        // no name
+		"anon=1 N0=18446744073709551615\n", // bytes overflow
+		"total=1 N0=1\n",                   // no anon line
+	} {
+		if err := ParseCgroupV1NUMA([]byte(bad), &n, page); err == nil {
+			t.Errorf("%q: accepted as %+v", bad, n)
+		}
+	}
+}
+
+// TestCgroupV1Path: the path in the hierarchy of one v1 controller, from
+// the captures and from lines that name it among others.
+func TestCgroupV1Path(t *testing.T) {
+	for _, c := range []struct {
+		in, ctrl, path string
+		ok             bool
+	}{
+		{string(readFixture(t, "vm2-v1/proc/131/cgroup")), "memory", "slurm/job_1", true},
+		{string(readFixture(t, "build-v1/proc/10994/cgroup")), "memory", "process_api/3a1abf10ce6132bc9ba7ac4e3a295f22", true},
+		{string(readFixture(t, "build-v1/proc/10994/cgroup")), "cpuacct", "", true},
+		{"4:cpu,cpuacct:/slurm/uid_1000/job_7\n", "cpuacct", "slurm/uid_1000/job_7", true},
+		{"4:cpu,cpuacct:/slurm\n", "cpua", "", false},
+		{"0::/wl\n", "memory", "", false},
+		{"9:name=systemd:/x\n", "systemd", "", false},
+		{"3:memory:/gone (deleted)\n", "memory", "gone", true},
+		{"garbage\n", "memory", "", false},
+	} {
+		p, ok, err := CgroupV1Path([]byte(c.in), c.ctrl)
+		if err != nil || ok != c.ok || string(p) != c.path {
+			t.Errorf("%q %s: %q, %v, %v; want %q, %v", c.in, c.ctrl, p, ok, err, c.path, c.ok)
+		}
+	}
+}
+
+func FuzzParseCgroupV1NUMA(f *testing.F) {
+	fixtureSeeds(f, "vm2-v1/sys/fs/cgroup/memory/slurm/memory.numa_stat",
+		"build-v1/sys/fs/cgroup/memory/process_api/3a1abf10ce6132bc9ba7ac4e3a295f22/memory.numa_stat")
+	f.Fuzz(func(t *testing.T, data []byte) {
+		var c CgroupNUMA
+		if err := ParseCgroupV1NUMA(data, &c, 4096); err != nil {
+			return
+		}
+		if c.Anon == nil || len(c.Items) == 0 || len(c.Anon) > MaxNode+1 {
+			t.Fatalf("accepted %+v", c)
+		}
+		for _, b := range c.Anon {
+			if b%4096 != 0 {
+				t.Fatalf("anon %v: not whole pages", c.Anon)
+			}
+		}
+	})
+}
+
+func FuzzCgroupV1Path(f *testing.F) {
+	fixtureSeeds(f, "vm2-v1/proc/131/cgroup", "build-v1/proc/10994/cgroup")
+	f.Fuzz(func(t *testing.T, data []byte) {
+		p, ok, err := CgroupV1Path(data, "memory")
+		if err != nil || !ok {
+			return
+		}
+		if bytes.HasPrefix(p, []byte("/")) && !bytes.HasPrefix(p, []byte("//")) {
+			t.Fatalf("path %q keeps its leading slash", p)
 		}
 	})
 }

@@ -2,6 +2,7 @@ package top
 
 import (
 	"fmt"
+	"os"
 	"strconv"
 	"strings"
 
@@ -12,18 +13,27 @@ import (
 // maxCgroups bounds the cgroups of one frame.
 const maxCgroups = 4096
 
-// cgroupReader groups processes by cgroup v2 and reads each cgroup's
-// memory.numa_stat and memory.stat.
+// cgroupReader groups processes by cgroup and reads each cgroup's
+// cpu.stat, memory.numa_stat and memory.stat: cgroup v2's, or on a machine
+// whose memory controller is on cgroup v1 (a hybrid layout: RHEL and
+// CentOS 7 and 8, Ubuntu before 21.10, many Slurm clusters), the v1 memory
+// hierarchy's memory.numa_stat, the rows then following that hierarchy.
 type cgroupReader struct {
 	fs     sysfs.FS
 	numa   procnuma.CgroupNUMA
 	counts counters // "path\x00key" → a counter's last value and read
 	seen   map[string]bool
+	// v1: /sys/fs/cgroup is no cgroup2 mount, and the memory controller
+	// has a v1 hierarchy at /sys/fs/cgroup/memory.
+	v1 bool
 }
 
 func (r *cgroupReader) init(fs sysfs.FS) {
 	r.fs, r.seen = fs, map[string]bool{}
 	r.counts.init()
+	_, errV2 := os.Stat(fs.Sys("fs", "cgroup", "cgroup.controllers"))
+	fi, errV1 := os.Stat(fs.Sys("fs", "cgroup", "memory"))
+	r.v1 = errV2 != nil && errV1 == nil && fi.IsDir()
 }
 
 // group sums procs by cgroup v2, as the kernel's own per-cgroup figures
@@ -48,7 +58,11 @@ func (r *cgroupReader) group(c *Collector, procs []Process) []Cgroup {
 			continue
 		}
 		if !st.cgRead {
-			st.cgroup, st.cgOK, _ = c.rd.CgroupOf(p.PID)
+			if r.v1 {
+				st.cgroup, st.cgOK, _ = c.rd.CgroupV1Of(p.PID, "memory")
+			} else {
+				st.cgroup, st.cgOK, _ = c.rd.CgroupOf(p.PID)
+			}
 			st.cgRead = true
 		}
 		if !st.cgOK {
@@ -89,21 +103,19 @@ func (r *cgroupReader) group(c *Collector, procs []Process) []Cgroup {
 		if rel == "" {
 			continue // the root cgroup has none of the files (its cpu.stat is the machine's)
 		}
+		if r.v1 {
+			// v1's memory.stat has no numa_* counters, and cpuacct is
+			// another hierarchy, whose paths may differ: CPU% stays the
+			// processes' sum.
+			if data, err := c.rd.ReadCgroupV1File("memory", rel, "memory.numa_stat"); err == nil &&
+				procnuma.ParseCgroupV1NUMA(data, &r.numa, uint64(os.Getpagesize())) == nil {
+				g.MemoryByNode = r.byNode()
+			}
+			continue
+		}
 		if data, err := c.rd.ReadCgroupFile(rel, "memory.numa_stat"); err == nil &&
 			procnuma.ParseCgroupNUMA(data, &r.numa) == nil {
-			g.MemoryByNode = map[string]uint64{}
-			for n := range max(len(r.numa.Anon), len(r.numa.File)) {
-				var b uint64
-				if n < len(r.numa.Anon) {
-					b += r.numa.Anon[n]
-				}
-				if n < len(r.numa.File) {
-					b += r.numa.File[n]
-				}
-				if b > 0 {
-					g.MemoryByNode[strconv.Itoa(n)] = b
-				}
-			}
+			g.MemoryByNode = r.byNode()
 		}
 		if data, err := c.rd.ReadCgroupFile(rel, "cpu.stat"); err == nil {
 			// The kernel's run time of the cgroup's tasks, those that
@@ -149,14 +161,40 @@ func cut0(s string) (string, string, bool) {
 	return s, "", false
 }
 
-// missing says why no cgroup has memory figures, "" when one has.
-func (r *cgroupReader) missing(gs []Cgroup) string {
-	for _, g := range gs {
-		if g.MemoryByNode != nil {
-			return ""
+// byNode is anon + file of the memory.numa_stat last parsed, in bytes by
+// node ("0", "1", ...), the nodes without any left out.
+func (r *cgroupReader) byNode() map[string]uint64 {
+	m := map[string]uint64{}
+	for n := range max(len(r.numa.Anon), len(r.numa.File)) {
+		var b uint64
+		if n < len(r.numa.Anon) {
+			b += r.numa.Anon[n]
+		}
+		if n < len(r.numa.File) {
+			b += r.numa.File[n]
+		}
+		if b > 0 {
+			m[strconv.Itoa(n)] = b
 		}
 	}
-	return fmt.Sprintf("memory per node by cgroup: no cgroup v2 memory.numa_stat under %s (a cgroup v1 or hybrid machine, or the memory controller is not enabled there): --cgroup groups by the cgroup v2 path only", r.fs.Sys("fs", "cgroup"))
+	return m
+}
+
+// missing says what the cgroup table lacks and why, one line each.
+func (r *cgroupReader) missing(gs []Cgroup) []string {
+	var out []string
+	if r.v1 {
+		out = append(out, fmt.Sprintf("per-cgroup CPU time and NUMA hinting faults (cpu.stat, memory.stat's numa_*): cgroup v1, where the rows follow the memory controller's hierarchy (%s); a row's CPU%% is its processes' sum, its memory memory.numa_stat's", r.fs.Sys("fs", "cgroup", "memory")))
+	}
+	for _, g := range gs {
+		if g.MemoryByNode != nil {
+			return out
+		}
+	}
+	if r.v1 {
+		return append(out, fmt.Sprintf("memory per node by cgroup: no memory.numa_stat under %s", r.fs.Sys("fs", "cgroup", "memory")))
+	}
+	return append(out, fmt.Sprintf("memory per node by cgroup: no cgroup v2 memory.numa_stat under %s, and no cgroup v1 memory hierarchy at %s (the memory controller is not enabled there): --cgroup groups by the cgroup v2 path only", r.fs.Sys("fs", "cgroup"), r.fs.Sys("fs", "cgroup", "memory")))
 }
 
 // add counts process p in the row.

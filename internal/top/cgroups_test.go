@@ -1,8 +1,10 @@
 package top
 
 import (
+	"maps"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -106,4 +108,55 @@ func TestCgroupRowsHoldTheirSubtree(t *testing.T) {
 		"/":         {4, 34, 4, 34},
 		"/kubepods": {3, 33, 3, 33},
 	})
+}
+
+// TestCgroupRowsOnCgroupV1: where the memory controller is on cgroup v1
+// (the VM capture of internal/procnuma/testdata/vm2-v1: a hybrid layout,
+// two profnuma jobs in /slurm/job_1 and /slurm/job_2), the rows follow the
+// memory hierarchy's paths from /proc/PID/cgroup, and each row's memory is
+// its memory.numa_stat's hierarchical anon + file, pages made bytes:
+// /slurm, with no page of its own, holds its jobs'. The table says that
+// CPU% is the processes' sum there, and why.
+func TestCgroupRowsOnCgroupV1(t *testing.T) {
+	fs := sysfs.New(filepath.Join("..", "procnuma", "testdata", "vm2-v1"))
+	c := &Collector{fs: fs, opts: Options{Cgroups: true}, rd: procnuma.NewReader(fs), procs: map[int]*procState{}}
+	c.cgroups.init(fs)
+	if !c.cgroups.v1 {
+		t.Fatal("the capture's layout (no cgroup.controllers, a memory hierarchy) not taken for cgroup v1")
+	}
+	procs := []Process{{PID: 131, CPUPercent: 200}, {PID: 132, CPUPercent: 150}}
+	for _, p := range procs {
+		c.procs[p.PID] = &procState{}
+	}
+	gs := c.cgroups.group(c, procs)
+	const page = 4096
+	want := map[string]struct {
+		procs int
+		cpu   float64
+		mem   map[string]uint64
+	}{
+		"/":            {2, 350, nil},
+		"/slurm":       {2, 350, map[string]uint64{"0": 2131 * page, "1": 4249 * page}},
+		"/slurm/job_1": {1, 200, map[string]uint64{"0": 2049 * page, "1": 2165 * page}},
+		"/slurm/job_2": {1, 150, map[string]uint64{"0": 82 * page, "1": 2084 * page}},
+	}
+	if len(gs) != len(want) {
+		t.Errorf("rows %+v, want %d", gs, len(want))
+	}
+	for _, g := range gs {
+		w, ok := want[g.Path]
+		if !ok || g.Processes != w.procs || g.CPUPercent != w.cpu || !maps.Equal(g.MemoryByNode, w.mem) || (w.mem == nil) != (g.MemoryByNode == nil) {
+			t.Errorf("%s: %d processes, %.0f%% CPU, memory %v; want %+v", g.Path, g.Processes, g.CPUPercent, g.MemoryByNode, w)
+		}
+		if g.HintFaults != -1 || g.PagesMigrated != -1 {
+			t.Errorf("%s: hinting faults %v, pages migrated %v from a v1 memory.stat, which has neither", g.Path, g.HintFaults, g.PagesMigrated)
+		}
+	}
+	if p := procs[0].Cgroup; p != "/slurm/job_1" {
+		t.Errorf("process 131's cgroup %q, want its memory hierarchy's /slurm/job_1", p)
+	}
+	miss := c.cgroups.missing(gs)
+	if len(miss) != 1 || !strings.Contains(miss[0], "cgroup v1") || !strings.Contains(miss[0], "processes' sum") {
+		t.Errorf("missing %q, want one line saying that CPU%% is the processes' sum on cgroup v1", miss)
+	}
 }

@@ -322,9 +322,7 @@ func (c *Collector) Refresh() (*Frame, error) {
 	}
 	if c.opts.Cgroups {
 		sortCgroups(f.Cgroups, c.opts.Sort)
-		if why := c.cgroups.missing(f.Cgroups); why != "" {
-			f.Source.Missing = append(f.Source.Missing, why)
-		}
+		f.Source.Missing = append(f.Source.Missing, c.cgroups.missing(f.Cgroups)...)
 	}
 	return f, nil
 }
