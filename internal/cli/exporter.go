@@ -82,9 +82,10 @@ when a scrape comes, never in the background; scrapes that arrive together share
 configuration (TLS, basic auth), as node_exporter does. Responses are not compressed unless
 --compress is given (gzip triples the CPU a scrape costs).
 
---cgroups adds per-cgroup (v2) series: memory per node by type (memory.numa_stat), NUMA balancing
+--cgroups adds per-cgroup series: memory per node by type (memory.numa_stat), NUMA balancing
 and tiering counters (memory.stat), the cpuset's CPUs and nodes and, with --cgroup-faults, the
-threads' local and remote NUMA faults (/proc/TID/sched). --cgroup-depth, --cgroup-include and
+threads' local and remote NUMA faults (/proc/TID/sched). On cgroup v2; on a hybrid machine whose
+memory controller is on cgroup v1, its memory hierarchy (memory per node and faults only). --cgroup-depth, --cgroup-include and
 --cgroup-exclude (regexes over the whole path, e.g. '/kubepods.slice/.*') choose the cgroups;
 --cgroup-max-series caps their series, and numascope_cgroups_left_out counts what it left out. Names, labels and a scrape
 configuration: docs/exporter.md. live serves the same /metrics on its own port.`,
@@ -109,7 +110,7 @@ configuration: docs/exporter.md. live serves the same /metrics on its own port.`
 	fl.StringSliceVarP(&events, "events", "e", nil, "perf or uncore events to export besides the kernel files, e.g. perf.page-faults or @numa-traffic")
 	fl.StringVar(&cfg.webConfig, "web.config.file", "", "exporter-toolkit web configuration: TLS and basic auth (docs/exporter.md)")
 	fl.BoolVar(&cfg.compress, "compress", false, "gzip responses for clients that accept it: about 8x smaller, at about 3x the CPU per scrape (docs/performance.md)")
-	fl.BoolVar(&cg.on, "cgroups", false, "export per-cgroup (v2) NUMA series: memory per node, NUMA balancing, cpuset (docs/exporter.md)")
+	fl.BoolVar(&cg.on, "cgroups", false, "export per-cgroup NUMA series (cgroup v2, or v1's memory hierarchy): memory per node, NUMA balancing, cpuset (docs/exporter.md)")
 	fl.IntVar(&cg.depth, "cgroup-depth", exporter.DefaultCgroupDepth, "with --cgroups, export cgroups down to this many levels below the root")
 	fl.StringVar(&cg.include, "cgroup-include", "", "with --cgroups, export only the cgroups whose whole path (/a/b) matches this regex")
 	fl.StringVar(&cg.exclude, "cgroup-exclude", "", "with --cgroups, leave out the cgroups whose whole path matches this regex")

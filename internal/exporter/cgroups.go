@@ -19,12 +19,17 @@ import (
 	"github.com/numascope/numascope/internal/topology"
 )
 
-// CgroupConfig says which cgroups (v2) numascope exporter --cgroups
-// exports, and how many series it may give them.
+// CgroupConfig says which cgroups numascope exporter --cgroups exports,
+// and how many series it may give them.
 type CgroupConfig struct {
 	// Root is the cgroup v2 mount; "" finds it: the sys directory's
-	// fs/cgroup, or fs/cgroup/unified on a hybrid (v1 and v2) machine.
+	// fs/cgroup, or fs/cgroup/unified on a hybrid (v1 and v2) machine. On
+	// a hybrid machine whose memory controller is on cgroup v1, the v1
+	// memory hierarchy at fs/cgroup/memory is walked instead (V1).
 	Root string
+	// V1 says that Root is a cgroup v1 memory hierarchy: memory.numa_stat
+	// in v1's format (pages), a cgroup's threads in "tasks".
+	V1 bool
 	// Depth is how many levels below the root are exported: 1 is the
 	// root's children only. The root itself is not exported (its memory
 	// is the machine's, which the per-node series give).
@@ -172,14 +177,36 @@ type cgroupCollector struct {
 	statFams                                             []*family
 }
 
-// cgroupRoot finds the cgroup v2 mount under fs.
-func cgroupRoot(fs sysfs.FS) (string, error) {
+// cgroupV2Root finds the cgroup v2 mount under fs: fs/cgroup, or
+// fs/cgroup/unified on a hybrid machine; memory says whether the memory
+// controller is on it.
+func cgroupV2Root(fs sysfs.FS) (root string, memory bool, err error) {
 	for _, d := range []string{fs.Sys("fs", "cgroup"), fs.Sys("fs", "cgroup", "unified")} {
-		if _, err := os.Stat(d + "/cgroup.controllers"); err == nil {
-			return d, nil
+		if ctl, err := os.ReadFile(d + "/cgroup.controllers"); err == nil {
+			return d, slices.Contains(strings.Fields(string(ctl)), "memory"), nil
 		}
 	}
-	return "", fmt.Errorf("--cgroups: no cgroup v2 hierarchy at %s or %s/unified: mount one (mount -t cgroup2 none %[1]s) or leave --cgroups out", fs.Sys("fs", "cgroup"), fs.Sys("fs", "cgroup"))
+	return "", false, fmt.Errorf("no cgroup v2 hierarchy at %s or %s/unified", fs.Sys("fs", "cgroup"), fs.Sys("fs", "cgroup"))
+}
+
+// cgroupRoot finds the hierarchy to walk under fs: the cgroup v2 mount
+// when it has the memory controller, or is fs/cgroup itself; else (a
+// hybrid machine, the memory controller on v1, or a v1-only one) the v1
+// memory hierarchy at fs/cgroup/memory where there is one (v1 true); else
+// the v2 mount without it.
+func cgroupRoot(fs sysfs.FS) (root string, v1 bool, err error) {
+	root, memory, err := cgroupV2Root(fs)
+	if err == nil && (memory || root == fs.Sys("fs", "cgroup")) {
+		return root, false, nil
+	}
+	m := fs.Sys("fs", "cgroup", "memory")
+	if fi, err := os.Lstat(m); err == nil && fi.IsDir() {
+		return m, true, nil
+	}
+	if err == nil {
+		return root, false, nil
+	}
+	return "", false, fmt.Errorf("--cgroups: %v, nor a v1 memory hierarchy at %s: mount one (mount -t cgroup2 none %s) or leave --cgroups out", err, m, fs.Sys("fs", "cgroup"))
 }
 
 // newCgroupCollector checks the configuration and the root; log receives
@@ -194,17 +221,19 @@ func newCgroupCollector(cfg CgroupConfig, fs sysfs.FS, topo *topology.Topology, 
 	}
 	root := cfg.Root
 	if root == "" {
-		r, err := cgroupRoot(fs)
+		r, v1, err := cgroupRoot(fs)
 		if err != nil {
 			return nil, err
 		}
-		root = r
+		root, cfg.V1 = r, v1
 	}
-	ctl, err := os.ReadFile(root + "/cgroup.controllers")
-	if err != nil {
+	if cfg.V1 {
+		if log != nil {
+			log(fmt.Sprintf("exporter: cgroups: the memory controller is on cgroup v1 (a hybrid machine): the cgroups are those of its hierarchy at %s; its memory.stat has no numa_* counters and its cpusets are another hierarchy, so neither is exported", root))
+		}
+	} else if ctl, err := os.ReadFile(root + "/cgroup.controllers"); err != nil {
 		return nil, fmt.Errorf("--cgroups: %v: is %s a cgroup v2 mount?", errors.Unwrap(err), root)
-	}
-	if !slices.Contains(strings.Fields(string(ctl)), "memory") && log != nil {
+	} else if !slices.Contains(strings.Fields(string(ctl)), "memory") && log != nil {
 		log(fmt.Sprintf("exporter: cgroups: the memory controller is not in the cgroup v2 hierarchy at %s (controllers: %q; a cgroup v1 or hybrid machine): no numascope_cgroup_memory_bytes nor memory.stat counters", root, strings.TrimSpace(string(ctl))))
 	}
 	c := &cgroupCollector{
@@ -577,7 +606,7 @@ func (c *cgroupCollector) readEntry(dirfd int, e *cgEntry) *cgEntry {
 	e.mem, e.have, e.hasInfo, e.faults, e.hasOutside = e.mem[:0], 0, false, [2]uint64{}, false
 	numaOK := false
 	if data, err := c.readCgFile(dirfd, e, fileNUMAStat); err == nil {
-		if err := procnuma.ParseCgroupNUMA(data, &c.numa); err != nil {
+		if err := c.parseNUMAStat(data); err != nil {
 			c.fail(string(c.path)+"/memory.numa_stat", err)
 		} else {
 			c.memSeries(e)
@@ -641,20 +670,42 @@ func (c *cgroupCollector) readEntry(dirfd int, e *cgEntry) *cgEntry {
 	return e
 }
 
+// parseNUMAStat parses a memory.numa_stat into c.numa, in v2's format
+// or, on a v1 hierarchy, in v1's (pages, made bytes).
+func (c *cgroupCollector) parseNUMAStat(data []byte) error {
+	if c.cfg.V1 {
+		return procnuma.ParseCgroupV1NUMA(data, &c.numa, uint64(os.Getpagesize()))
+	}
+	return procnuma.ParseCgroupNUMA(data, &c.numa)
+}
+
+// memType is the type label of a memory.numa_stat line, ok false for a
+// line not exported (numaStatSkipped). On v1 only the hierarchical_ lines
+// are, named as v2 names them (anon, file, unevictable: the cgroup and its
+// descendants, as v2's lines count); their sum, total, is not.
+func (c *cgroupCollector) memType(name string) (string, bool) {
+	if c.cfg.V1 {
+		t, ok := strings.CutPrefix(name, "hierarchical_")
+		return t, ok && t != "total"
+	}
+	return name, !numaStatSkipped(name)
+}
+
 // memSeries fills e.mem from c.numa, making the label sets it lacks.
 func (c *cgroupCollector) memSeries(e *cgEntry) {
 	for _, it := range c.numa.Items {
-		if numaStatSkipped(it.Name) {
+		name, ok := c.memType(it.Name)
+		if !ok {
 			continue
 		}
-		ti, ok := c.typeIdx[it.Name]
+		ti, ok := c.typeIdx[name]
 		if !ok {
 			if len(c.types) >= 64 {
 				continue // not a kernel's file: it has some 20 lines
 			}
 			ti = len(c.types)
-			c.types = append(c.types, it.Name)
-			c.typeIdx[it.Name] = ti
+			c.types = append(c.types, name)
+			c.typeIdx[name] = ti
 		}
 		for len(e.memLS) <= ti {
 			e.memLS = append(e.memLS, nil)
@@ -738,14 +789,18 @@ func (c *cgroupCollector) cpuset(dirfd int, e *cgEntry) {
 	}
 }
 
-// threadFaults sums, over the threads of cgroup.threads, the hinting
-// faults of /proc/TID/sched on memory of the thread's current node
-// (local) and of the others (remote), as numascope top does.
+// threadFaults sums, over the threads of cgroup.threads (v1: tasks), the
+// hinting faults of /proc/TID/sched on memory of the thread's current
+// node (local) and of the others (remote), as numascope top does.
 func (c *cgroupCollector) threadFaults(dirfd int) (local, remote uint64) {
-	data, err := c.readFile(dirfd, "cgroup.threads")
+	threads := "cgroup.threads"
+	if c.cfg.V1 {
+		threads = "tasks"
+	}
+	data, err := c.readFile(dirfd, threads)
 	if err != nil {
 		if !gone(err) {
-			c.fail(string(c.path)+"/cgroup.threads", err)
+			c.fail(string(c.path)+"/"+threads, err)
 		}
 		return 0, 0
 	}

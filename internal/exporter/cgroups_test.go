@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"runtime"
 	"slices"
@@ -417,7 +418,7 @@ func hostileLabel(parent, name string) string {
 func realCgroupRoot(t *testing.T) string {
 	t.Helper()
 	testutil.RequireRoot(t, "to create cgroups")
-	root, err := cgroupRoot(sysfs.New(""))
+	root, _, err := cgroupV2Root(sysfs.New(""))
 	if err != nil {
 		t.Fatalf("this machine has no cgroup v2 hierarchy: %v", err)
 	}
@@ -624,7 +625,7 @@ func TestCgroupsReal(t *testing.T) {
 	want = slices.Compact(sortedCopy(want))
 
 	include := regexp.MustCompile("^(?:" + regexp.QuoteMeta(rel) + "(/.*)?)$")
-	x, _ := cgExporter(t, CgroupConfig{Faults: true, Depth: 20, Include: include}, sysfs.New(""))
+	x, _ := cgExporter(t, CgroupConfig{Root: root, Faults: true, Depth: 20, Include: include}, sysfs.New(""))
 	body, fams := scrapeText(t, x)
 	sameCgroups(t, "text format", cgroupsOf(fams), want)
 	if errs := seriesOf(fams, "numascope_scrape_errors_total")["collector=cgroups"]; errs != 0 {
@@ -637,7 +638,7 @@ func TestCgroupsReal(t *testing.T) {
 	// OpenMetrics reads back the same labels (but the deep chain's, whose
 	// 4 KiB labels its ABNF parser takes minutes over).
 	deepRE := regexp.MustCompile(`^(?:.*/00d{253}.*)$`)
-	xo, _ := cgExporter(t, CgroupConfig{Faults: true, Depth: 20, Include: include, Exclude: deepRE}, sysfs.New(""))
+	xo, _ := cgExporter(t, CgroupConfig{Root: root, Faults: true, Depth: 20, Include: include, Exclude: deepRE}, sysfs.New(""))
 	r := xo.acquire()
 	om := bytes.Clone(r.encode(encOM).body)
 	xo.release(r)
@@ -665,7 +666,7 @@ func TestCgroupsChurn(t *testing.T) {
 	root := realCgroupRoot(t)
 	dir := mkTestCgroup(t, root)
 	rel := strings.TrimPrefix(dir, root)
-	x, c := cgExporter(t, CgroupConfig{Faults: true, Depth: 3, Include: regexp.MustCompile("^(?:" + regexp.QuoteMeta(rel) + "/.*)$")}, sysfs.New(""))
+	x, c := cgExporter(t, CgroupConfig{Root: root, Faults: true, Depth: 3, Include: regexp.MustCompile("^(?:" + regexp.QuoteMeta(rel) + "/.*)$")}, sysfs.New(""))
 	scrapeText(t, x)
 	var before runtime.MemStats
 	runtime.GC()
@@ -811,7 +812,7 @@ func TestPrometheusCgroups(t *testing.T) {
 	want = sortedCopy(want)
 
 	include := regexp.MustCompile("^(?:" + regexp.QuoteMeta(rel) + "(/.*)?)$")
-	x, _ := cgExporter(t, CgroupConfig{Faults: true, Depth: 20, Include: include}, sysfs.New(""))
+	x, _ := cgExporter(t, CgroupConfig{Root: root, Faults: true, Depth: 20, Include: include}, sysfs.New(""))
 	srv := httptest.NewServer(x.Handler())
 	t.Cleanup(srv.Close)
 	target := strings.TrimPrefix(srv.URL, "http://")
@@ -925,4 +926,66 @@ func dashboardExporter(t *testing.T) (*Exporter, []string) {
 	}
 	t.Cleanup(func() { x.Close() })
 	return x, []string{"/pod/wl"}
+}
+
+// TestCgroupsV1: on a hybrid machine whose memory controller is on cgroup
+// v1 (the VM capture of internal/procnuma/testdata/vm2-v1: no cgroup2 at
+// sys/fs/cgroup, a memory hierarchy, two Slurm-like jobs), the exporter
+// walks the v1 memory hierarchy: each cgroup's memory by node and type
+// from the hierarchical_ lines of its memory.numa_stat, pages made bytes
+// and named as v2 names them (so /slurm, with no page of its own, holds
+// its jobs'), no total; no memory.stat counter or cpuset info (v1 has
+// neither there); and it says so once. With --cgroup-faults the threads
+// are v1's "tasks".
+func TestCgroupsV1(t *testing.T) {
+	const page = 4096
+	fs := sysfs.New("../procnuma/testdata/vm2-v1")
+	var said []string
+	c, err := newCgroupCollector(CgroupConfig{Depth: DefaultCgroupDepth, MaxSeries: DefaultCgroupMaxSeries}, fs, nil, func(s string) { said = append(said, s) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !c.cfg.V1 || !strings.HasSuffix(c.root, "sys/fs/cgroup/memory") {
+		t.Fatalf("root %s, v1 %v: want the v1 memory hierarchy", c.root, c.cfg.V1)
+	}
+	if len(said) != 1 || !strings.Contains(said[0], "cgroup v1") {
+		t.Errorf("said %q, want one line naming cgroup v1", said)
+	}
+	x := newExporter([]collector{c}, func(s string) { t.Log(s) })
+	t.Cleanup(func() { x.Close() })
+	_, fams := scrapeText(t, x)
+	mem := seriesOf(fams, "numascope_cgroup_memory_bytes")
+	want := map[string]float64{}
+	for cg, pages := range map[string][2]float64{"/slurm": {2131, 4249}, "/slurm/job_1": {2049, 2165}, "/slurm/job_2": {82, 2084}} {
+		for node := range 2 {
+			want[fmt.Sprintf("cgroup=%s,numa_node=%d,type=anon", cg, node)] = pages[node] * page
+			want[fmt.Sprintf("cgroup=%s,numa_node=%d,type=file", cg, node)] = 0
+			want[fmt.Sprintf("cgroup=%s,numa_node=%d,type=unevictable", cg, node)] = 0
+		}
+	}
+	if !reflect.DeepEqual(mem, want) {
+		t.Errorf("memory series %v\nwant %v", mem, want)
+	}
+	for name := range fams {
+		if strings.HasPrefix(name, "numascope_cgroup_") && name != "numascope_cgroup_memory_bytes" {
+			t.Errorf("family %s on cgroup v1, which has no such figure there", name)
+		}
+	}
+
+	// --cgroup-faults: a tree of v1's shape, threads in "tasks".
+	root := t.TempDir()
+	wl := filepath.Join(root, "sys/fs/cgroup/memory/job")
+	writeFile(t, wl+"/memory.numa_stat", "total=1 N0=1\nanon=1 N0=1\nfile=0 N0=0\nhierarchical_total=1 N0=1\nhierarchical_anon=1 N0=1\nhierarchical_file=0 N0=0\n")
+	writeFile(t, wl+"/tasks", "158\n")
+	writeFile(t, filepath.Join(root, "proc/158/sched"), readFixtureFile(t, "proc/139/task/158/sched"))
+	writeFile(t, filepath.Join(root, "sys/fs/cgroup/unified/cgroup.controllers"), "cpuset cpu io pids\n")
+	x, c = cgExporter(t, CgroupConfig{Faults: true}, sysfs.New(root))
+	if !c.cfg.V1 {
+		t.Fatalf("a hybrid tree (cgroup2 without memory at unified, a memory hierarchy): root %s, not v1", c.root)
+	}
+	_, fams = scrapeText(t, x)
+	faults := seriesOf(fams, "numascope_cgroup_numa_faults")
+	if faults["cgroup=/job,locality=local,source=sched"]+faults["cgroup=/job,locality=remote,source=sched"] == 0 {
+		t.Errorf("faults %v: want thread 158's, listed in tasks", faults)
+	}
 }

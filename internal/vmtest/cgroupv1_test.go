@@ -6,6 +6,9 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
 )
 
 // topCgroupV1Script lays the VM's cgroups out as a hybrid distribution
@@ -16,7 +19,7 @@ import (
 // first-touched by each of its two workers, one a node) and /slurm/job_2
 // (2 x 4 MiB bound to node 1); once placed they are stopped, and each
 // cgroup's memory.numa_stat is read with cat before and after
-// `numascope top --cgroup`.
+// `numascope top --cgroup` and a scrape of `numascope exporter --cgroups`.
 const topCgroupV1Script = `umount /sys/fs/cgroup
 mount -t tmpfs tmpfs /sys/fs/cgroup
 mkdir /sys/fs/cgroup/memory /sys/fs/cgroup/unified
@@ -35,21 +38,30 @@ sleep 0.3
 stat() { for c in slurm slurm/job_1 slurm/job_2; do echo "/$c $(grep -E '^hierarchical_(anon|file)=' /sys/fs/cgroup/memory/$c/memory.numa_stat | tr '\n' ' ')"; done; }
 sec before stat
 sec top numascope top -b --format json -n 1 --cgroup --no-events
+ip link set lo up
+numascope exporter --listen 127.0.0.1:9866 --cgroups >/tmp/exporter.out 2>/tmp/exporter.err &
+X=$!
+for i in $(seq 100); do wget -q -O /dev/null http://127.0.0.1:9866/metrics 2>/dev/null && break; sleep 0.1; done
+sec scrape wget -q -O - http://127.0.0.1:9866/metrics
+kill $X; wait $X
+sec exporter.err cat /tmp/exporter.err
 sec after stat
 sec cgroup sh -c "cat /proc/$A/cgroup /proc/$B/cgroup"
 kill -KILL $A $B
 `
 
-// TestTopCgroupV1VM holds top --cgroup on a machine whose memory
-// controller is on cgroup v1 (topCgroupV1Script) to the kernel's own
-// memory.numa_stat, read with cat and parsed here: each row's memory per
-// node is hierarchical_anon + hierarchical_file times the page size, within
-// the two reads around top's (the jobs are stopped; reclaim could still
-// move a page), /slurm (no page of its own) holding its two jobs'. The
-// rows follow the v1 memory hierarchy's paths; job_2's memory is on node 1,
-// where it is bound, and job_1's on both nodes. The table says that a row's
-// CPU% is its processes' sum there (docs/fidelity.md).
-func TestTopCgroupV1VM(t *testing.T) {
+// TestCgroupV1VM holds top --cgroup and exporter --cgroups on a machine
+// whose memory controller is on cgroup v1 (topCgroupV1Script) to the
+// kernel's own memory.numa_stat, read with cat and parsed here: each row's
+// and each exported cgroup's memory per node is hierarchical_anon +
+// hierarchical_file times the page size, within the two reads around
+// numascope's (the jobs are stopped; reclaim could still move a page),
+// /slurm (no page of its own) holding its two jobs'. The rows follow the
+// v1 memory hierarchy's paths; job_2's memory is on node 1, where it is
+// bound, and job_1's on both nodes. top says that a row's CPU% is its
+// processes' sum there, the exporter that it walks the v1 hierarchy
+// (docs/fidelity.md).
+func TestCgroupV1VM(t *testing.T) {
 	requireVM(t)
 	r := runVM(t, []string{"--nodes", "2"}, topCgroupV1Script)
 	t.Logf("/proc/PID/cgroup of the two jobs:\n%s", r.section(t, "cgroup"))
@@ -121,5 +133,43 @@ func TestTopCgroupV1VM(t *testing.T) {
 	}
 	if !said {
 		t.Errorf("source.missing %q does not say that the rows are cgroup v1's", frame.Source.Missing)
+	}
+
+	// The exporter: numascope_cgroup_memory_bytes of each cgroup, anon and
+	// file summed, within the same two reads; it says once that it walks
+	// the v1 memory hierarchy.
+	if e := r.section(t, "exporter.err"); strings.Count(e, "cgroup v1") != 1 {
+		t.Errorf("the exporter's stderr %q: want one line naming cgroup v1", e)
+	}
+	tp := expfmt.NewTextParser(model.LegacyValidation)
+	fams, err := tp.TextToMetricFamilies(strings.NewReader(r.section(t, "scrape")))
+	if err != nil {
+		t.Fatalf("the scrape does not parse: %v", err)
+	}
+	got := map[string]map[string]float64{}
+	if f := fams["numascope_cgroup_memory_bytes"]; f != nil {
+		for _, m := range f.GetMetric() {
+			l := map[string]string{}
+			for _, p := range m.GetLabel() {
+				l[p.GetName()] = p.GetValue()
+			}
+			if l["type"] == "anon" || l["type"] == "file" {
+				if got[l["cgroup"]] == nil {
+					got[l["cgroup"]] = map[string]float64{}
+				}
+				got[l["cgroup"]][l["numa_node"]] += metricValue(m)
+			}
+		}
+	}
+	for _, path := range []string{"/slurm", "/slurm/job_1", "/slurm/job_2"} {
+		for _, node := range []string{"0", "1"} {
+			b, a := before[path][node], after[path][node]
+			v, ok := got[path][node]
+			if !ok {
+				t.Errorf("exporter: no numascope_cgroup_memory_bytes{cgroup=%q,numa_node=%q}: %v", path, node, got)
+				continue
+			}
+			within(t, "exporter: "+path+" anon + file on node "+node+" (bytes; memory.numa_stat's hierarchical lines, before and after)", v, min(a, b), max(a, b))
+		}
 	}
 }
