@@ -36,8 +36,8 @@ func (r *cgroupReader) init(fs sysfs.FS) {
 	r.v1 = errV2 != nil && errV1 == nil && fi.IsDir()
 }
 
-// group sums procs by cgroup v2, as the kernel's own per-cgroup figures
-// count: each row is a cgroup and everything below it. A process counts in
+// group sums procs by cgroup (v2, or v1's memory hierarchy: init), as the
+// kernel's own per-cgroup figures count: each row is a cgroup and everything below it. A process counts in
 // the root "/" and in each cgroup on its path down to depth levels below
 // the root (a deeper cgroup's processes count in its ancestor at depth),
 // so that a pod's row holds its containers' processes, as its
@@ -103,53 +103,60 @@ func (r *cgroupReader) group(c *Collector, procs []Process) []Cgroup {
 		if rel == "" {
 			continue // the root cgroup has none of the files (its cpu.stat is the machine's)
 		}
-		if r.v1 {
-			// v1's memory.stat has no numa_* counters, and cpuacct is
-			// another hierarchy, whose paths may differ: CPU% stays the
-			// processes' sum.
-			if data, err := c.rd.ReadCgroupV1File("memory", rel, "memory.numa_stat"); err == nil &&
-				procnuma.ParseCgroupV1NUMA(data, &r.numa, uint64(os.Getpagesize())) == nil {
-				g.MemoryByNode = r.byNode()
-			}
-			continue
-		}
-		if data, err := c.rd.ReadCgroupFile(rel, "memory.numa_stat"); err == nil &&
-			procnuma.ParseCgroupNUMA(data, &r.numa) == nil {
-			g.MemoryByNode = r.byNode()
-		}
-		if data, err := c.rd.ReadCgroupFile(rel, "cpu.stat"); err == nil {
-			// The kernel's run time of the cgroup's tasks, those that
-			// exited within the interval included (their last ticks are
-			// in no /proc/PID/stat): the processes' sum stands only for a
-			// cgroup's first frame, which has no earlier reading.
-			at := r.counts.now()
-			eachKV(data, func(k []byte, v uint64) {
-				if string(k) == "usage_usec" {
-					key := rel + "\x00cpu"
-					had := r.counts.has(key)
-					if pct := r.counts.rate(key, v, at) / 1e4; had {
-						g.CPUPercent = pct
-					}
-				}
-			})
-		}
-		if data, err := c.rd.ReadCgroupFile(rel, "memory.stat"); err == nil {
-			at := r.counts.now()
-			eachKV(data, func(k []byte, v uint64) {
-				switch string(k) {
-				case "numa_hint_faults":
-					g.HintFaults = r.counts.rate(rel+"\x00hint", v, at)
-				case "numa_pages_migrated":
-					g.PagesMigrated = r.counts.rate(rel+"\x00migr", v, at)
-				}
-			})
-		}
+		r.kernelFigures(c, g, rel)
 	}
 	r.counts.forget(func(k string) bool {
 		rel, _, _ := cut0(k)
 		return r.seen[rel]
 	})
 	return out
+}
+
+// kernelFigures fills row g (cgroup rel, below the root) with the
+// kernel's own figures for the cgroup: memory by node, and on v2 its CPU%
+// from cpu.stat and its NUMA balancing rates from memory.stat.
+func (r *cgroupReader) kernelFigures(c *Collector, g *Cgroup, rel string) {
+	if r.v1 {
+		// v1's memory.stat has no numa_* counters, and cpuacct is
+		// another hierarchy, whose paths may differ: CPU% stays the
+		// processes' sum.
+		if data, err := c.rd.ReadCgroupV1File("memory", rel, "memory.numa_stat"); err == nil &&
+			procnuma.ParseCgroupV1NUMA(data, &r.numa, uint64(os.Getpagesize())) == nil {
+			g.MemoryByNode = r.byNode()
+		}
+		return
+	}
+	if data, err := c.rd.ReadCgroupFile(rel, "memory.numa_stat"); err == nil &&
+		procnuma.ParseCgroupNUMA(data, &r.numa) == nil {
+		g.MemoryByNode = r.byNode()
+	}
+	if data, err := c.rd.ReadCgroupFile(rel, "cpu.stat"); err == nil {
+		// The kernel's run time of the cgroup's tasks, those that
+		// exited within the interval included (their last ticks are
+		// in no /proc/PID/stat): the processes' sum stands only for a
+		// cgroup's first frame, which has no earlier reading.
+		at := r.counts.now()
+		eachKV(data, func(k []byte, v uint64) {
+			if string(k) == "usage_usec" {
+				key := rel + "\x00cpu"
+				had := r.counts.has(key)
+				if pct := r.counts.rate(key, v, at) / 1e4; had {
+					g.CPUPercent = pct
+				}
+			}
+		})
+	}
+	if data, err := c.rd.ReadCgroupFile(rel, "memory.stat"); err == nil {
+		at := r.counts.now()
+		eachKV(data, func(k []byte, v uint64) {
+			switch string(k) {
+			case "numa_hint_faults":
+				g.HintFaults = r.counts.rate(rel+"\x00hint", v, at)
+			case "numa_pages_migrated":
+				g.PagesMigrated = r.counts.rate(rel+"\x00migr", v, at)
+			}
+		})
+	}
 }
 
 func cut0(s string) (string, string, bool) {
