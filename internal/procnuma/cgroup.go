@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"math"
 )
 
 // CgroupNUMA is a cgroup v2's memory.numa_stat (memory_numa_stat_show in
@@ -28,54 +29,8 @@ type CgroupItem struct {
 // ParseCgroupNUMA parses memory.numa_stat into c, reusing its slices and,
 // when the lines are those of the last call, the Items' names.
 func ParseCgroupNUMA(data []byte, c *CgroupNUMA) error {
-	items := c.Items
-	n := 0
-	err := lines(data, "memory.numa_stat", func(no int, line []byte) error {
-		name, rest := nextField(line)
-		if len(name) == 0 {
-			return nil
-		}
-		if n == len(items) {
-			if n > 256 {
-				return fmt.Errorf("memory.numa_stat line %d: more than 256 lines, not a kernel's memory.numa_stat", no)
-			}
-			items = append(items, CgroupItem{})
-		}
-		it := &items[n]
-		if it.Name != string(name) { // no allocation when equal
-			it.Name = string(name)
-		}
-		clear(it.ByNode)
-		it.ByNode = it.ByNode[:0]
-		seen := false
-		for {
-			var f []byte
-			f, rest = nextField(rest)
-			if len(f) == 0 {
-				break
-			}
-			k, v, ok := bytes.Cut(f, []byte("="))
-			if !ok || len(k) < 2 || k[0] != 'N' {
-				return fmt.Errorf("memory.numa_stat line %d: %s is not N<node>=<value>", no, quote(f))
-			}
-			node, ok1 := parseNode(k[1:])
-			u, ok2 := parseUint(v)
-			if !ok1 || !ok2 {
-				return fmt.Errorf("memory.numa_stat line %d: bad field %s", no, quote(f))
-			}
-			if node >= len(it.ByNode) {
-				it.ByNode = growTo(it.ByNode, node+1)
-			}
-			it.ByNode[node] = u
-			seen = true
-		}
-		if !seen {
-			return fmt.Errorf("memory.numa_stat line %d: %s has no N<node>=<value>: truncated file?", no, quote(name))
-		}
-		n++
-		return nil
-	})
-	c.Items = items[:n]
+	items, err := parseNUMAStat(data, c.Items, v2Name, 1, "value")
+	c.Items = items
 	c.Anon, c.File = nil, nil
 	if err != nil {
 		return err
@@ -113,4 +68,66 @@ func CgroupPath(data []byte) (path []byte, ok bool, err error) {
 		path = p
 	}
 	return path, ok, nil
+}
+
+// v2Name is the name of a v2 memory.numa_stat line: its first field.
+func v2Name(_ int, head []byte) ([]byte, error) { return head, nil }
+
+// parseNUMAStat parses the lines of a memory.numa_stat, v2's or v1's, into
+// items (reused: no allocation when the lines are those of the last call).
+// name gives a line's name from its first field; each N<node>=<count>
+// after it is multiplied by scale (1 for v2's bytes, the page size for
+// v1's pages), unit naming the count in errors.
+func parseNUMAStat(data []byte, items []CgroupItem, name func(no int, head []byte) ([]byte, error), scale uint64, unit string) ([]CgroupItem, error) {
+	n := 0
+	err := lines(data, "memory.numa_stat", func(no int, line []byte) error {
+		head, rest := nextField(line)
+		if len(head) == 0 {
+			return nil
+		}
+		nm, err := name(no, head)
+		if err != nil {
+			return err
+		}
+		if n == len(items) {
+			if n > 256 {
+				return fmt.Errorf("memory.numa_stat line %d: more than 256 lines, not a kernel's memory.numa_stat", no)
+			}
+			items = append(items, CgroupItem{})
+		}
+		it := &items[n]
+		if it.Name != string(nm) { // no allocation when equal
+			it.Name = string(nm)
+		}
+		clear(it.ByNode)
+		it.ByNode = it.ByNode[:0]
+		seen := false
+		for {
+			var f []byte
+			f, rest = nextField(rest)
+			if len(f) == 0 {
+				break
+			}
+			k, v, ok := bytes.Cut(f, []byte("="))
+			if !ok || len(k) < 2 || k[0] != 'N' {
+				return fmt.Errorf("memory.numa_stat line %d: %s is not N<node>=<%s>", no, quote(f), unit)
+			}
+			node, ok1 := parseNode(k[1:])
+			u, ok2 := parseUint(v)
+			if !ok1 || !ok2 || u > math.MaxUint64/scale {
+				return fmt.Errorf("memory.numa_stat line %d: bad field %s", no, quote(f))
+			}
+			if node >= len(it.ByNode) {
+				it.ByNode = growTo(it.ByNode, node+1)
+			}
+			it.ByNode[node] = u * scale
+			seen = true
+		}
+		if !seen {
+			return fmt.Errorf("memory.numa_stat line %d: %s has no N<node>=<%s>: truncated file?", no, quote(nm), unit)
+		}
+		n++
+		return nil
+	})
+	return items[:n], err
 }

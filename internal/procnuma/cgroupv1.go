@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"math"
 )
 
 // ParseCgroupV1NUMA parses the memory.numa_stat of a cgroup v1 memory
@@ -20,58 +19,8 @@ func ParseCgroupV1NUMA(data []byte, c *CgroupNUMA, pageSize uint64) error {
 	if pageSize == 0 {
 		return errors.New("memory.numa_stat: page size 0")
 	}
-	items := c.Items
-	n := 0
-	err := lines(data, "memory.numa_stat", func(no int, line []byte) error {
-		head, rest := nextField(line)
-		if len(head) == 0 {
-			return nil
-		}
-		name, total, ok := bytes.Cut(head, []byte("="))
-		if _, okTotal := parseUint(total); !ok || len(name) == 0 || !okTotal {
-			return fmt.Errorf("memory.numa_stat line %d: %s is not NAME=PAGES (a cgroup v1 memory.numa_stat)", no, quote(head))
-		}
-		if n == len(items) {
-			if n > 256 {
-				return fmt.Errorf("memory.numa_stat line %d: more than 256 lines, not a kernel's memory.numa_stat", no)
-			}
-			items = append(items, CgroupItem{})
-		}
-		it := &items[n]
-		if it.Name != string(name) { // no allocation when equal
-			it.Name = string(name)
-		}
-		clear(it.ByNode)
-		it.ByNode = it.ByNode[:0]
-		seen := false
-		for {
-			var f []byte
-			f, rest = nextField(rest)
-			if len(f) == 0 {
-				break
-			}
-			k, v, ok := bytes.Cut(f, []byte("="))
-			if !ok || len(k) < 2 || k[0] != 'N' {
-				return fmt.Errorf("memory.numa_stat line %d: %s is not N<node>=<pages>", no, quote(f))
-			}
-			node, ok1 := parseNode(k[1:])
-			u, ok2 := parseUint(v)
-			if !ok1 || !ok2 || u > math.MaxUint64/pageSize {
-				return fmt.Errorf("memory.numa_stat line %d: bad field %s", no, quote(f))
-			}
-			if node >= len(it.ByNode) {
-				it.ByNode = growTo(it.ByNode, node+1)
-			}
-			it.ByNode[node] = u * pageSize
-			seen = true
-		}
-		if !seen {
-			return fmt.Errorf("memory.numa_stat line %d: %s has no N<node>=<pages>: truncated file?", no, quote(name))
-		}
-		n++
-		return nil
-	})
-	c.Items = items[:n]
+	items, err := parseNUMAStat(data, c.Items, v1Name, pageSize, "pages")
+	c.Items = items
 	c.Anon, c.File = nil, nil
 	if err != nil {
 		return err
@@ -129,4 +78,14 @@ func CgroupV1Path(data []byte, controller string) (path []byte, ok bool, err err
 		path = p
 	}
 	return path, ok, nil
+}
+
+// v1Name is the name of a v1 memory.numa_stat line, whose first field is
+// NAME=TOTAL.
+func v1Name(no int, head []byte) ([]byte, error) {
+	name, total, ok := bytes.Cut(head, []byte("="))
+	if _, okTotal := parseUint(total); !ok || len(name) == 0 || !okTotal {
+		return nil, fmt.Errorf("memory.numa_stat line %d: %s is not NAME=PAGES (a cgroup v1 memory.numa_stat)", no, quote(head))
+	}
+	return name, nil
 }
