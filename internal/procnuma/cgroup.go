@@ -63,11 +63,14 @@ func CgroupPath(data []byte) (path []byte, ok bool, err error) {
 	if err != nil {
 		return nil, false, err
 	}
-	// A process whose cgroup was removed shows "0::/path (deleted)".
-	if p, found := bytes.CutSuffix(path, []byte(" (deleted)")); found {
-		path = p
-	}
-	return path, ok, nil
+	return undeleted(path), ok, nil
+}
+
+// undeleted drops the " (deleted)" that /proc/PID/cgroup appends to the
+// path of a cgroup that was removed.
+func undeleted(path []byte) []byte {
+	p, _ := bytes.CutSuffix(path, []byte(" (deleted)"))
+	return p
 }
 
 // v2Name is the name of a v2 memory.numa_stat line: its first field.

@@ -74,10 +74,7 @@ func CgroupV1Path(data []byte, controller string) (path []byte, ok bool, err err
 	if err != nil {
 		return nil, false, err
 	}
-	if p, found := bytes.CutSuffix(path, []byte(" (deleted)")); found {
-		path = p
-	}
-	return path, ok, nil
+	return undeleted(path), ok, nil
 }
 
 // v1Name is the name of a v1 memory.numa_stat line, whose first field is

@@ -32,7 +32,7 @@ func (r *cgroupReader) init(fs sysfs.FS) {
 	r.fs, r.seen = fs, map[string]bool{}
 	r.counts.init()
 	_, errV2 := os.Stat(fs.Sys("fs", "cgroup", "cgroup.controllers"))
-	fi, errV1 := os.Stat(fs.Sys("fs", "cgroup", "memory"))
+	fi, errV1 := os.Lstat(fs.Sys("fs", "cgroup", "memory")) // a symbolic link there is no hierarchy
 	r.v1 = errV2 != nil && errV1 == nil && fi.IsDir()
 }
 

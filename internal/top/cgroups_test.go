@@ -1,12 +1,15 @@
 package top
 
 import (
+	"bytes"
 	"maps"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/numascope/numascope/internal/procnuma"
 	"github.com/numascope/numascope/internal/sysfs"
@@ -158,5 +161,82 @@ func TestCgroupRowsOnCgroupV1(t *testing.T) {
 	miss := c.cgroups.missing(gs)
 	if len(miss) != 1 || !strings.Contains(miss[0], "cgroup v1") || !strings.Contains(miss[0], "processes' sum") {
 		t.Errorf("missing %q, want one line saying that CPU%% is the processes' sum on cgroup v1", miss)
+	}
+}
+
+// TestCgroupV1Hostile attacks the v1 reading as another local user could
+// in a tree numascope is pointed at: a cgroup's directory that is a
+// symbolic link to a file elsewhere, a memory.numa_stat that is a FIFO
+// nobody writes (it must not block the refresh), one far larger than a
+// kernel's, and a cgroup named with escape sequences and HTML. None of them
+// gives memory figures, the refresh returns, and the name is shown as
+// text.
+func TestCgroupV1Hostile(t *testing.T) {
+	root := t.TempDir()
+	mem := filepath.Join(root, "sys", "fs", "cgroup", "memory")
+	secret := filepath.Join(root, "secret")
+	for _, d := range []string{"fifo", "huge", "\x1b[2J<b>x</b>", secret} {
+		p := d
+		if d != secret {
+			p = filepath.Join(mem, d)
+		}
+		if err := os.MkdirAll(p, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	good := "total=1 N0=1\nanon=1 N0=1\nfile=0 N0=0\nhierarchical_total=1 N0=1\nhierarchical_anon=1 N0=1\nhierarchical_file=0 N0=0\n"
+	for name, body := range map[string]string{
+		filepath.Join(secret, "memory.numa_stat"):                 good,
+		filepath.Join(mem, "\x1b[2J<b>x</b>", "memory.numa_stat"): good,
+		filepath.Join(mem, "huge", "memory.numa_stat"):            strings.Repeat("hierarchical_anon=1 N0=1\n", 1<<16),
+	} {
+		if err := os.WriteFile(name, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Symlink(secret, filepath.Join(mem, "link")); err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Mkfifo(filepath.Join(mem, "fifo", "memory.numa_stat"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	fs := sysfs.New(root)
+	c := &Collector{fs: fs, opts: Options{Cgroups: true}, rd: procnuma.NewReader(fs), procs: map[int]*procState{}}
+	c.cgroups.init(fs)
+	if !c.cgroups.v1 {
+		t.Fatal("the tree is not taken for cgroup v1")
+	}
+	paths := map[int]string{1: "link", 2: "fifo", 3: "huge", 4: "\x1b[2J<b>x</b>"}
+	var procs []Process
+	for pid, p := range paths {
+		c.procs[pid] = &procState{cgroup: p, cgOK: true, cgRead: true}
+		procs = append(procs, Process{PID: pid})
+	}
+	done := make(chan []Cgroup)
+	go func() { done <- c.cgroups.group(c, procs) }()
+	var gs []Cgroup
+	select {
+	case gs = <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("a FIFO as memory.numa_stat blocked the refresh")
+	}
+	for _, g := range gs {
+		switch g.Path {
+		case "/", "/\x1b[2J<b>x</b>":
+		default:
+			if g.MemoryByNode != nil {
+				t.Errorf("%s: memory %v read through a symbolic link, a FIFO or an oversized file", g.Path, g.MemoryByNode)
+			}
+		}
+		if g.Path == "/\x1b[2J<b>x</b>" && g.MemoryByNode["0"] != 4096 {
+			t.Errorf("the hostile name's own cgroup: memory %v, want its 4096 bytes", g.MemoryByNode)
+		}
+	}
+	var buf bytes.Buffer
+	if err := WriteText(&buf, &Frame{Cgroups: gs}, 0, true); err != nil {
+		t.Fatal(err)
+	}
+	if bytes.ContainsAny(buf.Bytes(), "\x1b") || !strings.Contains(buf.String(), "[2J<b>x</b>") {
+		t.Errorf("the cgroup table carries the escape sequence or lost the name: %q", buf.String())
 	}
 }
