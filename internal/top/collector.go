@@ -35,7 +35,8 @@ type Options struct {
 	// MapsEvery is how often a detailed process's numa_maps is read again:
 	// the kernel walks its page tables to print it.
 	MapsEvery time.Duration
-	// Cgroups groups the processes by cgroup v2 (Frame.Cgroups).
+	// Cgroups groups the processes by cgroup (Frame.Cgroups): v2, or the
+	// v1 memory hierarchy on a hybrid machine.
 	Cgroups bool
 	// CgroupDepth is how many levels below the root the cgroup rows go
 	// (0: DefaultCgroupDepth); a deeper cgroup counts in its ancestor at
