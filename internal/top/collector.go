@@ -90,6 +90,7 @@ type Collector struct {
 	// interval's.
 	prevBoot, bootNow uint64
 	pids              []int
+	running           []int // the frame's array of NodesRunning not yet given out (readProcess)
 	tids              []int
 	stat              procnuma.Stat
 	sched             procnuma.Sched
@@ -121,6 +122,7 @@ type procState struct {
 	thAt    time.Time
 	thBoot  uint64 // the boot clock in ticks at thAt (bootTicks)
 	user    string // the owner of /proc/PID, read once
+	comm    string // the last comm read, kept while it is the same
 	cgroup  string
 	cgOK    bool
 	cgRead  bool
@@ -272,6 +274,8 @@ func (c *Collector) Refresh() (*Frame, error) {
 		return nil, fmt.Errorf("listing the processes in %s: %w", c.fs.Proc(), err)
 	}
 	f.Processes = make([]Process, 0, len(c.pids))
+	// Each process's node, from one array a frame (not one per process).
+	c.running = make([]int, len(c.pids))
 	for _, pid := range c.pids {
 		p, ok := c.readProcess(pid, dt)
 		if ok && c.matches(&p) {
@@ -451,9 +455,12 @@ func (c *Collector) readProcess(pid int, dt float64) (Process, bool) {
 	if f != nil && st.stat == nil {
 		st.stat = f
 	}
+	if string(s.Comm) != st.comm {
+		st.comm = string(s.Comm)
+	}
 	p := Process{
 		PID:           pid,
-		Comm:          string(s.Comm),
+		Comm:          st.comm,
 		KernelThread:  s.Flags&procnuma.PFKThread != 0,
 		Threads:       s.Threads,
 		RSSBytes:      s.RSSPages * uint64(os.Getpagesize()),
@@ -464,8 +471,11 @@ func (c *Collector) readProcess(pid int, dt float64) (Process, bool) {
 		p.CPUPercent = float64(ticks-st.ticks) * 100 / userHZ / dt
 	}
 	st.ticks, st.seen = ticks, c.gen
-	if n := c.nodeOf(s.Processor); n >= 0 {
-		p.NodesRunning = append(p.NodesRunning, n)
+	if n := c.nodeOf(s.Processor); n >= 0 && len(c.running) > 0 {
+		// One node, in the frame's array: a slice of capacity 1, so that
+		// detail's appends of more nodes copy it elsewhere.
+		c.running[0] = n
+		p.NodesRunning, c.running = c.running[:1:1], c.running[1:]
 	}
 	p.User = st.user
 	if c.opts.Events != nil {

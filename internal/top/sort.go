@@ -103,10 +103,79 @@ func CompareProcesses(a, b *Process, key SortKey, asc bool) int {
 	return c
 }
 
+// sortRow is what CompareProcesses reads of one process, taken once: a
+// sort then compares 40 bytes it holds, rather than looking up the key's
+// figure and summing the memory map in every comparison, and moves those,
+// not the Processes (of about 200 bytes each). compareRows orders rows as
+// CompareProcesses orders their processes, which stays the readable
+// definition (TestSortProcessesIsCompareProcesses holds the two equal).
+type sortRow struct {
+	v, cpu float64
+	mem    uint64
+	pid    int
+	has    bool
+	i      int32 // the process's place before the sort (pid_max is at most 2^22); -1 once moved
+}
+
+func sortRowOf(p *Process, key SortKey, i int) sortRow {
+	v, ok := SortValue(p, key)
+	return sortRow{v: v, has: ok, cpu: p.CPUPercent, mem: memoryOf(p), pid: p.PID, i: int32(i)}
+}
+
+func compareRows(a, b *sortRow, asc bool) int {
+	if a.has != b.has {
+		if a.has {
+			return -1
+		}
+		return 1
+	}
+	c := cmp.Compare(b.v, a.v)
+	if asc {
+		c = -c
+	}
+	if c == 0 {
+		c = cmp.Compare(b.cpu, a.cpu)
+	}
+	if c == 0 {
+		c = cmp.Compare(b.mem, a.mem)
+	}
+	if c == 0 {
+		c = cmp.Compare(a.pid, b.pid)
+	}
+	return c
+}
+
 // SortProcesses orders ps by key as the tables show it: largest first,
-// PID smallest first.
+// PID smallest first. The order is CompareProcesses', a total one where
+// PIDs differ (as in one reading of /proc), so an unstable sort gives the
+// stable one's result; at 1 000 processes this takes a fifth of the time
+// a stable sort of the Processes took (BenchmarkSortProcesses), once or
+// twice a refresh.
 func SortProcesses(ps []Process, key SortKey) {
-	slices.SortStableFunc(ps, func(a, b Process) int { return CompareProcesses(&a, &b, key, key == SortPID) })
+	rows := make([]sortRow, len(ps))
+	for i := range ps {
+		rows[i] = sortRowOf(&ps[i], key, i)
+	}
+	asc := key == SortPID
+	slices.SortFunc(rows, func(a, b sortRow) int { return compareRows(&a, &b, asc) })
+	// Place j takes the process that was at rows[j].i: follow each cycle
+	// of the permutation, holding one Process aside.
+	for j := range rows {
+		if rows[j].i < 0 {
+			continue
+		}
+		held, k := ps[j], j
+		for {
+			from := int(rows[k].i)
+			rows[k].i = -1
+			if from == j {
+				ps[k] = held
+				break
+			}
+			ps[k] = ps[from]
+			k = from
+		}
+	}
 }
 
 // WithoutKernelThreads is ps less its kernel threads, and how many those
