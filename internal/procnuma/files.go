@@ -100,11 +100,12 @@ func (r *Reader) CgroupV1Of(pid int, controller string) (cg string, ok bool, err
 }
 
 // ReadCgroupV1File reads the file name of cgroup cg (as CgroupV1Of gives)
-// in the v1 hierarchy of controller, mounted at /sys/fs/cgroup/CONTROLLER
-// as systemd and the distributions mount it, never through a symbolic
-// link. The data is valid until the Reader's next read.
-func (r *Reader) ReadCgroupV1File(controller, cg, name string) ([]byte, error) {
-	return r.read(0, path.Join(cg, name), maxSmallFile, r.fs.Sys("fs", "cgroup", controller))
+// in the v1 hierarchy mounted at /sys/fs/cgroup/HIERARCHY as systemd and
+// the distributions mount it (hierarchy is its controllers joined by
+// commas: "memory", "cpu,cpuacct"), never through a symbolic link. The
+// data is valid until the Reader's next read.
+func (r *Reader) ReadCgroupV1File(hierarchy, cg, name string) ([]byte, error) {
+	return r.read(0, path.Join(cg, name), maxSmallFile, r.fs.Sys("fs", "cgroup", hierarchy))
 }
 
 // PIDs appends the processes under the proc directory to dst[:0], sorted.

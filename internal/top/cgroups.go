@@ -3,11 +3,13 @@ package top
 import (
 	"fmt"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/numascope/numascope/internal/procnuma"
 	"github.com/numascope/numascope/internal/sysfs"
+	"github.com/numascope/numascope/internal/term"
 )
 
 // maxCgroups bounds the cgroups of one frame.
@@ -26,14 +28,34 @@ type cgroupReader struct {
 	// v1: /sys/fs/cgroup is no cgroup2 mount, and the memory controller
 	// has a v1 hierarchy at /sys/fs/cgroup/memory.
 	v1 bool
+	// cpuacct is, on v1, the directory under /sys/fs/cgroup of the
+	// hierarchy with the cpuacct controller ("cpu,cpuacct" as systemd
+	// mounts it, the names "cpu" and "cpuacct" being symbolic links to
+	// it), "" where there is none.
+	cpuacct string
+	// mixed holds, on v1, the rows whose processes cpuacct's hierarchy
+	// does not place at the same paths as the memory one's (rowsV1CPU).
+	mixed map[string]bool
 }
 
+// cpuacctDirs are the names the v1 hierarchy of cpuacct is mounted under,
+// the controllers it holds joined by commas: systemd's, then alone.
+var cpuacctDirs = []string{"cpu,cpuacct", "cpuacct,cpu", "cpuacct"}
+
 func (r *cgroupReader) init(fs sysfs.FS) {
-	r.fs, r.seen = fs, map[string]bool{}
+	r.fs, r.seen, r.mixed = fs, map[string]bool{}, map[string]bool{}
 	r.counts.init()
 	_, errV2 := os.Stat(fs.Sys("fs", "cgroup", "cgroup.controllers"))
 	fi, errV1 := os.Lstat(fs.Sys("fs", "cgroup", "memory")) // a symbolic link there is no hierarchy
 	r.v1 = errV2 != nil && errV1 == nil && fi.IsDir()
+	if r.v1 {
+		for _, d := range cpuacctDirs {
+			if fi, err := os.Lstat(fs.Sys("fs", "cgroup", d)); err == nil && fi.IsDir() {
+				r.cpuacct = d
+				break
+			}
+		}
+	}
 }
 
 // group sums procs by cgroup (v2, or v1's memory hierarchy: init), as the
@@ -60,6 +82,9 @@ func (r *cgroupReader) group(c *Collector, procs []Process) []Cgroup {
 		if !st.cgRead {
 			if r.v1 {
 				st.cgroup, st.cgOK, _ = c.rd.CgroupV1Of(p.PID, "memory")
+				if r.cpuacct != "" {
+					st.cpuacct, st.cpuacctOK, _ = c.rd.CgroupV1Of(p.PID, "cpuacct")
+				}
 			} else {
 				st.cgroup, st.cgOK, _ = c.rd.CgroupOf(p.PID)
 			}
@@ -69,11 +94,7 @@ func (r *cgroupReader) group(c *Collector, procs []Process) []Cgroup {
 			continue
 		}
 		p.Cgroup = "/" + st.cgroup
-		// The prefixes of p.Cgroup that end before a '/' (and the whole
-		// path), from the root down: "/", "/a", "/a/b", ...
-		end, level := 1, 0
-		for {
-			path := p.Cgroup[:end]
+		eachRow(p.Cgroup, depth, func(path string) {
 			k, ok := index[path]
 			if !ok && len(out) < maxCgroups {
 				k, ok = len(out), true
@@ -83,17 +104,10 @@ func (r *cgroupReader) group(c *Collector, procs []Process) []Cgroup {
 			if ok {
 				out[k].add(p)
 			}
-			if end >= len(p.Cgroup) || level == depth {
-				break
-			}
-			next := strings.IndexByte(p.Cgroup[end+1:], '/')
-			if next < 0 {
-				end = len(p.Cgroup)
-			} else {
-				end += 1 + next
-			}
-			level++
-		}
+		})
+	}
+	if r.v1 && r.cpuacct != "" {
+		r.rowsV1CPU(c, procs, depth)
 	}
 	clear(r.seen)
 	for i := range out {
@@ -117,12 +131,27 @@ func (r *cgroupReader) group(c *Collector, procs []Process) []Cgroup {
 // from cpu.stat and its NUMA balancing rates from memory.stat.
 func (r *cgroupReader) kernelFigures(c *Collector, g *Cgroup, rel string) {
 	if r.v1 {
-		// v1's memory.stat has no numa_* counters, and cpuacct is
-		// another hierarchy, whose paths may differ: CPU% stays the
-		// processes' sum.
+		// v1's memory.stat has no numa_* counters; CPU% is cpuacct's
+		// where that hierarchy agrees (rowsV1CPU).
 		if data, err := c.rd.ReadCgroupV1File("memory", rel, "memory.numa_stat"); err == nil &&
 			procnuma.ParseCgroupV1NUMA(data, &r.numa, uint64(os.Getpagesize())) == nil {
 			g.MemoryByNode = r.byNode()
+		}
+		if r.cpuacct == "" {
+			return
+		}
+		// cpuacct.usage: the nanoseconds the cgroup's tasks ran, those
+		// below it and those that exited included, as v2's usage_usec.
+		// Read whether or not the row is mixed this frame, so that its
+		// rate is always over the last interval.
+		if data, err := c.rd.ReadCgroupV1File(r.cpuacct, rel, "cpuacct.usage"); err == nil {
+			if v, err := strconv.ParseUint(strings.TrimSpace(string(data)), 10, 64); err == nil {
+				key := rel + "\x00cpu"
+				had := r.counts.has(key)
+				if pct := r.counts.rate(key, v, r.counts.now()) / 1e7; had && !r.mixed[g.Path] {
+					g.CPUPercent = pct
+				}
+			}
 		}
 		return
 	}
@@ -159,6 +188,61 @@ func (r *cgroupReader) kernelFigures(c *Collector, g *Cgroup, rel string) {
 	}
 }
 
+// eachRow calls fn with each row cgroup path p (as "/a/b/c") counts in:
+// the prefixes of p that end before a '/' and p itself, from the root
+// down ("/", "/a", "/a/b", ...), at most depth levels below the root.
+func eachRow(p string, depth int, fn func(row string)) {
+	end, level := 1, 0
+	for {
+		fn(p[:end])
+		if end >= len(p) || level == depth {
+			return
+		}
+		next := strings.IndexByte(p[end+1:], '/')
+		if next < 0 {
+			end = len(p)
+		} else {
+			end += 1 + next
+		}
+		level++
+	}
+}
+
+// rowsV1CPU finds, on v1, the rows whose CPU% cpuacct.usage may give:
+// cpuacct.usage of a path counts the tasks under that path in the cpuacct
+// hierarchy, and a row the processes under it in the memory one, which
+// are one set only where every process's two paths agree on the row. The
+// container runtimes, Kubernetes and Slurm make the same paths in every
+// hierarchy, but systemd makes a service's cpuacct cgroup only with CPU
+// accounting on, leaving its processes higher up there. A row is mixed
+// when a process counts in it by one hierarchy and not by the other (or
+// has no cpuacct path): its CPU% stays its processes' sum.
+func (r *cgroupReader) rowsV1CPU(c *Collector, procs []Process, depth int) {
+	clear(r.mixed)
+	var memRows, cpuRows []string
+	for i := range procs {
+		st := c.procs[procs[i].PID]
+		if st == nil || !st.cgOK || (st.cpuacctOK && st.cpuacct == st.cgroup) {
+			continue
+		}
+		memRows, cpuRows = memRows[:0], cpuRows[:0]
+		eachRow("/"+st.cgroup, depth, func(row string) { memRows = append(memRows, row) })
+		if st.cpuacctOK {
+			eachRow("/"+st.cpuacct, depth, func(row string) { cpuRows = append(cpuRows, row) })
+		}
+		for _, row := range memRows {
+			if !slices.Contains(cpuRows, row) {
+				r.mixed[row] = true
+			}
+		}
+		for _, row := range cpuRows {
+			if !slices.Contains(memRows, row) {
+				r.mixed[row] = true
+			}
+		}
+	}
+}
+
 func cut0(s string) (string, string, bool) {
 	for i := 0; i < len(s); i++ {
 		if s[i] == 0 {
@@ -190,8 +274,21 @@ func (r *cgroupReader) byNode() map[string]uint64 {
 // missing says what the cgroup table lacks and why, one line each.
 func (r *cgroupReader) missing(gs []Cgroup) []string {
 	var out []string
-	if r.v1 {
-		out = append(out, fmt.Sprintf("per-cgroup CPU time and NUMA hinting faults (cpu.stat, memory.stat's numa_*): cgroup v1, where the rows follow the memory controller's hierarchy (%s); a row's CPU%% is its processes' sum, its memory memory.numa_stat's", r.fs.Sys("fs", "cgroup", "memory")))
+	switch {
+	case r.v1 && r.cpuacct == "":
+		out = append(out, fmt.Sprintf("per-cgroup CPU time and NUMA hinting faults (cpu.stat, memory.stat's numa_*): cgroup v1, where the rows follow the memory controller's hierarchy (%s) and no cpuacct hierarchy is mounted; a row's CPU%% is its processes' sum, its memory memory.numa_stat's", r.fs.Sys("fs", "cgroup", "memory")))
+	case r.v1:
+		n := 0
+		for _, g := range gs {
+			if g.Path != "/" && r.mixed[g.Path] {
+				n++
+			}
+		}
+		line := fmt.Sprintf("per-cgroup NUMA hinting faults (memory.stat's numa_*): cgroup v1, where the rows follow the memory controller's hierarchy (%s); a row's memory is memory.numa_stat's, its CPU%% cpuacct.usage's (%s)", r.fs.Sys("fs", "cgroup", "memory"), r.fs.Sys("fs", "cgroup", r.cpuacct))
+		if n > 0 {
+			line += fmt.Sprintf(", except in %s whose processes the cpuacct hierarchy places elsewhere: their processes' sum", term.Plural(n, "row", "rows"))
+		}
+		out = append(out, line)
 	}
 	for _, g := range gs {
 		if g.MemoryByNode != nil {

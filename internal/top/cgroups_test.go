@@ -2,9 +2,11 @@ package top
 
 import (
 	"bytes"
+	"fmt"
 	"maps"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -164,13 +166,105 @@ func TestCgroupRowsOnCgroupV1(t *testing.T) {
 	}
 }
 
+// TestCgroupV1CPUFromCpuacct: on cgroup v1 with a cpu,cpuacct hierarchy
+// mounted as systemd mounts it (the names cpu and cpuacct symbolic links
+// to it), a row's CPU% is its cpuacct.usage over the time between its own
+// reads from its second frame on, where every process counts in the row
+// by both hierarchies (Slurm's and the container runtimes' layout: the
+// same paths in each); otherwise, and on every first frame, the
+// processes' sum. Caught: a service whose cpuacct cgroup systemd did not
+// make (its process sits at cpuacct's root, while a decoy cpuacct cgroup
+// of the same path counts 9 s a second), and a process whose two paths
+// part below a common row, which is cpuacct's there (/mix).
+func TestCgroupV1CPUFromCpuacct(t *testing.T) {
+	root := t.TempDir()
+	cg := filepath.Join(root, "sys", "fs", "cgroup")
+	acct := filepath.Join(cg, "cpu,cpuacct")
+	for _, d := range []string{"memory/slurm/job_1", "memory/slurm/job_2", "memory/svc/a", "memory/mix/x",
+		"cpu,cpuacct/slurm/job_1", "cpu,cpuacct/slurm/job_2", "cpu,cpuacct/svc/a", "cpu,cpuacct/mix/y"} {
+		if err := os.MkdirAll(filepath.Join(cg, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, l := range []string{"cpu", "cpuacct"} {
+		if err := os.Symlink("cpu,cpuacct", filepath.Join(cg, l)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	in := map[int][2]string{10: {"slurm/job_1", "slurm/job_1"}, 11: {"slurm/job_2", "slurm/job_2"}, 12: {"svc/a", ""}, 13: {"mix/x", "mix/y"}}
+	for pid, p := range in {
+		dir := filepath.Join(root, "proc", strconv.Itoa(pid))
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		body := fmt.Sprintf("12:pids:/\n4:cpu,cpuacct:/%s\n3:memory:/%s\n0::/\n", p[1], p[0])
+		if err := os.WriteFile(filepath.Join(dir, "cgroup"), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	usage := func(ns map[string]uint64) {
+		t.Helper()
+		for d, v := range ns {
+			if err := os.WriteFile(filepath.Join(acct, d, "cpuacct.usage"), []byte(strconv.FormatUint(v, 10)+"\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	usage(map[string]uint64{"slurm": 1e9, "slurm/job_1": 5e8, "slurm/job_2": 5e8, "svc": 1e9, "svc/a": 1e9, "mix": 1e9, "mix/y": 1e9})
+
+	fs := sysfs.New(root)
+	c := &Collector{fs: fs, opts: Options{Cgroups: true}, rd: procnuma.NewReader(fs), procs: map[int]*procState{}}
+	c.cgroups.init(fs)
+	if !c.cgroups.v1 || c.cgroups.cpuacct != "cpu,cpuacct" {
+		t.Fatalf("v1 %v, cpuacct hierarchy %q: want v1 and the directory cpu,cpuacct (not its symbolic links)", c.cgroups.v1, c.cgroups.cpuacct)
+	}
+	clock := time.Unix(1e9, 0)
+	c.cgroups.counts.now = func() time.Time { return clock }
+	procs := func() []Process {
+		var ps []Process
+		for pid := range in {
+			if c.procs[pid] == nil {
+				c.procs[pid] = &procState{}
+			}
+			ps = append(ps, Process{PID: pid, CPUPercent: float64(pid)})
+		}
+		return ps
+	}
+	check := func(frame string, gs []Cgroup, want map[string]float64) {
+		t.Helper()
+		got := map[string]float64{}
+		for _, g := range gs {
+			got[g.Path] = g.CPUPercent
+		}
+		if !maps.Equal(got, want) {
+			t.Errorf("%s: CPU%% by row %v, want %v", frame, got, want)
+		}
+	}
+	check("first frame: the processes' sums", c.cgroups.group(c, procs()), map[string]float64{
+		"/": 46, "/slurm": 21, "/slurm/job_1": 10, "/slurm/job_2": 11, "/svc": 12, "/svc/a": 12, "/mix": 13, "/mix/x": 13,
+	})
+	if st := c.procs[13]; !st.cpuacctOK || st.cpuacct != "mix/y" || st.cgroup != "mix/x" {
+		t.Errorf("process 13: memory %q, cpuacct %q (%v); want mix/x and mix/y from /proc/13/cgroup", st.cgroup, st.cpuacct, st.cpuacctOK)
+	}
+	clock = clock.Add(2 * time.Second)
+	usage(map[string]uint64{"slurm": 2.5e9, "slurm/job_1": 1.5e9, "slurm/job_2": 1e9, "svc": 19e9, "svc/a": 19e9, "mix": 5e9, "mix/y": 5e9})
+	gs := c.cgroups.group(c, procs())
+	check("second frame: cpuacct.usage where the hierarchies agree", gs, map[string]float64{
+		"/": 46, "/slurm": 75, "/slurm/job_1": 50, "/slurm/job_2": 25, "/svc": 12, "/svc/a": 12, "/mix": 200, "/mix/x": 13,
+	})
+	miss := strings.Join(c.cgroups.missing(gs), "\n")
+	if !strings.Contains(miss, "cpuacct.usage") || !strings.Contains(miss, "except in 3 rows") {
+		t.Errorf("missing %q: want it to say CPU%% is cpuacct.usage's except in 3 rows", miss)
+	}
+}
+
 // TestCgroupV1Hostile attacks the v1 reading as another local user could
 // in a tree numascope is pointed at: a cgroup's directory that is a
 // symbolic link to a file elsewhere, a memory.numa_stat that is a FIFO
 // nobody writes (it must not block the refresh), one far larger than a
-// kernel's, and a cgroup named with escape sequences and HTML. None of them
-// gives memory figures, the refresh returns, and the name is shown as
-// text.
+// kernel's, a cpuacct hierarchy that is a symbolic link elsewhere, and a
+// cgroup named with escape sequences and HTML. None of them gives memory
+// or CPU figures, the refresh returns, and the name is shown as text.
 func TestCgroupV1Hostile(t *testing.T) {
 	root := t.TempDir()
 	mem := filepath.Join(root, "sys", "fs", "cgroup", "memory")
@@ -197,6 +291,14 @@ func TestCgroupV1Hostile(t *testing.T) {
 	if err := os.Symlink(secret, filepath.Join(mem, "link")); err != nil {
 		t.Fatal(err)
 	}
+	// A cpuacct "hierarchy" that is a symbolic link to a directory
+	// elsewhere, with a cpuacct.usage in it.
+	if err := os.Symlink(secret, filepath.Join(root, "sys", "fs", "cgroup", "cpuacct")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(secret, "cpuacct.usage"), []byte("1\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	if err := unix.Mkfifo(filepath.Join(mem, "fifo", "memory.numa_stat"), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -205,6 +307,9 @@ func TestCgroupV1Hostile(t *testing.T) {
 	c.cgroups.init(fs)
 	if !c.cgroups.v1 {
 		t.Fatal("the tree is not taken for cgroup v1")
+	}
+	if c.cgroups.cpuacct != "" {
+		t.Errorf("a symbolic link named cpuacct taken for the cpuacct hierarchy (%q)", c.cgroups.cpuacct)
 	}
 	paths := map[int]string{1: "link", 2: "fifo", 3: "huge", 4: "\x1b[2J<b>x</b>"}
 	var procs []Process

@@ -125,7 +125,11 @@ type procState struct {
 	comm    string // the last comm read, kept while it is the same
 	cgroup  string
 	cgOK    bool
-	cgRead  bool
+	// cpuacct is the process's path in cgroup v1's cpuacct hierarchy
+	// (read with cgroup, on v1 only).
+	cpuacct   string
+	cpuacctOK bool
+	cgRead    bool
 	// stat is the process's stat file, held open between refreshes (nil
 	// beyond Collector.maxHeld).
 	stat *procnuma.StatFile

@@ -59,7 +59,8 @@ kill -KILL $A $B
 // /slurm (no page of its own) holding its two jobs'. The rows follow the
 // v1 memory hierarchy's paths; job_2's memory is on node 1, where it is
 // bound, and job_1's on both nodes. top says that a row's CPU% is its
-// processes' sum there, the exporter that it walks the v1 hierarchy
+// processes' sum there (no cpuacct hierarchy is mounted; with one:
+// TestTopCgroupV1CPUVM), the exporter that it walks the v1 hierarchy
 // (docs/fidelity.md).
 func TestCgroupV1VM(t *testing.T) {
 	requireVM(t)

@@ -18,34 +18,69 @@ import (
 // the cgroup's cpu.stat. /cpuw's cpu.stat is read before they start and
 // once all five have printed that they are done; top is stopped two frames
 // after that. Nothing in /cpuw runs outside that window.
-const topCgroupCPUScript = `mkdir -p /sys/fs/cgroup/cpuw/a /sys/fs/cgroup/cpuw/b
+const topCgroupCPUScript = `@setup@
 numascope top -b --format json -d 2s -n 40 --cgroup --no-events >/tmp/top.json 2>/tmp/top.err &
 T=$!
 lines() { wc -l </tmp/top.json; }
 i=0; while [ ! -s /tmp/top.json ]; do sleep 0.05; i=$((i+1)); [ $i -gt 600 ] && break; done
 sleep 0.3
-sec before sh -c 'wc -l </tmp/top.json; cat /sys/fs/cgroup/cpuw/cpu.stat'
+sec before sh -c 'wc -l </tmp/top.json; @usage@'
 n=$(lines)
-sh -c 'echo $$ > /sys/fs/cgroup/cpuw/a/cgroup.procs; burn 4000 & exec burn 1500' >/tmp/burn.a 2>&1 &
-sh -c 'echo $$ > /sys/fs/cgroup/cpuw/b/cgroup.procs; burn 1500 & exec burn 1500' >/tmp/burn.b 2>&1 &
+sh -c '@join a@; burn 4000 & exec burn 1500' >/tmp/burn.a 2>&1 &
+sh -c '@join b@; burn 1500 & exec burn 1500' >/tmp/burn.b 2>&1 &
 i=0; while [ "$(lines)" -lt $((n+2)) ]; do sleep 0.02; i=$((i+1)); [ $i -gt 1500 ] && break; done
-sh -c 'echo $$ > /sys/fs/cgroup/cpuw/b/cgroup.procs; exec burn 1000 exit' >/tmp/burn.short 2>&1 &
+sh -c '@join b@; exec burn 1000 exit' >/tmp/burn.short 2>&1 &
 sec short.started wc -l </tmp/top.json
 i=0; while ! grep -q ^done /tmp/burn.short; do sleep 0.02; i=$((i+1)); [ $i -gt 3000 ] && break; done
 sec short.done wc -l </tmp/top.json
 ndone() { cat /tmp/burn.a /tmp/burn.b /tmp/burn.short | grep -c ^done; }
 i=0; while [ "$(ndone)" -lt 5 ]; do sleep 0.1; i=$((i+1)); [ $i -gt 1200 ] && break; done
-sec after sh -c 'wc -l </tmp/top.json; cat /sys/fs/cgroup/cpuw/cpu.stat'
+sec after sh -c 'wc -l </tmp/top.json; @usage@'
 n=$(lines)
 i=0; while [ "$(lines)" -lt $((n+2)) ]; do sleep 0.1; i=$((i+1)); [ $i -gt 600 ] && break; done
 kill $T; wait $T
 sec burn.a cat /tmp/burn.a
 sec burn.b sh -c 'cat /tmp/burn.b /tmp/burn.short'
-sec procs cat /sys/fs/cgroup/cpuw/a/cgroup.procs /sys/fs/cgroup/cpuw/b/cgroup.procs
+sec procs cat @procs@/cpuw/a/cgroup.procs @procs@/cpuw/b/cgroup.procs
 sec frames cat /tmp/top.json
 sec stderr cat /tmp/top.err
-kill $(cat /sys/fs/cgroup/cpuw/a/cgroup.procs /sys/fs/cgroup/cpuw/b/cgroup.procs)
+kill $(cat @procs@/cpuw/a/cgroup.procs @procs@/cpuw/b/cgroup.procs)
 `
+
+// cgroupCPULayouts fill topCgroupCPUScript's blanks: the cgroups made
+// (setup), a shell joining cgroup /cpuw/X (join X), /cpuw's CPU time as
+// the kernel accounts it (usage: usage_usec in microseconds on v2,
+// cpuacct.usage in nanoseconds on v1) and the directory whose cgroups
+// list the processes (procs). v1 is a hybrid distribution's layout (RHEL
+// and CentOS 7 and 8, Slurm clusters): /sys/fs/cgroup a tmpfs, the memory
+// and cpu,cpuacct hierarchies as systemd mounts them (cpu and cpuacct
+// symbolic links to the latter), cgroup2 without controllers at
+// unified/, and every process joined at the same path in both, as Slurm
+// and the container runtimes join them.
+var cgroupCPULayouts = map[string]map[string]string{
+	"v2": {
+		"@setup@":  "mkdir -p /sys/fs/cgroup/cpuw/a /sys/fs/cgroup/cpuw/b",
+		"@join a@": "echo $$ > /sys/fs/cgroup/cpuw/a/cgroup.procs",
+		"@join b@": "echo $$ > /sys/fs/cgroup/cpuw/b/cgroup.procs",
+		"@usage@":  "cat /sys/fs/cgroup/cpuw/cpu.stat",
+		"@procs@":  "/sys/fs/cgroup",
+	},
+	"v1": {
+		"@setup@": `umount /sys/fs/cgroup
+mount -t tmpfs tmpfs /sys/fs/cgroup
+mkdir /sys/fs/cgroup/memory /sys/fs/cgroup/cpu,cpuacct /sys/fs/cgroup/unified
+mount -t cgroup -o memory cgroup /sys/fs/cgroup/memory
+mount -t cgroup -o cpu,cpuacct cgroup /sys/fs/cgroup/cpu,cpuacct
+ln -s cpu,cpuacct /sys/fs/cgroup/cpu
+ln -s cpu,cpuacct /sys/fs/cgroup/cpuacct
+mount -t cgroup2 cgroup2 /sys/fs/cgroup/unified
+mkdir -p /sys/fs/cgroup/memory/cpuw/a /sys/fs/cgroup/memory/cpuw/b /sys/fs/cgroup/cpu,cpuacct/cpuw/a /sys/fs/cgroup/cpu,cpuacct/cpuw/b`,
+		"@join a@": "echo $$ > /sys/fs/cgroup/memory/cpuw/a/cgroup.procs; echo $$ > /sys/fs/cgroup/cpu,cpuacct/cpuw/a/cgroup.procs",
+		"@join b@": "echo $$ > /sys/fs/cgroup/memory/cpuw/b/cgroup.procs; echo $$ > /sys/fs/cgroup/cpu,cpuacct/cpuw/b/cgroup.procs",
+		"@usage@":  "echo usage_ns $(cat /sys/fs/cgroup/cpu,cpuacct/cpuw/cpuacct.usage)",
+		"@procs@":  "/sys/fs/cgroup/memory",
+	},
+}
 
 // TestTopCgroupCPUVM holds top's per-cgroup CPU% (topCgroupCPUScript) to
 // two references, neither of them top's /proc/PID/stat ticks: the burn
@@ -71,10 +106,24 @@ kill $(cat /sys/fs/cgroup/cpuw/a/cgroup.procs /sys/fs/cgroup/cpuw/b/cgroup.procs
 // start (about 1.7 s of each burner lost); a CPU% of the processes' sum
 // alone, which misses the short job (1 s) when it lived within one frame's
 // interval (short.started and short.done, logged).
-func TestTopCgroupCPUVM(t *testing.T) {
+func TestTopCgroupCPUVM(t *testing.T) { checkTopCgroupCPU(t, "v2") }
+
+// TestTopCgroupV1CPUVM is TestTopCgroupCPUVM on cgroup v1
+// (cgroupCPULayouts): the rows follow the memory hierarchy, and their CPU%
+// comes from the cpu,cpuacct hierarchy's cpuacct.usage, where the same
+// paths hold the same processes; the kernel's account read here is that
+// file. Caught: a CPU% of the processes' sum (v1's before), which misses
+// the short job.
+func TestTopCgroupV1CPUVM(t *testing.T) { checkTopCgroupCPU(t, "v1") }
+
+func checkTopCgroupCPU(t *testing.T, layout string) {
 	requireVM(t)
 	burn := buildStaticC(t, filepath.Join("internal", "top", "testdata", "burn.c"), "burn", "-O2", "-Wall")
-	r := runVM(t, []string{"--nodes", "2", "--cpus-per-node", "2", "--add", burn}, topCgroupCPUScript)
+	script := topCgroupCPUScript
+	for k, v := range cgroupCPULayouts[layout] {
+		script = strings.ReplaceAll(script, k, v)
+	}
+	r := runVM(t, []string{"--nodes", "2", "--cpus-per-node", "2", "--add", burn}, script)
 	if e := strings.TrimSpace(r.section(t, "stderr")); e != "" {
 		t.Errorf("top wrote to stderr: %s", e)
 	}
@@ -97,17 +146,20 @@ func TestTopCgroupCPUVM(t *testing.T) {
 		t.Fatalf("/cpuw/a and /cpuw/b hold %d processes at the end, want the 4 burners that wait: %s", n, r.section(t, "procs"))
 	}
 	// read returns how many frames top had written and /cpuw's CPU time
-	// in seconds at a read of cpu.stat.
+	// in seconds at a read of cpu.stat or cpuacct.usage.
 	read := func(name string) (int, float64) {
 		text := r.section(t, name)
 		lines := strings.SplitN(text, "\n", 2)
 		n, err := strconv.Atoi(strings.TrimSpace(lines[0]))
-		m := regexp.MustCompile(`(?m)^usage_usec (\d+)`).FindStringSubmatch(text)
+		m := regexp.MustCompile(`(?m)^usage_(usec|ns) (\d+)`).FindStringSubmatch(text)
 		if err != nil || m == nil {
-			t.Fatalf("%s: no frame count or no usage_usec in cpu.stat:\n%s", name, text)
+			t.Fatalf("%s: no frame count or no usage_usec (cpu.stat) or usage_ns (cpuacct.usage):\n%s", name, text)
 		}
-		us, _ := strconv.ParseFloat(m[1], 64)
-		return n, us / 1e6
+		v, _ := strconv.ParseFloat(m[2], 64)
+		if m[1] == "ns" {
+			return n, v / 1e9
+		}
+		return n, v / 1e6
 	}
 	n0, u0 := read("before")
 	n1, u1 := read("after")
@@ -136,7 +188,7 @@ func TestTopCgroupCPUVM(t *testing.T) {
 	t.Logf("CPU%%/processes of /cpuw, /cpuw/a, /cpuw/b by frame: %s", strings.Join(per, "; "))
 	t.Logf("the short job started after frame %s and was done after frame %s (the same: it lived within one interval)",
 		strings.TrimSpace(r.section(t, "short.started")), strings.TrimSpace(r.section(t, "short.done")))
-	t.Logf("CPU seconds: top /cpuw %.3f, /cpuw/a %.3f, /cpuw/b %.3f; burners' clocks a %.3f, b %.3f; cpu.stat of /cpuw %.3f",
+	t.Logf("CPU seconds: top /cpuw %.3f, /cpuw/a %.3f, /cpuw/b %.3f; burners' clocks a %.3f, b %.3f; the kernel's account of /cpuw %.3f",
 		got["/cpuw"], got["/cpuw/a"], got["/cpuw/b"], clockA, clockB, kernel)
 	last := &frames[len(frames)-1]
 	if g := cgroupOf(last, "/cpuw"); g == nil || g.Processes != 4 {
@@ -150,7 +202,7 @@ func TestTopCgroupCPUVM(t *testing.T) {
 		got, want float64
 	}{
 		{"/cpuw against its burners' CPU clocks", got["/cpuw"], clockA + clockB},
-		{"/cpuw against its cpu.stat", got["/cpuw"], kernel},
+		{"/cpuw against the kernel's account (cpu.stat, cpuacct.usage on v1)", got["/cpuw"], kernel},
 		{"/cpuw/a against its burners' CPU clocks", got["/cpuw/a"], clockA},
 		{"/cpuw/b against its burners' CPU clocks (the short job's included)", got["/cpuw/b"], clockB},
 	} {
