@@ -30,6 +30,11 @@ type CgroupConfig struct {
 	// V1 says that Root is a cgroup v1 memory hierarchy: memory.numa_stat
 	// in v1's format (pages), a cgroup's threads in "tasks".
 	V1 bool
+	// CpusetV1, with V1, is the v1 cpuset hierarchy whose cgroups of the
+	// same paths as Root's give the cpuset series ("" finds it at the sys
+	// directory's fs/cgroup/cpuset when Root is found too; none where it
+	// is not a directory).
+	CpusetV1 string
 	// Depth is how many levels below the root are exported: 1 is the
 	// root's children only. The root itself is not exported (its memory
 	// is the machine's, which the per-node series give).
@@ -162,6 +167,8 @@ type cgroupCollector struct {
 	tids  []byte // cgroup.threads buffer
 	pbuf  []byte // /proc/TID/sched
 	cpus  []byte // cpuset.cpus.effective, while mems is read
+	// procsA and procsB are the two cgroup.procs sameProcs compares (v1).
+	procsA, procsB []int
 
 	series, leftOut int
 	full            bool // the cap was reached in this read
@@ -226,10 +233,20 @@ func newCgroupCollector(cfg CgroupConfig, fs sysfs.FS, topo *topology.Topology, 
 			return nil, err
 		}
 		root, cfg.V1 = r, v1
+		if v1 && cfg.CpusetV1 == "" {
+			// A real directory, as systemd mounts it (not a link).
+			if fi, err := os.Lstat(fs.Sys("fs", "cgroup", "cpuset")); err == nil && fi.IsDir() {
+				cfg.CpusetV1 = fs.Sys("fs", "cgroup", "cpuset")
+			}
+		}
 	}
 	if cfg.V1 {
 		if log != nil {
-			log(fmt.Sprintf("exporter: cgroups: the memory controller is on cgroup v1 (a hybrid machine): the cgroups are those of its hierarchy at %s; its memory.stat has no numa_* counters and its cpusets are another hierarchy, so neither is exported", root))
+			cpusets := "no v1 cpuset hierarchy is mounted at " + fs.Sys("fs", "cgroup", "cpuset") + ", so no cpuset series"
+			if cfg.CpusetV1 != "" {
+				cpusets = "the cpuset series come from the cgroup of the same path in the cpuset hierarchy at " + cfg.CpusetV1 + ", where there is one"
+			}
+			log(fmt.Sprintf("exporter: cgroups: the memory controller is on cgroup v1 (a hybrid machine): the cgroups are those of its hierarchy at %s; its memory.stat has no numa_* counters; %s", root, cpusets))
 		}
 	} else if ctl, err := os.ReadFile(root + "/cgroup.controllers"); err != nil {
 		return nil, fmt.Errorf("--cgroups: %v: is %s a cgroup v2 mount?", errors.Unwrap(err), root)
@@ -300,10 +317,20 @@ func (c *cgroupCollector) Update(b *builder) error {
 	if err != nil {
 		return fmt.Errorf("%s: %v", c.root, err)
 	}
+	cpusetFd := -1
+	if c.cfg.V1 && c.cfg.CpusetV1 != "" {
+		if cpusetFd, err = unix.Open(c.cfg.CpusetV1, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC|unix.O_NOFOLLOW, 0); err != nil {
+			c.err = fmt.Errorf("the v1 cpuset hierarchy %s: %v (no cpuset series this read)", c.cfg.CpusetV1, err)
+			cpusetFd = -1
+		}
+	}
 	c.path = append(c.path[:0], '/')
 	c.names = c.names[:0]
-	c.walk(fd, 0)
+	c.walk(fd, cpusetFd, 0)
 	unix.Close(fd)
+	if cpusetFd >= 0 {
+		unix.Close(cpusetFd)
+	}
 	for k, e := range c.entries {
 		if e.gen != c.gen {
 			c.closeFiles(e)
@@ -371,8 +398,10 @@ func gone(err error) bool {
 }
 
 // walk reads the cgroup open at dirfd (c.path), at depth below the root,
-// and its children; it returns the faults of its subtree.
-func (c *cgroupCollector) walk(dirfd, depth int) (local, remote uint64) {
+// and its children; it returns the faults of its subtree. On v1, cpusetFd
+// is the cgroup of the same path in the cpuset hierarchy (-1: none), walked
+// alongside.
+func (c *cgroupCollector) walk(dirfd, cpusetFd, depth int) (local, remote uint64) {
 	if c.visited++; c.visited > c.maxVisit {
 		if c.visited == c.maxVisit+1 {
 			c.err = fmt.Errorf("%s: more than %d cgroups: the walk stopped there (the others are neither exported nor counted); narrow it with --cgroup-depth", c.root, c.maxVisit)
@@ -384,7 +413,7 @@ func (c *cgroupCollector) walk(dirfd, depth int) (local, remote uint64) {
 		if c.full {
 			c.leftOut++
 		} else {
-			e = c.read(dirfd)
+			e = c.read(dirfd, cpusetFd)
 		}
 	}
 	if c.cfg.Faults {
@@ -412,8 +441,18 @@ func (c *cgroupCollector) walk(dirfd, depth int) (local, remote uint64) {
 				c.path = append(c.path, '/')
 			}
 			c.path = append(c.path, name...)
-			l, r := c.walk(fd, depth+1)
+			childCpuset := -1
+			if cpusetFd >= 0 {
+				// Absent (ENOENT) where nothing made that cgroup there.
+				if cfd, err := unix.Openat(cpusetFd, string(name), unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC|unix.O_NOFOLLOW, 0); err == nil {
+					childCpuset = cfd
+				}
+			}
+			l, r := c.walk(fd, childCpuset, depth+1)
 			unix.Close(fd)
+			if childCpuset >= 0 {
+				unix.Close(childCpuset)
+			}
 			c.path = c.path[:plen]
 			local += l
 			remote += r
@@ -576,9 +615,10 @@ func (c *cgroupCollector) readFd(fd int) ([]byte, error) {
 	}
 }
 
-// read reads one selected cgroup's files; it returns its entry, or nil
-// when it has nothing to export or does not fit under the cap.
-func (c *cgroupCollector) read(dirfd int) *cgEntry {
+// read reads one selected cgroup's files (on v1, its cpuset's from
+// cpusetFd); it returns its entry, or nil when it has nothing to export or
+// does not fit under the cap.
+func (c *cgroupCollector) read(dirfd, cpusetFd int) *cgEntry {
 	e := c.entries[string(c.path)]
 	if e == nil {
 		label := cgroupLabel(c.path)
@@ -593,7 +633,7 @@ func (c *cgroupCollector) read(dirfd int) *cgEntry {
 		c.closeFiles(e) // another cgroup under this path: its own files
 		e.ino = st.Ino
 	}
-	r := c.readEntry(dirfd, e)
+	r := c.readEntry(dirfd, cpusetFd, e)
 	if r == nil && e.gen == 0 {
 		c.closeFiles(e) // not kept: nothing may hold its descriptors
 	}
@@ -602,7 +642,7 @@ func (c *cgroupCollector) read(dirfd int) *cgEntry {
 
 // readEntry reads e's files from the cgroup open at dirfd; it returns e,
 // or nil as read does.
-func (c *cgroupCollector) readEntry(dirfd int, e *cgEntry) *cgEntry {
+func (c *cgroupCollector) readEntry(dirfd, cpusetFd int, e *cgEntry) *cgEntry {
 	e.mem, e.have, e.hasInfo, e.faults, e.hasOutside = e.mem[:0], 0, false, [2]uint64{}, false
 	numaOK := false
 	if data, err := c.readCgFile(dirfd, e, fileNUMAStat); err == nil {
@@ -620,7 +660,11 @@ func (c *cgroupCollector) readEntry(dirfd int, e *cgEntry) *cgEntry {
 	} else if !gone(err) {
 		c.fail(string(c.path)+"/memory.stat", err)
 	}
-	c.cpuset(dirfd, e)
+	if c.cfg.V1 {
+		c.cpusetV1(cpusetFd, e, dirfd)
+	} else {
+		c.cpuset(dirfd, e)
+	}
 	if numaOK && e.hasInfo && e.allowed != nil {
 		e.outside, e.hasOutside = 0, true
 		for _, l := range [][]uint64{c.numa.Anon, c.numa.File} {
@@ -754,39 +798,132 @@ func (c *cgroupCollector) statValues(e *cgEntry, data []byte) {
 }
 
 // cpuset reads cpuset.cpus.effective and cpuset.mems.effective into e's
-// info series, making its label set anew when they changed.
+// info series.
 func (c *cgroupCollector) cpuset(dirfd int, e *cgEntry) {
 	cpus, err := c.readCgFile(dirfd, e, fileCPUs)
 	if err == nil {
 		c.cpus = append(c.cpus[:0], bytes.TrimSpace(cpus)...)
 		var mems []byte
 		if mems, err = c.readCgFile(dirfd, e, fileMems); err == nil {
-			mems = bytes.TrimSpace(mems)
-			if e.infoLS == nil || string(c.cpus) != e.cpus || string(mems) != e.mems {
-				e.cpus, e.mems = string(c.cpus), string(mems)
-				e.infoLS = newLabels([]string{"cgroup", "cpus", "mems"}, []string{e.label, e.cpus, e.mems})
-				e.allowed = nil
-				if ns, err := sysfs.ParseCPUList(e.mems); err == nil {
-					for _, n := range ns {
-						if n >= 0 && n <= procnuma.MaxNode {
-							for len(e.allowed) <= n {
-								e.allowed = append(e.allowed, false)
-							}
-							e.allowed[n] = true
-						}
-					}
-					if e.allowed == nil {
-						e.allowed = []bool{} // an empty mems: every node is outside
-					}
-				}
-			}
-			e.hasInfo = true
+			c.setCpuset(e, bytes.TrimSpace(mems))
 			return
 		}
 	}
 	if !gone(err) {
 		c.fail(string(c.path)+"/cpuset.*.effective", err)
 	}
+}
+
+// cpusetV1 reads, on v1, the cpuset of the same path in the cpuset
+// hierarchy, open at fd (-1: there is none): cpuset.effective_cpus and
+// cpuset.effective_mems, or where a kernel lacks them v1's cpuset.cpus and
+// cpuset.mems, which v1 keeps within the parent's. The two hierarchies are
+// apart: Slurm, Docker, containerd and Kubernetes make the same paths in
+// both, but nothing makes a path name the same processes in each. So the
+// cpuset is taken only where the two cgroups hold the same processes
+// (cgroup.procs), and not where it has no CPU or no node (no task can be
+// in it). Its files are opened at each read, not held: the cgroup of that
+// path in the cpuset hierarchy may be removed and made anew apart from
+// the memory one.
+func (c *cgroupCollector) cpusetV1(fd int, e *cgEntry, dirfd int) {
+	if fd < 0 {
+		return
+	}
+	failed := func(err error) {
+		if c.err == nil && !gone(err) {
+			c.err = fmt.Errorf("%s%s: %v", c.cfg.CpusetV1, c.path, err)
+		}
+	}
+	same, err := c.sameProcs(dirfd, fd)
+	if err != nil {
+		failed(err)
+		return
+	}
+	if !same {
+		return
+	}
+	for _, f := range [][2]string{{"cpuset.effective_cpus", "cpuset.effective_mems"}, {"cpuset.cpus", "cpuset.mems"}} {
+		var cpus, mems []byte
+		if cpus, err = c.readFile(fd, f[0]); err != nil {
+			continue
+		}
+		c.cpus = append(c.cpus[:0], bytes.TrimSpace(cpus)...)
+		if mems, err = c.readFile(fd, f[1]); err != nil {
+			continue
+		}
+		if mems = bytes.TrimSpace(mems); len(c.cpus) > 0 && len(mems) > 0 {
+			c.setCpuset(e, mems)
+		}
+		return
+	}
+	failed(err)
+}
+
+// sameProcs says whether the cgroups open at a and b list the same
+// processes in cgroup.procs (as sets: v1 does not promise them sorted).
+func (c *cgroupCollector) sameProcs(a, b int) (bool, error) {
+	data, err := c.readFile(a, "cgroup.procs")
+	if err != nil {
+		return false, err
+	}
+	c.procsA = appendIDs(c.procsA[:0], data)
+	if data, err = c.readFile(b, "cgroup.procs"); err != nil {
+		return false, err
+	}
+	c.procsB = appendIDs(c.procsB[:0], data)
+	return slices.Equal(c.procsA, c.procsB), nil
+}
+
+// appendIDs appends the numbers of a cgroup.procs to dst, sorted, each once
+// (a line that is no number is kept as -1, so that two such files still
+// differ from a clean one).
+func appendIDs(dst []int, data []byte) []int {
+	for len(data) > 0 {
+		line := data
+		if i := bytes.IndexByte(data, '\n'); i >= 0 {
+			line, data = data[:i], data[i+1:]
+		} else {
+			data = nil
+		}
+		if len(line) == 0 {
+			continue
+		}
+		n := 0
+		for _, d := range line {
+			if d < '0' || d > '9' || n > 1<<40 {
+				n = -1
+				break
+			}
+			n = n*10 + int(d-'0')
+		}
+		dst = append(dst, n)
+	}
+	slices.Sort(dst)
+	return slices.Compact(dst)
+}
+
+// setCpuset gives e the info series of c.cpus and mems, making its label
+// set anew when they changed.
+func (c *cgroupCollector) setCpuset(e *cgEntry, mems []byte) {
+	if e.infoLS == nil || string(c.cpus) != e.cpus || string(mems) != e.mems {
+		e.cpus, e.mems = string(c.cpus), string(mems)
+		e.infoLS = newLabels([]string{"cgroup", "cpus", "mems"}, []string{e.label, e.cpus, e.mems})
+		e.allowed = nil
+		if ns, err := sysfs.ParseCPUList(e.mems); err == nil {
+			for _, n := range ns {
+				if n >= 0 && n <= procnuma.MaxNode {
+					for len(e.allowed) <= n {
+						e.allowed = append(e.allowed, false)
+					}
+					e.allowed[n] = true
+				}
+			}
+			if e.allowed == nil {
+				e.allowed = []bool{} // an empty mems: every node is outside
+			}
+		}
+	}
+	e.hasInfo = true
 }
 
 // threadFaults sums, over the threads of cgroup.threads (v1: tasks), the

@@ -928,6 +928,75 @@ func dashboardExporter(t *testing.T) (*Exporter, []string) {
 	return x, []string{"/pod/wl"}
 }
 
+// TestCgroupsV1Cpuset: on cgroup v1 the cpuset series come from the
+// cgroup of the same path in the cpuset hierarchy (fs/cgroup/cpuset),
+// walked beside the memory one, and only where the two hold the same
+// processes: /slurm/job_1 (the same PIDs, listed in another order; mems 0
+// while 3 pages sit on node 1, which are outside it), /slurm (no process
+// of its own in either). Not: job_2, whose cpuset cgroup holds another
+// process; /svc, which has no cpuset cgroup; /idle, whose cpuset has no
+// node (no task can be in it); /link, a symbolic link in the cpuset
+// hierarchy to a cpuset elsewhere.
+func TestCgroupsV1Cpuset(t *testing.T) {
+	const page = 4096
+	root := t.TempDir()
+	mem := filepath.Join(root, "sys/fs/cgroup/memory")
+	cs := filepath.Join(root, "sys/fs/cgroup/cpuset")
+	numa := func(n0, n1 int) string {
+		return fmt.Sprintf("total=%d N0=%d N1=%d\nanon=0 N0=0 N1=0\nfile=0 N0=0 N1=0\nhierarchical_total=%d N0=%d N1=%d\nhierarchical_anon=%d N0=%d N1=%d\nhierarchical_file=0 N0=0 N1=0\n",
+			n0+n1, n0, n1, n0+n1, n0, n1, n0+n1, n0, n1)
+	}
+	for cg, f := range map[string]struct {
+		n0, n1 int
+		procs  string
+	}{"slurm": {12, 5, ""}, "slurm/job_1": {10, 3, "100\n101\n"}, "slurm/job_2": {2, 2, "200\n"}, "svc": {4, 0, "300\n"}, "idle": {1, 1, ""}, "link": {1, 1, ""}} {
+		writeFile(t, filepath.Join(mem, cg, "memory.numa_stat"), numa(f.n0, f.n1))
+		writeFile(t, filepath.Join(mem, cg, "cgroup.procs"), f.procs)
+	}
+	cpuset := func(dir, cpus, mems, procs string) {
+		writeFile(t, filepath.Join(dir, "cpuset.effective_cpus"), cpus+"\n")
+		writeFile(t, filepath.Join(dir, "cpuset.effective_mems"), mems+"\n")
+		writeFile(t, filepath.Join(dir, "cgroup.procs"), procs)
+	}
+	cpuset(filepath.Join(cs, "slurm"), "0-3", "0-1", "")
+	cpuset(filepath.Join(cs, "slurm/job_1"), "0-1", "0", "101\n100\n")
+	cpuset(filepath.Join(cs, "slurm/job_2"), "2-3", "1", "201\n")
+	cpuset(filepath.Join(cs, "idle"), "0", "", "")
+	cpuset(filepath.Join(root, "elsewhere"), "0", "0", "")
+	if err := os.Symlink(filepath.Join(root, "elsewhere"), filepath.Join(cs, "link")); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, filepath.Join(root, "sys/fs/cgroup/unified/cgroup.controllers"), "pids\n")
+	x, c := cgExporter(t, CgroupConfig{}, sysfs.New(root))
+	if !c.cfg.V1 || c.cfg.CpusetV1 != cs {
+		t.Fatalf("v1 %v, cpuset hierarchy %q: want v1 and %s", c.cfg.V1, c.cfg.CpusetV1, cs)
+	}
+	_, fams := scrapeText(t, x)
+	if c.err != nil {
+		t.Errorf("the scrape failed: %v", c.err)
+	}
+	info := seriesOf(fams, "numascope_cgroup_cpuset_info")
+	if want := map[string]float64{"cgroup=/slurm,cpus=0-3,mems=0-1": 1, "cgroup=/slurm/job_1,cpus=0-1,mems=0": 1}; !reflect.DeepEqual(info, want) {
+		t.Errorf("cpuset info %v\nwant %v", info, want)
+	}
+	out := seriesOf(fams, "numascope_cgroup_memory_outside_cpuset_bytes")
+	if want := map[string]float64{"cgroup=/slurm": 0, "cgroup=/slurm/job_1": 3 * page}; !reflect.DeepEqual(out, want) {
+		t.Errorf("memory outside the cpuset %v\nwant %v", out, want)
+	}
+
+	// Without a cpuset hierarchy: no cpuset series, and no error.
+	if err := os.RemoveAll(cs); err != nil {
+		t.Fatal(err)
+	}
+	x, c = cgExporter(t, CgroupConfig{}, sysfs.New(root))
+	if c.cfg.CpusetV1 != "" {
+		t.Errorf("cpuset hierarchy %q taken where there is none", c.cfg.CpusetV1)
+	}
+	if _, fams := scrapeText(t, x); len(seriesOf(fams, "numascope_cgroup_cpuset_info")) != 0 || c.err != nil {
+		t.Errorf("without a cpuset hierarchy: cpuset series %v, error %v; want neither", seriesOf(fams, "numascope_cgroup_cpuset_info"), c.err)
+	}
+}
+
 // TestCgroupsV1: on a hybrid machine whose memory controller is on cgroup
 // v1 (the VM capture of internal/procnuma/testdata/vm2-v1: no cgroup2 at
 // sys/fs/cgroup, a memory hierarchy, two Slurm-like jobs), the exporter
@@ -968,7 +1037,7 @@ func TestCgroupsV1(t *testing.T) {
 	}
 	for name := range fams {
 		if strings.HasPrefix(name, "numascope_cgroup_") && name != "numascope_cgroup_memory_bytes" {
-			t.Errorf("family %s on cgroup v1, which has no such figure there", name)
+			t.Errorf("family %s on cgroup v1 (without a cpuset hierarchy in the capture), which has no such figure there", name)
 		}
 	}
 

@@ -35,6 +35,16 @@ i=0; while ! placed; do sleep 0.2; i=$((i+1)); [ $i -gt 300 ] && break; done
 sleep 1
 kill -STOP $A $B
 sleep 0.3
+mkdir /sys/fs/cgroup/cpuset
+mount -t cgroup -o cpuset cgroup /sys/fs/cgroup/cpuset
+cs=/sys/fs/cgroup/cpuset/slurm
+mkdir -p $cs/job_1 $cs/job_2
+cat /sys/fs/cgroup/cpuset/cpuset.cpus > $cs/cpuset.cpus; echo 0-1 > $cs/cpuset.mems
+cat /sys/devices/system/node/node0/cpulist > $cs/job_1/cpuset.cpus
+echo 0 > $cs/job_1/cpuset.mems
+cat /sys/devices/system/node/node1/cpulist > $cs/job_2/cpuset.cpus; echo 1 > $cs/job_2/cpuset.mems
+echo $A > $cs/job_1/cgroup.procs; echo $B > $cs/job_2/cgroup.procs
+sec cpusets sh -c "for c in slurm slurm/job_1 slurm/job_2; do echo /\$c \$(cat /sys/fs/cgroup/cpuset/\$c/cpuset.effective_cpus) \$(cat /sys/fs/cgroup/cpuset/\$c/cpuset.effective_mems); done"
 stat() { for c in slurm slurm/job_1 slurm/job_2; do echo "/$c $(grep -E '^hierarchical_(anon|file)=' /sys/fs/cgroup/memory/$c/memory.numa_stat | tr '\n' ' ')"; done; }
 sec before stat
 sec top numascope top -b --format json -n 1 --cgroup --no-events
@@ -61,7 +71,11 @@ kill -KILL $A $B
 // bound, and job_1's on both nodes. top says that a row's CPU% is its
 // processes' sum there (no cpuacct hierarchy is mounted; with one:
 // TestTopCgroupV1CPUVM), the exporter that it walks the v1 hierarchy
-// (docs/fidelity.md).
+// (docs/fidelity.md). Once the jobs are stopped they are moved into
+// cpusets of the same paths in a v1 cpuset hierarchy (job_1 to node 0,
+// job_2 to node 1, their memory left where it is): the exporter's cpuset
+// info and memory outside the cpuset are held to cat's reads of the
+// cpusets and memory.numa_stat.
 func TestCgroupV1VM(t *testing.T) {
 	requireVM(t)
 	r := runVM(t, []string{"--nodes", "2"}, topCgroupV1Script)
@@ -172,5 +186,60 @@ func TestCgroupV1VM(t *testing.T) {
 			}
 			within(t, "exporter: "+path+" anon + file on node "+node+" (bytes; memory.numa_stat's hierarchical lines, before and after)", v, min(a, b), max(a, b))
 		}
+	}
+
+	// The cpusets, from the v1 cpuset hierarchy's cgroups of the same
+	// paths, which hold the same processes: each cgroup's info series
+	// carries what cat read of cpuset.effective_cpus and _mems, and the
+	// memory outside it is memory.numa_stat's on the other node (job_1,
+	// placed on both nodes and then given node 0 only; job_2, bound to
+	// node 1, its few pages on node 0), none for /slurm (nodes 0-1).
+	info := map[string][2]string{}
+	if f := fams["numascope_cgroup_cpuset_info"]; f != nil {
+		for _, m := range f.GetMetric() {
+			l := map[string]string{}
+			for _, p := range m.GetLabel() {
+				l[p.GetName()] = p.GetValue()
+			}
+			info[l["cgroup"]] = [2]string{l["cpus"], l["mems"]}
+		}
+	}
+	outside := map[string]float64{}
+	if f := fams["numascope_cgroup_memory_outside_cpuset_bytes"]; f != nil {
+		for _, m := range f.GetMetric() {
+			for _, p := range m.GetLabel() {
+				if p.GetName() == "cgroup" {
+					outside[p.GetValue()] = metricValue(m)
+				}
+			}
+		}
+	}
+	cat := map[string][2]string{}
+	for _, l := range strings.Split(strings.TrimSpace(r.section(t, "cpusets")), "\n") {
+		if f := strings.Fields(l); len(f) == 3 {
+			cat[f[0]] = [2]string{f[1], f[2]}
+		}
+	}
+	if len(cat) != 3 {
+		t.Fatalf("the cpusets read with cat: %q", r.section(t, "cpusets"))
+	}
+	for path, other := range map[string]string{"/slurm": "", "/slurm/job_1": "1", "/slurm/job_2": "0"} {
+		if info[path] != cat[path] {
+			t.Errorf("exporter: %s's cpuset info (cpus, mems) %q, want %q (cat)", path, info[path], cat[path])
+		}
+		v, ok := outside[path]
+		if !ok {
+			t.Errorf("exporter: no numascope_cgroup_memory_outside_cpuset_bytes{cgroup=%q}: %v", path, outside)
+			continue
+		}
+		what, lo, hi := "none: it allows both nodes", 0.0, 0.0
+		if other != "" {
+			b, a := before[path][other], after[path][other]
+			what, lo, hi = "memory.numa_stat's hierarchical anon + file on node "+other+", before and after", min(a, b), max(a, b)
+		}
+		within(t, "exporter: "+path+" memory outside its cpuset (bytes; "+what+")", v, lo, hi)
+	}
+	if outside["/slurm/job_1"] < 7<<20 {
+		t.Errorf("exporter: job_1 has %.0f bytes outside its cpuset, want the about 8 MiB it placed on node 1 before", outside["/slurm/job_1"])
 	}
 }
