@@ -773,13 +773,7 @@ func (c *cgroupCollector) memSeries(e *cgEntry) {
 
 // statValues picks cgroupStatKeys' lines out of memory.stat.
 func (c *cgroupCollector) statValues(e *cgEntry, data []byte) {
-	for len(data) > 0 {
-		line := data
-		if i := bytes.IndexByte(data, '\n'); i >= 0 {
-			line, data = data[:i], data[i+1:]
-		} else {
-			data = nil
-		}
+	for line := range bytes.SplitSeq(data, []byte("\n")) {
 		k, v, ok := bytes.Cut(line, []byte(" "))
 		if !ok {
 			continue
@@ -878,13 +872,7 @@ func (c *cgroupCollector) sameProcs(a, b int) (bool, error) {
 // (a line that is no number is kept as -1, so that two such files still
 // differ from a clean one).
 func appendIDs(dst []int, data []byte) []int {
-	for len(data) > 0 {
-		line := data
-		if i := bytes.IndexByte(data, '\n'); i >= 0 {
-			line, data = data[:i], data[i+1:]
-		} else {
-			data = nil
-		}
+	for line := range bytes.SplitSeq(data, []byte("\n")) {
 		if len(line) == 0 {
 			continue
 		}
