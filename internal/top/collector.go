@@ -115,16 +115,20 @@ type procState struct {
 	mem     map[string]uint64
 	memCats *MemoryCategories
 	memAt   time.Time
-	migr    uint64 // sum of the threads' numa_pages_migrated (no events)
-	migrAt  time.Time
-	hasMigr bool
-	threads map[int]uint64 // tid → ticks, for the drill-down's CPU%
-	thAt    time.Time
-	thBoot  uint64 // the boot clock in ticks at thAt (bootTicks)
-	user    string // the owner of /proc/PID, read once
-	comm    string // the last comm read, kept while it is the same
-	cgroup  string
-	cgOK    bool
+	// migrBy is each thread's numa_pages_migrated at migrAt (no events),
+	// migrBoot the boot clock then (bootTicks); migrNext is the map the
+	// next reading fills, swapped with it.
+	migrBy, migrNext map[int]uint64
+	migrAt           time.Time
+	migrBoot         uint64
+	hasMigr          bool
+	threads          map[int]uint64 // tid → ticks, for the drill-down's CPU%
+	thAt             time.Time
+	thBoot           uint64 // the boot clock in ticks at thAt (bootTicks)
+	user             string // the owner of /proc/PID, read once
+	comm             string // the last comm read, kept while it is the same
+	cgroup           string
+	cgOK             bool
 	// cpuacct is the process's path in cgroup v1's cpuacct hierarchy
 	// (read with cgroup, on v1 only).
 	cpuacct   string
@@ -541,6 +545,12 @@ func (c *Collector) detail(p *Process, now time.Time, dt float64) {
 	running := p.NodesRunning[:0]
 	var migr, recentLocal, recentRemote uint64
 	migrOK := p.PagesMigrated == nil
+	if migrOK {
+		if st.migrNext == nil {
+			st.migrNext = map[int]uint64{}
+		}
+		clear(st.migrNext)
+	}
 	for _, tid := range c.tids {
 		if err := c.rd.ReadStat(p.PID, tid, &c.stat); err != nil {
 			continue
@@ -551,7 +561,15 @@ func (c *Collector) detail(p *Process, now time.Time, dt float64) {
 		}
 		if migrOK {
 			if err := c.rd.ReadSched(p.PID, tid, &c.sched); err == nil && c.sched.NUMA {
-				migr += c.sched.PagesMigrated
+				v := c.sched.PagesMigrated
+				if old, ok := st.migrBy[tid]; ok {
+					if v >= old {
+						migr += v - old
+					}
+				} else if st.hasMigr && bornSince(c.stat.StartTime, st.migrBoot) {
+					migr += v // a thread started since: all of its count is the interval's
+				}
+				st.migrNext[tid] = v
 				if p.NUMAFaults == nil {
 					l, r := recentFaults(&c.sched, node)
 					recentLocal += l
@@ -569,14 +587,17 @@ func (c *Collector) detail(p *Process, now time.Time, dt float64) {
 	slices.Sort(running)
 	p.NodesRunning = running
 	if migrOK && p.PagesMigrated == nil {
-		// Without an event source: the delta of the threads' cumulative
-		// count (threads that exited take theirs with them, so a negative
-		// delta reads as 0).
-		if st.hasMigr && dt > 0 && migr >= st.migr {
-			r := float64(migr-st.migr) / now.Sub(st.migrAt).Seconds()
+		// Without an event source: the sum of each thread's increase of
+		// its cumulative count since the last reading. Not the increase
+		// of the threads' sum: a thread that exited takes its whole count
+		// out of the sum, which then understates the interval or falls.
+		// What an exited thread migrated since the last reading is lost.
+		if st.hasMigr && dt > 0 {
+			r := float64(migr) / now.Sub(st.migrAt).Seconds()
 			p.PagesMigrated = &r
 		}
-		st.migr, st.migrAt, st.hasMigr = migr, now, true
+		st.migrBy, st.migrNext = st.migrNext, st.migrBy
+		st.migrAt, st.migrBoot, st.hasMigr = now, c.bootNow, true
 	}
 	if st.mem == nil || now.Sub(st.memAt) >= c.opts.MapsEvery {
 		if mem, cats, err := c.memory(p.PID); err == nil {
