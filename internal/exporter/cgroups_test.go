@@ -984,13 +984,52 @@ func TestCgroupsV1Cpuset(t *testing.T) {
 		t.Errorf("memory outside the cpuset %v\nwant %v", out, want)
 	}
 
-	// Without a cpuset hierarchy: no cpuset series, and no error.
-	if err := os.RemoveAll(cs); err != nil {
+	// Attacks from a user who can make cgroups in the cpuset hierarchy:
+	// a cgroup.procs that is a FIFO nobody writes (the scrape must not
+	// block), one far larger than a kernel's, a cpuset.effective_mems
+	// that is a FIFO, and a cgroup named with escape sequences and HTML
+	// (a label, as text). None gives a cpuset; the name's own does.
+	for _, d := range []string{"fifo", "huge", "fifomems", "\x1b[2J<b>x</b>"} {
+		writeFile(t, filepath.Join(mem, d, "memory.numa_stat"), numa(1, 1))
+		writeFile(t, filepath.Join(mem, d, "cgroup.procs"), "")
+	}
+	cpuset(filepath.Join(cs, "huge"), "0", "0", strings.Repeat("\n", 2<<20))
+	cpuset(filepath.Join(cs, "\x1b[2J<b>x</b>"), "0", "1", "")
+	for _, f := range []string{"fifo/cgroup.procs", "fifomems/cpuset.effective_mems"} {
+		cpuset(filepath.Join(cs, filepath.Dir(f)), "0", "0", "")
+		os.Remove(filepath.Join(cs, f))
+		if err := unix.Mkfifo(filepath.Join(cs, f), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	done := make(chan map[string]*dto.MetricFamily)
+	go func() { _, fams := scrapeText(t, x); done <- fams }()
+	select {
+	case fams = <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("a FIFO in the cpuset hierarchy blocked the scrape")
+	}
+	info = seriesOf(fams, "numascope_cgroup_cpuset_info")
+	for k := range info {
+		if strings.Contains(k, "fifo") || strings.Contains(k, "huge") {
+			t.Errorf("a cpuset from a FIFO or an oversized file: %s", k)
+		}
+	}
+	if info["cgroup=/\x1b[2J<b>x</b>,cpus=0,mems=1"] != 1 {
+		t.Errorf("the hostile name's own cpuset: %v", info)
+	}
+
+	// Without a cpuset hierarchy (and where "cpuset" is a symbolic link
+	// to one elsewhere): no cpuset series, and no error.
+	if err := os.Rename(cs, filepath.Join(root, "cpuset-elsewhere")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(filepath.Join(root, "cpuset-elsewhere"), cs); err != nil {
 		t.Fatal(err)
 	}
 	x, c = cgExporter(t, CgroupConfig{}, sysfs.New(root))
 	if c.cfg.CpusetV1 != "" {
-		t.Errorf("cpuset hierarchy %q taken where there is none", c.cfg.CpusetV1)
+		t.Errorf("cpuset hierarchy %q taken from a symbolic link", c.cfg.CpusetV1)
 	}
 	if _, fams := scrapeText(t, x); len(seriesOf(fams, "numascope_cgroup_cpuset_info")) != 0 || c.err != nil {
 		t.Errorf("without a cpuset hierarchy: cpuset series %v, error %v; want neither", seriesOf(fams, "numascope_cgroup_cpuset_info"), c.err)
