@@ -58,7 +58,7 @@ func (m *model) cgroupLines(rows int) []string {
 	f := m.frame
 	if len(m.cgroups) == 0 {
 		if len(f.Cgroups) == 0 {
-			return m.wrap("no cgroups: top reads them only when started with --cgroup (memory.numa_stat and memory.stat of each cgroup v2). Quit (q) and run: numascope top --cgroup", "")
+			return m.wrap("no cgroups: top reads them only when started with --cgroup (memory.numa_stat and CPU time of each cgroup, v2 or v1). Quit (q) and run: numascope top --cgroup", "")
 		}
 		return []string{fmt.Sprintf("no cgroup matches %q (/ changes the filter)", clean(m.filter))}
 	}
