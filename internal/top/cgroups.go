@@ -146,11 +146,7 @@ func (r *cgroupReader) kernelFigures(c *Collector, g *Cgroup, rel string) {
 		// rate is always over the last interval.
 		if data, err := c.rd.ReadCgroupV1File(r.cpuacct, rel, "cpuacct.usage"); err == nil {
 			if v, err := strconv.ParseUint(strings.TrimSpace(string(data)), 10, 64); err == nil {
-				key := rel + "\x00cpu"
-				had := r.counts.has(key)
-				if pct := r.counts.rate(key, v, r.counts.now()) / 1e7; had && !r.mixed[g.Path] {
-					g.CPUPercent = pct
-				}
+				r.cpuTime(g, rel, v, 1e7, !r.mixed[g.Path])
 			}
 		}
 		return
@@ -164,14 +160,9 @@ func (r *cgroupReader) kernelFigures(c *Collector, g *Cgroup, rel string) {
 		// exited within the interval included (their last ticks are
 		// in no /proc/PID/stat): the processes' sum stands only for a
 		// cgroup's first frame, which has no earlier reading.
-		at := r.counts.now()
 		eachKV(data, func(k []byte, v uint64) {
 			if string(k) == "usage_usec" {
-				key := rel + "\x00cpu"
-				had := r.counts.has(key)
-				if pct := r.counts.rate(key, v, at) / 1e4; had {
-					g.CPUPercent = pct
-				}
+				r.cpuTime(g, rel, v, 1e4, true)
 			}
 		})
 	}
@@ -240,6 +231,18 @@ func (r *cgroupReader) rowsV1CPU(c *Collector, procs []Process, depth int) {
 				r.mixed[row] = true
 			}
 		}
+	}
+}
+
+// cpuTime records v, cgroup rel's cumulative CPU time in units of which
+// perPercent a second are 1% (ns: 1e7, µs: 1e4), and where use says so
+// gives row g its CPU% over the time since the last read: from the
+// counter's second read on, the first leaving the processes' sum.
+func (r *cgroupReader) cpuTime(g *Cgroup, rel string, v uint64, perPercent float64, use bool) {
+	key := rel + "\x00cpu"
+	had := r.counts.has(key)
+	if pct := r.counts.rate(key, v, r.counts.now()) / perPercent; had && use {
+		g.CPUPercent = pct
 	}
 }
 
