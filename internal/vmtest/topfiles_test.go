@@ -3,6 +3,7 @@ package vmtest
 import (
 	"fmt"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -14,9 +15,9 @@ import (
 // on them, and NUMA balancing migrates that worker's buffer to node 1)
 // under `numascope top --no-events`, which has no event source: every
 // rate it prints comes from a file (the process's from its threads'
-// numa_pages_migrated in sched, the node view's numa_hit from each node's
-// numastat, the system's from /proc/vmstat), each over the time between
-// its own reads.
+// numa_pages_migrated in sched, the node view's numa_hit and numa_miss
+// from each node's numastat, the system's from /proc/vmstat), each over
+// the time between its own reads.
 //
 // The references, "ref" sections: the workload's threads' own
 // numa_pages_migrated summed by awk, /proc/vmstat's NUMA balancing
@@ -24,13 +25,24 @@ import (
 // its loader), read once top's second frame is out and once top has
 // exited. The worker starts (it waits for /tmp/go) after the first
 // reference: not after the first frame, whose walk of /proc reads
-// numa_maps and so ends later than the others, which would put the
-// burst of migrations into an interval between the file reads shorter
-// than the frame's. The workload is stopped (SIGSTOP) once top has shown
-// it migrating and printed 6 frames (at the latest after 12), so top reads
-// it at least twice more before it ends: every page the workload migrated
-// falls between top's second and last reads and between the two
+// numa_maps and so ends later than the others, which would put the burst
+// of migrations into an interval between the file reads shorter than the
+// frame's. The workload is stopped (SIGSTOP) once top has shown it
+// migrating and printed 6 frames (at the latest after 12): every page it
+// migrated falls between top's second and last reads and between the two
 // references.
+//
+// Then node 1 is filled with huge pages (the page cache dropped first;
+// nr_hugepages of node 1 asked for more than it has), and memmix, on node
+// 1's CPU, touches what node 1 has left free (its fragments) and 64 MiB
+// more: the kernel falls back to node 0 for what node 1 cannot give, which
+// counts in node 0's numa_miss. Transparent huge pages are turned off
+// first (the VM's kernel has them always on, and memmix asks for them):
+// numa_hit and numa_miss count allocations, and memmix's would be a few
+// huge pages, or base pages on node 1 where no huge one is left. Node 1
+// still gives some 30 MiB where MemFree said 21 (seen: 2 819 misses for 32
+// MiB more than MemFree). Two frames after memmix is ready top is stopped
+// (SIGINT), so its last read follows every allocation.
 //
 // top runs bound to node 0, CPU and memory, so that NUMA balancing does
 // not move its own pages (unbound, it migrated 1 040 besides the
@@ -43,10 +55,11 @@ while ! grep -q 'done at' /tmp/wl.out && kill -0 $P 2>/dev/null; do sleep 0.1; d
 echo "@@pid $P"
 migrated() { cat /proc/$P/task/*/sched 2>/dev/null | awk '/^numa_pages_migrated/ {s += $NF} END {print s + 0}'; }
 ref() { echo "threads $(migrated)"; grep -E '^numa_(pages_migrated|hint_faults|hint_faults_local) ' /proc/vmstat; numastat; }
-{ numascope run --nodes 0 --policy bind:0 -- numascope top -b --format json --no-events -n 14 -d 1500ms --maps-every 1h --filter $P > /tmp/top.json; echo $? > /tmp/top.rc; } &
+numascope run --nodes 0 --policy bind:0 -- numascope top -b --format json --no-events -n 0 -d 1500ms --maps-every 1h --filter $P > /tmp/top.json 2> /tmp/top.err &
 T=$!
 lines() { [ -f /tmp/top.json ] && wc -l < /tmp/top.json || echo 0; }
-i=0; while [ "$(lines)" -lt 2 ] && kill -0 $T 2>/dev/null; do sleep 0.05; i=$((i+1)); [ $i -gt 1200 ] && break; done
+frames() { i=0; while [ "$(lines)" -lt $1 ] && kill -0 $T 2>/dev/null; do sleep 0.05; i=$((i+1)); [ $i -gt 1200 ] && break; done; }
+frames 2
 sec ref0 ref
 touch /tmp/go
 while kill -0 $T 2>/dev/null; do
@@ -57,25 +70,38 @@ while kill -0 $T 2>/dev/null; do
 done
 kill -STOP $P
 echo "@@stopped after $(lines) frames, $(migrated) pages migrated"
+H=/sys/devices/system/node/node1/hugepages/hugepages-2048kB/nr_hugepages
+echo never > /sys/kernel/mm/transparent_hugepage/enabled
+sync; echo 3 > /proc/sys/vm/drop_caches
+echo 100000 > $H
+F=$(awk '/MemFree:/ {print int($4 / 1024)}' /sys/devices/system/node/node1/meminfo)
+echo "@@node 1 huge pages $(cat $H), $F MiB free, $(awk '/FilePages:/ {print $4}' /sys/devices/system/node/node1/meminfo) kB of files"
+numascope run --cpus 1 -- memmix 0 0 $((F + 64)) 0 > /tmp/mm.out 2>&1 &
+M=$!
+i=0; while ! grep -q ready /tmp/mm.out && kill -0 $M 2>/dev/null; do sleep 0.1; i=$((i+1)); [ $i -gt 600 ] && break; done
+echo "@@memmix $(cat /tmp/mm.out)"
+frames $(( $(lines) + 2 ))
+kill -INT $T
 wait $T
+echo "@@top rc $? $(cat /tmp/top.err)"
 sec ref1 ref
-kill -CONT $P
-sec top sh -c 'cat /tmp/top.json; exit $(cat /tmp/top.rc)'
-kill -KILL $P; wait $P || true
+kill -KILL $M $P; wait $P || true
+echo 0 > $H
+sec top cat /tmp/top.json
 `
 
 // topFilesRef is one "ref" section: the workload's threads'
 // numa_pages_migrated summed, /proc/vmstat's counters, and numastat's
-// numa_hit by node.
+// numa_hit and numa_miss by node.
 type topFilesRef struct {
-	threads float64
-	vmstat  map[string]float64
-	hit     map[int]float64
+	threads   float64
+	vmstat    map[string]float64
+	hit, miss map[int]float64
 }
 
 func parseTopFilesRef(t *testing.T, text string) topFilesRef {
 	t.Helper()
-	r := topFilesRef{vmstat: map[string]float64{}, hit: map[int]float64{}}
+	r := topFilesRef{vmstat: map[string]float64{}, hit: map[int]float64{}, miss: map[int]float64{}}
 	var nodes []int
 	for _, l := range strings.Split(text, "\n") {
 		f := strings.Fields(l)
@@ -93,17 +119,21 @@ func parseTopFilesRef(t *testing.T, text string) topFilesRef {
 				}
 				nodes = append(nodes, n)
 			}
-		case len(f) > 0 && f[0] == "numa_hit":
+		case len(f) > 0 && (f[0] == "numa_hit" || f[0] == "numa_miss"):
 			if len(f)-1 != len(nodes) {
-				t.Fatalf("numastat's numa_hit row %q for nodes %v", l, nodes)
+				t.Fatalf("numastat's %s row %q for nodes %v", f[0], l, nodes)
+			}
+			row := r.hit
+			if f[0] == "numa_miss" {
+				row = r.miss
 			}
 			for i, n := range nodes {
-				r.hit[n], _ = strconv.ParseFloat(f[i+1], 64)
+				row[n], _ = strconv.ParseFloat(f[i+1], 64)
 			}
 		}
 	}
-	if len(r.vmstat) != 3 || len(r.hit) != 2 {
-		t.Fatalf("reference: vmstat %v, numastat's numa_hit %v: want 3 counters and 2 nodes:\n%s", r.vmstat, r.hit, text)
+	if len(r.vmstat) != 3 || len(r.hit) != 2 || len(r.miss) != 2 {
+		t.Fatalf("reference: vmstat %v, numastat's numa_hit %v and numa_miss %v: want 3 counters and 2 nodes:\n%s", r.vmstat, r.hit, r.miss, text)
 	}
 	return r
 }
@@ -121,8 +151,8 @@ func parseTopFilesRef(t *testing.T, text string) topFilesRef {
 //     most /proc/vmstat's numa_pages_migrated over the window, at least
 //     0.9 of it less 50 (the rest are other processes' pages);
 //   - the system's pages migrated and hinting faults (local and all) per
-//     second are /proc/vmstat's increases, and each node's numa_hit per
-//     second numastat's, within 10% and 300 of them: these rates are over
+//     second are /proc/vmstat's increases, and each node's numa_hit and
+//     numa_miss per second numastat's, within 10% and 300 of them: these rates are over
 //     the time between their own reads, which come late in a frame (after
 //     the walk of /proc, whose length varies), while the sum takes the
 //     frame's interval; and the references are read just after top's
@@ -130,16 +160,19 @@ func parseTopFilesRef(t *testing.T, text string) topFilesRef {
 //     busy host loops too.
 //
 // The balancer migrates the worker's buffer (8 192 pages) to node 1, most
-// of it within one or a few frames, so numa_hit there must include every migrated
-// page and the sums are dominated by that burst. Caught: a count per
-// interval reported as a rate (every sum 1.5 times too high).
+// of it within one or a few frames, so numa_hit there must include every
+// migrated page and the sums are dominated by that burst; node 0's
+// numa_miss must have risen by 4 096 at least, a quarter of the 64 MiB
+// over node 1's MemFree (a precondition: the fallback happened). Caught: a count per interval
+// reported as a rate (every sum 1.5 times too high).
 func TestTopRatesFromFilesVM(t *testing.T) {
 	requireVM(t)
 	numastat, err := exec.LookPath("numastat")
 	if err != nil {
 		t.Fatal("numactl's numastat is not installed: scripts/install-test-deps installs Debian's numactl")
 	}
-	opts := []string{"--nodes", "2"}
+	memmix := buildStaticC(t, filepath.Join("internal", "top", "testdata", "memmix.c"), "memmix", "-O2", "-Wall")
+	opts := []string{"--nodes", "2", "--add", memmix}
 	for _, a := range numastatFiles(t, numastat) {
 		opts = append(opts, "--add", a)
 	}
@@ -157,14 +190,20 @@ func TestTopRatesFromFilesVM(t *testing.T) {
 	if stop[2] == "0" {
 		t.Fatalf("NUMA balancing migrated none of the workload's pages in %s frames: nothing to hold top's rates to", stop[1])
 	}
+	for _, l := range regexp.MustCompile(`(?m)^@@(node 1 huge pages|memmix|top rc) .*$`).FindAllString(r.Stdout, -1) {
+		t.Log(l)
+	}
+	if !regexp.MustCompile(`(?m)^@@memmix ready`).MatchString(r.Stdout) || !regexp.MustCompile(`(?m)^@@top rc 0 *\r?$`).MatchString(r.Stdout) {
+		t.Fatalf("memmix not ready, or top did not end cleanly on SIGINT:\n%s", tail(r.Stdout, 4000))
+	}
 	frames := topFrames(t, r.section(t, "top"))
-	if len(frames) != 14 {
-		t.Fatalf("%d frames, want 14", len(frames))
+	if len(frames) < 8 {
+		t.Fatalf("%d frames, want at least 8", len(frames))
 	}
 	ref0, ref1 := parseTopFilesRef(t, r.section(t, "ref0")), parseTopFilesRef(t, r.section(t, "ref1"))
 
 	var proc, sysMigr, sysAll, sysLocal float64
-	hit := map[int]float64{}
+	hit, miss := map[int]float64{}, map[int]float64{}
 	var per []string
 	for i := 2; i < len(frames); i++ {
 		f := &frames[i]
@@ -181,6 +220,7 @@ func TestTopRatesFromFilesVM(t *testing.T) {
 		sysLocal += f.System.Local * f.Interval
 		for _, n := range f.Nodes {
 			hit[n.Node] += n.NUMAHit * f.Interval
+			miss[n.Node] += n.NUMAMiss * f.Interval
 		}
 		per = append(per, fmt.Sprintf("%.0f/s over %.2f s", *p.PagesMigrated, f.Interval))
 	}
@@ -202,6 +242,10 @@ func TestTopRatesFromFilesVM(t *testing.T) {
 	near("system local hinting faults vs /proc/vmstat's numa_hint_faults_local", sysLocal, kLocal, 300)
 	for n := range 2 {
 		near(fmt.Sprintf("node %d numa_hit vs numastat's", n), hit[n], ref1.hit[n]-ref0.hit[n], 300)
+		near(fmt.Sprintf("node %d numa_miss vs numastat's", n), miss[n], ref1.miss[n]-ref0.miss[n], 300)
+	}
+	if got := ref1.miss[0] - ref0.miss[0]; got < 4096 {
+		t.Errorf("numastat: node 0's numa_miss rose by %.0f while memmix on a full node 1 touched 16 384 pages more than it had free: the fallback the test needs did not happen", got)
 	}
 	if got := ref1.hit[1] - ref0.hit[1]; got < threads {
 		t.Errorf("numastat: node 1's numa_hit rose by %.0f, less than the %.0f pages migrated to it", got, threads)
