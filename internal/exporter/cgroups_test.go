@@ -880,6 +880,48 @@ func BenchmarkCgroupScrape(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
+	benchScrape(b, c)
+}
+
+// BenchmarkCgroupScrapeV1 is BenchmarkCgroupScrape on cgroup v1: 100
+// containers in 10 pods, each with the v1 VM capture's memory.numa_stat
+// and two processes in a memory hierarchy, and a cpuset hierarchy with the
+// same cgroups and processes, so that every cgroup's cpuset is read and exported. What a
+// user pays on v1 is scripts/bench-cgroups --v1's table.
+func BenchmarkCgroupScrapeV1(b *testing.B) {
+	root := b.TempDir()
+	data, err := os.ReadFile("../procnuma/testdata/vm2-v1/sys/fs/cgroup/memory/slurm/job_1/memory.numa_stat")
+	if err != nil {
+		b.Fatal(err)
+	}
+	numa := string(data)
+	mem, cs := root+"/sys/fs/cgroup/memory", root+"/sys/fs/cgroup/cpuset"
+	for i := range 110 {
+		// 10 pods, each holding 10 containers, as kubepods has them.
+		d, procs := fmt.Sprintf("/pod%d", i), ""
+		if i >= 10 {
+			d, procs = fmt.Sprintf("/pod%d/c%04d", i%10, i), fmt.Sprintf("%d\n%d\n", 1000+i, 5000+i)
+		}
+		writeFile(b, mem+d+"/memory.numa_stat", numa)
+		writeFile(b, mem+d+"/memory.stat", "cache 0\nrss 8392704\nmapped_file 0\n")
+		writeFile(b, mem+d+"/cgroup.procs", procs)
+		writeFile(b, cs+d+"/cgroup.procs", procs)
+		writeFile(b, cs+d+"/cpuset.effective_cpus", "0-3\n")
+		writeFile(b, cs+d+"/cpuset.effective_mems", "0-1\n")
+	}
+	c, err := newCgroupCollector(CgroupConfig{Depth: DefaultCgroupDepth, MaxSeries: 1 << 20}, sysfs.New(root), nil, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if !c.cfg.V1 || c.cfg.CpusetV1 == "" {
+		b.Fatalf("v1 %v, cpuset hierarchy %q: want both", c.cfg.V1, c.cfg.CpusetV1)
+	}
+	benchScrape(b, c)
+}
+
+// benchScrape times reads and OpenMetrics encodings of collector c: the
+// process's CPU per scrape (getrusage), the cgroups exported, the bytes.
+func benchScrape(b *testing.B, c *cgroupCollector) {
 	x := newExporter([]collector{c}, nil)
 	defer x.Close()
 	scrape := func() int {

@@ -7,7 +7,15 @@
  * the CPU microseconds per pass (getrusage, user + system), the bytes
  * and the files read per pass.
  *
- * Usage: cgreads N ROOT [INTERVAL_MS] */
+ * With CPUSET_ROOT, cgroup v1: ROOT is the memory hierarchy and CPUSET_ROOT
+ * the cpuset one, walked alongside (the cgroup of the same path, opened
+ * with openat from its parent there); in every cgroup it reads the memory
+ * cgroup's memory.numa_stat, memory.stat and cgroup.procs and the cpuset
+ * cgroup's cgroup.procs, cpuset.effective_cpus and cpuset.effective_mems:
+ * what the exporter needs to tell whether the two hold the same processes
+ * and to export the cpuset.
+ *
+ * Usage: cgreads N ROOT [INTERVAL_MS [CPUSET_ROOT]] */
 #define _GNU_SOURCE
 #include <dirent.h>
 #include <fcntl.h>
@@ -19,9 +27,29 @@
 #include <time.h>
 #include <unistd.h>
 
-static const char *files[] = {"memory.numa_stat", "memory.stat", "cpuset.cpus.effective", "cpuset.mems.effective"};
+static const char *files[] = {"memory.numa_stat", "memory.stat", "cpuset.cpus.effective", "cpuset.mems.effective", NULL};
+static const char *v1files[] = {"memory.numa_stat", "memory.stat", "cgroup.procs", NULL};
+static const char *v1cpuset[] = {"cgroup.procs", "cpuset.effective_cpus", "cpuset.effective_mems", NULL};
 static char buf[65536];
 static long bytes, nfiles;
+static int v1;
+
+static void readall(int dirfd, const char **names) {
+	for (; dirfd >= 0 && *names; names++) {
+		int fd = openat(dirfd, *names, O_RDONLY | O_CLOEXEC);
+		if (fd < 0)
+			continue;
+		nfiles++;
+		ssize_t n;
+		/* a short read is the end: cgroupfs prints these whole, as the exporter assumes */
+		while ((n = read(fd, buf, sizeof buf)) > 0) {
+			bytes += n;
+			if (n < (ssize_t)sizeof buf)
+				break;
+		}
+		close(fd);
+	}
+}
 
 struct linux_dirent64 {
 	unsigned long long d_ino;
@@ -31,22 +59,13 @@ struct linux_dirent64 {
 	char d_name[];
 };
 
-static void walk(int dirfd, int depth) {
+/* walk reads the cgroup open at dirfd and those below it; csfd is the
+ * cgroup of the same path in the v1 cpuset hierarchy (-1: none). */
+static void walk(int dirfd, int csfd, int depth) {
 	if (depth > 0) {
-		for (size_t i = 0; i < sizeof files / sizeof *files; i++) {
-			int fd = openat(dirfd, files[i], O_RDONLY | O_CLOEXEC);
-			if (fd < 0)
-				continue;
-			nfiles++;
-			ssize_t n;
-			/* a short read is the end: cgroupfs prints these whole, as the exporter assumes */
-			while ((n = read(fd, buf, sizeof buf)) > 0) {
-				bytes += n;
-				if (n < (ssize_t)sizeof buf)
-					break;
-			}
-			close(fd);
-		}
+		readall(dirfd, v1 ? v1files : files);
+		if (v1)
+			readall(csfd, v1cpuset);
 	}
 	char dents[32768];
 	long n;
@@ -59,8 +78,11 @@ static void walk(int dirfd, int depth) {
 			int fd = openat(dirfd, d->d_name, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
 			if (fd < 0)
 				continue;
-			walk(fd, depth + 1);
+			int cs = csfd >= 0 ? openat(csfd, d->d_name, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW) : -1;
+			walk(fd, cs, depth + 1);
 			close(fd);
+			if (cs >= 0)
+				close(cs);
 		}
 	}
 }
@@ -72,12 +94,13 @@ static double cpu_us(void) {
 }
 
 int main(int argc, char **argv) {
-	if (argc != 3 && argc != 4) {
-		fprintf(stderr, "usage: cgreads N ROOT [INTERVAL_MS]\n");
+	if (argc < 3 || argc > 5) {
+		fprintf(stderr, "usage: cgreads N ROOT [INTERVAL_MS [CPUSET_ROOT]]\n");
 		return 2;
 	}
 	int n = atoi(argv[1]);
-	long ms = argc == 4 ? atol(argv[3]) : 0;
+	long ms = argc >= 4 ? atol(argv[3]) : 0;
+	v1 = argc == 5;
 	double t0 = cpu_us();
 	for (int i = 0; i < n; i++) {
 		if (i > 0 && ms > 0) {
@@ -90,8 +113,15 @@ int main(int argc, char **argv) {
 			perror(argv[2]);
 			return 1;
 		}
-		walk(fd, 0);
+		int cs = -1;
+		if (v1 && (cs = open(argv[4], O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0) {
+			perror(argv[4]);
+			return 1;
+		}
+		walk(fd, cs, 0);
 		close(fd);
+		if (cs >= 0)
+			close(cs);
 	}
 	printf("%.1f %ld %ld\n", (cpu_us() - t0) / n, bytes, nfiles);
 	return 0;
