@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -229,6 +230,17 @@ func runVMOnce(t *testing.T, opts []string, script string) (*vmResult, error) {
 	res := &vmResult{Stdout: stdout.String(), Stderr: stderr.String(), Elapsed: time.Since(start)}
 	t.Logf("numavm %s: %.1fs", strings.Join(opts, " "), res.Elapsed.Seconds())
 	return res, err
+}
+
+// vmPID is the process ID a VM script printed in its "@@pid PID" line.
+func vmPID(t *testing.T, r *vmResult) int {
+	t.Helper()
+	m := regexp.MustCompile(`(?m)^@@pid (\d+)\r?$`).FindStringSubmatch(r.Stdout)
+	if m == nil {
+		t.Fatalf("the VM printed no @@pid line:\n%s", tail(r.Stdout, 4000))
+	}
+	pid, _ := strconv.Atoi(m[1])
+	return pid
 }
 
 func tail(s string, n int) string {

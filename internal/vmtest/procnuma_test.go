@@ -73,11 +73,7 @@ sec wl cat /tmp/wl.json
 func TestProcNUMA(t *testing.T) {
 	requireVM(t)
 	r := runVM(t, []string{"--nodes", "4"}, procNUMAScript)
-	m := regexp.MustCompile(`(?m)^@@pid (\d+)\r?$`).FindStringSubmatch(r.Stdout)
-	if m == nil {
-		t.Fatalf("the VM printed no @@pid line:\n%s", tail(r.Stdout, 4000))
-	}
-	pid, _ := strconv.Atoi(m[1])
+	pid := vmPID(t, r)
 	root := os.Getenv("NUMASCOPE_PROCNUMA_CAPTURE")
 	if root == "" {
 		root = t.TempDir()

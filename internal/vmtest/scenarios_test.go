@@ -187,7 +187,7 @@ func twoLevel(nodes int) [][]int {
 func TestTopology(t *testing.T) {
 	requireVM(t)
 	opts := []string{"--nodes", "4", "--cpus-per-node", "2", "--mem-per-node", "384M"}
-	r := runVM(t, append(opts, topologyFreeAdds(t)...), topologyScript+topologyFreeScript)
+	r := runVM(t, append(opts, memmixNumastatAdds(t)...), topologyScript+topologyFreeScript)
 	checkTopology(t, r, 4, 2, 384, twoLevel(4))
 	t.Run("free", func(t *testing.T) { checkTopologyFree(t, r, 4) })
 }

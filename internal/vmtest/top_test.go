@@ -88,11 +88,7 @@ func topFrames(t *testing.T, text string) []top.Frame {
 func runTopVM(t *testing.T, mode string) (pid int, frames, noev []top.Frame, detail *top.Detail, r *vmResult) {
 	t.Helper()
 	r = runVM(t, []string{"--nodes", "4"}, fmt.Sprintf(topScript, mode))
-	m := regexp.MustCompile(`(?m)^@@pid (\d+)\r?$`).FindStringSubmatch(r.Stdout)
-	if m == nil {
-		t.Fatalf("the VM printed no @@pid line:\n%s", tail(r.Stdout, 4000))
-	}
-	pid, _ = strconv.Atoi(m[1])
+	pid = vmPID(t, r)
 	frames = topFrames(t, r.section(t, "top"))
 	noev = topFrames(t, r.section(t, "noev"))
 	if m := regexp.MustCompile(`(?m)^@@stopped after (\d+) frames`).FindStringSubmatch(r.Stdout); m == nil || m[1] != "5" {

@@ -2,8 +2,6 @@ package vmtest
 
 import (
 	"fmt"
-	"os/exec"
-	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -167,21 +165,8 @@ func parseTopFilesRef(t *testing.T, text string) topFilesRef {
 // reported as a rate (every sum 1.5 times too high).
 func TestTopRatesFromFilesVM(t *testing.T) {
 	requireVM(t)
-	numastat, err := exec.LookPath("numastat")
-	if err != nil {
-		t.Fatal("numactl's numastat is not installed: scripts/install-test-deps installs Debian's numactl")
-	}
-	memmix := buildStaticC(t, filepath.Join("internal", "top", "testdata", "memmix.c"), "memmix", "-O2", "-Wall")
-	opts := []string{"--nodes", "2", "--add", memmix}
-	for _, a := range numastatFiles(t, numastat) {
-		opts = append(opts, "--add", a)
-	}
-	r := runVM(t, opts, topFilesScript)
-	m := regexp.MustCompile(`(?m)^@@pid (\d+)\r?$`).FindStringSubmatch(r.Stdout)
-	if m == nil {
-		t.Fatalf("the VM printed no @@pid line:\n%s", tail(r.Stdout, 4000))
-	}
-	pid, _ := strconv.Atoi(m[1])
+	r := runVM(t, append([]string{"--nodes", "2"}, memmixNumastatAdds(t)...), topFilesScript)
+	pid := vmPID(t, r)
 	stop := regexp.MustCompile(`(?m)^@@stopped after (\d+) frames, (\d+) pages migrated`).FindStringSubmatch(r.Stdout)
 	if stop == nil {
 		t.Fatalf("the VM printed no @@stopped line:\n%s", tail(r.Stdout, 4000))

@@ -7,7 +7,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -72,22 +71,8 @@ kill $B; kill -KILL $G $P
 // JSON and the drill-down alike (docs/fidelity.md).
 func TestTopMemoryMatchesNumastatVM(t *testing.T) {
 	requireVM(t)
-	numastat, err := exec.LookPath("numastat")
-	if err != nil {
-		t.Fatal("numactl's numastat is not installed: scripts/install-test-deps installs Debian's numactl")
-	}
-	adds := numastatFiles(t, numastat)
-	memmix := buildStaticC(t, filepath.Join("internal", "top", "testdata", "memmix.c"), "memmix", "-O2", "-Wall")
-	opts := []string{"--nodes", "3", "--cpus-per-node", "2", "--mem-per-node", "768M", "--add", memmix}
-	for _, a := range adds {
-		opts = append(opts, "--add", a)
-	}
-	r := runVM(t, opts, numastatScript)
-	m := regexp.MustCompile(`(?m)^@@pid (\d+)\r?$`).FindStringSubmatch(r.Stdout)
-	if m == nil {
-		t.Fatalf("the VM printed no @@pid line:\n%s", tail(r.Stdout, 4000))
-	}
-	pid, _ := strconv.Atoi(m[1])
+	r := runVM(t, append([]string{"--nodes", "3", "--cpus-per-node", "2", "--mem-per-node", "768M"}, memmixNumastatAdds(t)...), numastatScript)
+	pid := vmPID(t, r)
 	if !strings.Contains(r.Stdout, "ready") || strings.Contains(r.Stdout, "huge=0") {
 		t.Fatalf("memmix did not get its memory, huge pages included:\n%s", tail(r.Stdout, 4000))
 	}

@@ -28,10 +28,10 @@ sec freeafter numastat -m
 kill -KILL $H
 `
 
-// topologyFreeAdds are the numavm options that carry topologyFreeScript's
-// programs into the VM: memmix, and the host's numastat with its loader
-// and C library.
-func topologyFreeAdds(t *testing.T) []string {
+// memmixNumastatAdds are the numavm options that carry memmix and the
+// host's numastat, with its loader and C library, into the VM (for
+// topologyFreeScript and the top tests that hold figures to numastat).
+func memmixNumastatAdds(t *testing.T) []string {
 	t.Helper()
 	numastat, err := exec.LookPath("numastat")
 	if err != nil {
