@@ -19,16 +19,19 @@ import (
 // sections. Before them, while the workers wait for /tmp/go, live's
 // processes page gives the drill-down of the workload.
 //
-// top writes 6 frames to a file whose lines a loop polls (wc, not the
+// top writes frames to a file whose lines a loop polls (wc, not the
 // shell's read, which takes a long JSON line a byte at a time and falls
 // seconds behind). The workers start computing once the first frame is
 // out (the loop touches /tmp/go), so that frame provably shows the memory
 // where the first touch put it: with a fixed settle time, balancing on a
 // busy host had already spread it before the first frame (issue 29). The
-// workload is stopped (SIGSTOP) once the fifth is out, so that all its
-// hinting faults fall within top's frames, and /proc/vmstat is read
-// before /tmp/go and after the stop (checkFaultsAgainstVmstat); it goes on
-// (SIGCONT) once top has exited, so that the --no-events frames read sched
+// workload is stopped (SIGSTOP) once the fifth is out (or a later one,
+// when the loop is slow to see it: beside four busy loops it once saw the
+// sixth first), and top is stopped (SIGINT) once two more frames are out,
+// the later of them read after the stop: so all the workload's hinting
+// faults fall within top's frames, whenever the loop noticed; /proc/vmstat
+// is read before /tmp/go and after the stop (checkFaultsAgainstVmstat).
+// The workload goes on (SIGCONT) once top has exited, so that the --no-events frames read sched
 // while it computes, as they did before the stop was added (kept stopped,
 // under a loaded host the parallel init's decayed figures read 59% remote
 // while the kprobe had counted 6 remote faults of 32 778). One top arms the kprobe and disarms it, the second
@@ -48,17 +51,22 @@ echo "@@pid $P"
 sec detail wget -qO- "http://127.0.0.1:8765/api/processes/detail?pid=$P"
 kill $L; wait $L
 cat /proc/vmstat > /tmp/vm.before
-{ numascope top -b --format json -n 6 -d 1s --cgroup > /tmp/top.json; echo $? > /tmp/top.rc; } &
+numascope top -b --format json -n 0 -d 1s --cgroup > /tmp/top.json 2> /tmp/top.err &
 T=$!
 lines() { [ -f /tmp/top.json ] && wc -l < /tmp/top.json || echo 0; }
-i=0; while [ "$(lines)" -lt 1 ] && kill -0 $T 2>/dev/null; do sleep 0.05; i=$((i+1)); [ $i -gt 1200 ] && break; done
+frames() { i=0; while [ "$(lines)" -lt $1 ] && kill -0 $T 2>/dev/null; do sleep 0.05; i=$((i+1)); [ $i -gt 1200 ] && break; done; }
+frames 1
 touch /tmp/go
-i=0; while [ "$(lines)" -lt 5 ] && kill -0 $T 2>/dev/null; do sleep 0.05; i=$((i+1)); [ $i -gt 1200 ] && break; done
+frames 5
 kill -STOP $P
-echo "@@stopped after $(lines) frames"
+S=$(lines)
+echo "@@stopped after $S frames"
 sleep 0.5
 cat /proc/vmstat > /tmp/vm.after
+frames $((S + 2))
+kill -INT $T
 wait $T
+echo $? > /tmp/top.rc
 kill -CONT $P
 sec top sh -c 'cat /tmp/top.json; exit $(cat /tmp/top.rc)'
 sec noev numascope top -b --format json -n 2 -d 1s --no-events
@@ -91,11 +99,16 @@ func runTopVM(t *testing.T, mode string) (pid int, frames, noev []top.Frame, det
 	pid = vmPID(t, r)
 	frames = topFrames(t, r.section(t, "top"))
 	noev = topFrames(t, r.section(t, "noev"))
-	if m := regexp.MustCompile(`(?m)^@@stopped after (\d+) frames`).FindStringSubmatch(r.Stdout); m == nil || m[1] != "5" {
-		t.Fatalf("the workload was not stopped between top's fifth and sixth frames: %q", m)
+	m := regexp.MustCompile(`(?m)^@@stopped after (\d+) frames`).FindStringSubmatch(r.Stdout)
+	if m == nil {
+		t.Fatalf("the VM printed no @@stopped line:\n%s", tail(r.Stdout, 4000))
 	}
-	if len(frames) != 6 || len(noev) != 2 {
-		t.Fatalf("%d frames and %d --no-events frames, want 6 and 2", len(frames), len(noev))
+	stopped, _ := strconv.Atoi(m[1])
+	if stopped < 5 || len(frames) < stopped+2 || len(noev) != 2 {
+		t.Fatalf("the workload stopped after frame %d; %d frames and %d --no-events frames: want it stopped after the fifth or later, two frames more, and 2", stopped, len(frames), len(noev))
+	}
+	if stopped > 5 {
+		t.Logf("the loop saw frame %d before it stopped the workload (want 5: a slow guest)", stopped)
 	}
 	checkFaultsAgainstVmstat(t, r.section(t, "vmstat"), frames, pid)
 	if ev := strings.TrimSpace(r.section(t, "events")); ev != "" {
@@ -115,8 +128,8 @@ func runTopVM(t *testing.T, mode string) (pid int, frames, noev []top.Frame, det
 // frame's interval is a count of hinting faults, local and remote, which
 // must agree with /proc/vmstat's numa_hint_faults and
 // numa_hint_faults_local deltas from before the workers started (they wait
-// for the first frame) to after they were stopped (after the fifth, one
-// frame before the last). Both windows hold every fault of the workload;
+// for the first frame) to after they were stopped (after the fifth frame
+// or a later one; top reads at least once more after the stop). Both windows hold every fault of the workload;
 // the kernel's also counts other processes' (the same tolerance as
 // TestNUMATrace's: at least 0.8 of the kernel's count less 50, at most
 // it plus 50). Rates over an interval 30% too long, or a cgroup that left
