@@ -42,7 +42,7 @@ rounds=$1
 shift
 die() { echo "cgbench: $*" >&2; exit 1; }
 ip link set lo up
-ulimit -n 65536 # bareserve keeps four files per cgroup open
+ulimit -n 65536 # bareserve keeps four files per cgroup open (six on v1)
 if [ "${CGBENCH_V1:-}" = 1 ]; then
 	umount $cg && mount -t tmpfs tmpfs $cg || die "cannot put a tmpfs at $cg"
 	mkdir $cg/memory $cg/cpuset $cg/unified
